@@ -1,0 +1,566 @@
+package dev.ffmtrace.memory;
+
+import java.lang.foreign.AddressLayout;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+
+/**
+ * Every libc function ffmtrace calls, and the only {@link Linker} downcalls in the
+ * project.
+ *
+ * <p>Each wrapper returns the call's result or throws a {@link NativeException} naming
+ * the call, the errno and its message; errno is captured by the linker
+ * ({@code captureCallState}), so nothing the JVM does between the call and the check
+ * can overwrite it. The capture buffer is per thread and allocated once, which keeps
+ * the hot calls ({@link #send}) free of allocation.
+ *
+ * <p>Constants and struct layouts are Linux's (x86-64 and AArch64 share them, except
+ * {@code struct stat}, which is chosen per architecture).
+ */
+public final class Native {
+    // memfd_create(2) and fcntl(2) seals
+    public static final int MFD_CLOEXEC = 0x1;
+    public static final int MFD_ALLOW_SEALING = 0x2;
+    public static final int F_ADD_SEALS = 1033;
+    public static final int F_GET_SEALS = 1034;
+    public static final int F_SEAL_SEAL = 0x1;
+    public static final int F_SEAL_SHRINK = 0x2;
+    public static final int F_SEAL_GROW = 0x4;
+    public static final int F_SEAL_WRITE = 0x8;
+
+    // open(2)
+    public static final int O_RDWR = 0x2;
+    public static final int O_CREAT = 0x40;
+    public static final int O_EXCL = 0x80;
+    public static final int O_CLOEXEC = 0x80000;
+
+    // mmap(2)
+    public static final int PROT_NONE = 0x0;
+    public static final int PROT_READ = 0x1;
+    public static final int PROT_WRITE = 0x2;
+    public static final int MAP_SHARED = 0x1;
+    public static final int MAP_PRIVATE = 0x2;
+    public static final int MAP_FIXED = 0x10;
+    public static final int MAP_ANONYMOUS = 0x20;
+    public static final int MAP_NORESERVE = 0x4000;
+
+    // stat(2) file types
+    public static final int S_IFMT = 0xF000;
+    public static final int S_IFREG = 0x8000;
+    public static final int S_IFSOCK = 0xC000;
+
+    // sockets
+    public static final int AF_UNIX = 1;
+    public static final int SOCK_STREAM = 1;
+    public static final int SOCK_CLOEXEC = 0x80000;
+    public static final int SOL_SOCKET = 1;
+    public static final int SO_PEERCRED = 17;
+    public static final int SCM_RIGHTS = 1;
+    public static final int MSG_CTRUNC = 0x8;
+    public static final int MSG_DONTWAIT = 0x40;
+    public static final int MSG_NOSIGNAL = 0x4000;
+    public static final int MSG_CMSG_CLOEXEC = 0x40000000;
+    public static final int SHUT_RDWR = 2;
+
+    // clocks
+    public static final int CLOCK_MONOTONIC = 1;
+    public static final int CLOCK_BOOTTIME = 7;
+
+    // errno values ffmtrace reacts to
+    public static final int EPERM = 1;
+    public static final int ENOENT = 2;
+    public static final int ESRCH = 3;
+    public static final int EINTR = 4;
+    public static final int EBADF = 9;
+    public static final int EAGAIN = 11;
+    public static final int EACCES = 13;
+    public static final int EINVAL = 22;
+    public static final int EPIPE = 32;
+    public static final int ENOSYS = 38;
+    public static final int ECONNRESET = 104;
+
+    /** {@code struct sockaddr_un}: a 2-byte family and a 108-byte path. */
+    public static final int SOCKADDR_UN_SIZE = 110;
+    public static final int SUN_PATH_OFFSET = 2;
+    public static final int SUN_PATH_SIZE = 108;
+
+    /** {@code struct msghdr} on LP64 Linux. */
+    static final int MSGHDR_SIZE = 56;
+    static final int MSGHDR_NAME_OFFSET = 0;
+    static final int MSGHDR_IOV_OFFSET = 16;
+    static final int MSGHDR_IOVLEN_OFFSET = 24;
+    static final int MSGHDR_CONTROL_OFFSET = 32;
+    static final int MSGHDR_CONTROLLEN_OFFSET = 40;
+    static final int MSGHDR_FLAGS_OFFSET = 48;
+    /** {@code struct iovec}. */
+    static final int IOVEC_SIZE = 16;
+    /** {@code struct cmsghdr}: size_t len, int level, int type, then the data. */
+    static final int CMSG_HEADER_SIZE = 16;
+    static final int CMSG_LEVEL_OFFSET = 8;
+    static final int CMSG_TYPE_OFFSET = 12;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+    private static final SymbolLookup LIBC = LINKER.defaultLookup();
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO =
+            CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker.Option CAPTURE_ERRNO = Linker.Option.captureCallState("errno");
+    // Arena.ofAuto: a thread's buffer is freed with the thread (virtual threads included).
+    private static final ThreadLocal<MemorySegment> CAPTURE =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
+
+    private static final ValueLayout.OfInt C_INT = ValueLayout.JAVA_INT;
+    private static final ValueLayout.OfLong C_LONG = ValueLayout.JAVA_LONG;
+    private static final AddressLayout C_POINTER = ValueLayout.ADDRESS;
+
+    private static final MethodHandle MEMFD_CREATE = downcall("memfd_create",
+            FunctionDescriptor.of(C_INT, C_POINTER, C_INT));
+    private static final MethodHandle OPEN = downcall("open",
+            FunctionDescriptor.of(C_INT, C_POINTER, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle UNLINK = downcall("unlink",
+            FunctionDescriptor.of(C_INT, C_POINTER));
+    private static final MethodHandle CLOSE = downcall("close",
+            FunctionDescriptor.of(C_INT, C_INT));
+    private static final MethodHandle FTRUNCATE = downcall("ftruncate",
+            FunctionDescriptor.of(C_INT, C_INT, C_LONG));
+    private static final MethodHandle FCNTL_INT = downcall("fcntl",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle FSTAT = downcall("fstat",
+            FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
+    private static final MethodHandle MMAP = downcall("mmap",
+            FunctionDescriptor.of(C_POINTER, C_POINTER, C_LONG, C_INT, C_INT, C_INT, C_LONG));
+    private static final MethodHandle MUNMAP = downcall("munmap",
+            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG));
+    private static final MethodHandle SOCKET = downcall("socket",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
+    private static final MethodHandle BIND = downcall("bind",
+            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
+    private static final MethodHandle LISTEN = downcall("listen",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle ACCEPT4 = downcall("accept4",
+            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER, C_INT));
+    private static final MethodHandle CONNECT = downcall("connect",
+            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
+    private static final MethodHandle SEND = downcall("send",
+            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_INT));
+    private static final MethodHandle SENDMSG = downcall("sendmsg",
+            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
+    private static final MethodHandle RECVMSG = downcall("recvmsg",
+            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
+    private static final MethodHandle GETSOCKOPT = downcall("getsockopt",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_POINTER));
+    private static final MethodHandle SHUTDOWN = downcall("shutdown",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle KILL = downcall("kill",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    private static final MethodHandle CLOCK_GETTIME = downcall("clock_gettime",
+            FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
+    private static final MethodHandle GETTID = downcall("gettid",
+            FunctionDescriptor.of(C_INT));
+    private static final MethodHandle GETUID = downcall("getuid",
+            FunctionDescriptor.of(C_INT));
+    private static final MethodHandle SYSCONF = LINKER.downcallHandle(symbol("sysconf"),
+            FunctionDescriptor.of(C_LONG, C_INT));
+    private static final MethodHandle STRERROR = LINKER.downcallHandle(symbol("strerror"),
+            FunctionDescriptor.of(C_POINTER, C_INT));
+
+    private static final int SC_PAGESIZE = 30;
+    private static final long PAGE_SIZE = sysconf(SC_PAGESIZE);
+
+    private static final StatLayout STAT = StatLayout.forArchitecture(System.getProperty("os.arch"));
+
+    private Native() {
+    }
+
+    /** The runtime page size ({@code sysconf(_SC_PAGESIZE)}). */
+    public static long pageSize() {
+        return PAGE_SIZE;
+    }
+
+    public static int memfdCreate(String name, int flags) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CAPTURE.get();
+            int fd = (int) MEMFD_CREATE.invokeExact(state, arena.allocateFrom(name), flags);
+            if (fd < 0) {
+                throw failure("memfd_create(\"" + name + "\")", state);
+            }
+            return fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int open(String path, int flags, int mode) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CAPTURE.get();
+            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(path), flags, mode);
+            if (fd < 0) {
+                throw failure("open(\"" + path + "\")", state);
+            }
+            return fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void unlink(String path) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CAPTURE.get();
+            if ((int) UNLINK.invokeExact(state, arena.allocateFrom(path)) < 0) {
+                throw failure("unlink(\"" + path + "\")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Closes {@code fd}; EINTR is not retried because Linux has released the fd already. */
+    public static void close(int fd) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) CLOSE.invokeExact(state, fd) < 0 && errno(state) != EINTR) {
+                throw failure("close(" + fd + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void ftruncate(int fd, long size) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) FTRUNCATE.invokeExact(state, fd, size) < 0) {
+                throw failure("ftruncate(" + fd + ", " + size + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code fcntl(fd, cmd, arg)} for the commands that take an int argument. */
+    public static int fcntl(int fd, int cmd, int arg) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            int result = (int) FCNTL_INT.invokeExact(state, fd, cmd, arg);
+            if (result < 0) {
+                throw failure("fcntl(" + fd + ", " + cmd + ")", state);
+            }
+            return result;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The file type and size of an open file, as {@code fstat(2)} reports them. */
+    public record FileStatus(int mode, long size) {
+        public boolean isRegularFile() {
+            return (mode & S_IFMT) == S_IFREG;
+        }
+    }
+
+    public static FileStatus fstat(int fd) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CAPTURE.get();
+            MemorySegment buf = arena.allocate(STAT.size(), 8);
+            if ((int) FSTAT.invokeExact(state, fd, buf) < 0) {
+                throw failure("fstat(" + fd + ")", state);
+            }
+            return new FileStatus(buf.get(C_INT, STAT.modeOffset()), buf.get(C_LONG, STAT.sizeOffset()));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Returns the mapped address; {@code hint} is {@link MemorySegment#NULL} unless MAP_FIXED. */
+    public static long mmap(long hint, long length, int prot, int flags, int fd, long offset) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            MemorySegment address = (MemorySegment) MMAP.invokeExact(state,
+                    MemorySegment.ofAddress(hint), length, prot, flags, fd, offset);
+            if (address.address() == -1L) {
+                throw failure("mmap(length=" + length + ", fd=" + fd + ", offset=" + offset + ")", state);
+            }
+            return address.address();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void munmap(long address, long length) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) MUNMAP.invokeExact(state, MemorySegment.ofAddress(address), length) < 0) {
+                throw failure("munmap(length=" + length + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int socket(int domain, int type, int protocol) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            int fd = (int) SOCKET.invokeExact(state, domain, type, protocol);
+            if (fd < 0) {
+                throw failure("socket", state);
+            }
+            return fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void bind(int fd, MemorySegment address, int addressLength, String description) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) BIND.invokeExact(state, fd, address, addressLength) < 0) {
+                throw failure("bind(" + description + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void listen(int fd, int backlog) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) LISTEN.invokeExact(state, fd, backlog) < 0) {
+                throw failure("listen", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code accept4(fd, NULL, NULL, flags)}, retried on EINTR. */
+    public static int accept(int fd, int flags) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while (true) {
+                int client = (int) ACCEPT4.invokeExact(state, fd, MemorySegment.NULL, MemorySegment.NULL, flags);
+                if (client >= 0) {
+                    return client;
+                }
+                if (errno(state) != EINTR) {
+                    throw failure("accept4", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void connect(int fd, MemorySegment address, int addressLength, String description) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while ((int) CONNECT.invokeExact(state, fd, address, addressLength) < 0) {
+                if (errno(state) != EINTR) {
+                    throw failure("connect(" + description + ")", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code send(2)}. Returns the bytes sent, or {@code -errno} for EAGAIN and EPIPE,
+     * which callers of non-blocking sends handle as results rather than failures.
+     */
+    public static long send(int fd, MemorySegment buffer, long length, int flags) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while (true) {
+                long sent = (long) SEND.invokeExact(state, fd, buffer, length, flags);
+                if (sent >= 0) {
+                    return sent;
+                }
+                int errno = errno(state);
+                if (errno == EAGAIN || errno == EPIPE) {
+                    return -errno;
+                }
+                if (errno != EINTR) {
+                    throw failure("send", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static long sendmsg(int fd, MemorySegment message, int flags) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while (true) {
+                long sent = (long) SENDMSG.invokeExact(state, fd, message, flags);
+                if (sent >= 0) {
+                    return sent;
+                }
+                if (errno(state) != EINTR) {
+                    throw failure("sendmsg", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static long recvmsg(int fd, MemorySegment message, int flags) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while (true) {
+                long received = (long) RECVMSG.invokeExact(state, fd, message, flags);
+                if (received >= 0) {
+                    return received;
+                }
+                if (errno(state) != EINTR) {
+                    throw failure("recvmsg", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static void getsockopt(int fd, int level, int option, MemorySegment value, MemorySegment length) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) GETSOCKOPT.invokeExact(state, fd, level, option, value, length) < 0) {
+                throw failure("getsockopt(" + level + ", " + option + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code shutdown(2)}; ENOTCONN and friends are ignored, the caller closes next. */
+    public static void shutdownQuietly(int fd, int how) {
+        try {
+            int _ = (int) SHUTDOWN.invokeExact(CAPTURE.get(), fd, how);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Whether a process with this pid exists ({@code kill(pid, 0)}: EPERM still means it does). */
+    public static boolean processExists(int pid) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) KILL.invokeExact(state, pid, 0) == 0) {
+                return true;
+            }
+            int errno = errno(state);
+            if (errno == ESRCH) {
+                return false;
+            }
+            if (errno == EPERM) {
+                return true;
+            }
+            throw failure("kill(" + pid + ", 0)", state);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code clock_gettime(clock)} in nanoseconds; {@code scratch} holds a 16-byte timespec. */
+    public static long clockGetTimeNanos(int clock, MemorySegment scratch) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            if ((int) CLOCK_GETTIME.invokeExact(state, clock, scratch) < 0) {
+                throw failure("clock_gettime(" + clock + ")", state);
+            }
+            return scratch.get(C_LONG, 0) * 1_000_000_000L + scratch.get(C_LONG, 8);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The calling thread's kernel thread id (what the Perfetto UI shows as tid). */
+    public static int gettid() {
+        try {
+            return (int) GETTID.invokeExact(CAPTURE.get());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int getuid() {
+        try {
+            return (int) GETUID.invokeExact(CAPTURE.get());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The symbolic name of an errno value, e.g. {@code EPERM}. */
+    public static String errnoName(int errno) {
+        return Errno.name(errno);
+    }
+
+    /** {@code strerror(errno)}. */
+    public static String strerror(int errno) {
+        try {
+            MemorySegment message = (MemorySegment) STRERROR.invokeExact(errno);
+            return message.reinterpret(Long.MAX_VALUE).getString(0);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static long sysconf(int name) {
+        try {
+            return (long) SYSCONF.invokeExact(name);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static int errno(MemorySegment state) {
+        return (int) ERRNO.get(state, 0L);
+    }
+
+    private static NativeException failure(String call, MemorySegment state) {
+        return new NativeException(call, errno(state));
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException e) {
+            throw e;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        throw new IllegalStateException("a native call threw a checked exception", t);
+    }
+
+    private static MethodHandle downcall(String name, FunctionDescriptor descriptor, Linker.Option... options) {
+        Linker.Option[] all = new Linker.Option[options.length + 1];
+        all[0] = CAPTURE_ERRNO;
+        System.arraycopy(options, 0, all, 1, options.length);
+        return LINKER.downcallHandle(symbol(name), descriptor, all);
+    }
+
+    private static MemorySegment symbol(String name) {
+        return LIBC.find(name).orElseThrow(() -> new UnsatisfiedLinkError("libc has no " + name));
+    }
+
+    /** Where {@code struct stat} keeps st_mode and st_size. */
+    private record StatLayout(long size, long modeOffset, long sizeOffset) {
+        static StatLayout forArchitecture(String arch) {
+            return switch (arch) {
+                case "amd64", "x86_64" -> new StatLayout(144, 24, 48);
+                case "aarch64", "riscv64" -> new StatLayout(128, 16, 48);
+                default -> throw new UnsupportedOperationException(
+                        "ffmtrace knows struct stat only on x86-64, AArch64 and RISC-V 64, not " + arch);
+            };
+        }
+    }
+}

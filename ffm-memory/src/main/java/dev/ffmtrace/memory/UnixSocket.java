@@ -1,0 +1,198 @@
+package dev.ffmtrace.memory;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A connected Unix domain stream socket that can carry file descriptors (SCM_RIGHTS)
+ * and tells who the peer is (SO_PEERCRED).
+ *
+ * <p>Sends never raise SIGPIPE (MSG_NOSIGNAL): a vanished peer is an EPIPE result or
+ * exception. {@link #trySendByte} is the non-blocking wake-up heapprofd's client sends
+ * after each record; it reports a full socket and a closed peer as distinct results.
+ */
+public final class UnixSocket implements AutoCloseable {
+    /** The outcome of a non-blocking single-byte send. */
+    public enum SendResult { SENT, WOULD_BLOCK, PEER_CLOSED }
+
+    /** Bytes and descriptors taken off the socket by one {@link #receive} call; 0 bytes means end of stream. */
+    public record Received(int bytes, int[] fds) {
+    }
+
+    /** Linux's SCM_MAX_FD: at most this many descriptors travel in one message. */
+    public static final int MAX_FDS_PER_MESSAGE = 253;
+
+    private static final int[] NO_FDS = new int[0];
+    private static final ThreadLocal<MemorySegment> SIGNAL_BYTE =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(1));
+
+    private final int fd;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    UnixSocket(int fd) {
+        this.fd = fd;
+    }
+
+    public static UnixSocket connect(UnixAddress address) {
+        int fd = Native.socket(Native.AF_UNIX, Native.SOCK_STREAM | Native.SOCK_CLOEXEC, 0);
+        try (Arena arena = Arena.ofConfined()) {
+            Native.connect(fd, address.toSockaddr(arena), address.sockaddrLength(), address.toString());
+            return new UnixSocket(fd);
+        } catch (RuntimeException e) {
+            MemoryFile.closeQuietly(fd);
+            throw e;
+        }
+    }
+
+    /** Sends all of {@code data}; the descriptors, if any, travel with its first byte. The fds stay open here. */
+    public void send(byte[] data, int... fds) {
+        checkOpen();
+        if (data.length == 0) {
+            throw new IllegalArgumentException("a send needs at least one byte (descriptors cannot travel alone)");
+        }
+        if (fds.length > MAX_FDS_PER_MESSAGE) {
+            throw new IllegalArgumentException(fds.length + " descriptors in one message, at most " + MAX_FDS_PER_MESSAGE);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(data.length);
+            MemorySegment.copy(data, 0, buffer, Layouts.BYTE, 0, data.length);
+            long sent = Native.sendmsg(fd, message(arena, buffer, fds), Native.MSG_NOSIGNAL);
+            while (sent < data.length) {
+                long more = Native.sendmsg(fd, message(arena, buffer.asSlice(sent), NO_FDS), Native.MSG_NOSIGNAL);
+                sent += more;
+            }
+        }
+    }
+
+    /**
+     * Receives up to {@code into.length} bytes and up to {@code maxFds} descriptors, which
+     * the caller then owns (they are close-on-exec). If the peer sent more descriptors than
+     * {@code maxFds}, the kernel drops the rest; this method closes the ones that did
+     * arrive and throws, so nothing leaks.
+     */
+    public Received receive(byte[] into, int maxFds) {
+        checkOpen();
+        if (into.length == 0) {
+            throw new IllegalArgumentException("receive buffer is empty");
+        }
+        if (maxFds < 0 || maxFds > MAX_FDS_PER_MESSAGE) {
+            throw new IllegalArgumentException("maxFds must be 0.." + MAX_FDS_PER_MESSAGE + ", got " + maxFds);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment buffer = arena.allocate(into.length);
+            MemorySegment message = message(arena, buffer, NO_FDS);
+            long controlSize = maxFds == 0 ? 0 : controlSpace(maxFds);
+            MemorySegment control = controlSize == 0 ? MemorySegment.NULL : arena.allocate(controlSize, 8);
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, control.address());
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, controlSize);
+
+            int received = (int) Native.recvmsg(fd, message, Native.MSG_CMSG_CLOEXEC);
+            int[] fds = controlSize == 0 ? NO_FDS
+                    : descriptors(control, message.get(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET));
+            // The control buffer is rounded up to 8 bytes, so one more fd than asked can fit.
+            if (fds.length > maxFds || (message.get(Layouts.INT, Native.MSGHDR_FLAGS_OFFSET) & Native.MSG_CTRUNC) != 0) {
+                for (int descriptor : fds) {
+                    MemoryFile.closeQuietly(descriptor);
+                }
+                throw new IllegalStateException("peer sent more than " + maxFds
+                        + " descriptors; the extra ones were dropped by the kernel and the rest closed");
+            }
+            MemorySegment.copy(buffer, Layouts.BYTE, 0, into, 0, received);
+            return new Received(received, fds);
+        }
+    }
+
+    /** Sends one byte without blocking (heapprofd's wake-up signal). */
+    public SendResult trySendByte(byte value) {
+        checkOpen();
+        MemorySegment scratch = SIGNAL_BYTE.get();
+        scratch.set(Layouts.BYTE, 0, value);
+        long result = Native.send(fd, scratch, 1, Native.MSG_DONTWAIT | Native.MSG_NOSIGNAL);
+        if (result == 1) {
+            return SendResult.SENT;
+        }
+        return result == -Native.EPIPE ? SendResult.PEER_CLOSED : SendResult.WOULD_BLOCK;
+    }
+
+    /** The peer's pid, uid and gid as the kernel recorded them: the service's trusted identity of a producer. */
+    public PeerCredentials peerCredentials() {
+        checkOpen();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment credentials = arena.allocate(12, 4);
+            MemorySegment length = arena.allocate(Layouts.INT);
+            length.set(Layouts.INT, 0, 12);
+            Native.getsockopt(fd, Native.SOL_SOCKET, Native.SO_PEERCRED, credentials, length);
+            return new PeerCredentials(credentials.get(Layouts.INT, 0), credentials.get(Layouts.INT, 4),
+                    credentials.get(Layouts.INT, 8));
+        }
+    }
+
+    public int fd() {
+        checkOpen();
+        return fd;
+    }
+
+    /** Shuts the connection down (waking a thread blocked in receive) and closes it; later calls do nothing. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            Native.shutdownQuietly(fd, Native.SHUT_RDWR);
+            Native.close(fd);
+        }
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException("socket (fd " + fd + ") is closed");
+        }
+    }
+
+    private static MemorySegment message(Arena arena, MemorySegment data, int[] fds) {
+        MemorySegment message = arena.allocate(Native.MSGHDR_SIZE, 8);
+        MemorySegment iov = arena.allocate(Native.IOVEC_SIZE, 8);
+        iov.set(Layouts.LONG, 0, data.address());
+        iov.set(Layouts.LONG, 8, data.byteSize());
+        message.set(Layouts.LONG, Native.MSGHDR_IOV_OFFSET, iov.address());
+        message.set(Layouts.LONG, Native.MSGHDR_IOVLEN_OFFSET, 1);
+        if (fds.length > 0) {
+            long space = controlSpace(fds.length);
+            MemorySegment control = arena.allocate(space, 8);
+            control.set(Layouts.LONG, 0, Native.CMSG_HEADER_SIZE + 4L * fds.length);
+            control.set(Layouts.INT, Native.CMSG_LEVEL_OFFSET, Native.SOL_SOCKET);
+            control.set(Layouts.INT, Native.CMSG_TYPE_OFFSET, Native.SCM_RIGHTS);
+            MemorySegment.copy(fds, 0, control, Layouts.INT_UNALIGNED, Native.CMSG_HEADER_SIZE, fds.length);
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, control.address());
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, space);
+        }
+        return message;
+    }
+
+    /** CMSG_SPACE for {@code count} ints: the header plus the data rounded up to 8 bytes. */
+    private static long controlSpace(int count) {
+        return Native.CMSG_HEADER_SIZE + ((4L * count + 7) & ~7L);
+    }
+
+    /** The descriptors in every SCM_RIGHTS message of a received control buffer. */
+    private static int[] descriptors(MemorySegment control, long length) {
+        int[] fds = NO_FDS;
+        long offset = 0;
+        length = Math.min(length, control.byteSize());
+        while (offset + Native.CMSG_HEADER_SIZE <= length) {
+            long cmsgLength = control.get(Layouts.LONG, offset);
+            if (cmsgLength < Native.CMSG_HEADER_SIZE || offset + cmsgLength > length) {
+                break;
+            }
+            if (control.get(Layouts.INT, offset + Native.CMSG_LEVEL_OFFSET) == Native.SOL_SOCKET
+                    && control.get(Layouts.INT, offset + Native.CMSG_TYPE_OFFSET) == Native.SCM_RIGHTS) {
+                int count = (int) ((cmsgLength - Native.CMSG_HEADER_SIZE) / 4);
+                int start = fds.length;
+                fds = Arrays.copyOf(fds, start + count);
+                MemorySegment.copy(control, Layouts.INT_UNALIGNED, offset + Native.CMSG_HEADER_SIZE, fds, start, count);
+            }
+            offset += (cmsgLength + 7) & ~7L;
+        }
+        return fds;
+    }
+}

@@ -1,0 +1,153 @@
+package dev.ffmtrace.memory;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class UnixSocketTest {
+    @TempDir
+    Path dir;
+
+    private static UnixAddress uniqueAbstract() {
+        return UnixAddress.abstractName("ffmtrace-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    }
+
+    @Test
+    void bytesAndDescriptorsTravelOverAnAbstractSocket() {
+        UnixAddress address = uniqueAbstract();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 4);
+             UnixSocket client = UnixSocket.connect(address);
+             UnixSocket accepted = server.accept();
+             SharedMemory a = SharedMemory.create("fd-a", 4096);
+             SharedMemory b = SharedMemory.create("fd-b", 8192)) {
+            client.send("hello".getBytes(), a.fd(), b.fd());
+            byte[] buffer = new byte[16];
+            UnixSocket.Received received = accepted.receive(buffer, 4);
+            assertEquals(5, received.bytes());
+            assertEquals("hello", new String(buffer, 0, 5));
+            assertEquals(2, received.fds().length);
+            try (SharedMemory a2 = SharedMemory.attach(received.fds()[0], 4096, true);
+                 SharedMemory b2 = SharedMemory.attach(received.fds()[1], 8192, true)) {
+                a.segment().set(Layouts.INT, 0, 1234);
+                assertEquals(1234, a2.segment().get(Layouts.INT, 0));
+                b2.segment().set(Layouts.INT, 4, 5678);
+                assertEquals(5678, b.segment().get(Layouts.INT, 4));
+            }
+        }
+    }
+
+    @Test
+    void filesystemSocketIsRemovedOnClose() {
+        Path path = dir.resolve("service.sock");
+        UnixAddress address = UnixAddress.path(path);
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             UnixSocket client = UnixSocket.connect(address);
+             UnixSocket accepted = server.accept()) {
+            assertTrue(Files.exists(path));
+            accepted.send(new byte[] {1, 2, 3});
+            byte[] buffer = new byte[3];
+            assertEquals(3, client.receive(buffer, 0).bytes());
+            assertArrayEquals(new byte[] {1, 2, 3}, buffer);
+        }
+        assertTrue(Files.notExists(path));
+    }
+
+    @Test
+    void peerCredentialsAreTheConnectingProcess() {
+        UnixAddress address = uniqueAbstract();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             UnixSocket client = UnixSocket.connect(address);
+             UnixSocket accepted = server.accept()) {
+            PeerCredentials peer = accepted.peerCredentials();
+            assertEquals(ProcessHandle.current().pid(), peer.pid());
+            assertEquals(Native.getuid(), peer.uid());
+        }
+    }
+
+    @Test
+    void nonBlockingByteReportsFullSocketAndClosedPeerDistinctly() {
+        UnixAddress address = uniqueAbstract();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             UnixSocket client = UnixSocket.connect(address)) {
+            UnixSocket accepted = server.accept();
+            assertEquals(UnixSocket.SendResult.SENT, client.trySendByte((byte) 1));
+            UnixSocket.SendResult result;
+            int sent = 1;
+            while ((result = client.trySendByte((byte) 1)) == UnixSocket.SendResult.SENT) {
+                sent++;
+                if (sent > 64 << 20) {
+                    throw new AssertionError("socket never filled");
+                }
+            }
+            assertEquals(UnixSocket.SendResult.WOULD_BLOCK, result);
+            accepted.close();
+            assertEquals(UnixSocket.SendResult.PEER_CLOSED, client.trySendByte((byte) 1));
+        }
+    }
+
+    @Test
+    void receiveSeesEndOfStreamAndCloseWakesABlockedAccept() throws Exception {
+        UnixAddress address = uniqueAbstract();
+        UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (UnixSocket client = UnixSocket.connect(address); UnixSocket accepted = server.accept()) {
+            client.close();
+            assertEquals(0, accepted.receive(new byte[8], 2).bytes());
+        }
+        CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> {
+            try {
+                server.accept().close();
+                return null;
+            } catch (RuntimeException e) {
+                return e;
+            }
+        });
+        Thread.sleep(100);
+        server.close();
+        assertTrue(blocked.get() instanceof NativeException, "accept must fail once the server is closed");
+    }
+
+    @Test
+    void tooManyDescriptorsAreClosedNotLeaked() {
+        UnixAddress address = uniqueAbstract();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             UnixSocket client = UnixSocket.connect(address);
+             UnixSocket accepted = server.accept();
+             SharedMemory a = SharedMemory.create("a", 4096);
+             SharedMemory b = SharedMemory.create("b", 4096)) {
+            client.send(new byte[] {9}, a.fd(), b.fd());
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> accepted.receive(new byte[1], 1));
+            assertEquals("peer sent more than 1 descriptors; the extra ones were dropped by the kernel and the rest closed",
+                    e.getMessage());
+        }
+    }
+
+    @Test
+    void badArgumentsAreRejectedClearly() {
+        assertEquals("Unix socket name longer than 107 bytes: " + "s".repeat(108),
+                assertThrows(IllegalArgumentException.class, () -> UnixAddress.abstractName("s".repeat(108))).getMessage());
+        assertEquals("a Unix socket address needs a name",
+                assertThrows(IllegalArgumentException.class, () -> UnixAddress.abstractName("")).getMessage());
+        NativeException refused = assertThrows(NativeException.class,
+                () -> UnixSocket.connect(UnixAddress.path(dir.resolve("nobody.sock"))));
+        assertEquals("connect(" + dir.resolve("nobody.sock") + ") failed: ENOENT (No such file or directory)",
+                refused.getMessage());
+        UnixAddress address = uniqueAbstract();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+            NativeException inUse = assertThrows(NativeException.class, () -> UnixServerSocket.listen(address, 1));
+            assertEquals("EADDRINUSE", inUse.errnoName());
+            try (UnixSocket client = UnixSocket.connect(address)) {
+                assertEquals("a send needs at least one byte (descriptors cannot travel alone)",
+                        assertThrows(IllegalArgumentException.class, () -> client.send(new byte[0])).getMessage());
+                assertEquals("maxFds must be 0..253, got 300",
+                        assertThrows(IllegalArgumentException.class, () -> client.receive(new byte[1], 300)).getMessage());
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package dev.ffmtrace.memory.testing;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/** Starts the second process of a cross-process test: a C program or another JVM, and waits for it. */
+public final class Peers {
+    private Peers() {
+    }
+
+    /** A running peer whose output is collected when it ends. */
+    public record Peer(Process process) {
+        /** Waits for the peer and returns its standard output; fails if it exited non-zero or hung. */
+        public String awaitSuccess() {
+            try {
+                if (!process.waitFor(60, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                    throw new AssertionError("peer did not finish within 60 s");
+                }
+                String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                String err = new String(process.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+                if (process.exitValue() != 0) {
+                    throw new AssertionError("peer exited " + process.exitValue() + "\nstdout: " + out + "\nstderr: " + err);
+                }
+                return out;
+            } catch (IOException e) {
+                throw new AssertionError("cannot read the peer's output", e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError("interrupted", e);
+            }
+        }
+    }
+
+    public static Peer startNative(Path program, String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(program.toString());
+        command.addAll(List.of(args));
+        return start(command);
+    }
+
+    /** Runs {@code mainClass} in a second JVM with this JVM's class path and native access. */
+    public static Peer startJvm(Class<?> mainClass, String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElse(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        command.add("--enable-native-access=ALL-UNNAMED");
+        command.add("-cp");
+        command.add(System.getProperty("java.class.path"));
+        command.add(mainClass.getName());
+        command.addAll(List.of(args));
+        return start(command);
+    }
+
+    private static Peer start(List<String> command) {
+        try {
+            return new Peer(new ProcessBuilder(command).start());
+        } catch (IOException e) {
+            throw new AssertionError("cannot start " + command, e);
+        }
+    }
+}

@@ -1,0 +1,113 @@
+package dev.ffmtrace.cli;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.PeerCredentials;
+import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixServerSocket;
+import dev.ffmtrace.memory.UnixSocket;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Two processes sharing one sealed memfd: this process creates it and hands it over a
+ * Unix socket to a second JVM, which writes a message into it; this process reads the
+ * message from its own mapping.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Share a sealed memfd with a second process: it writes, this one reads.")
+final class DemoCommand implements Callable<Integer> {
+    private static final long SIZE = 64 * 1024;
+    /** Offset 0: the message length; the UTF-8 message follows. */
+    private static final long MESSAGE_OFFSET = 8;
+
+    @Option(names = "--peer", hidden = true, description = "Run as the writing peer, connecting to this socket.")
+    String peerAddress;
+
+    @Override
+    public Integer call() throws Exception {
+        return peerAddress == null ? runOwner() : runPeer(UnixAddress.abstractName(peerAddress));
+    }
+
+    private int runOwner() throws IOException, InterruptedException {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-demo-" + ProcessHandle.current().pid());
+        try (SharedMemory memory = SharedMemory.create("ffmtrace-demo", SIZE);
+             UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+            System.out.printf("owner  pid %d: created memfd fd=%d, %d bytes, sealed against resize: %b%n",
+                    ProcessHandle.current().pid(), memory.fd(), memory.size(), memory.file().isSealedAgainstResize());
+            Process peer = startPeer(address);
+            try (UnixSocket connection = server.accept()) {
+                PeerCredentials credentials = connection.peerCredentials();
+                System.out.printf("owner  pid %d: peer connected, kernel says pid %d uid %d%n",
+                        ProcessHandle.current().pid(), credentials.pid(), credentials.uid());
+                connection.send(new byte[] {'F'}, memory.fd());
+                byte[] ack = new byte[1];
+                if (connection.receive(ack, 0).bytes() != 1) {
+                    System.err.println("owner: the peer hung up without writing");
+                    return 1;
+                }
+            }
+            if (!peer.waitFor(30, TimeUnit.SECONDS) || peer.exitValue() != 0) {
+                System.err.println("owner: the peer failed");
+                return 1;
+            }
+            MemorySegment segment = memory.segment();
+            int length = segment.get(Layouts.INT_UNALIGNED, 0);
+            if (length < 0 || length > SIZE - MESSAGE_OFFSET) {
+                System.err.println("owner: the peer wrote an invalid length " + length);
+                return 1;
+            }
+            byte[] message = segment.asSlice(MESSAGE_OFFSET, length).toArray(Layouts.BYTE);
+            System.out.printf("owner  pid %d: read from the shared memory: \"%s\"%n",
+                    ProcessHandle.current().pid(), new String(message, StandardCharsets.UTF_8));
+            System.out.printf("owner  pid %d: memfd still %d bytes%n", ProcessHandle.current().pid(),
+                    Native.fstat(memory.fd()).size());
+            return 0;
+        }
+    }
+
+    private static int runPeer(UnixAddress address) {
+        long pid = ProcessHandle.current().pid();
+        try (UnixSocket socket = UnixSocket.connect(address)) {
+            UnixSocket.Received received = socket.receive(new byte[1], 1);
+            if (received.fds().length != 1) {
+                System.err.println("peer: no memfd received");
+                return 1;
+            }
+            try (SharedMemory memory = SharedMemory.attach(received.fds()[0], SIZE, true)) {
+                byte[] message = ("hello from pid " + pid + ", written straight into the shared mapping")
+                        .getBytes(StandardCharsets.UTF_8);
+                MemorySegment.copy(message, 0, memory.segment(), Layouts.BYTE, MESSAGE_OFFSET, message.length);
+                memory.segment().set(Layouts.INT_UNALIGNED, 0, message.length);
+                try {
+                    Native.ftruncate(memory.fd(), 0);
+                    System.out.printf("peer   pid %d: shrinking the memfd succeeded (it was not sealed)%n", pid);
+                } catch (NativeException e) {
+                    System.out.printf("peer   pid %d: wrote %d bytes; tried to shrink the memfd: %s%n",
+                            pid, message.length, e.getMessage());
+                }
+            }
+            socket.send(new byte[] {'W'});
+            return 0;
+        }
+    }
+
+    private static Process startPeer(UnixAddress address) throws IOException {
+        String java = ProcessHandle.current().info().command()
+                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        return new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), FfmtraceCommand.class.getName(),
+                "demo", "--peer", address.name()))
+                .inheritIO()
+                .start();
+    }
+}

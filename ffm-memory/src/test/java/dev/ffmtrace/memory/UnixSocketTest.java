@@ -63,7 +63,7 @@ class UnixSocketTest {
     void peerCredentialsAreTheConnectingProcess() {
         UnixAddress address = uniqueAbstract();
         try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
-             UnixSocket client = UnixSocket.connect(address);
+             UnixSocket _ = UnixSocket.connect(address);
              UnixSocket accepted = server.accept()) {
             PeerCredentials peer = accepted.peerCredentials();
             assertEquals(ProcessHandle.current().pid(), peer.pid());
@@ -93,6 +93,7 @@ class UnixSocketTest {
     }
 
     @Test
+    @SuppressWarnings("try") // closing the client inside its block is the point
     void receiveSeesEndOfStreamAndCloseWakesABlockedAccept() throws Exception {
         UnixAddress address = uniqueAbstract();
         UnixServerSocket server = UnixServerSocket.listen(address, 1);
@@ -139,7 +140,7 @@ class UnixSocketTest {
         assertEquals("connect(" + dir.resolve("nobody.sock") + ") failed: ENOENT (No such file or directory)",
                 refused.getMessage());
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+        try (UnixServerSocket _ = UnixServerSocket.listen(address, 1)) {
             NativeException inUse = assertThrows(NativeException.class, () -> UnixServerSocket.listen(address, 1));
             assertEquals("EADDRINUSE", inUse.errnoName());
             try (UnixSocket client = UnixSocket.connect(address)) {

@@ -1,19 +1,35 @@
 package dev.ffmtrace.memory.testing;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /** Starts the second process of a cross-process test: a C program or another JVM, and waits for it. */
 public final class Peers {
     private Peers() {
     }
 
-    /** A running peer whose output is collected when it ends. */
-    public record Peer(Process process) {
+    private static CompletableFuture<String> drain(InputStream stream) {
+        return CompletableFuture.supplyAsync(() -> {
+            try (stream) {
+                return new String(stream.readAllBytes(), StandardCharsets.UTF_8);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }, Executors.newVirtualThreadPerTaskExecutor());
+    }
+
+    /** A running peer; its output is drained while it runs, so a chatty peer never blocks on a full pipe. */
+    public record Peer(Process process, CompletableFuture<String> out, CompletableFuture<String> err) {
         /** Waits for the peer and returns its standard output; fails if it exited non-zero or hung. */
         public String awaitSuccess() {
             try {
@@ -21,13 +37,13 @@ public final class Peers {
                     process.destroyForcibly();
                     throw new AssertionError("peer did not finish within 60 s");
                 }
-                String out = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                String err = new String(process.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+                String stdout = out.get(10, TimeUnit.SECONDS);
                 if (process.exitValue() != 0) {
-                    throw new AssertionError("peer exited " + process.exitValue() + "\nstdout: " + out + "\nstderr: " + err);
+                    throw new AssertionError("peer exited " + process.exitValue() + "\nstdout: " + stdout
+                            + "\nstderr: " + err.get(10, TimeUnit.SECONDS));
                 }
-                return out;
-            } catch (IOException e) {
+                return stdout;
+            } catch (ExecutionException | TimeoutException e) {
                 throw new AssertionError("cannot read the peer's output", e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -58,7 +74,8 @@ public final class Peers {
 
     private static Peer start(List<String> command) {
         try {
-            return new Peer(new ProcessBuilder(command).start());
+            Process process = new ProcessBuilder(command).start();
+            return new Peer(process, drain(process.getInputStream()), drain(process.getErrorStream()));
         } catch (IOException e) {
             throw new AssertionError("cannot start " + command, e);
         }

@@ -1,0 +1,632 @@
+package dev.ffmtrace.shmring;
+
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.*;
+
+import dev.ffmtrace.memory.AtomicSegment;
+import dev.ffmtrace.memory.MemoryFile;
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.RingMapping;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * heapprofd's SharedRingBuffer: a multi-writer, single-reader FIFO of length-prefixed
+ * records in shared memory, byte-compatible with Perfetto's C++ (layout in
+ * {@link SharedRingBufferDescriptor}).
+ *
+ * <p>The service {@link #create creates} the buffer in a sealed memfd and sends {@link #fd()}
+ * to the client, which {@link #attach attaches}. Writers take the spinlock, reserve a
+ * record ({@link #beginWrite}: the length word is zeroed, then the write position is
+ * advanced with release), drop the lock, fill the payload and commit it ({@link #endWrite}:
+ * release-store of the length). Writers may commit out of order; the one reader
+ * ({@link #beginRead}/{@link #endRead}) stops at the first record whose length is still 0.
+ *
+ * <p>Everything in the metadata page may be written by the other process at any time, so
+ * positions are read once, checked (8-aligned, write not behind read, at most the ring
+ * size apart) and only the local copies are used; a record's length is bounded by the
+ * data available before a byte of it is read. Bad input is a {@link WriteResult#CORRUPT}
+ * or {@link ReadResult#CORRUPT} result, counted in the stats, never an exception and never
+ * an access outside the mapping.
+ *
+ * <h2>Dead lock holders</h2>
+ * Perfetto's spinlock stays held for good when its holder dies, and every later try costs
+ * its writer about a second. Here the holder writes its pid into bytes 4..7 (Perfetto's
+ * padding) in the same compare-and-set that takes the lock, and clears it before releasing
+ * (a peer that exchanges the lock byte and then stores its pid, like the C library of the
+ * tests, works too, with a short window of no recorded holder). A waiter checks, at each
+ * of its sleeps, whether the recorded holder still exists; if it does not and its pid is
+ * still recorded after the check, it died holding the lock, and the waiter <em>poisons</em>
+ * the lock and fails. Poisoning rather than taking the lock over is deliberate: the dead
+ * holder may have stopped half-way through {@code beginWrite}, leaving a reserved record
+ * that will never be committed, so the reader could never get past it anyway; a poisoned
+ * lock makes every later attempt, by ffmtrace or by Perfetto's C++, fail at once instead of
+ * after a second, which is the clean way to end the session. A holder that is one of our
+ * own threads, a Perfetto peer (which records no pid) or a peer that died between taking
+ * the lock and writing its pid are not detected, and the lock behaves as Perfetto's does.
+ *
+ * <h2>Uncommitted records</h2>
+ * A committed zero-length record cannot be told from a reserved one, and it blocks
+ * Perfetto's reader for good. Writers here refuse zero-length records. The reader
+ * remembers when it first found the record at the read position uncommitted; once that
+ * position has stayed uncommitted longer than {@link #uncommittedRecordTimeout(Duration)}
+ * (5 s unless set), {@link #beginRead} reports {@link ReadResult#CORRUPT} instead of
+ * {@link ReadResult#NO_DATA}, so a service can tear the connection down rather than wait
+ * forever.
+ *
+ * <h2>Threads</h2>
+ * Any number of threads (in any number of processes) may write, each with its own
+ * {@link RecordSlot}; one thread at a time may read. {@link #beginWrite} and
+ * {@link #stats()} expect the caller to hold the spinlock, as Perfetto's do.
+ */
+public final class SharedRingBuffer implements AutoCloseable {
+    /** How {@link #lock} waits for a held spinlock. */
+    public enum LockMode {
+        /** Perfetto's Try mode: 1024 tries between 1 ms sleeps, giving up after 1000 rounds (about a second). */
+        TRY,
+        /** Perfetto's Blocking mode: never gives up (unless the lock is poisoned or its holder is found dead). */
+        BLOCKING
+    }
+
+    /** The outcome of {@link #beginWrite}. */
+    public enum WriteResult {
+        /** The slot holds a reserved record: fill its payload, then {@link #endWrite}. */
+        OK,
+        /** Not enough free space now; counted in num_writes_overflow. */
+        NO_SPACE,
+        /** Larger than the ring can ever hold (or than the 32-bit length word); counted in num_writes_overflow. */
+        TOO_BIG,
+        /** The read and write positions are inconsistent; counted in num_writes_corrupt. */
+        CORRUPT
+    }
+
+    /** The outcome of {@link #beginRead}. */
+    public enum ReadResult {
+        /** The slot holds the next committed record: use its payload, then {@link #endRead}. */
+        OK,
+        /** Nothing committed at the read position (yet); counted in num_reads_nodata. */
+        NO_DATA,
+        /**
+         * Positions inconsistent, a length running past the written data, or a record left
+         * uncommitted too long; counted in num_reads_corrupt. The read position does not move.
+         */
+        CORRUPT
+    }
+
+    /** Perfetto's {@code SharedRingBuffer::ErrorState}, as the client reports it to the service. */
+    public enum ErrorState {
+        NONE(0), HIT_TIMEOUT(1), INVALID_STACK_BOUNDS(2),
+        /** Read back when the shared word holds a value Perfetto does not define; cannot be set. */
+        UNRECOGNIZED(-1);
+
+        private final long code;
+
+        ErrorState(long code) {
+            this.code = code;
+        }
+
+        /** The value stored in the metadata page. */
+        public long code() {
+            return code;
+        }
+
+        static ErrorState ofCode(long code) {
+            if (code == 0) {
+                return NONE;
+            }
+            if (code == 1) {
+                return HIT_TIMEOUT;
+            }
+            return code == 2 ? INVALID_STACK_BOUNDS : UNRECOGNIZED;
+        }
+    }
+
+    /**
+     * What Perfetto's {@code GetStats} returns: the shared stats block, with the last three
+     * fields filled from the spinlock counters and the error state.
+     */
+    public record Stats(long bytesWritten, long numWritesSucceeded, long numWritesCorrupt, long numWritesOverflow,
+                        long numReadsSucceeded, long numReadsCorrupt, long numReadsNodata,
+                        long failedSpinlocks, long clientSpinlockBlockedUs, long errorState) {
+    }
+
+    /** Perfetto's ScopedSpinlock: tries per sleep, sleeps before giving up, and the sleep. */
+    static final int LOCK_ATTEMPTS_PER_SLEEP = 1024;
+    static final int LOCK_SLEEPS = 1000;
+    static final long LOCK_SLEEP_MICROS = 1000;
+
+    /** In the first 8 bytes read as one little-endian long: the locked and poisoned bytes, and the padding kept. */
+    private static final long LOCK_AND_POISON_MASK = 0xFFFFL;
+    private static final long PADDING_MASK = 0xFFFF_0000L;
+
+    private static final String MEMFD_NAME = "heapprofd_ringbuf";
+    private static final long DEFAULT_UNCOMMITTED_TIMEOUT_NANOS = 5_000_000_000L;
+
+    private final RingMapping mapping;
+    private final AtomicSegment meta;
+    private final AtomicSegment ring;
+    private final MemorySegment ringSegment;
+    private final long size;
+    private final long mask;
+    private final int pid = (int) ProcessHandle.current().pid();
+    /** The locked byte set and our pid in bytes 4..7. */
+    private final long lockedByUs = 1L | ((long) pid << 32);
+
+    // Reader-only state, for the uncommitted-record timeout.
+    private long uncommittedTimeoutNanos = DEFAULT_UNCOMMITTED_TIMEOUT_NANOS;
+    private long stalledPosition = -1;
+    private long stalledSinceNanos;
+
+    private SharedRingBuffer(RingMapping mapping, MemorySegment metadata, MemorySegment ringSegment, long size) {
+        this.mapping = mapping;
+        this.meta = new AtomicSegment(metadata);
+        this.ring = new AtomicSegment(ringSegment);
+        this.ringSegment = ringSegment;
+        this.size = size;
+        this.mask = size - 1;
+    }
+
+    /**
+     * The service side: a new buffer with a ring of {@code ringSize} bytes in a memfd of
+     * one page more, sealed against shrinking and growing, all metadata zero.
+     *
+     * @throws IllegalArgumentException if the size breaks Perfetto's rules (a power of two,
+     *         a multiple of the page size, at least one page)
+     */
+    public static SharedRingBuffer create(long ringSize) {
+        return map(MemoryFile.create(MEMFD_NAME, fileSizeFor(ringSize)));
+    }
+
+    /**
+     * The client side: attaches to a buffer's fd received from the service. Like Perfetto's
+     * {@code Attach}, the size comes from {@code fstat} and must be one page plus a valid
+     * ring; the metadata is not checked (every later operation checks what it reads). With
+     * {@code requireResizeSeals}, the fd must be sealed against shrinking and growing, as
+     * in-tree Android builds require. Ownership of the fd passes to the buffer, also on failure
+     * (then it is closed, unless fstat found it not open).
+     *
+     * @throws IllegalArgumentException "Could not attach to fd" if fstat fails or the file is
+     *         empty, "SharedRingBuffer size is invalid (n)" for a bad size, or MemoryFile's
+     *         message for a file of the wrong kind or without the seals
+     */
+    public static SharedRingBuffer attach(int fd, boolean requireResizeSeals) {
+        if (fd < 0) {
+            throw new IllegalArgumentException("Could not attach to fd " + fd + ": not a file descriptor");
+        }
+        long fileSize;
+        try {
+            fileSize = Native.fstat(fd).size();
+        } catch (NativeException e) {
+            if (e.errno() != Native.EBADF) {
+                closeQuietly(fd);
+            }
+            throw new IllegalArgumentException("Could not attach to fd " + fd + ": " + e.getMessage(), e);
+        }
+        try {
+            if (fileSize == 0) {
+                throw new IllegalArgumentException("Could not attach to fd " + fd + ": the file is empty");
+            }
+            checkFileSize(fileSize);
+        } catch (IllegalArgumentException e) {
+            closeQuietly(fd);
+            throw e;
+        }
+        return map(MemoryFile.attach(fd, fileSize, requireResizeSeals));
+    }
+
+    /**
+     * A buffer in ordinary native memory from {@code arena}, for threads of one process
+     * (tests, jcstress). The two copies of the ring are separate memory here rather than one
+     * file mapped twice; the protocol gives the same results either way, because writer and
+     * reader address every byte of a record at the same offset, but such a buffer cannot be
+     * shared with another process.
+     */
+    public static SharedRingBuffer allocate(long ringSize, Arena arena) {
+        long page = Native.pageSize();
+        fileSizeFor(ringSize);
+        MemorySegment memory = arena.allocate(page + 2 * ringSize, page);
+        return new SharedRingBuffer(null, memory.asSlice(0, page), memory.asSlice(page, 2 * ringSize), ringSize);
+    }
+
+    /** One page of metadata plus the ring, checked as Perfetto checks it. */
+    private static long fileSizeFor(long ringSize) {
+        if (ringSize < 0 || ringSize > Long.MAX_VALUE / 4) {
+            throw new IllegalArgumentException("SharedRingBuffer ring size is invalid (" + ringSize + ")");
+        }
+        long fileSize = ringSize + Native.pageSize();
+        checkFileSize(fileSize);
+        return fileSize;
+    }
+
+    private static void checkFileSize(long fileSize) {
+        long page = Native.pageSize();
+        long ringSize = fileSize - page;
+        if (fileSize < 2 * page || ringSize % page != 0 || (ringSize & (ringSize - 1)) != 0) {
+            throw new IllegalArgumentException("SharedRingBuffer size is invalid (" + fileSize + ")");
+        }
+    }
+
+    private static SharedRingBuffer map(MemoryFile file) {
+        RingMapping mapping = RingMapping.map(file, Native.pageSize(), GUARD_SIZE);
+        return new SharedRingBuffer(mapping, mapping.header(), mapping.ring(), mapping.ringSize());
+    }
+
+    private static void closeQuietly(int fd) {
+        try {
+            Native.close(fd);
+        } catch (NativeException ignored) {
+            // Already failing: the attach error is the one worth reporting.
+        }
+    }
+
+    /** The ring size S in bytes (without the metadata page or the second copy). */
+    public long size() {
+        return size;
+    }
+
+    /** The largest payload a record can carry: S - 8. */
+    public long maxRecordLength() {
+        return Math.min(size - RECORD_HEADER_SIZE, MAX_RECORD_LENGTH);
+    }
+
+    /** The memfd, to send to the peer; it stays owned by this buffer. */
+    public int fd() {
+        if (mapping == null) {
+            throw new IllegalStateException("an in-process buffer has no file descriptor");
+        }
+        return mapping.file().fd();
+    }
+
+    /** The metadata page, for inspection (golden tests, diagnostics). */
+    public MemorySegment metadata() {
+        return meta.segment();
+    }
+
+    /** A slot for records of this buffer; make one per writer thread and one for the reader, and reuse it. */
+    public RecordSlot newSlot() {
+        return new RecordSlot(this, ringSegment);
+    }
+
+    // ---- spinlock ----
+
+    /**
+     * Takes the spinlock, as Perfetto's {@code AcquireLock}: a poisoned lock fails at once;
+     * otherwise one attempt, then the slow path of {@code mode}. On failure failed_spinlocks
+     * is incremented; the time spent asleep (1000 µs a sleep, as Perfetto counts it) is added
+     * to client_spinlock_blocked_us. A holder found dead poisons the lock (see the class
+     * comment).
+     *
+     * @return whether the caller now holds the lock and must {@link #unlock} it
+     */
+    public boolean lock(LockMode mode) {
+        return tryAcquire() || lockSlow(mode);
+    }
+
+    /**
+     * One attempt: a relaxed load of the first 8 bytes, then, if neither locked nor poisoned,
+     * a compare-and-set that sets the locked byte and writes our pid in the same atomic step,
+     * leaving the poisoned byte and Perfetto's padding as they were. Perfetto exchanges the
+     * locked byte alone; a CAS of the enclosing word is the same acquisition to a peer that
+     * does (the AtomicSegment byte RMWs work the same way), and it leaves no moment in which
+     * the lock is held with no holder recorded.
+     */
+    private boolean tryAcquire() {
+        long word = meta.getLongOpaque(SPINLOCK_LOCKED_OFFSET);
+        return (word & LOCK_AND_POISON_MASK) == 0
+                && meta.compareAndSetLong(SPINLOCK_LOCKED_OFFSET, word, (word & PADDING_MASK) | lockedByUs);
+    }
+
+    private boolean lockSlow(LockMode mode) {
+        long sleeps = 0;
+        boolean locked = false;
+        if (meta.getByteOpaque(SPINLOCK_POISONED_OFFSET) == 0) {
+            long limit = (long) LOCK_ATTEMPTS_PER_SLEEP * LOCK_SLEEPS;
+            for (long attempt = 1; mode == LockMode.BLOCKING || attempt < limit; attempt++) {
+                if (tryAcquire()) {
+                    locked = true;
+                    break;
+                }
+                if ((attempt & (LOCK_ATTEMPTS_PER_SLEEP - 1)) == 0) {
+                    if (meta.getByteOpaque(SPINLOCK_POISONED_OFFSET) != 0) {
+                        break;
+                    }
+                    if (holderDied()) {
+                        poisonSpinlock();
+                        break;
+                    }
+                    LockSupport.parkNanos(LOCK_SLEEP_MICROS * 1000);
+                    sleeps++;
+                } else {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+        if (sleeps > 0) {
+            meta.getAndAddLong(CLIENT_SPINLOCK_BLOCKED_US_OFFSET, sleeps * LOCK_SLEEP_MICROS);
+        }
+        if (!locked) {
+            meta.getAndAddLong(FAILED_SPINLOCKS_OFFSET, 1);
+        }
+        return locked;
+    }
+
+    /**
+     * Whether the lock is held by a process that no longer exists. A holder clears its pid
+     * before releasing, so a pid still recorded after its process was found gone means that
+     * process died holding the lock (a pid reused since then only delays the verdict).
+     */
+    private boolean holderDied() {
+        int holder = meta.getIntVolatile(SPINLOCK_HOLDER_PID_OFFSET);
+        if (holder <= 0 || holder == pid) {
+            return false;
+        }
+        try {
+            if (Native.processExists(holder)) {
+                return false;
+            }
+        } catch (NativeException e) {
+            return false;
+        }
+        return meta.getByteVolatile(SPINLOCK_LOCKED_OFFSET) != 0
+                && meta.getIntVolatile(SPINLOCK_HOLDER_PID_OFFSET) == holder;
+    }
+
+    /** Releases the spinlock: clears the holder pid, then a release store of 0. */
+    public void unlock() {
+        meta.putIntOpaque(SPINLOCK_HOLDER_PID_OFFSET, 0);
+        meta.putByteRelease(SPINLOCK_LOCKED_OFFSET, (byte) 0);
+    }
+
+    /** Perfetto's {@code PoisonSpinlock}: every later {@link #lock} fails at once, in both processes. */
+    public void poisonSpinlock() {
+        meta.putByteOpaque(SPINLOCK_POISONED_OFFSET, (byte) 1);
+    }
+
+    public boolean isSpinlockPoisoned() {
+        return meta.getByteOpaque(SPINLOCK_POISONED_OFFSET) != 0;
+    }
+
+    // ---- writer ----
+
+    /**
+     * Reserves a record of {@code length} payload bytes; the caller holds the spinlock. On
+     * {@link WriteResult#OK} the slot describes the payload, which the caller fills (after
+     * unlocking, typically) and commits with {@link #endWrite}. Counts bytes_written and
+     * num_writes_succeeded on success, as Perfetto does at reservation time.
+     *
+     * @throws IllegalArgumentException if {@code length} is 0 (a committed zero-length record
+     *         would look uncommitted forever) or negative, or the slot is another buffer's
+     * @throws IllegalStateException if the slot still holds a record
+     */
+    public WriteResult beginWrite(RecordSlot slot, long length) {
+        if (slot.owner != this || slot.state != RecordSlot.IDLE) {
+            throw slotMisuse(slot, "beginWrite needs an idle slot of this buffer");
+        }
+        if (length <= 0) {
+            throw badLength(length);
+        }
+        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
+        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        if (isCorrupt(readPos, writePos)) {
+            increment(STATS_NUM_WRITES_CORRUPT_OFFSET);
+            return WriteResult.CORRUPT;
+        }
+        long stride = stride(length);
+        if (length > MAX_RECORD_LENGTH || stride > size) {
+            increment(STATS_NUM_WRITES_OVERFLOW_OFFSET);
+            return WriteResult.TOO_BIG;
+        }
+        if (stride > size - (writePos - readPos)) {
+            increment(STATS_NUM_WRITES_OVERFLOW_OFFSET);
+            return WriteResult.NO_SPACE;
+        }
+        long header = writePos & mask;
+        meta.putLong(STATS_BYTES_WRITTEN_OFFSET, meta.getLong(STATS_BYTES_WRITTEN_OFFSET) + length);
+        increment(STATS_NUM_WRITES_SUCCEEDED_OFFSET);
+        // Zero before publishing: a reader that sees the new write_pos must not take the
+        // stale bytes there for a length. The release below orders this store.
+        ring.putIntOpaque(header + RECORD_LENGTH_OFFSET, 0);
+        meta.getAndAddLongRelease(WRITE_POS_OFFSET, stride);
+        slot.headerOffset = header;
+        slot.length = length;
+        slot.stride = stride;
+        slot.state = RecordSlot.WRITING;
+        return WriteResult.OK;
+    }
+
+    /** Commits the record reserved in {@code slot}: a release store of its length, so the payload is visible first. */
+    public void endWrite(RecordSlot slot) {
+        if (slot.owner != this || slot.state != RecordSlot.WRITING) {
+            throw slotMisuse(slot, "endWrite needs a slot reserved by beginWrite");
+        }
+        ring.putIntRelease(slot.headerOffset + RECORD_LENGTH_OFFSET, (int) slot.length);
+        slot.state = RecordSlot.IDLE;
+    }
+
+    // ---- reader ----
+
+    /**
+     * The next committed record, if any, into {@code slot}; the single reader only, no lock.
+     * The read position moves only in {@link #endRead}, so calling this again without it
+     * returns the same record.
+     *
+     * @throws IllegalStateException if the slot still holds a record
+     */
+    public ReadResult beginRead(RecordSlot slot) {
+        if (slot.owner != this || slot.state != RecordSlot.IDLE) {
+            throw slotMisuse(slot, "beginRead needs an idle slot of this buffer");
+        }
+        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
+        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        if (isCorrupt(readPos, writePos)) {
+            return readCorrupt();
+        }
+        long available = writePos - readPos;
+        if (available < RECORD_HEADER_SIZE) {
+            return readNoData();
+        }
+        long header = readPos & mask;
+        long length = ring.getIntAcquire(header + RECORD_LENGTH_OFFSET) & 0xFFFF_FFFFL;
+        if (length == 0) {
+            return uncommitted(readPos);
+        }
+        long stride = stride(length);
+        if (stride > available) {
+            return readCorrupt();
+        }
+        stalledPosition = -1;
+        slot.headerOffset = header;
+        slot.length = length;
+        slot.stride = stride;
+        slot.state = RecordSlot.READING;
+        return ReadResult.OK;
+    }
+
+    /** Frees the record read into {@code slot}: advances read_pos by its stride, counts num_reads_succeeded. */
+    public void endRead(RecordSlot slot) {
+        if (slot.owner != this || slot.state != RecordSlot.READING) {
+            throw slotMisuse(slot, "endRead needs a slot filled by beginRead");
+        }
+        // Perfetto adds relaxed; release is the weakest read-modify-write AtomicSegment has,
+        // and it also keeps the payload reads before the space is handed back.
+        meta.getAndAddLongRelease(READ_POS_OFFSET, slot.stride);
+        increment(STATS_NUM_READS_SUCCEEDED_OFFSET);
+        slot.state = RecordSlot.IDLE;
+    }
+
+    /**
+     * How long the record at the read position may stay uncommitted before {@link #beginRead}
+     * reports it corrupt. Set by the reader thread.
+     */
+    public void uncommittedRecordTimeout(Duration timeout) {
+        if (timeout.isNegative()) {
+            throw new IllegalArgumentException("timeout is negative: " + timeout);
+        }
+        uncommittedTimeoutNanos = timeout.toNanos();
+    }
+
+    private ReadResult uncommitted(long readPos) {
+        long now = System.nanoTime();
+        if (stalledPosition != readPos) {
+            stalledPosition = readPos;
+            stalledSinceNanos = now;
+        } else if (now - stalledSinceNanos > uncommittedTimeoutNanos) {
+            return readCorrupt();
+        }
+        return readNoData();
+    }
+
+    private ReadResult readCorrupt() {
+        increment(STATS_NUM_READS_CORRUPT_OFFSET);
+        return ReadResult.CORRUPT;
+    }
+
+    private ReadResult readNoData() {
+        increment(STATS_NUM_READS_NODATA_OFFSET);
+        return ReadResult.NO_DATA;
+    }
+
+    /** Perfetto's IsCorrupt: positions unsigned, write not behind read, at most S apart, both 8-aligned. */
+    private boolean isCorrupt(long readPos, long writePos) {
+        return Long.compareUnsigned(writePos, readPos) < 0
+                || Long.compareUnsigned(writePos - readPos, size) > 0
+                || ((writePos | readPos) & (RECORD_ALIGNMENT - 1)) != 0;
+    }
+
+    /** Committed bytes waiting for the reader (including headers and padding); 0 if the positions are corrupt. */
+    public long readAvailable() {
+        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
+        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        return isCorrupt(readPos, writePos) ? 0 : writePos - readPos;
+    }
+
+    /** Free bytes for writers; 0 if the positions are corrupt. */
+    public long writeAvailable() {
+        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
+        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        return isCorrupt(readPos, writePos) ? 0 : size - (writePos - readPos);
+    }
+
+    /** Plain increment of a stats counter: each has one writer side (writers under the lock, or the reader). */
+    private void increment(long offset) {
+        meta.putLong(offset, meta.getLong(offset) + 1);
+    }
+
+    // Exceptions are built out of line, to keep the record paths small enough to inline.
+
+    private RuntimeException slotMisuse(RecordSlot slot, String message) {
+        if (slot.owner != this) {
+            return new IllegalArgumentException("record slot belongs to another buffer");
+        }
+        return new IllegalStateException(message + (slot.state == RecordSlot.IDLE ? " (the slot holds no record)"
+                : " (the slot still holds a record: end it first)"));
+    }
+
+    private static IllegalArgumentException badLength(long length) {
+        return new IllegalArgumentException(length == 0
+                ? "zero-length records cannot be written: a length of 0 marks a record as not yet committed"
+                : "record length is negative: " + length);
+    }
+
+    // ---- flags and stats ----
+
+    /** Perfetto's {@code SetErrorState}: a sequentially consistent store. */
+    public void setErrorState(ErrorState state) {
+        if (state == ErrorState.UNRECOGNIZED) {
+            throw new IllegalArgumentException("UNRECOGNIZED is not a state Perfetto defines");
+        }
+        meta.putLongVolatile(ERROR_STATE_OFFSET, state.code());
+    }
+
+    /** A relaxed load of error_state. */
+    public ErrorState errorState() {
+        return ErrorState.ofCode(meta.getLongOpaque(ERROR_STATE_OFFSET));
+    }
+
+    /** Perfetto's {@code SetShuttingDown}: a relaxed store of true. */
+    public void setShuttingDown() {
+        meta.putByteOpaque(SHUTTING_DOWN_OFFSET, (byte) 1);
+    }
+
+    public boolean isShuttingDown() {
+        return meta.getByteOpaque(SHUTTING_DOWN_OFFSET) != 0;
+    }
+
+    /** Perfetto's {@code SetReaderPaused}: a relaxed store of true. */
+    public void setReaderPaused() {
+        meta.putByteOpaque(READER_PAUSED_OFFSET, (byte) 1);
+    }
+
+    /** Perfetto's {@code GetAndResetReaderPaused}: exchange with false. */
+    public boolean getAndResetReaderPaused() {
+        return meta.getAndSetByte(READER_PAUSED_OFFSET, (byte) 0) != 0;
+    }
+
+    /** A sequentially consistent load of client_spinlock_blocked_us, as Perfetto's accessor. */
+    public long clientSpinlockBlockedUs() {
+        return meta.getLongVolatile(CLIENT_SPINLOCK_BLOCKED_US_OFFSET);
+    }
+
+    /**
+     * Perfetto's {@code GetStats}: the shared stats block with failed_spinlocks,
+     * client_spinlock_blocked_us and error_state filled from their atomics (relaxed). Hold the
+     * spinlock for a consistent view of the writer fields, as Perfetto requires.
+     */
+    public Stats stats() {
+        return new Stats(meta.getLong(STATS_BYTES_WRITTEN_OFFSET), meta.getLong(STATS_NUM_WRITES_SUCCEEDED_OFFSET),
+                meta.getLong(STATS_NUM_WRITES_CORRUPT_OFFSET), meta.getLong(STATS_NUM_WRITES_OVERFLOW_OFFSET),
+                meta.getLong(STATS_NUM_READS_SUCCEEDED_OFFSET), meta.getLong(STATS_NUM_READS_CORRUPT_OFFSET),
+                meta.getLong(STATS_NUM_READS_NODATA_OFFSET), meta.getLongOpaque(FAILED_SPINLOCKS_OFFSET),
+                meta.getLongOpaque(CLIENT_SPINLOCK_BLOCKED_US_OFFSET), meta.getLongOpaque(ERROR_STATE_OFFSET));
+    }
+
+    /** Unmaps the buffer and closes the memfd; an in-process buffer's memory belongs to its arena. */
+    @Override
+    public void close() {
+        if (mapping != null) {
+            mapping.close();
+        }
+    }
+}

@@ -1,0 +1,274 @@
+// The C process of shm-ring's cross-process tests, using shared_ring_buffer.c.
+//
+//   ring_peer <socket> attach <action> [args]    receive the buffer fd, attach (seals required)
+//   ring_peer <socket> create:<ring size> <action> [args]
+//                                                create a sealed buffer and send its fd
+// actions:
+//   write-all      records n = 0 .. S-9, record n has length n+1 and byte i = i*131 + n*17 + len
+//   read-all       read those records and check every byte
+//   stress-write <seconds> <writer id> <seed> <max length>
+//                  random lengths >= 12: u32 seq, u32 writer id, random bytes, u32 FNV-1a
+//                  of everything before it; prints "wrote <count>"
+//   hold-and-die   take the spinlock and exit holding it
+//   golden         the operation sequence of SharedRingBufferGoldenTest, then send "G"
+// <socket> is a path or @name (abstract). Exit 0 on success, 1 on a check failure.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shared_ring_buffer.h"
+
+#define DEADLINE_SECONDS 60
+
+static void die(const char* what) {
+  fprintf(stderr, "ring_peer: %s: %s\n", what, strerror(errno));
+  exit(2);
+}
+
+static void fail(const char* message, uint64_t a, uint64_t b) {
+  fprintf(stderr, "ring_peer: %s (%llu, %llu)\n", message, (unsigned long long)a, (unsigned long long)b);
+  exit(1);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int connect_to(const char* name) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  socklen_t len;
+  if (name[0] == '@') {
+    size_t n = strlen(name + 1);
+    memcpy(addr.sun_path + 1, name + 1, n);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+  } else {
+    strncpy(addr.sun_path, name, sizeof(addr.sun_path) - 1);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name) + 1);
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) die("socket");
+  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
+  return fd;
+}
+
+static int receive_fd(int sock) {
+  char byte;
+  char control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS) {
+    fprintf(stderr, "ring_peer: no fd received\n");
+    exit(2);
+  }
+  int fd;
+  memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
+  return fd;
+}
+
+static void send_fd(int sock, int fd) {
+  char byte = 'S';
+  char control[CMSG_SPACE(sizeof(int))];
+  memset(control, 0, sizeof(control));
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
+  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) die("sendmsg");
+}
+
+static uint8_t pattern(uint64_t n, uint64_t len, uint64_t i) { return (uint8_t)(i * 131 + n * 17 + len); }
+
+// Reserves under the lock, fills without it, commits; yields while the ring is full.
+static srb_record write_record(srb* b, uint64_t len, double deadline) {
+  srb_record r;
+  for (;;) {
+    if (now_seconds() > deadline) fail("timed out writing a record", len, 0);
+    if (!srb_lock(b, 0)) fail("spinlock not acquired", len, 0);
+    srb_result result = srb_begin_write(b, len, &r);
+    srb_unlock(b);
+    if (result == SRB_OK) return r;
+    if (result != SRB_NO_SPACE) fail("begin_write failed", len, (uint64_t)result);
+    sched_yield();
+  }
+}
+
+static srb_record read_record(srb* b, double deadline) {
+  srb_record r;
+  for (;;) {
+    if (now_seconds() > deadline) fail("timed out reading a record", 0, 0);
+    srb_result result = srb_begin_read(b, &r);
+    if (result == SRB_OK) return r;
+    if (result != SRB_NO_DATA) fail("begin_read failed", (uint64_t)result, 0);
+    sched_yield();
+  }
+}
+
+static void write_all(srb* b) {
+  double deadline = now_seconds() + DEADLINE_SECONDS;
+  uint64_t count = b->size - SRB_HEADER_SIZE;
+  for (uint64_t n = 0; n < count; n++) {
+    uint64_t len = n + 1;
+    srb_record r = write_record(b, len, deadline);
+    for (uint64_t i = 0; i < len; i++) r.data[i] = pattern(n, len, i);
+    srb_end_write(b, &r);
+  }
+  printf("wrote %llu\n", (unsigned long long)count);
+}
+
+static void read_all(srb* b) {
+  double deadline = now_seconds() + DEADLINE_SECONDS;
+  uint64_t count = b->size - SRB_HEADER_SIZE;
+  for (uint64_t n = 0; n < count; n++) {
+    srb_record r = read_record(b, deadline);
+    if (r.size != n + 1) fail("record has the wrong length", n, r.size);
+    for (uint64_t i = 0; i < r.size; i++) {
+      if (r.data[i] != pattern(n, r.size, i)) fail("record has a wrong byte", n, i);
+    }
+    srb_end_read(b, &r);
+  }
+  printf("read %llu\n", (unsigned long long)count);
+}
+
+static uint32_t fnv1a(const uint8_t* p, uint64_t n) {
+  uint32_t h = 2166136261u;
+  for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+static uint64_t xorshift(uint64_t* s) {
+  *s ^= *s << 13;
+  *s ^= *s >> 7;
+  *s ^= *s << 17;
+  return *s;
+}
+
+static void stress_write(srb* b, double seconds, uint32_t id, uint64_t seed, uint64_t max_len) {
+  double start = now_seconds();
+  double deadline = start + seconds + DEADLINE_SECONDS;
+  uint64_t state = seed | 1;
+  uint32_t seq = 0;
+  while (now_seconds() - start < seconds) {
+    uint64_t len = 12 + xorshift(&state) % (max_len - 11);
+    srb_record r = write_record(b, len, deadline);
+    memcpy(r.data, &seq, 4);
+    memcpy(r.data + 4, &id, 4);
+    for (uint64_t i = 8; i < len - 4; i++) r.data[i] = (uint8_t)xorshift(&state);
+    uint32_t sum = fnv1a(r.data, len - 4);
+    memcpy(r.data + len - 4, &sum, 4);
+    srb_end_write(b, &r);
+    seq++;
+  }
+  printf("wrote %u\n", seq);
+}
+
+// Keep in step with SharedRingBufferGoldenTest.runSequence.
+static void golden(srb* b, int sock) {
+  srb_record r;
+  uint64_t lens[2] = {5, 100};
+  for (int k = 0; k < 2; k++) {
+    if (!srb_lock(b, 0)) fail("golden: lock", (uint64_t)k, 0);
+    if (srb_begin_write(b, lens[k], &r) != SRB_OK) fail("golden: write", (uint64_t)k, 0);
+    srb_unlock(b);
+    for (uint64_t i = 0; i < lens[k]; i++) r.data[i] = pattern((uint64_t)k, lens[k], i);
+    srb_end_write(b, &r);
+  }
+  if (srb_begin_read(b, &r) != SRB_OK || r.size != 5) fail("golden: read 1", r.size, 0);
+  srb_end_read(b, &r);
+  if (!srb_lock(b, 0)) fail("golden: lock 3", 0, 0);
+  if (srb_begin_write(b, b->size - 7, &r) != SRB_TOO_BIG) fail("golden: too big", 0, 0);
+  if (srb_begin_write(b, 4000, &r) != SRB_NO_SPACE) fail("golden: no space", 0, 0);
+  srb_unlock(b);
+  if (srb_begin_read(b, &r) != SRB_OK || r.size != 100) fail("golden: read 2", r.size, 0);
+  srb_end_read(b, &r);
+  if (srb_begin_read(b, &r) != SRB_NO_DATA) fail("golden: no data", 0, 0);
+  _Atomic uint64_t* wr = (_Atomic uint64_t*)(b->meta + SRB_WRITE_POS_OFFSET);
+  uint64_t saved = atomic_load(wr);
+  atomic_store(wr, saved + 1);
+  if (!srb_lock(b, 0)) fail("golden: lock 4", 0, 0);
+  if (srb_begin_write(b, 1, &r) != SRB_CORRUPT) fail("golden: write corrupt", 0, 0);
+  srb_unlock(b);
+  if (srb_begin_read(b, &r) != SRB_CORRUPT) fail("golden: read corrupt", 0, 0);
+  atomic_store(wr, saved);
+  srb_set_error_state(b, 1);
+  srb_set_shutting_down(b);
+  srb_set_reader_paused(b);
+  srb_poison(b);
+  if (srb_lock(b, 0)) fail("golden: poisoned lock taken", 0, 0);
+  if (send(sock, "G", 1, MSG_NOSIGNAL) != 1) die("send");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    fprintf(stderr, "usage: ring_peer <socket> attach|create:<size> <action> [args]\n");
+    return 2;
+  }
+  int sock = connect_to(argv[1]);
+  srb b;
+  char err[256];
+  if (strcmp(argv[2], "attach") == 0) {
+    if (srb_attach(&b, receive_fd(sock), 1, err, sizeof(err)) != 0) {
+      fprintf(stderr, "ring_peer: %s\n", err);
+      return 2;
+    }
+  } else if (strncmp(argv[2], "create:", 7) == 0) {
+    if (srb_create(&b, strtoull(argv[2] + 7, NULL, 10), err, sizeof(err)) != 0) {
+      fprintf(stderr, "ring_peer: %s\n", err);
+      return 2;
+    }
+    send_fd(sock, b.fd);
+  } else {
+    fprintf(stderr, "ring_peer: unknown role %s\n", argv[2]);
+    return 2;
+  }
+
+  const char* action = argv[3];
+  if (strcmp(action, "write-all") == 0) {
+    write_all(&b);
+  } else if (strcmp(action, "read-all") == 0) {
+    read_all(&b);
+  } else if (strcmp(action, "stress-write") == 0 && argc == 8) {
+    stress_write(&b, atof(argv[4]), (uint32_t)atoi(argv[5]), strtoull(argv[6], NULL, 10),
+                 strtoull(argv[7], NULL, 10));
+  } else if (strcmp(action, "hold-and-die") == 0) {
+    if (!srb_lock(&b, 0)) fail("spinlock not acquired", 0, 0);
+    printf("holding\n");
+    fflush(stdout);
+    _exit(0);
+  } else if (strcmp(action, "golden") == 0) {
+    golden(&b, sock);
+  } else {
+    fprintf(stderr, "ring_peer: unknown action %s\n", action);
+    return 2;
+  }
+  fflush(stdout);
+  srb_close(&b);
+  close(sock);
+  return 0;
+}

@@ -1,0 +1,233 @@
+#define _GNU_SOURCE
+#include "shared_ring_buffer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define GUARD_SIZE ((size_t)64 * 1024 * 1024)
+#define ATTEMPTS_PER_SLEEP 1024u
+#define SLEEPS 1000u
+
+#define A8(b, off) ((_Atomic uint8_t*)((b)->meta + (off)))
+#define A32(p) ((_Atomic uint32_t*)(p))
+#define A64(b, off) ((_Atomic uint64_t*)((b)->meta + (off)))
+#define STAT(b, off) ((uint64_t*)((b)->meta + (off)))
+
+static int map_fd(srb* b, int fd, size_t file_size, char* err, size_t err_len) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t size = file_size - page;
+  if (file_size < 2 * page || size % page || (size & (size - 1))) {
+    snprintf(err, err_len, "SharedRingBuffer size is invalid (%zu)", file_size);
+    return -1;
+  }
+  size_t outer = page + 2 * size + GUARD_SIZE;
+  uint8_t* region = mmap(NULL, outer, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (region == MAP_FAILED) {
+    snprintf(err, err_len, "mmap(PROT_NONE): %s", strerror(errno));
+    return -1;
+  }
+  void* first = mmap(region, file_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  void* second = mmap(region + file_size, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)page);
+  if (first != region || second != region + file_size) {
+    snprintf(err, err_len, "mmap(MAP_SHARED): %s", strerror(errno));
+    munmap(region, outer);
+    return -1;
+  }
+  b->fd = fd;
+  b->meta = region;
+  b->ring = region + page;
+  b->size = size;
+  b->outer_size = outer;
+  b->pid = (int)getpid();
+  return 0;
+}
+
+int srb_attach(srb* b, int fd, int require_seals, char* err, size_t err_len) {
+  if (require_seals) {
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+      snprintf(err, err_len, "FD not properly sealed (%d)", seals);
+      close(fd);
+      return -1;
+    }
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size == 0) {
+    snprintf(err, err_len, "Could not attach to fd");
+    close(fd);
+    return -1;
+  }
+  if (map_fd(b, fd, (size_t)st.st_size, err, err_len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return 0;
+}
+
+int srb_create(srb* b, uint64_t ring_size, char* err, size_t err_len) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  int fd = memfd_create("heapprofd_ringbuf", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    snprintf(err, err_len, "memfd_create: %s", strerror(errno));
+    return -1;
+  }
+  if (ftruncate(fd, (off_t)(ring_size + page)) != 0 ||
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    snprintf(err, err_len, "sizing or sealing the memfd: %s", strerror(errno));
+    close(fd);
+    return -1;
+  }
+  if (map_fd(b, fd, (size_t)(ring_size + page), err, err_len) != 0) {
+    close(fd);
+    return -1;
+  }
+  return 0;
+}
+
+void srb_close(srb* b) {
+  munmap(b->meta, b->outer_size);
+  close(b->fd);
+}
+
+static int try_take(srb* b) {
+  if (atomic_exchange_explicit(A8(b, SRB_LOCKED_OFFSET), 1, memory_order_acquire) == 0) {
+    atomic_store_explicit(A32(b->meta + SRB_HOLDER_PID_OFFSET), (uint32_t)b->pid, memory_order_relaxed);
+    return 1;
+  }
+  return 0;
+}
+
+// The holder clears its pid before unlocking: a pid still there after its process is
+// gone died holding the lock.
+static int holder_died(srb* b) {
+  int holder = (int)atomic_load(A32(b->meta + SRB_HOLDER_PID_OFFSET));
+  if (holder <= 0 || holder == b->pid) return 0;
+  if (kill(holder, 0) == 0 || errno != ESRCH) return 0;
+  return atomic_load(A8(b, SRB_LOCKED_OFFSET)) != 0 &&
+         (int)atomic_load(A32(b->meta + SRB_HOLDER_PID_OFFSET)) == holder;
+}
+
+int srb_lock(srb* b, int blocking) {
+  if (!atomic_load_explicit(A8(b, SRB_POISONED_OFFSET), memory_order_relaxed) && try_take(b)) return 1;
+  uint64_t sleeps = 0;
+  int locked = 0;
+  if (!atomic_load_explicit(A8(b, SRB_POISONED_OFFSET), memory_order_relaxed)) {
+    for (uint64_t attempt = 1; blocking || attempt < (uint64_t)ATTEMPTS_PER_SLEEP * SLEEPS; attempt++) {
+      if (!atomic_load_explicit(A8(b, SRB_LOCKED_OFFSET), memory_order_relaxed) && try_take(b)) {
+        locked = 1;
+        break;
+      }
+      if (attempt % ATTEMPTS_PER_SLEEP == 0) {
+        if (atomic_load_explicit(A8(b, SRB_POISONED_OFFSET), memory_order_relaxed)) break;
+        if (holder_died(b)) {
+          srb_poison(b);
+          break;
+        }
+        usleep(1000);
+        sleeps++;
+      }
+    }
+  }
+  if (sleeps) atomic_fetch_add_explicit(A64(b, SRB_BLOCKED_US_OFFSET), sleeps * 1000, memory_order_relaxed);
+  if (!locked) atomic_fetch_add_explicit(A64(b, SRB_FAILED_SPINLOCKS_OFFSET), 1, memory_order_relaxed);
+  return locked;
+}
+
+void srb_unlock(srb* b) {
+  atomic_store_explicit(A32(b->meta + SRB_HOLDER_PID_OFFSET), 0, memory_order_relaxed);
+  atomic_store_explicit(A8(b, SRB_LOCKED_OFFSET), 0, memory_order_release);
+}
+
+void srb_poison(srb* b) { atomic_store_explicit(A8(b, SRB_POISONED_OFFSET), 1, memory_order_relaxed); }
+
+static int positions(srb* b, uint64_t* rd, uint64_t* wr) {
+  *wr = atomic_load_explicit(A64(b, SRB_WRITE_POS_OFFSET), memory_order_acquire);
+  *rd = atomic_load_explicit(A64(b, SRB_READ_POS_OFFSET), memory_order_relaxed);
+  return !(*wr < *rd || *wr - *rd > b->size || (*wr | *rd) % 8);
+}
+
+static uint64_t stride_of(uint64_t size) { return (size + SRB_HEADER_SIZE + 7) & ~(uint64_t)7; }
+
+srb_result srb_begin_write(srb* b, uint64_t size, srb_record* out) {
+  if (size == 0) return SRB_ZERO_LENGTH;
+  uint64_t rd, wr;
+  if (!positions(b, &rd, &wr)) {
+    (*STAT(b, SRB_STATS_WRITES_CORRUPT_OFFSET))++;
+    return SRB_CORRUPT;
+  }
+  uint64_t stride = stride_of(size);
+  if (size > 0xFFFFFFFFu || stride > b->size) {
+    (*STAT(b, SRB_STATS_WRITES_OVERFLOW_OFFSET))++;
+    return SRB_TOO_BIG;
+  }
+  if (stride > b->size - (wr - rd)) {
+    (*STAT(b, SRB_STATS_WRITES_OVERFLOW_OFFSET))++;
+    return SRB_NO_SPACE;
+  }
+  uint8_t* header = b->ring + (wr & (b->size - 1));
+  *STAT(b, SRB_STATS_BYTES_WRITTEN_OFFSET) += size;
+  (*STAT(b, SRB_STATS_WRITES_SUCCEEDED_OFFSET))++;
+  atomic_store_explicit(A32(header), 0, memory_order_relaxed);
+  atomic_fetch_add_explicit(A64(b, SRB_WRITE_POS_OFFSET), stride, memory_order_release);
+  out->header = header;
+  out->data = header + SRB_HEADER_SIZE;
+  out->size = size;
+  out->stride = stride;
+  return SRB_OK;
+}
+
+void srb_end_write(srb* b, const srb_record* r) {
+  (void)b;
+  atomic_store_explicit(A32(r->header), (uint32_t)r->size, memory_order_release);
+}
+
+srb_result srb_begin_read(srb* b, srb_record* out) {
+  uint64_t rd, wr;
+  if (!positions(b, &rd, &wr)) {
+    (*STAT(b, SRB_STATS_READS_CORRUPT_OFFSET))++;
+    return SRB_CORRUPT;
+  }
+  uint64_t avail = wr - rd;
+  if (avail < SRB_HEADER_SIZE) {
+    (*STAT(b, SRB_STATS_READS_NODATA_OFFSET))++;
+    return SRB_NO_DATA;
+  }
+  uint8_t* header = b->ring + (rd & (b->size - 1));
+  uint64_t size = atomic_load_explicit(A32(header), memory_order_acquire);
+  if (size == 0) {
+    (*STAT(b, SRB_STATS_READS_NODATA_OFFSET))++;
+    return SRB_NO_DATA;
+  }
+  uint64_t stride = stride_of(size);
+  if (stride > avail) {
+    (*STAT(b, SRB_STATS_READS_CORRUPT_OFFSET))++;
+    return SRB_CORRUPT;
+  }
+  out->header = header;
+  out->data = header + SRB_HEADER_SIZE;
+  out->size = size;
+  out->stride = stride;
+  return SRB_OK;
+}
+
+void srb_end_read(srb* b, const srb_record* r) {
+  atomic_fetch_add_explicit(A64(b, SRB_READ_POS_OFFSET), r->stride, memory_order_relaxed);
+  (*STAT(b, SRB_STATS_READS_SUCCEEDED_OFFSET))++;
+}
+
+void srb_set_error_state(srb* b, uint64_t state) { atomic_store(A64(b, SRB_ERROR_STATE_OFFSET), state); }
+
+void srb_set_shutting_down(srb* b) {
+  atomic_store_explicit(A8(b, SRB_SHUTTING_DOWN_OFFSET), 1, memory_order_relaxed);
+}
+
+void srb_set_reader_paused(srb* b) {
+  atomic_store_explicit(A8(b, SRB_READER_PAUSED_OFFSET), 1, memory_order_relaxed);
+}

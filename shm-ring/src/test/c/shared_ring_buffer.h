@@ -1,0 +1,81 @@
+// A C implementation of heapprofd's SharedRingBuffer, written from the layout in
+// SharedRingBufferDescriptor.java: the other side of shm-ring's cross-process tests.
+// Same offsets, same memory orders (C11 atomics), same checks on the peer's data, and
+// the same holder-pid convention for the spinlock. The lock is taken as Perfetto takes it,
+// by exchanging the locked byte, and the pid is stored right after; the Java side sets both
+// in one 8-byte compare-and-set, so the cross-process tests mix the two styles.
+#ifndef FFMTRACE_SHARED_RING_BUFFER_H_
+#define FFMTRACE_SHARED_RING_BUFFER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  SRB_LOCKED_OFFSET = 0,
+  SRB_POISONED_OFFSET = 1,
+  SRB_HOLDER_PID_OFFSET = 4,
+  SRB_READ_POS_OFFSET = 8,
+  SRB_WRITE_POS_OFFSET = 16,
+  SRB_BLOCKED_US_OFFSET = 24,
+  SRB_FAILED_SPINLOCKS_OFFSET = 32,
+  SRB_ERROR_STATE_OFFSET = 40,
+  SRB_SHUTTING_DOWN_OFFSET = 48,
+  SRB_READER_PAUSED_OFFSET = 56,
+  SRB_STATS_BYTES_WRITTEN_OFFSET = 64,
+  SRB_STATS_WRITES_SUCCEEDED_OFFSET = 72,
+  SRB_STATS_WRITES_CORRUPT_OFFSET = 80,
+  SRB_STATS_WRITES_OVERFLOW_OFFSET = 88,
+  SRB_STATS_READS_SUCCEEDED_OFFSET = 96,
+  SRB_STATS_READS_CORRUPT_OFFSET = 104,
+  SRB_STATS_READS_NODATA_OFFSET = 112,
+  SRB_METADATA_SIZE = 144,
+  SRB_HEADER_SIZE = 8,
+};
+
+typedef enum {
+  SRB_OK = 0,
+  SRB_NO_SPACE = 1,
+  SRB_TOO_BIG = 2,
+  SRB_CORRUPT = 3,
+  SRB_NO_DATA = 4,
+  SRB_ZERO_LENGTH = 5,  // refused: a committed length of 0 would read as "not committed"
+} srb_result;
+
+typedef struct {
+  int fd;
+  uint8_t* meta;  // start of the reservation: metadata page, ring, ring again, guard
+  uint8_t* ring;
+  uint64_t size;  // ring size S
+  size_t outer_size;
+  int pid;
+} srb;
+
+typedef struct {
+  uint8_t* header;
+  uint8_t* data;
+  uint64_t size;
+  uint64_t stride;
+} srb_record;
+
+// Maps a buffer fd (taking ownership). 0 on success; -1 with a message in err.
+int srb_attach(srb* b, int fd, int require_seals, char* err, size_t err_len);
+// A sealed memfd of one page plus ring_size, mapped. 0 on success, -1 with err.
+int srb_create(srb* b, uint64_t ring_size, char* err, size_t err_len);
+void srb_close(srb* b);
+
+// Try mode (blocking = 0) gives up after 1000 rounds of 1024 tries and a 1 ms sleep.
+// Returns 1 when locked.
+int srb_lock(srb* b, int blocking);
+void srb_unlock(srb* b);
+void srb_poison(srb* b);
+
+srb_result srb_begin_write(srb* b, uint64_t size, srb_record* out);
+void srb_end_write(srb* b, const srb_record* r);
+srb_result srb_begin_read(srb* b, srb_record* out);
+void srb_end_read(srb* b, const srb_record* r);
+
+void srb_set_error_state(srb* b, uint64_t state);
+void srb_set_shutting_down(srb* b);
+void srb_set_reader_paused(srb* b);
+
+#endif  // FFMTRACE_SHARED_RING_BUFFER_H_

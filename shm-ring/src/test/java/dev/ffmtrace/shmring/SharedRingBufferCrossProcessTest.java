@@ -1,0 +1,120 @@
+package dev.ffmtrace.shmring;
+
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixServerSocket;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.testing.CPrograms;
+import dev.ffmtrace.memory.testing.Peers;
+import java.nio.file.Path;
+import java.util.function.Function;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One buffer shared with a C process (src/test/c) and with a second JVM, both ways: every
+ * record length from 1 byte to S - 8 once, in order, intact, in a one-page ring, so the
+ * ring wraps about two thousand times.
+ */
+class SharedRingBufferCrossProcessTest {
+    private static final long RING = 4096;
+    static Path cPeer;
+
+    @BeforeAll
+    static void buildPeer() {
+        cPeer = buildRingPeer();
+    }
+
+    static Path buildRingPeer() {
+        return CPrograms.build("ring_peer", "src/test/c/shared_ring_buffer.c", "src/test/c/ring_peer.c");
+    }
+
+    static UnixAddress freshAddress() {
+        return UnixAddress.abstractName("ffmtrace-shmring-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    }
+
+    @Test
+    void cWritesEveryLengthJavaReads() {
+        peerWritesWeRead(args -> Peers.startNative(cPeer, args));
+    }
+
+    @Test
+    void javaWritesEveryLengthCReads() {
+        weWritePeerReads(args -> Peers.startNative(cPeer, args));
+    }
+
+    @Test
+    void secondJvmWritesEveryLengthWeRead() {
+        peerWritesWeRead(args -> Peers.startJvm(RingPeer.class, args));
+    }
+
+    @Test
+    void weWriteEveryLengthSecondJvmReads() {
+        weWritePeerReads(args -> Peers.startJvm(RingPeer.class, args));
+    }
+
+    /** We create (the service), the peer attaches and writes. */
+    private static void peerWritesWeRead(Function<String[], Peers.Peer> start) {
+        UnixAddress address = freshAddress();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             SharedRingBuffer buffer = SharedRingBuffer.create(RING)) {
+            Peers.Peer peer = start.apply(new String[] {"@" + address.name(), "attach", "write-all"});
+            try (UnixSocket connection = server.accept()) {
+                connection.send(new byte[] {'F'}, buffer.fd());
+                RingRecords.readAll(buffer);
+            }
+            assertEquals("wrote " + (RING - 8) + "\n", peer.awaitSuccess());
+            SharedRingBuffer.Stats stats = buffer.stats();
+            assertEquals(RING - 8, stats.numWritesSucceeded());
+            assertEquals(RING - 8, stats.numReadsSucceeded());
+            assertEquals((RING - 8) * (RING - 7) / 2, stats.bytesWritten());
+            assertEquals(0, stats.numReadsCorrupt());
+            assertEquals(0, stats.numWritesCorrupt());
+            assertEquals(0, buffer.readAvailable());
+        }
+    }
+
+    /** The peer creates (the service) and reads, we attach with the seal check and write. */
+    private static void weWritePeerReads(Function<String[], Peers.Peer> start) {
+        UnixAddress address = freshAddress();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+            Peers.Peer peer = start.apply(new String[] {"@" + address.name(), "create:" + RING, "read-all"});
+            try (UnixSocket connection = server.accept();
+                 SharedRingBuffer buffer = SharedRingBuffer.attach(connection.receive(new byte[1], 1).fds()[0], true)) {
+                assertEquals(RING, buffer.size());
+                RingRecords.writeAll(buffer);
+                assertEquals("read " + (RING - 8) + "\n", peer.awaitSuccess());
+                assertEquals(RING - 8, buffer.stats().numReadsSucceeded());
+            }
+        }
+    }
+
+    @Test
+    void aHolderThatDiedHoldingTheLockIsDetectedAndTheLockPoisoned() {
+        UnixAddress address = freshAddress();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             SharedRingBuffer buffer = SharedRingBuffer.create(RING)) {
+            Peers.Peer peer = Peers.startNative(cPeer, "@" + address.name(), "attach", "hold-and-die");
+            try (UnixSocket connection = server.accept()) {
+                connection.send(new byte[] {'F'}, buffer.fd());
+                assertEquals("holding\n", peer.awaitSuccess());
+            }
+            assertEquals(1, buffer.metadata().get(Layouts.BYTE, SPINLOCK_LOCKED_OFFSET));
+            assertEquals(peer.process().pid(), buffer.metadata().get(Layouts.INT, SPINLOCK_HOLDER_PID_OFFSET));
+
+            long start = System.nanoTime();
+            assertFalse(buffer.lock(SharedRingBuffer.LockMode.TRY));
+            long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+            assertTrue(elapsedMillis < 500, "dead holder found after " + elapsedMillis + " ms, not about 1 ms");
+            assertTrue(buffer.isSpinlockPoisoned());
+            assertFalse(buffer.lock(SharedRingBuffer.LockMode.BLOCKING), "a poisoned lock fails at once, blocking or not");
+            assertEquals(2, buffer.stats().failedSpinlocks());
+        }
+    }
+}

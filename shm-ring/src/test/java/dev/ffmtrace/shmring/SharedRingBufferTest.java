@@ -1,0 +1,485 @@
+package dev.ffmtrace.shmring;
+
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.ERROR_STATE_OFFSET;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.READ_POS_OFFSET;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.MemoryFile;
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.shmring.SharedRingBuffer.LockMode;
+import dev.ffmtrace.shmring.SharedRingBuffer.ReadResult;
+import dev.ffmtrace.shmring.SharedRingBuffer.WriteResult;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class SharedRingBufferTest {
+    private static final long PAGE = Native.pageSize();
+    private static final long RING = 4096;
+
+    private SharedRingBuffer buffer;
+    private RecordSlot slot;
+
+    @BeforeEach
+    void createBuffer() {
+        buffer = SharedRingBuffer.create(RING);
+        slot = buffer.newSlot();
+    }
+
+    @AfterEach
+    void closeBuffer() {
+        buffer.close();
+    }
+
+    // ---- create and attach ----
+
+    @ParameterizedTest
+    @ValueSource(longs = {4096, 8192, 1 << 20, 8 << 20, 512 << 20})
+    void createAcceptsPerfettosValidSizesAndSealsTheMemfd(long ringSize) {
+        try (SharedRingBuffer created = SharedRingBuffer.create(ringSize)) {
+            assertEquals(ringSize, created.size());
+            assertEquals(ringSize + PAGE, Native.fstat(created.fd()).size());
+            int seals = Native.fcntl(created.fd(), Native.F_GET_SEALS, 0);
+            assertEquals(MemoryFile.RESIZE_SEALS, seals & MemoryFile.RESIZE_SEALS);
+            assertEquals(0, created.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {0, 4095, 12288, 500L << 20})
+    void createRejectsWhatPerfettoRejects(long ringSize) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.create(ringSize));
+        assertEquals("SharedRingBuffer size is invalid (" + (ringSize + PAGE) + ")", e.getMessage());
+    }
+
+    @Test
+    void createRejectsANegativeSize() {
+        assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.create(-4096));
+    }
+
+    @Test
+    void attachSeesTheSameMemoryAsTheCreator() {
+        try (SharedRingBuffer attached = SharedRingBuffer.attach(dupOf(buffer), true)) {
+            RecordSlot mine = attached.newSlot();
+            assertTrue(attached.lock(LockMode.TRY));
+            assertEquals(WriteResult.OK, attached.beginWrite(mine, 3));
+            attached.unlock();
+            mine.buffer().set(Layouts.BYTE, mine.offset(), (byte) 42);
+            attached.endWrite(mine);
+            assertEquals(ReadResult.OK, buffer.beginRead(slot));
+            assertEquals(3, slot.length());
+            assertEquals(42, slot.buffer().get(Layouts.BYTE, slot.offset()));
+            buffer.endRead(slot);
+            assertEquals(1, attached.stats().numReadsSucceeded());
+        }
+    }
+
+    /** Attach takes ownership: the test hands it a second fd of the same memfd, opened through /proc. */
+    private static int dupOf(SharedRingBuffer created) {
+        return Native.open("/proc/self/fd/" + created.fd(), Native.O_RDWR | Native.O_CLOEXEC, 0);
+    }
+
+    @ParameterizedTest
+    @CsvSource({"4096, 4096", "8191, 8191", "16384, 16384", "4097, 4097"})
+    void attachRejectsInvalidSizesWithPerfettosMessageAndClosesTheFd(long fileSize, long reported) {
+        int fd = memfd(fileSize);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(fd, false));
+        assertEquals("SharedRingBuffer size is invalid (" + reported + ")", e.getMessage());
+        assertClosed(fd);
+    }
+
+    @Test
+    void attachRejectsAnEmptyFile() {
+        int fd = memfd(0);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(fd, false));
+        assertTrue(e.getMessage().startsWith("Could not attach to fd " + fd), e.getMessage());
+        assertClosed(fd);
+    }
+
+    @Test
+    void attachRejectsAClosedFd() {
+        int fd = memfd(PAGE + RING);
+        Native.close(fd);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(fd, false));
+        assertTrue(e.getMessage().startsWith("Could not attach to fd " + fd + ": fstat"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(-1, false));
+    }
+
+    @Test
+    void attachChecksSealsOnlyWhenAsked() {
+        int unsealed = memfd(PAGE + RING);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SharedRingBuffer.attach(unsealed, true));
+        assertTrue(e.getMessage().contains("not sealed"), e.getMessage());
+        assertClosed(unsealed);
+        try (SharedRingBuffer attached = SharedRingBuffer.attach(memfd(PAGE + RING), false)) {
+            assertEquals(RING, attached.size());
+        }
+    }
+
+    private static int memfd(long size) {
+        int fd = Native.memfdCreate("shmring-test", Native.MFD_CLOEXEC | Native.MFD_ALLOW_SEALING);
+        Native.ftruncate(fd, size);
+        return fd;
+    }
+
+    private static void assertClosed(int fd) {
+        NativeException e = assertThrows(NativeException.class, () -> Native.fstat(fd));
+        assertEquals(Native.EBADF, e.errno());
+    }
+
+    // ---- writing and reading ----
+
+    @Test
+    void recordsKeepTheirOrderLengthsAndHeaderLayout() {
+        write(3, (byte) 1);
+        write(8, (byte) 2);
+        write(9, (byte) 3);
+        MemorySegment ring = slot.buffer();
+        assertEquals(3, ring.get(Layouts.INT, 0));
+        assertEquals(8, ring.get(Layouts.INT, 16));
+        assertEquals(9, ring.get(Layouts.INT, 32));
+        assertEquals(16 + 16 + 24, buffer.readAvailable());
+        assertEquals(RING - 56, buffer.writeAvailable());
+        long[] lengths = {3, 8, 9};
+        for (int k = 0; k < lengths.length; k++) {
+            assertEquals(ReadResult.OK, buffer.beginRead(slot));
+            assertEquals(lengths[k], slot.length());
+            for (long i = 0; i < lengths[k]; i++) {
+                assertEquals(k + 1, slot.buffer().get(Layouts.BYTE, slot.offset() + i));
+            }
+            buffer.endRead(slot);
+        }
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        assertEquals(new SharedRingBuffer.Stats(20, 3, 0, 0, 3, 0, 1, 0, 0, 0), buffer.stats());
+    }
+
+    @Test
+    void aRecordThatRunsOffTheEndIsContiguousAndLandsAtTheRingStart() {
+        write(RING - 64 - 8, (byte) 0);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        write(1000, (byte) 0x5A);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(RING - 64 + 8, slot.offset());
+        assertEquals(1000, slot.length());
+        MemorySegment payload = slot.payload();
+        for (long i = 0; i < payload.byteSize(); i++) {
+            assertEquals(0x5A, payload.get(Layouts.BYTE, i));
+        }
+        // The double mapping: the part past the end is the start of the ring.
+        assertEquals(0x5A, slot.buffer().get(Layouts.BYTE, 0));
+        assertEquals(0x5A, slot.buffer().get(Layouts.BYTE, 1000 - 56 - 1));
+        buffer.endRead(slot);
+        assertEquals(RING - 64 + 1008, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+    }
+
+    @Test
+    void theLargestRecordFillsAnEmptyRingExactly() {
+        assertEquals(RING - 8, buffer.maxRecordLength());
+        write(RING - 8, (byte) 7);
+        assertEquals(0, buffer.writeAvailable());
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(WriteResult.NO_SPACE, buffer.beginWrite(slot, 1));
+        buffer.unlock();
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(RING - 8, slot.length());
+        buffer.endRead(slot);
+        assertEquals(1, buffer.stats().numWritesOverflow());
+    }
+
+    @Test
+    void tooBigAndNoSpaceAreDistinctAndBothCountAsOverflow() {
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(WriteResult.TOO_BIG, buffer.beginWrite(slot, RING - 7));
+        assertEquals(WriteResult.TOO_BIG, buffer.beginWrite(slot, SharedRingBufferDescriptor.MAX_RECORD_LENGTH + 1));
+        assertEquals(WriteResult.TOO_BIG, buffer.beginWrite(slot, Long.MAX_VALUE));
+        assertEquals(WriteResult.OK, buffer.beginWrite(slot, 2000));
+        buffer.endWrite(slot);
+        assertEquals(WriteResult.NO_SPACE, buffer.beginWrite(slot, 2100));
+        buffer.unlock();
+        assertEquals(new SharedRingBuffer.Stats(2000, 1, 0, 4, 0, 0, 0, 0, 0, 0), buffer.stats());
+        assertFalse(slot.isActive());
+    }
+
+    @Test
+    void zeroAndNegativeLengthsAreRefusedWithAClearError() {
+        IllegalArgumentException zero = assertThrows(IllegalArgumentException.class, () -> buffer.beginWrite(slot, 0));
+        assertTrue(zero.getMessage().contains("zero-length records cannot be written"), zero.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> buffer.beginWrite(slot, -8));
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+    }
+
+    @Test
+    void slotsAreCheckedForMisuse() {
+        assertThrows(IllegalStateException.class, () -> buffer.endWrite(slot));
+        assertThrows(IllegalStateException.class, () -> buffer.endRead(slot));
+        assertThrows(IllegalStateException.class, slot::offset);
+        write(4, (byte) 1);
+        assertEquals(WriteResult.OK, buffer.beginWrite(slot, 4));
+        assertThrows(IllegalStateException.class, () -> buffer.beginWrite(slot, 4));
+        assertThrows(IllegalStateException.class, () -> buffer.beginRead(slot));
+        assertThrows(IllegalStateException.class, () -> buffer.endRead(slot));
+        buffer.endWrite(slot);
+        try (SharedRingBuffer other = SharedRingBuffer.create(RING)) {
+            assertThrows(IllegalArgumentException.class, () -> other.beginRead(slot));
+        }
+    }
+
+    // ---- bad input from the other side ----
+
+    @ParameterizedTest(name = "read_pos {0}, write_pos {1}")
+    @CsvSource({
+        "4, 16",                          // read misaligned
+        "0, 12",                          // write misaligned
+        "64, 32",                         // write behind read
+        "0, 4104",                        // more than the ring apart
+        "-8, 8",                          // wrapped past 2^64
+        "-9223372036854775808, 0"})
+    void corruptPositionsAreReportedAndCountedOnBothSides(long readPos, long writePos) {
+        positions(readPos, writePos);
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(WriteResult.CORRUPT, buffer.beginWrite(slot, 1));
+        buffer.unlock();
+        assertEquals(0, buffer.readAvailable());
+        assertEquals(0, buffer.writeAvailable());
+        assertEquals(new SharedRingBuffer.Stats(0, 0, 1, 0, 0, 2, 0, 0, 0, 0), buffer.stats());
+        assertEquals(readPos, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+        assertEquals(writePos, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+    }
+
+    @Test
+    void positionsFarAlongButConsistentAreFine() {
+        positions(-RING, -RING + 16);
+        slot.buffer().set(Layouts.INT, 0, 8);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        assertEquals(-RING + 16, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+    }
+
+    @ParameterizedTest
+    @ValueSource(longs = {5000, 329, 0xFFFF_FFFFL})
+    void aLengthPastTheAvailableDataIsCorruptAndTheReaderStaysPut(long length) {
+        positions(0, 336);
+        slot.buffer().set(Layouts.INT, 0, (int) length);
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        assertEquals(2, buffer.stats().numReadsCorrupt());
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+        assertFalse(slot.isActive());
+    }
+
+    @Test
+    void aLengthThatExactlyFillsTheAvailableDataIsFine() {
+        positions(0, 336);
+        slot.buffer().set(Layouts.INT, 0, 328);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(328, slot.length());
+    }
+
+    @Test
+    void aCommittedZeroLengthRecordIsReportedCorruptOnceTheTimeoutPasses() throws InterruptedException {
+        buffer.uncommittedRecordTimeout(Duration.ofMillis(30));
+        positions(0, 8);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        Thread.sleep(60);
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        SharedRingBuffer.Stats stats = buffer.stats();
+        assertEquals(1, stats.numReadsNodata());
+        assertEquals(2, stats.numReadsCorrupt());
+    }
+
+    @Test
+    void aSlowWriterIsWaitedForUntilTheTimeoutAndReadWhenItCommits() throws InterruptedException {
+        buffer.uncommittedRecordTimeout(Duration.ofMillis(30));
+        assertTrue(buffer.lock(LockMode.TRY));
+        RecordSlot writer = buffer.newSlot();
+        assertEquals(WriteResult.OK, buffer.beginWrite(writer, 12));
+        buffer.unlock();
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        Thread.sleep(60);
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        buffer.endWrite(writer);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(12, slot.length());
+        buffer.endRead(slot);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+    }
+
+    @Test
+    void outOfOrderCommitsAreReadInReservationOrder() {
+        RecordSlot first = buffer.newSlot();
+        RecordSlot second = buffer.newSlot();
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(WriteResult.OK, buffer.beginWrite(first, 10));
+        assertEquals(WriteResult.OK, buffer.beginWrite(second, 20));
+        buffer.unlock();
+        buffer.endWrite(second);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        buffer.endWrite(first);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(10, slot.length());
+        buffer.endRead(slot);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(20, slot.length());
+    }
+
+    @Test
+    void garbageFromThePeerNeverLeadsOutsideTheRingOrToAnException() {
+        SplittableRandom random = new SplittableRandom(7);
+        long ok = 0;
+        for (int round = 0; round < 50_000; round++) {
+            long readPos = nearby(random, random.nextLong());
+            long writePos = random.nextBoolean() ? readPos + nearby(random, random.nextLong(0, 2 * RING)) : nearby(random, random.nextLong());
+            positions(readPos, writePos);
+            slot.buffer().set(Layouts.INT, readPos & (RING - 1) & ~7L, (int) nearby(random, random.nextLong(0, 2 * RING)));
+            ReadResult read = buffer.beginRead(slot);
+            if (read == ReadResult.OK) {
+                ok++;
+                assertTrue(slot.offset() + slot.length() <= slot.buffer().byteSize());
+                assertTrue(SharedRingBufferDescriptor.stride(slot.length()) <= writePos - readPos);
+                buffer.endRead(slot);
+            }
+            assertTrue(buffer.lock(LockMode.TRY));
+            WriteResult write = buffer.beginWrite(slot, random.nextLong(1, RING));
+            buffer.unlock();
+            if (write == WriteResult.OK) {
+                assertTrue(slot.offset() + slot.length() <= slot.buffer().byteSize());
+                buffer.endWrite(slot);
+            }
+        }
+        assertTrue(ok > 250, "only " + ok + " rounds read a record");
+    }
+
+    /** Mostly small and 8-aligned, sometimes anything: the values a confused or hostile peer might leave. */
+    private static long nearby(SplittableRandom random, long value) {
+        return switch (random.nextInt(4)) {
+            case 0 -> value;
+            case 1 -> value & ~7L;
+            default -> (value & (4 * RING - 1)) & ~7L;
+        };
+    }
+
+    private void positions(long readPos, long writePos) {
+        buffer.metadata().set(Layouts.LONG, READ_POS_OFFSET, readPos);
+        buffer.metadata().set(Layouts.LONG, WRITE_POS_OFFSET, writePos);
+    }
+
+    // ---- spinlock ----
+
+    @Test
+    void theHolderRecordsItsPidAndClearsItOnUnlock() {
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(1, buffer.metadata().get(Layouts.BYTE, SPINLOCK_LOCKED_OFFSET));
+        assertEquals(ProcessHandle.current().pid(), buffer.metadata().get(Layouts.INT, SPINLOCK_HOLDER_PID_OFFSET));
+        buffer.unlock();
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, 0));
+    }
+
+    @Test
+    void tryModeGivesUpAfterAboutASecondOnALockHeldWithoutAPidAsPerfettoDoes() {
+        buffer.metadata().set(Layouts.BYTE, SPINLOCK_LOCKED_OFFSET, (byte) 1);
+        long start = System.nanoTime();
+        assertFalse(buffer.lock(LockMode.TRY));
+        long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
+        assertTrue(elapsedMillis >= 999 && elapsedMillis < 10_000, "gave up after " + elapsedMillis + " ms");
+        assertEquals(999_000, buffer.clientSpinlockBlockedUs());
+        assertEquals(1, buffer.stats().failedSpinlocks());
+        assertFalse(buffer.isSpinlockPoisoned());
+    }
+
+    @Test
+    void blockingModeWaitsForTheHolder() throws Exception {
+        CountDownLatch held = new CountDownLatch(1);
+        CompletableFuture<Void> holder = CompletableFuture.runAsync(() -> {
+            assertTrue(buffer.lock(LockMode.BLOCKING));
+            held.countDown();
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            buffer.unlock();
+        });
+        held.await();
+        assertTrue(buffer.lock(LockMode.BLOCKING));
+        buffer.unlock();
+        holder.get();
+        assertEquals(0, buffer.stats().failedSpinlocks());
+    }
+
+    @Test
+    void aPoisonedLockFailsAtOnceAndCounts() {
+        buffer.poisonSpinlock();
+        assertTrue(buffer.isSpinlockPoisoned());
+        assertFalse(buffer.lock(LockMode.TRY));
+        assertFalse(buffer.lock(LockMode.BLOCKING));
+        assertEquals(2, buffer.stats().failedSpinlocks());
+        assertEquals(0, buffer.clientSpinlockBlockedUs());
+        assertEquals(0, buffer.metadata().get(Layouts.BYTE, SPINLOCK_LOCKED_OFFSET));
+    }
+
+    // ---- flags ----
+
+    @Test
+    void flagsSitWherePerfettoKeepsThem() {
+        assertEquals(SharedRingBuffer.ErrorState.NONE, buffer.errorState());
+        buffer.setErrorState(SharedRingBuffer.ErrorState.INVALID_STACK_BOUNDS);
+        assertEquals(2, buffer.metadata().get(Layouts.LONG, ERROR_STATE_OFFSET));
+        assertEquals(SharedRingBuffer.ErrorState.INVALID_STACK_BOUNDS, buffer.errorState());
+        buffer.metadata().set(Layouts.LONG, ERROR_STATE_OFFSET, 77);
+        assertEquals(SharedRingBuffer.ErrorState.UNRECOGNIZED, buffer.errorState());
+        assertThrows(IllegalArgumentException.class, () -> buffer.setErrorState(SharedRingBuffer.ErrorState.UNRECOGNIZED));
+        assertFalse(buffer.isShuttingDown());
+        buffer.setShuttingDown();
+        assertTrue(buffer.isShuttingDown());
+        assertFalse(buffer.getAndResetReaderPaused());
+        buffer.setReaderPaused();
+        assertEquals(1, buffer.metadata().get(Layouts.BYTE, SharedRingBufferDescriptor.READER_PAUSED_OFFSET));
+        assertTrue(buffer.getAndResetReaderPaused());
+        assertFalse(buffer.getAndResetReaderPaused());
+    }
+
+    // ---- in-process buffers ----
+
+    @Test
+    void anInProcessBufferCarriesEveryLengthBetweenTwoThreads() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            SharedRingBuffer local = SharedRingBuffer.allocate(RING, arena);
+            CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> RingRecords.writeAll(local));
+            RingRecords.readAll(local);
+            writer.get();
+            assertEquals(RING - 8, local.stats().numReadsSucceeded());
+            assertThrows(IllegalStateException.class, local::fd);
+        }
+    }
+
+    private void write(long length, byte value) {
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(WriteResult.OK, buffer.beginWrite(slot, length));
+        buffer.unlock();
+        slot.payload().fill(value);
+        buffer.endWrite(slot);
+    }
+}

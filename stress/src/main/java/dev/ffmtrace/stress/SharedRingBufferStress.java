@@ -1,0 +1,169 @@
+package dev.ffmtrace.stress;
+
+import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
+import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.shmring.RecordSlot;
+import dev.ffmtrace.shmring.SharedRingBuffer;
+import dev.ffmtrace.shmring.SharedRingBufferDescriptor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.openjdk.jcstress.annotations.Actor;
+import org.openjdk.jcstress.annotations.Arbiter;
+import org.openjdk.jcstress.annotations.Description;
+import org.openjdk.jcstress.annotations.JCStressTest;
+import org.openjdk.jcstress.annotations.Outcome;
+import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.III_Result;
+import org.openjdk.jcstress.infra.results.II_Result;
+
+/**
+ * heapprofd's SharedRingBuffer between threads: publication of a record by its length
+ * word, and the spinlock that serialises reservations. Each state is a one-page ring in
+ * native memory ({@link SharedRingBuffer#allocate}), whose bytes start out as stale
+ * non-zero garbage, so a reader that took a stale length word for a record would show it.
+ */
+public final class SharedRingBufferStress {
+    static final long RING = 4096;
+    static final byte STALE = 0x01;
+
+    private SharedRingBufferStress() {
+    }
+
+    /** A fresh buffer whose ring is full of stale bytes and whose positions are {@code position}. */
+    static SharedRingBuffer newBuffer(long position) {
+        SharedRingBuffer buffer = SharedRingBuffer.allocate(RING, Arena.ofAuto());
+        buffer.newSlot().buffer().fill(STALE);
+        buffer.metadata().set(Layouts.LONG, SharedRingBufferDescriptor.READ_POS_OFFSET, position);
+        buffer.metadata().set(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET, position);
+        return buffer;
+    }
+
+    static void fill(RecordSlot slot, byte value) {
+        slot.buffer().asSlice(slot.offset(), slot.length()).fill(value);
+    }
+
+    /** Whether all payload bytes of the record in {@code slot} are {@code value}. */
+    static boolean intact(RecordSlot slot, byte value) {
+        MemorySegment buffer = slot.buffer();
+        long end = slot.offset() + slot.length();
+        for (long i = slot.offset(); i < end; i++) {
+            if (buffer.get(Layouts.BYTE, i) != value) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    @JCStressTest
+    @Description("Invariant: one writer reserves a 300-byte record that runs off the end of the ring (the length word "
+            + "is zeroed, then write_pos released), fills it and commits its length with release; the reader either "
+            + "finds nothing or the whole record. It never takes the stale word for a length, never sees a torn "
+            + "length and never sees the length before the payload.")
+    @Outcome(id = "-1, 0", expect = ACCEPTABLE, desc = "nothing committed yet")
+    @Outcome(id = "300, 1", expect = ACCEPTABLE, desc = "the whole record")
+    @Outcome(id = "300, 0", expect = FORBIDDEN, desc = "length visible before the payload it publishes")
+    @Outcome(id = "-2, 0", expect = FORBIDDEN, desc = "a stale or torn length word read as corrupt")
+    @Outcome(expect = FORBIDDEN, desc = "any other length: a stale or torn length word")
+    @State
+    public static class RecordPublication {
+        static final int LENGTH = 300;
+        static final byte VALUE = 0x5A;
+
+        final SharedRingBuffer buffer = newBuffer(RING - 64);
+        final RecordSlot writerSlot = buffer.newSlot();
+        final RecordSlot readerSlot = buffer.newSlot();
+
+        @Actor
+        public void writer() {
+            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
+                SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, LENGTH);
+                buffer.unlock();
+                if (result == SharedRingBuffer.WriteResult.OK) {
+                    fill(writerSlot, VALUE);
+                    buffer.endWrite(writerSlot);
+                }
+            }
+        }
+
+        @Actor
+        public void reader(II_Result r) {
+            switch (buffer.beginRead(readerSlot)) {
+                case OK -> {
+                    r.r1 = (int) readerSlot.length();
+                    r.r2 = intact(readerSlot, VALUE) ? 1 : 0;
+                }
+                case NO_DATA -> r.r1 = -1;
+                case CORRUPT -> r.r1 = -2;
+            }
+        }
+    }
+
+    @JCStressTest
+    @Description("Invariant: two writers contend for the spinlock, each reserving, filling and committing one record "
+            + "(24 bytes of 1s, 40 bytes of 2s). Afterwards both records are in the ring, once each, in either order, "
+            + "intact and not overlapping; write_pos is the sum of their strides and the lock is free again.")
+    @Outcome(id = "2, 1, 2", expect = ACCEPTABLE, desc = "writer 1 reserved first")
+    @Outcome(id = "2, 2, 1", expect = ACCEPTABLE, desc = "writer 2 reserved first")
+    @Outcome(id = "-1, .*, .*", expect = FORBIDDEN, desc = "a record overwritten by the other or of the wrong length")
+    @Outcome(id = "-2, .*, .*", expect = FORBIDDEN, desc = "positions, stats or lock state wrong afterwards")
+    @Outcome(expect = FORBIDDEN, desc = "a record lost or duplicated")
+    @State
+    public static class ContendedWriters {
+        static final int LENGTH_1 = 24;
+        static final int LENGTH_2 = 40;
+
+        final SharedRingBuffer buffer = newBuffer(0);
+        final RecordSlot slot1 = buffer.newSlot();
+        final RecordSlot slot2 = buffer.newSlot();
+
+        @Actor
+        public void writer1() {
+            write(slot1, LENGTH_1, (byte) 1);
+        }
+
+        @Actor
+        public void writer2() {
+            write(slot2, LENGTH_2, (byte) 2);
+        }
+
+        private void write(RecordSlot slot, int length, byte value) {
+            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
+                SharedRingBuffer.WriteResult result = buffer.beginWrite(slot, length);
+                buffer.unlock();
+                if (result == SharedRingBuffer.WriteResult.OK) {
+                    fill(slot, value);
+                    buffer.endWrite(slot);
+                }
+            }
+        }
+
+        @Arbiter
+        public void arbiter(III_Result r) {
+            RecordSlot slot = buffer.newSlot();
+            int count = 0;
+            int[] order = new int[2];
+            while (buffer.beginRead(slot) == SharedRingBuffer.ReadResult.OK) {
+                int id = slot.length() == LENGTH_1 ? 1 : slot.length() == LENGTH_2 ? 2 : 0;
+                if (id == 0 || !intact(slot, (byte) id) || count == 2) {
+                    r.r1 = -1;
+                    return;
+                }
+                order[count++] = id;
+                buffer.endRead(slot);
+            }
+            MemorySegment meta = buffer.metadata();
+            long strides = SharedRingBufferDescriptor.stride(LENGTH_1) + SharedRingBufferDescriptor.stride(LENGTH_2);
+            if (meta.get(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET) != strides
+                    || meta.get(Layouts.LONG, 0) != 0
+                    || buffer.stats().numWritesSucceeded() != 2) {
+                r.r1 = -2;
+                return;
+            }
+            r.r1 = count;
+            r.r2 = order[0];
+            r.r3 = order[1];
+        }
+    }
+}

@@ -1,0 +1,250 @@
+package dev.ffmtrace.bench;
+
+import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.buffer.TraceBufferV2;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
+import org.openjdk.jmh.annotations.AuxCounters;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * TraceBufferV2 throughput, mirroring Perfetto's {@code BM_TraceBuffer_WR_SingleWriter},
+ * {@code BM_TraceBuffer_WR_MultipleWriters} and {@code BM_TraceBuffer_RD} (workload in
+ * {@code shared/spec/tracebuffer-behaviours.md}).
+ *
+ * <p>One operation is one iteration of the C++ benchmark loop (16384 chunk copies, or
+ * one fill-then-read of a 128 MiB buffer). Bytes per second is the secondary metric
+ * {@code bytes} (an {@link AuxCounters} operations counter, so JMH reports it as a
+ * rate): 4096 bytes per chunk copied, whatever its real size, for the writes; the
+ * payload bytes of every fragment read for the reads.
+ */
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+public class TraceBufferBenchmark {
+    /** What every copy counts for, as in the C++ benchmark. */
+    static final int CHUNK_SIZE = 4096;
+    static final int WRITE_BUFFER_SIZE = 64 * 1024 * 1024;
+    static final int READ_BUFFER_SIZE = 128 * 1024 * 1024;
+    static final int COPIES_PER_OPERATION = WRITE_BUFFER_SIZE / CHUNK_SIZE;
+    static final int WRITERS = 1000;
+
+    /** Bytes processed, reported by JMH as bytes per second. */
+    @State(Scope.Thread)
+    @AuxCounters(AuxCounters.Type.OPERATIONS)
+    public static class Throughput {
+        public long bytes;
+
+        @Setup(Level.Iteration)
+        public void clear() {
+            bytes = 0;
+        }
+    }
+
+    /**
+     * The 100 chunk templates: {@code minstd_rand} seeded 42, 5..15 packets of 50..500
+     * bytes (varint header included) each, payload capped at 4080 bytes.
+     */
+    @State(Scope.Benchmark)
+    public static class Templates {
+        static final int COUNT = 100;
+
+        final Arena arena = Arena.ofShared();
+        MemorySegment data;
+        final long[] offsets = new long[COUNT];
+        final int[] sizes = new int[COUNT];
+        final int[] numFragments = new int[COUNT];
+
+        @Setup(Level.Trial)
+        public void generate() {
+            ByteArrayOutputStream all = new ByteArrayOutputStream();
+            long state = 42;
+            int packets = 0;
+            for (int i = 0; i < COUNT; i++) {
+                offsets[i] = all.size();
+                state = state * 48271 % 2147483647;
+                int numPackets = 5 + (int) (state % 11);
+                int used = 0;
+                int maxPayload = CHUNK_SIZE - 16;
+                for (int p = 0; p < numPackets && used < maxPayload - 50; p++) {
+                    state = state * 48271 % 2147483647;
+                    int size = 50 + (int) (state % 451);
+                    if (used + size > maxPayload) {
+                        size = maxPayload - used;
+                    }
+                    if (size < 10) {
+                        break;
+                    }
+                    writePacket(all, size, (char) ('a' + i % 26));
+                    numFragments[i]++;
+                    used += size;
+                }
+                sizes[i] = used;
+                packets += numFragments[i];
+            }
+            if (packets != 988) {
+                throw new IllegalStateException("templates differ from Perfetto's: " + packets + " packets");
+            }
+            byte[] bytes = all.toByteArray();
+            data = arena.allocate(bytes.length, 16);
+            MemorySegment.copy(MemorySegment.ofArray(bytes), 0, data, 0, bytes.length);
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            arena.close();
+        }
+
+        /** Perfetto's FakePacketFragment: 1-byte size varint up to 128 bytes, else 2 (redundant at 129). */
+        private static void writePacket(ByteArrayOutputStream out, int size, char seed) {
+            int payload = size <= 128 ? size - 1 : size - 2;
+            if (size <= 128) {
+                out.write(payload);
+            } else {
+                out.write(payload & 0x7F | 0x80);
+                out.write(payload >>> 7);
+            }
+            for (int i = 0; i < payload; i++) {
+                out.write(seed + i);
+            }
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class SingleWriter {
+        final Arena arena = Arena.ofConfined();
+        final ClientIdentity identity = new ClientIdentity(1000, 100);
+        TraceBufferV2 buffer;
+        int chunkId;
+        int templateIndex;
+
+        @Setup(Level.Trial)
+        public void create() {
+            buffer = new TraceBufferV2(arena.allocate(WRITE_BUFFER_SIZE, 16), OverwritePolicy.RING_BUFFER);
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            arena.close();
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class MultipleWriters {
+        final Arena arena = Arena.ofConfined();
+        final ClientIdentity[] identities = new ClientIdentity[WRITERS];
+        final int[] chunkIds = new int[WRITERS];
+        TraceBufferV2 buffer;
+        int templateIndex;
+
+        @Setup(Level.Trial)
+        public void create() {
+            for (int i = 0; i < WRITERS; i++) {
+                identities[i] = new ClientIdentity(1000 + i, 100 + i);
+            }
+            buffer = new TraceBufferV2(arena.allocate(WRITE_BUFFER_SIZE, 16), OverwritePolicy.RING_BUFFER);
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            arena.close();
+        }
+    }
+
+    @State(Scope.Thread)
+    public static class FilledBuffer {
+        final Arena arena = Arena.ofConfined();
+        final ClientIdentity identity = new ClientIdentity(1000, 100);
+        final TracePacketView packet = new TracePacketView();
+        MemorySegment memory;
+        TraceBufferV2 buffer;
+
+        int chunkId;
+
+        @Setup(Level.Trial)
+        public void allocate() {
+            memory = arena.allocate(READ_BUFFER_SIZE, 16);
+            buffer = new TraceBufferV2(memory, OverwritePolicy.RING_BUFFER);
+        }
+
+        /**
+         * Untimed: refills the buffer with 32767 chunks before each operation, since reads
+         * consume. The C++ benchmark builds a new buffer each time; here the same buffer is
+         * refilled with the next chunk ids, which overwrites only chunks already read and
+         * leaves the same 32767 chunks to read, without allocating a new buffer per
+         * operation (the write path allocates nothing), so the gc column is the read path's.
+         */
+        @Setup(Level.Invocation)
+        public void fill(Templates templates) {
+            int templateIndex = 0;
+            for (long written = 0; written < READ_BUFFER_SIZE - CHUNK_SIZE; written += CHUNK_SIZE) {
+                int t = templateIndex++ % Templates.COUNT;
+                buffer.copyChunkUntrusted(1, identity, 1, chunkId++, templates.numFragments[t], 0, true,
+                        templates.data, templates.offsets[t], templates.sizes[t]);
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            arena.close();
+        }
+    }
+
+    @Benchmark
+    public void writeSingleWriter(Templates templates, SingleWriter state, Throughput throughput) {
+        TraceBufferV2 buffer = state.buffer;
+        int chunkId = state.chunkId;
+        int templateIndex = state.templateIndex;
+        for (int i = 0; i < COPIES_PER_OPERATION; i++) {
+            int t = templateIndex++ % Templates.COUNT;
+            buffer.copyChunkUntrusted(1, state.identity, 1, chunkId++, templates.numFragments[t], 0, true,
+                    templates.data, templates.offsets[t], templates.sizes[t]);
+        }
+        state.chunkId = chunkId;
+        state.templateIndex = templateIndex;
+        throughput.bytes += (long) COPIES_PER_OPERATION * CHUNK_SIZE;
+    }
+
+    @Benchmark
+    public void writeMultipleWriters(Templates templates, MultipleWriters state, Throughput throughput) {
+        TraceBufferV2 buffer = state.buffer;
+        int templateIndex = state.templateIndex;
+        for (int writerIndex = 0; writerIndex < COPIES_PER_OPERATION; writerIndex++) {
+            int w = writerIndex % WRITERS;
+            int t = templateIndex++ % Templates.COUNT;
+            buffer.copyChunkUntrusted(w + 1, state.identities[w], w + 1, state.chunkIds[w]++,
+                    templates.numFragments[t], 0, true, templates.data, templates.offsets[t], templates.sizes[t]);
+        }
+        state.templateIndex = templateIndex;
+        throughput.bytes += (long) COPIES_PER_OPERATION * CHUNK_SIZE;
+    }
+
+    @Benchmark
+    public long readMixedPackets(FilledBuffer state, Throughput throughput) {
+        TraceBufferV2 buffer = state.buffer;
+        TracePacketView packet = state.packet;
+        long bytesRead = 0;
+        buffer.beginRead();
+        while (buffer.readNextTracePacket(packet)) {
+            for (int i = 0; i < packet.fragmentCount(); i++) {
+                bytesRead += packet.fragmentSize(i);
+            }
+        }
+        throughput.bytes += bytesRead;
+        return bytesRead;
+    }
+}

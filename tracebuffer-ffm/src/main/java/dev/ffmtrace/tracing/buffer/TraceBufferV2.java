@@ -1,0 +1,1098 @@
+package dev.ffmtrace.tracing.buffer;
+
+import dev.ffmtrace.memory.Layouts;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.Objects;
+
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.ABI_FLAGS_MASK;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.ALIGNMENT;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_CHUNK_NEEDS_PATCHING;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_CORRUPTED;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_INCOMPLETE;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_PATCHED;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_WRITER_ABORT;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.HEADER_SIZE;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.MAX_SIZE;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.chunkId;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.flags;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.isChecksumValid;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.isPadding;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.outerSize;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.payloadAvail;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.payloadSize;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.producerAndWriterId;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.setFlags;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.setPayloadAvail;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writeHeader;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
+
+/**
+ * The tracing service's trace buffer (Perfetto's TraceBufferV2): producers' chunks
+ * copied into one off-heap segment as {@link TBChunkDescriptor TBChunks}, read back
+ * as whole packets in FIFO order per {producer, writer} sequence.
+ *
+ * <p>Writes use a bump pointer. In {@link OverwritePolicy#RING_BUFFER} mode the
+ * pointer wraps and the chunks in its way are deleted by the same sequence-order walk
+ * the reader uses (the "erase mode"), so that their unread packets reach the
+ * {@link OverwriteListener} in order and losses are recorded on their sequences. In
+ * {@link OverwritePolicy#DISCARD} mode the first chunk that does not fit latches the
+ * buffer shut.
+ *
+ * <p>Readback walks in two layers: the outer layer visits chunks in buffer order
+ * starting at the oldest; for each it walks that chunk's sequence from its first
+ * chunk in chunk-id order up to it, so out-of-order commits still read in order.
+ * Fragmented packets are reassembled by looking ahead along the sequence. A sequence
+ * stalls, for the rest of a read pass, on a fragmented packet whose chunks are not
+ * all there or still need patching, and on a scraped (incomplete) chunk.
+ *
+ * <p>Everything about a chunk's contents is untrusted: {@link #copyChunkUntrusted}
+ * copies the bytes first, tokenizes the copy, keeps the fragments that are sound and
+ * counts the rest in {@link TraceBufferStats#abiViolations()}; nothing a producer
+ * sends makes it throw. The write and read paths allocate nothing once the sequences
+ * are known and the per-sequence queues have grown to their working size.
+ *
+ * <p>Not thread-safe: the service calls it from one thread. Reads are a batch:
+ * {@link #beginRead()}, then {@link #readNextTracePacket} until it returns false; a
+ * chunk copied in between ends the batch.
+ */
+public final class TraceBufferV2 {
+    /** Largest buffer: chunk offsets are kept as {@code int}. */
+    public static final long MAX_BUFFER_SIZE = Integer.MAX_VALUE & -ALIGNMENT;
+    /** Size of each 4-byte patch of {@link #tryPatchChunkContents}. */
+    public static final int PATCH_SIZE = 4;
+
+    /** Empty sequences kept so that a sporadic writer's chunk-id gaps are still seen. */
+    static final int KEEP_LAST_EMPTY_SEQUENCES = 1024;
+    /** Hysteresis: sweep only past this many, so a sweep is not a sort per emptied sequence. */
+    static final int EMPTY_SEQUENCES_GC_THRESHOLD = KEEP_LAST_EMPTY_SEQUENCES + 128;
+
+    private static final int REASSEMBLY_SUCCESS = 0;
+    private static final int REASSEMBLY_NOT_ENOUGH_DATA = 1;
+    private static final int REASSEMBLY_DATA_LOSS = 2;
+    private static final int NOT_RELOCATED = -1;
+    private static final long CACHE_LINE_SIZE = 64;
+
+    private final MemorySegment buffer;
+    private final int size;
+    private final OverwritePolicy overwritePolicy;
+    private final OverwriteListener overwriteListener;
+    private final boolean readOnly;
+
+    /** Where untrusted chunks land before they are tokenized: never parse memory a producer can change. */
+    private final MemorySegment staging = MemorySegment.ofArray(new byte[MAX_SIZE]);
+    private final FragmentIterator tokenizer = new FragmentIterator();
+    private final ChunkSequenceReader reader = new ChunkSequenceReader(false);
+    private final ChunkSequenceReader eraser = new ChunkSequenceReader(true);
+    private final TracePacketView overwrittenPacket = new TracePacketView();
+    private final SequenceMap sequences;
+
+    private int writeOffset;
+    /** High watermark of written bytes; {@code size} once the writer has wrapped. */
+    private int usedSize;
+    /** The writer filled the buffer exactly: its next chunk, at 0, is a wrap. */
+    private boolean wrapPending;
+    private boolean discardWrites;
+
+    private int readOffset;
+    private boolean readBatchOpen;
+    private boolean readerActive;
+    private long readGeneration;
+
+    private long sequenceAge;
+    private int emptySequences;
+    private long[] sweepAges = new long[0];
+    private int[] sweepKeys = new int[0];
+
+    private long bytesWritten;
+    private long bytesOverwritten;
+    private long bytesRead;
+    private long paddingBytesWritten;
+    private long paddingBytesCleared;
+    private long chunksWritten;
+    private long chunksRewritten;
+    private long chunksRelocated;
+    private long chunksOverwritten;
+    private long chunksDiscarded;
+    private long chunksRead;
+    private long chunksCommittedOutOfOrder;
+    private long writeWrapCount;
+    private long patchesSucceeded;
+    private long patchesFailed;
+    private long readaheadsSucceeded;
+    private long readaheadsFailed;
+    private long abiViolations;
+    private long traceWriterPacketLoss;
+
+    /**
+     * A buffer over {@code buffer}, which it owns from now on. Only the bytes it writes
+     * are ever read, so the segment need not be zeroed.
+     *
+     * @param buffer a segment whose size is a multiple of 16, at most {@link #MAX_BUFFER_SIZE};
+     *               if native, 16-byte aligned
+     */
+    public TraceBufferV2(MemorySegment buffer, OverwritePolicy overwritePolicy) {
+        this(buffer, overwritePolicy, null);
+    }
+
+    /** As {@link #TraceBufferV2(MemorySegment, OverwritePolicy)}, feeding overwritten packets to {@code overwriteListener}. */
+    public TraceBufferV2(MemorySegment buffer, OverwritePolicy overwritePolicy, OverwriteListener overwriteListener) {
+        long byteSize = buffer.byteSize();
+        if (byteSize < ALIGNMENT || byteSize > MAX_BUFFER_SIZE || byteSize % ALIGNMENT != 0) {
+            throw new IllegalArgumentException("buffer size must be a multiple of 16 in [16, "
+                    + MAX_BUFFER_SIZE + "]: " + byteSize);
+        }
+        if (buffer.isNative() && buffer.address() % ALIGNMENT != 0) {
+            throw new IllegalArgumentException("buffer must be 16-byte aligned");
+        }
+        this.buffer = buffer;
+        this.size = (int) byteSize;
+        this.overwritePolicy = Objects.requireNonNull(overwritePolicy);
+        this.overwriteListener = overwriteListener;
+        this.readOnly = false;
+        this.sequences = new SequenceMap();
+    }
+
+    private TraceBufferV2(TraceBufferV2 source, MemorySegment target) {
+        this.buffer = target;
+        this.size = source.size;
+        this.overwritePolicy = source.overwritePolicy;
+        this.overwriteListener = null;
+        this.readOnly = true;
+        this.sequences = source.sequences.copy();
+        MemorySegment.copy(source.buffer, 0, target, 0, source.usedSize);
+        this.writeOffset = source.writeOffset;
+        this.usedSize = source.usedSize;
+        this.wrapPending = source.wrapPending;
+        this.discardWrites = source.discardWrites;
+        this.readGeneration = source.readGeneration;
+        this.sequenceAge = source.sequenceAge;
+        this.emptySequences = source.emptySequences;
+        this.bytesWritten = source.bytesWritten;
+        this.bytesOverwritten = source.bytesOverwritten;
+        this.paddingBytesWritten = source.paddingBytesWritten;
+        this.paddingBytesCleared = source.paddingBytesCleared;
+        this.chunksWritten = source.chunksWritten;
+        this.chunksRewritten = source.chunksRewritten;
+        this.chunksRelocated = source.chunksRelocated;
+        this.chunksOverwritten = source.chunksOverwritten;
+        this.chunksDiscarded = source.chunksDiscarded;
+        this.chunksCommittedOutOfOrder = source.chunksCommittedOutOfOrder;
+        this.writeWrapCount = source.writeWrapCount;
+        this.patchesSucceeded = source.patchesSucceeded;
+        this.patchesFailed = source.patchesFailed;
+        this.abiViolations = source.abiViolations;
+        this.traceWriterPacketLoss = source.traceWriterPacketLoss;
+    }
+
+    // ---------------------------------------------------------------- writing
+
+    /** {@link #copyChunkUntrusted(int, ClientIdentity, int, int, int, int, boolean, MemorySegment, long, long)} from offset 0 of {@code src}. */
+    public void copyChunkUntrusted(int producerId, ClientIdentity clientIdentity, int writerId, int chunkId,
+                                   int numFragments, int chunkFlags, boolean chunkComplete,
+                                   MemorySegment src, long size) {
+        copyChunkUntrusted(producerId, clientIdentity, writerId, chunkId, numFragments, chunkFlags, chunkComplete,
+                src, 0, size);
+    }
+
+    /**
+     * Copies a chunk's payload (the fragments, after the SMB chunk header) into the
+     * buffer. Called for each CommitData and for each chunk found while scraping.
+     *
+     * <p>{@code producerId} and {@code clientIdentity} are the service's; everything
+     * else comes from the producer and is checked. A complete chunk keeps its first
+     * {@code numFragments} fragments; a scraped one ({@code chunkComplete == false})
+     * hides its last one, reserves the whole {@code size}, and may be committed again
+     * with the same id to grow: in place, or moved to the write cursor when its
+     * visible packets were all read. Ends the current read batch.
+     *
+     * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
+     */
+    public void copyChunkUntrusted(int producerId, ClientIdentity clientIdentity, int writerId, int chunkId,
+                                   int numFragments, int chunkFlags, boolean chunkComplete,
+                                   MemorySegment src, long srcOffset, long size) {
+        Objects.requireNonNull(clientIdentity);
+        checkWritable();
+        endReadBatch();
+        if (discardWrites) {
+            discardWrite();
+            return;
+        }
+        if ((producerId & ~0xFFFF) != 0 || (writerId & ~0xFFFF) != 0 || (producerId | writerId) == 0
+                || (numFragments & ~0xFFFF) != 0
+                || size < 0 || size > MAX_SIZE || srcOffset < 0 || srcOffset > src.byteSize() - size) {
+            abiViolations++;
+            return;
+        }
+        int srcSize = (int) size;
+        MemorySegment.copy(src, srcOffset, staging, 0, srcSize);
+
+        int flags = chunkFlags & ABI_FLAGS_MASK;
+        int fragmentsToKeep = numFragments;
+        if (!chunkComplete) {
+            flags |= FLAG_INCOMPLETE;
+            if (fragmentsToKeep > 0) {
+                // The producer may still be writing the last fragment: drop it, and
+                // the flags that only describe it.
+                fragmentsToKeep--;
+                flags &= ~(FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK | FLAG_CHUNK_NEEDS_PATCHING);
+            }
+        }
+        tokenizer.reset(staging, 0, srcSize, 0, flags);
+        int payloadSize = 0;
+        for (int i = 0; i < fragmentsToKeep; i++) {
+            if (!tokenizer.next()) {
+                // The last kept fragment is no longer the chunk's last one, so it
+                // cannot begin a packet continuing on the next chunk.
+                if (tokenizer.writerAbort()) {
+                    flags = (flags | FLAG_WRITER_ABORT) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
+                } else {
+                    abiViolations++;
+                    if (tokenizer.corrupted()) {
+                        flags = (flags | FLAG_CORRUPTED) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
+                    }
+                }
+                break;
+            }
+            payloadSize = tokenizer.nextOffset();
+        }
+        if (tokenizer.writerAbort()) {
+            traceWriterPacketLoss++;
+        }
+
+        int storedSize = chunkComplete ? payloadSize : srcSize;
+        if (outerSize(storedSize) > this.size) {
+            abiViolations++;
+            return;
+        }
+        int key = producerAndWriterId(producerId, writerId);
+        SequenceState sequence = sequences.get(key);
+        if (sequence != null) {
+            int index = indexOfChunk(sequence, chunkId);
+            if (index >= 0) {
+                recommit(sequence, index, flags, chunkComplete, payloadSize);
+                return;
+            }
+            if (!admits(sequence, chunkId, chunkComplete, payloadSize)) {
+                return;
+            }
+        }
+        writeChunk(key, sequence, producerId, writerId, clientIdentity, chunkId, flags, storedSize, payloadSize,
+                NOT_RELOCATED);
+    }
+
+    /**
+     * Applies 4-byte patches to a chunk's payload and, unless more are pending,
+     * clears its "needs patching" flag. All patches are bounds-checked before any is
+     * applied.
+     *
+     * @param patchOffsets payload offsets, untrusted
+     * @param patchData    the 4 bytes of each patch, little-endian (byte 0 in bits 0..7)
+     * @return whether the chunk was found and every patch was in bounds
+     * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
+     */
+    public boolean tryPatchChunkContents(int producerId, int writerId, int chunkId,
+                                         long[] patchOffsets, int[] patchData, int patchCount,
+                                         boolean otherPatchesPending) {
+        checkWritable();
+        Objects.checkFromIndexSize(0, patchCount, Math.min(patchOffsets.length, patchData.length));
+        boolean validIds = ((producerId | writerId) & ~0xFFFF) == 0 && (producerId | writerId) != 0;
+        SequenceState sequence = validIds ? sequences.get(producerAndWriterId(producerId, writerId)) : null;
+        int index = sequence == null ? -1 : indexOfChunk(sequence, chunkId);
+        if (index < 0) {
+            patchesFailed++;
+            return false;
+        }
+        int offset = sequence.chunks.offsetAt(index);
+        int payloadSize = payloadSize(buffer, offset);
+        for (int i = 0; i < patchCount; i++) {
+            long patchOffset = patchOffsets[i];
+            if (payloadSize < PATCH_SIZE || patchOffset < 0 || patchOffset > payloadSize - PATCH_SIZE) {
+                // The chunk was recycled under a slow IPC, or the producer lies.
+                patchesFailed++;
+                return false;
+            }
+        }
+        for (int i = 0; i < patchCount; i++) {
+            buffer.set(Layouts.INT_UNALIGNED, offset + HEADER_SIZE + patchOffsets[i], patchData[i]);
+        }
+        patchesSucceeded += patchCount;
+        int flags = flags(buffer, offset) | FLAG_PATCHED;
+        setFlags(buffer, offset, otherPatchesPending ? flags : flags & ~FLAG_CHUNK_NEEDS_PATCHING);
+        return true;
+    }
+
+    private void recommit(SequenceState sequence, int index, int flags, boolean chunkComplete, int payloadSize) {
+        int offset = sequence.chunks.offsetAt(index);
+        int oldFlags = flags(buffer, offset);
+        int oldAbiFlags = oldFlags & ABI_FLAGS_MASK;
+        int oldPayloadSize = payloadSize(buffer, offset);
+        if (payloadSize < oldPayloadSize || payloadSize > TBChunkDescriptor.size(buffer, offset)
+                || (oldAbiFlags & flags) != oldAbiFlags) {
+            // Payload never shrinks nor outgrows the reservation; flags are only added.
+            abiViolations++;
+            return;
+        }
+        if (payloadSize == oldPayloadSize) {
+            if (chunkComplete) {
+                setFlags(buffer, offset, oldFlags & ~FLAG_INCOMPLETE);
+            }
+            return;
+        }
+        int avail = payloadAvail(buffer, offset);
+        if (chunkComplete && (oldFlags & FLAG_INCOMPLETE) != 0 && avail == 0
+                && overwritePolicy == OverwritePolicy.RING_BUFFER) {
+            // Everything visible was read: give the final version a fresh place at the
+            // cursor instead of leaving it where the writer will soon overwrite it.
+            int chunkId = chunkId(buffer, offset);
+            sequence.chunks.removeAt(index);
+            writePadding(buffer, offset, TBChunkDescriptor.size(buffer, offset), oldPayloadSize);
+            if (sequence.chunks.isEmpty()) {
+                markEmpty(sequence);
+            }
+            writeChunk(producerAndWriterId(sequence.producerId, sequence.writerId), sequence, sequence.producerId,
+                    sequence.writerId, null, chunkId, flags, payloadSize, payloadSize, oldPayloadSize);
+            return;
+        }
+        int consumed = oldPayloadSize - avail;
+        MemorySegment.copy(staging, 0, buffer, offset + HEADER_SIZE, payloadSize);
+        TBChunkDescriptor.setPayloadSize(buffer, offset, payloadSize);
+        setPayloadAvail(buffer, offset, payloadSize - consumed);
+        setFlags(buffer, offset, (oldFlags & ~FLAG_INCOMPLETE) | flags);
+        chunksRewritten++;
+    }
+
+    /** Whether a chunk id not in the sequence's list may still be written; counts the refusals. */
+    private boolean admits(SequenceState sequence, int chunkId, boolean chunkComplete, int payloadSize) {
+        if (!sequence.hasLastChunkIdConsumed || compareChunkIds(chunkId, sequence.lastChunkIdConsumed) > 0) {
+            return true;
+        }
+        if (chunkId == sequence.lastChunkIdConsumed && sequence.lastConsumedIncomplete) {
+            // A scraped chunk that was evicted: re-admit it past what was consumed.
+            if (payloadSize < sequence.lastConsumedPayloadSize) {
+                abiViolations++;
+                return false;
+            }
+            return chunkComplete || payloadSize > sequence.lastConsumedPayloadSize;
+        }
+        // Consumed already: too late, it would only break the order of what follows.
+        chunksDiscarded++;
+        return false;
+    }
+
+    /**
+     * Writes the staged payload as a new chunk at the cursor, making room first.
+     *
+     * @param relocatedConsumed for a relocated chunk, the payload bytes already read
+     *                          from its previous copy; {@link #NOT_RELOCATED} otherwise
+     */
+    private void writeChunk(int key, SequenceState knownSequence, int producerId, int writerId,
+                            ClientIdentity clientIdentity, int chunkId, int flags, int storedSize, int payloadSize,
+                            int relocatedConsumed) {
+        boolean relocation = relocatedConsumed != NOT_RELOCATED;
+        int outer = outerSize(storedSize);
+        SequenceState sequence = knownSequence;
+        if (overwritePolicy == OverwritePolicy.DISCARD) {
+            if (outer > size - writeOffset) {
+                discardWrite();
+                return;
+            }
+        } else {
+            if (wrapPending) {
+                wrapPending = false;
+                writeWrapCount++;
+            }
+            if (outer > size - writeOffset) {
+                if (writeOffset == usedSize) {
+                    // End of the first lap: close it with one padding chunk so that
+                    // every byte of the buffer belongs to a chunk from now on.
+                    writePadding(buffer, writeOffset, size - writeOffset - HEADER_SIZE, 0);
+                    usedSize = size;
+                } else {
+                    deleteNextChunksFor(size - writeOffset);
+                }
+                writeOffset = 0;
+                writeWrapCount++;
+            }
+            deleteNextChunksFor(outer);
+            // The erase walk may have consumed this sequence past the chunk.
+            if (sequence != null && !admits(sequence, chunkId, (flags & FLAG_INCOMPLETE) == 0, payloadSize)) {
+                return;
+            }
+        }
+        int consumed = 0;
+        if (sequence == null) {
+            sequence = new SequenceState(producerId, writerId, clientIdentity.uid(), clientIdentity.pid());
+            sequences.put(key, sequence);
+        } else if (relocation) {
+            consumed = relocatedConsumed;
+        } else if (sequence.hasLastChunkIdConsumed && chunkId == sequence.lastChunkIdConsumed) {
+            consumed = sequence.lastConsumedPayloadSize;
+        }
+        ChunkOffsetQueue chunks = sequence.chunks;
+        int position = chunks.size();
+        while (position > 0 && compareChunkIds(chunkId, chunks.chunkIdAt(position - 1)) < 0) {
+            position--;
+        }
+        if (position != chunks.size() && !relocation) {
+            chunksCommittedOutOfOrder++;
+        }
+        if (sequence.countedEmpty) {
+            sequence.countedEmpty = false;
+            emptySequences--;
+        }
+        chunks.insert(position, writeOffset, chunkId);
+        writeHeader(buffer, writeOffset, chunkId, key, storedSize, payloadSize, payloadSize - consumed, flags);
+        MemorySegment.copy(staging, 0, buffer, writeOffset + HEADER_SIZE, payloadSize);
+
+        writeOffset += outer;
+        usedSize = Math.max(usedSize, writeOffset);
+        if (writeOffset == size && overwritePolicy == OverwritePolicy.RING_BUFFER) {
+            writeOffset = 0;
+            wrapPending = true;
+        }
+        chunksWritten++;
+        bytesWritten += outer;
+        if (relocation) {
+            chunksRelocated++;
+        }
+        if (emptySequences > EMPTY_SEQUENCES_GC_THRESHOLD) {
+            deleteStaleEmptySequences();
+        }
+    }
+
+    /**
+     * Deletes every chunk in {@code [writeOffset, writeOffset + bytesToClear)}, first
+     * walking each one's sequence in erase mode so its unread packets go to the
+     * listener and the loss is recorded, then covers what is left of a chunk cut in
+     * two with a padding chunk.
+     */
+    private void deleteNextChunksFor(int bytesToClear) {
+        int clearEnd = writeOffset + bytesToClear;
+        for (int offset = writeOffset, next; offset < clearEnd && offset < usedSize; offset = next) {
+            assert isChecksumValid(buffer, offset) : offset;
+            int outer = outerSize(TBChunkDescriptor.size(buffer, offset));
+            next = offset + outer;
+            if (isPadding(buffer, offset)) {
+                paddingBytesCleared += outer;
+                continue;
+            }
+            if (overwriteListener == null && eraseWholePacketsChunk(offset)) {
+                continue;
+            }
+            eraser.reset(offset);
+            TracePacketView packet = overwriteListener == null ? null : overwrittenPacket;
+            boolean clearedPackets = false;
+            if (packet != null) {
+                packet.reset(buffer);
+            }
+            while (eraser.readNextPacket(packet)) {
+                clearedPackets = true;
+                if (packet != null) {
+                    packet.setSequence(eraser.sequence, reportedReasons(eraser.sequence.dataLossReasons));
+                    overwriteListener.onPacketOverwritten(packet);
+                    packet.reset(buffer);
+                }
+            }
+            if (clearedPackets) {
+                eraser.sequence.dataLossReasons |= DataLossReason.OVERWRITE;
+            }
+            assert isPadding(buffer, offset) : offset;
+        }
+        for (int offset = writeOffset; offset < clearEnd && offset < usedSize; ) {
+            int chunkEnd = offset + outerSize(TBChunkDescriptor.size(buffer, offset));
+            if (clearEnd < chunkEnd) {
+                writePadding(buffer, clearEnd, chunkEnd - clearEnd - HEADER_SIZE, 0);
+                paddingBytesWritten += chunkEnd - clearEnd;
+            }
+            offset = chunkEnd;
+        }
+    }
+
+    /**
+     * The erase walk's outcome without walking, for the common chunk: first of its
+     * sequence, nothing left but whole packets, never patched (so its fragments are
+     * still the ones validated when copied). Then the walk would only consume every
+     * fragment to find out whether one of them was a packet; one non-empty fragment
+     * settles it, which spares touching every fragment header of a chunk about to be
+     * overwritten. Returns false, doing nothing, for any other chunk.
+     */
+    private boolean eraseWholePacketsChunk(int offset) {
+        int flags = flags(buffer, offset);
+        int payloadSize = payloadSize(buffer, offset);
+        int avail = payloadAvail(buffer, offset);
+        int unreadOffset = payloadSize - avail;
+        if ((flags & (FLAG_PATCHED | FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK)) != 0
+                || ((flags & FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK) != 0 && unreadOffset == 0)) {
+            return false;
+        }
+        SequenceState sequence = sequences.get(producerAndWriterId(buffer, offset));
+        if (sequence.chunks.offsetAt(0) != offset) {
+            return false;
+        }
+        int chunkId = chunkId(buffer, offset);
+        if (!sequence.followsLastConsumed(chunkId)) {
+            sequence.recordReadGap(chunkId);
+        }
+        if (avail > 0) {
+            chunksOverwritten++;
+            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
+            FragmentIterator fragments = eraser.fragments;
+            fragments.reset(buffer, offset + HEADER_SIZE, payloadSize, unreadOffset, flags);
+            while (fragments.next()) {
+                if (fragments.fragmentSize() != 0) {
+                    sequence.dataLossReasons |= DataLossReason.OVERWRITE;
+                    break;
+                }
+            }
+        }
+        if ((flags & FLAG_CORRUPTED) != 0) {
+            sequence.dataLossReasons |= DataLossReason.CHUNK_CORRUPTED;
+        }
+        if ((flags & FLAG_WRITER_ABORT) != 0) {
+            sequence.dataLossReasons |= DataLossReason.WRITER_ABORT;
+        }
+        eraser.iterator.reset(sequence);
+        eraser.iterator.eraseCurrentChunk();
+        return true;
+    }
+
+    private void discardWrite() {
+        discardWrites = true;
+        chunksDiscarded++;
+    }
+
+    private void markEmpty(SequenceState sequence) {
+        if (!sequence.countedEmpty) {
+            sequence.countedEmpty = true;
+            sequence.ageForGc = ++sequenceAge;
+            emptySequences++;
+        }
+    }
+
+    /** Deletes the empty sequences but the {@value #KEEP_LAST_EMPTY_SEQUENCES} most recently emptied. */
+    private void deleteStaleEmptySequences() {
+        int capacity = sequences.capacity();
+        if (sweepAges.length < capacity) {
+            sweepAges = new long[capacity];
+            sweepKeys = new int[capacity];
+        }
+        int empty = 0;
+        for (int slot = 0; slot < capacity; slot++) {
+            SequenceState sequence = sequences.valueAt(slot);
+            if (sequence != null && sequence.chunks.isEmpty()) {
+                sweepAges[empty++] = sequence.ageForGc;
+            }
+        }
+        if (empty > KEEP_LAST_EMPTY_SEQUENCES) {
+            Arrays.sort(sweepAges, 0, empty);
+            long oldestKept = sweepAges[empty - KEEP_LAST_EMPTY_SEQUENCES];
+            int doomed = 0;
+            for (int slot = 0; slot < capacity; slot++) {
+                SequenceState sequence = sequences.valueAt(slot);
+                if (sequence != null && sequence.chunks.isEmpty() && sequence.ageForGc < oldestKept) {
+                    sweepKeys[doomed++] = sequences.keyAt(slot);
+                }
+            }
+            for (int i = 0; i < doomed; i++) {
+                sequences.remove(sweepKeys[i]);
+            }
+            empty -= doomed;
+        }
+        emptySequences = empty;
+    }
+
+    // ---------------------------------------------------------------- reading
+
+    /** Starts a read batch at the oldest chunk. */
+    public void beginRead() {
+        readOffset = writeOffset == usedSize ? 0 : writeOffset;
+        readerActive = false;
+        readBatchOpen = true;
+        readGeneration++;
+    }
+
+    /**
+     * Reads the next whole packet of the batch into {@code packet}: its fragments,
+     * its sequence's properties, and the reasons data was lost on that sequence
+     * before it. Consumes it.
+     *
+     * @return false when no packet can be read in this batch (the view is then empty)
+     */
+    public boolean readNextTracePacket(TracePacketView packet) {
+        packet.reset(buffer);
+        if (!readBatchOpen || usedSize == 0) {
+            return false;
+        }
+        for (;;) {
+            int nextOffset;
+            if (!readerActive) {
+                assert isChecksumValid(buffer, readOffset) : readOffset;
+                if (!isPadding(buffer, readOffset)) {
+                    reader.reset(readOffset);
+                    readerActive = true;
+                    continue;
+                }
+                nextOffset = readOffset + outerSize(TBChunkDescriptor.size(buffer, readOffset));
+            } else {
+                if (reader.readNextPacket(packet)) {
+                    SequenceState sequence = reader.sequence;
+                    packet.setSequence(sequence, reportedReasons(sequence.dataLossReasons));
+                    sequence.dataLossReasons = 0;
+                    return true;
+                }
+                nextOffset = reader.endOffset + outerSize(TBChunkDescriptor.size(buffer, reader.endOffset));
+            }
+            readerActive = false;
+            boolean wrap = nextOffset >= usedSize;
+            if (nextOffset == writeOffset || (wrap && writeOffset == 0)) {
+                readBatchOpen = false;
+                return false;
+            }
+            readOffset = wrap ? 0 : nextOffset;
+        }
+    }
+
+    private static int reportedReasons(int causes) {
+        return causes == 0 ? 0 : causes | DataLossReason.PRESENT;
+    }
+
+    private void endReadBatch() {
+        readBatchOpen = false;
+        readerActive = false;
+    }
+
+    /**
+     * Walks one sequence's chunk list in chunk-id order and tells whether each step
+     * skipped an id. Copyable, so reassembly can look ahead without moving the reader.
+     */
+    private final class ChunkSequenceIterator {
+        SequenceState sequence;
+        int chunkOffset;
+        /** Index of {@link #chunkOffset} in the list; -1 right after erasing it. */
+        int listIndex;
+        boolean currentErased;
+        /** The last {@link #nextChunkInSequence()} skipped at least one chunk id. */
+        boolean lastStepGap;
+
+        void reset(SequenceState sequence) {
+            this.sequence = sequence;
+            this.chunkOffset = sequence.chunks.offsetAt(0);
+            this.listIndex = 0;
+            this.currentErased = false;
+            this.lastStepGap = false;
+        }
+
+        void copyFrom(ChunkSequenceIterator other) {
+            sequence = other.sequence;
+            chunkOffset = other.chunkOffset;
+            listIndex = other.listIndex;
+            currentErased = other.currentErased;
+            lastStepGap = other.lastStepGap;
+        }
+
+        /** Moves to the next chunk of the sequence; returns its offset, or -1 if there is none. */
+        int nextChunkInSequence() {
+            int nextIndex = listIndex + 1;
+            if (nextIndex >= sequence.chunks.size()) {
+                return -1;
+            }
+            int nextOffset = sequence.chunks.offsetAt(nextIndex);
+            int nextId = sequence.chunks.chunkIdAt(nextIndex);
+            // Once the current chunk is erased its id lives on as the last consumed one.
+            lastStepGap = currentErased
+                    ? !sequence.followsLastConsumed(nextId)
+                    : nextId != chunkId(buffer, chunkOffset) + 1;
+            chunkOffset = nextOffset;
+            listIndex = nextIndex;
+            currentErased = false;
+            return nextOffset;
+        }
+
+        /** Removes the current chunk, always the sequence's first, and turns it into padding. */
+        void eraseCurrentChunk() {
+            int offset = chunkOffset;
+            assert listIndex == 0 && sequence.chunks.offsetAt(0) == offset;
+            int payloadSize = payloadSize(buffer, offset);
+            sequence.hasLastChunkIdConsumed = true;
+            sequence.lastChunkIdConsumed = chunkId(buffer, offset);
+            sequence.lastConsumedIncomplete = (flags(buffer, offset) & FLAG_INCOMPLETE) != 0;
+            sequence.lastConsumedPayloadSize = payloadSize;
+            sequence.chunks.removeFirst();
+            if (sequence.chunks.isEmpty()) {
+                markEmpty(sequence);
+            }
+            listIndex = -1;
+            currentErased = true;
+            writePadding(buffer, offset, TBChunkDescriptor.size(buffer, offset), payloadSize);
+        }
+    }
+
+    /**
+     * The inner layer of the walk: reads one sequence's packets in chunk-id order, from
+     * its first chunk up to a target chunk, consuming fragments and erasing the chunks
+     * it finishes. In erase mode (overwrites) it never stalls and erases everything up
+     * to the target, incomplete or not.
+     */
+    private final class ChunkSequenceReader {
+        private final boolean eraseMode;
+        final ChunkSequenceIterator iterator = new ChunkSequenceIterator();
+        private final ChunkSequenceIterator lookahead = new ChunkSequenceIterator();
+        final FragmentIterator fragments = new FragmentIterator();
+        private final FragmentIterator lookaheadFragments = new FragmentIterator();
+
+        SequenceState sequence;
+        int endOffset;
+        private int chunkOffset;
+        /** The current chunk had unread payload when the walk reached it. */
+        private boolean chunkHadUnread;
+        private int touchedBytesSum;
+
+        private int pendingCount;
+        private int[] pendingChunks = new int[8];
+        private long[] pendingStarts = new long[8];
+        private int[] pendingSizes = new int[8];
+        private int[] pendingHeaderSizes = new int[8];
+        private int reassemblyLossReason;
+        private int reassembledFragments;
+
+        ChunkSequenceReader(boolean eraseMode) {
+            this.eraseMode = eraseMode;
+        }
+
+        void reset(int targetOffset) {
+            endOffset = targetOffset;
+            sequence = sequences.get(producerAndWriterId(buffer, targetOffset));
+            assert sequence != null : targetOffset;
+            iterator.reset(sequence);
+            startChunk(iterator.chunkOffset);
+            int firstId = chunkId(buffer, chunkOffset);
+            if (!sequence.followsLastConsumed(firstId)) {
+                sequence.recordReadGap(firstId);
+            }
+        }
+
+        private void startChunk(int offset) {
+            assert isChecksumValid(buffer, offset) : offset;
+            chunkOffset = offset;
+            int payloadSize = payloadSize(buffer, offset);
+            int avail = payloadAvail(buffer, offset);
+            fragments.reset(buffer, offset + HEADER_SIZE, payloadSize, payloadSize - avail, flags(buffer, offset));
+            chunkHadUnread = avail > 0;
+            if (!eraseMode) {
+                touchCacheLines(offset + HEADER_SIZE + payloadSize - avail, offset + HEADER_SIZE + payloadSize);
+            }
+        }
+
+        /**
+         * Loads one byte of every cache line in {@code [from, to)}. Each fragment's
+         * position depends on the previous fragment's size, so walking a chunk that
+         * is not in cache costs one memory latency per fragment; these loads are
+         * independent of each other, so the CPU overlaps their misses and the walk
+         * then runs from cache.
+         */
+        private void touchCacheLines(long from, long to) {
+            int sum = 0;
+            for (long at = from & -CACHE_LINE_SIZE; at < to; at += CACHE_LINE_SIZE) {
+                sum += buffer.get(Layouts.BYTE, at);
+            }
+            // Kept, so the loads are not dropped as dead code.
+            touchedBytesSum += sum;
+        }
+
+        /** Reads the next packet into {@code out} (null: consume without collecting); false when done or stalled. */
+        boolean readNextPacket(TracePacketView out) {
+            if (!eraseMode && sequence.skipInGeneration == readGeneration) {
+                return false;
+            }
+            for (;;) {
+                if (!fragments.next()) {
+                    // Every fragment of the chunk visited: move on along the sequence.
+                    boolean endReached = chunkOffset == endOffset;
+                    recordTruncation();
+                    if (!eraseMode && (flags(buffer, chunkOffset) & FLAG_INCOMPLETE) != 0) {
+                        // Scraped: its hidden last fragment may be followed by more; wait for the re-commit.
+                        sequence.skipInGeneration = readGeneration;
+                        endReached = true;
+                    } else {
+                        if (eraseMode && chunkHadUnread) {
+                            chunksOverwritten++;
+                            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, chunkOffset));
+                        }
+                        iterator.eraseCurrentChunk();
+                    }
+                    if (endReached) {
+                        return false;
+                    }
+                    int next = iterator.nextChunkInSequence();
+                    if (next < 0) {
+                        return false;
+                    }
+                    if (iterator.lastStepGap) {
+                        sequence.recordReadGap(chunkId(buffer, next));
+                    }
+                    startChunk(next);
+                    continue;
+                }
+                switch (fragments.fragmentType()) {
+                    case FragmentIterator.WHOLE_PACKET -> {
+                        int fragmentSize = fragments.fragmentSize();
+                        consume(chunkOffset, fragments.fragmentHeaderSize() + fragmentSize);
+                        // Empty packets are dropped, as Perfetto does, so they cost nothing in the trace.
+                        if (fragmentSize != 0) {
+                            if (out != null) {
+                                out.addFragment(fragments.fragmentStart(), fragmentSize);
+                            }
+                            return true;
+                        }
+                    }
+                    case FragmentIterator.CONTINUE, FragmentIterator.END -> {
+                        // Its beginning was lost (or never written): drop it.
+                        sequence.dataLossReasons |= DataLossReason.ORPHAN;
+                        consume(chunkOffset, fragments.fragmentHeaderSize() + fragments.fragmentSize());
+                    }
+                    default -> {
+                        int result = reassemble(out);
+                        if (result == REASSEMBLY_SUCCESS) {
+                            readaheadsSucceeded++;
+                            if (reassembledFragments != 0) {
+                                return true;
+                            }
+                        } else {
+                            readaheadsFailed++;
+                            if (result == REASSEMBLY_NOT_ENOUGH_DATA && !eraseMode) {
+                                sequence.skipInGeneration = readGeneration;
+                                return false;
+                            }
+                            sequence.dataLossReasons |= result == REASSEMBLY_NOT_ENOUGH_DATA
+                                    ? DataLossReason.OVERWRITE
+                                    : reassemblyLossReason;
+                        }
+                    }
+                }
+            }
+        }
+
+        /** Turns fragments a chunk lost at copy time, or that no longer parse, into a loss on the sequence. */
+        private void recordTruncation() {
+            if (fragments.corrupted()) {
+                sequence.dataLossReasons |= DataLossReason.CHUNK_CORRUPTED;
+            }
+            if (fragments.writerAbort()) {
+                sequence.dataLossReasons |= DataLossReason.WRITER_ABORT;
+            }
+            int flags = flags(buffer, chunkOffset);
+            if ((flags & (FLAG_CORRUPTED | FLAG_WRITER_ABORT)) != 0) {
+                if ((flags & FLAG_CORRUPTED) != 0) {
+                    sequence.dataLossReasons |= DataLossReason.CHUNK_CORRUPTED;
+                }
+                if ((flags & FLAG_WRITER_ABORT) != 0) {
+                    sequence.dataLossReasons |= DataLossReason.WRITER_ABORT;
+                }
+                // Reported once: a stalled chunk is visited again by every read pass.
+                setFlags(buffer, chunkOffset, flags & ~(FLAG_CORRUPTED | FLAG_WRITER_ABORT));
+            }
+        }
+
+        private void consume(int offset, int bytes) {
+            int avail = payloadAvail(buffer, offset) - bytes;
+            assert avail >= 0 : avail;
+            setPayloadAvail(buffer, offset, avail);
+            if (avail == 0 && !eraseMode) {
+                chunksRead++;
+                bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
+            }
+        }
+
+        /**
+         * Collects the rest of the packet begun by the current fragment from the next
+         * chunks of the sequence, without moving the reader. On success or loss the
+         * collected fragments are consumed; when data is still missing nothing is.
+         */
+        private int reassemble(TracePacketView out) {
+            if ((flags(buffer, chunkOffset) & FLAG_CHUNK_NEEDS_PATCHING) != 0) {
+                return REASSEMBLY_NOT_ENOUGH_DATA;
+            }
+            pendingCount = 0;
+            addPending(chunkOffset, fragments);
+            lookahead.copyFrom(iterator);
+            int result;
+            for (;;) {
+                int next = lookahead.nextChunkInSequence();
+                if (next < 0) {
+                    result = REASSEMBLY_NOT_ENOUGH_DATA;
+                    break;
+                }
+                // A gap is a loss whatever state the chunk after it is in: no point waiting for its patch.
+                if (lookahead.lastStepGap) {
+                    result = REASSEMBLY_DATA_LOSS;
+                    reassemblyLossReason = DataLossReason.REASSEMBLY_GAP;
+                    break;
+                }
+                if ((flags(buffer, next) & FLAG_CHUNK_NEEDS_PATCHING) != 0) {
+                    result = REASSEMBLY_NOT_ENOUGH_DATA;
+                    break;
+                }
+                int flags = flags(buffer, next);
+                int payloadSize = payloadSize(buffer, next);
+                lookaheadFragments.reset(buffer, next + HEADER_SIZE, payloadSize,
+                        payloadSize - payloadAvail(buffer, next), flags);
+                if (!lookaheadFragments.next()) {
+                    if (lookaheadFragments.corrupted() || (flags & FLAG_CORRUPTED) != 0) {
+                        result = REASSEMBLY_DATA_LOSS;
+                        reassemblyLossReason = DataLossReason.CHUNK_CORRUPTED;
+                        break;
+                    }
+                    if (lookaheadFragments.writerAbort() || (flags & FLAG_WRITER_ABORT) != 0) {
+                        result = REASSEMBLY_DATA_LOSS;
+                        reassemblyLossReason = DataLossReason.WRITER_ABORT;
+                        break;
+                    }
+                    if ((flags & FLAG_INCOMPLETE) != 0) {
+                        // The continuation is the scraped chunk's hidden fragment.
+                        result = REASSEMBLY_NOT_ENOUGH_DATA;
+                        break;
+                    }
+                    // An empty chunk inside the chain: look further.
+                    continue;
+                }
+                int type = lookaheadFragments.fragmentType();
+                if (type == FragmentIterator.CONTINUE) {
+                    addPending(next, lookaheadFragments);
+                    continue;
+                }
+                if (type == FragmentIterator.END) {
+                    addPending(next, lookaheadFragments);
+                    result = REASSEMBLY_SUCCESS;
+                    break;
+                }
+                // Contiguous ids, yet this chunk does not continue the packet. Its
+                // fragments are not ours: leave them to the main loop.
+                result = REASSEMBLY_DATA_LOSS;
+                reassemblyLossReason = DataLossReason.BROKEN_CHAIN;
+                break;
+            }
+            reassembledFragments = 0;
+            if (result != REASSEMBLY_NOT_ENOUGH_DATA) {
+                for (int i = 0; i < pendingCount; i++) {
+                    if (result == REASSEMBLY_SUCCESS && pendingSizes[i] != 0) {
+                        if (out != null) {
+                            out.addFragment(pendingStarts[i], pendingSizes[i]);
+                        }
+                        reassembledFragments++;
+                    }
+                    consume(pendingChunks[i], pendingHeaderSizes[i] + pendingSizes[i]);
+                }
+            }
+            return result;
+        }
+
+        private void addPending(int chunk, FragmentIterator fragment) {
+            if (pendingCount == pendingChunks.length) {
+                int capacity = pendingCount * 2;
+                pendingChunks = Arrays.copyOf(pendingChunks, capacity);
+                pendingStarts = Arrays.copyOf(pendingStarts, capacity);
+                pendingSizes = Arrays.copyOf(pendingSizes, capacity);
+                pendingHeaderSizes = Arrays.copyOf(pendingHeaderSizes, capacity);
+            }
+            pendingChunks[pendingCount] = chunk;
+            pendingStarts[pendingCount] = fragment.fragmentStart();
+            pendingSizes[pendingCount] = fragment.fragmentSize();
+            pendingHeaderSizes[pendingCount] = fragment.fragmentHeaderSize();
+            pendingCount++;
+        }
+    }
+
+    // ---------------------------------------------------------------- clone, stats
+
+    /**
+     * A read-only snapshot in {@code target}, readable from the start: same chunks,
+     * sequences and write statistics, read statistics reset. Copies only the bytes
+     * written so far.
+     *
+     * @param target a segment of {@link #size()} bytes, 16-byte aligned if native
+     */
+    public TraceBufferV2 cloneReadOnly(MemorySegment target) {
+        if (target.byteSize() != size || (target.isNative() && target.address() % ALIGNMENT != 0)) {
+            throw new IllegalArgumentException("clone target must be " + size + " bytes, 16-byte aligned");
+        }
+        return new TraceBufferV2(this, target);
+    }
+
+    /** {@link #cloneReadOnly(MemorySegment)} into memory allocated from {@code arena}. */
+    public TraceBufferV2 cloneReadOnly(Arena arena) {
+        return cloneReadOnly(arena.allocate(size, ALIGNMENT));
+    }
+
+    public TraceBufferStats stats() {
+        return new TraceBufferStats(size, bytesWritten, bytesOverwritten, bytesRead, paddingBytesWritten,
+                paddingBytesCleared, chunksWritten, chunksRewritten, chunksRelocated, chunksOverwritten,
+                chunksDiscarded, chunksRead, chunksCommittedOutOfOrder, writeWrapCount, patchesSucceeded,
+                patchesFailed, readaheadsSucceeded, readaheadsFailed, abiViolations, traceWriterPacketLoss);
+    }
+
+    public int size() {
+        return size;
+    }
+
+    /** Bytes written before the first wrap; {@link #size()} after it. */
+    public int usedSize() {
+        return usedSize;
+    }
+
+    public boolean hasData() {
+        return usedSize > 0;
+    }
+
+    public OverwritePolicy overwritePolicy() {
+        return overwritePolicy;
+    }
+
+    public boolean isReadOnly() {
+        return readOnly;
+    }
+
+    /** The segment holding the chunks, for inspection. */
+    public MemorySegment segment() {
+        return buffer;
+    }
+
+    int sequenceCount() {
+        return sequences.size();
+    }
+
+    int writeOffset() {
+        return writeOffset;
+    }
+
+    private void checkWritable() {
+        if (readOnly) {
+            throw new IllegalStateException("read-only clone");
+        }
+    }
+
+    /** Index of {@code chunkId} in the sequence's list, or -1. */
+    private int indexOfChunk(SequenceState sequence, int chunkId) {
+        ChunkOffsetQueue chunks = sequence.chunks;
+        // Patches and re-commits are nearly always for one of the latest chunks.
+        for (int i = chunks.size() - 1; i >= 0; i--) {
+            int cmp = compareChunkIds(chunkId, chunks.chunkIdAt(i));
+            if (cmp == 0) {
+                return i;
+            }
+            if (cmp > 0) {
+                return -1;
+            }
+        }
+        return -1;
+    }
+
+    /** Orders chunk ids modulo 2^32: {@code a} precedes {@code b} if it is less than 2^31 behind. */
+    static int compareChunkIds(int a, int b) {
+        return a == b ? 0 : (a - b < 0 ? -1 : 1);
+    }
+}

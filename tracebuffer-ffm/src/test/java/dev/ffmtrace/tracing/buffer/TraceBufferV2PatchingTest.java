@@ -1,0 +1,133 @@
+package dev.ffmtrace.tracing.buffer;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
+
+    @Test
+    void patchShowsUpInTheDataReadBack() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
+        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new long[] {5}, new int[] {0x44332211}, 1, false));
+        tb.beginRead();
+        byte[] expected = FakeChunk.fragmentPayload(16, 'a');
+        expected[4] = 0x11;
+        expected[5] = 0x22;
+        expected[6] = 0x33;
+        expected[7] = 0x44;
+        assertRead(new Frag(expected));
+        assertEquals(1, tb.stats().patchesSucceeded());
+    }
+
+    @Test
+    void twoPatchesAtTheFirstAndLastFourBytesOfASixteenBytePayload() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
+        // Offset 0 holds the size varint (15): the first patch keeps it and replaces 3 bytes.
+        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new long[] {0, 12},
+                new int[] {0x4342410f, 0x04030201}, 2, false));
+        tb.beginRead();
+        byte[] expected = FakeChunk.fragmentPayload(16, 'a');
+        System.arraycopy(new byte[] {0x41, 0x42, 0x43}, 0, expected, 0, 3);
+        System.arraycopy(new byte[] {1, 2, 3, 4}, 0, expected, 11, 4);
+        assertRead(new Frag(expected));
+        assertEquals(2, tb.stats().patchesSucceeded());
+    }
+
+    @Test
+    void patchingUnknownWriterChunkOrOldIdFails() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
+        chunk(1, 1, 1).addPacket(16, 'b').copyIntoTraceBuffer();
+        long[] at = {0};
+        int[] data = {0};
+        assertFalse(tb.tryPatchChunkContents(1, 2, 0, at, data, 1, false));
+        assertFalse(tb.tryPatchChunkContents(2, 1, 0, at, data, 1, false));
+        assertFalse(tb.tryPatchChunkContents(1, 1, 2, at, data, 1, false));
+        tb.beginRead();
+        assertRead(frag(16, 'a'));
+        assertRead(frag(16, 'b'));
+        assertReadNothing();
+        assertFalse(tb.tryPatchChunkContents(1, 1, 0, at, data, 1, false));
+        assertEquals(4, tb.stats().patchesFailed());
+        assertEquals(0, tb.stats().patchesSucceeded());
+    }
+
+    @Test
+    void needsPatchingBlocksItsSequenceUntilTheFinalPatch() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(10, 'a').addPacket(20, 'b', LAST | NEEDS_PATCHING).copyIntoTraceBuffer();
+        chunk(1, 1, 1).addPacket(30, 'c', FIRST).addPacket(40, 'd').copyIntoTraceBuffer();
+        chunk(2, 1, 0).addPacket(50, 'x').copyIntoTraceBuffer();
+        tb.beginRead();
+        assertRead(frag(10, 'a'));
+        assertRead(frag(50, 'x'));
+        assertReadNothing();
+
+        patch(1, 1, 0, true, 11, 1, 2, 3, 4);
+        tb.beginRead();
+        assertReadNothing();
+
+        patch(1, 1, 0, false, 11, 5, 6, 7, 8);
+        tb.beginRead();
+        byte[] b = FakeChunk.fragmentPayload(20, 'b');
+        System.arraycopy(new byte[] {5, 6, 7, 8}, 0, b, 0, 4);
+        assertRead(new Frag(b), frag(30, 'c'));
+        assertRead(frag(40, 'd'));
+        assertReadNothing();
+        assertEquals(2, tb.stats().patchesSucceeded());
+    }
+
+    @Test
+    void patchingTheMiddleChunkFirstStillBlocksThenTheFirstUnblocks() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(10, 'a', LAST | NEEDS_PATCHING).copyIntoTraceBuffer();
+        chunk(1, 1, 1).addPacket(20, 'b', FIRST | LAST | NEEDS_PATCHING).copyIntoTraceBuffer();
+        chunk(1, 1, 2).addPacket(30, 'c', FIRST).copyIntoTraceBuffer();
+        tb.beginRead();
+        assertReadNothing();
+
+        patch(1, 1, 1, false, 1, 'X', 'Y', 'Z', 'W');
+        tb.beginRead();
+        assertReadNothing();
+
+        patch(1, 1, 0, false, 1, 'P', 'Q', 'R', 'S');
+        tb.beginRead();
+        byte[] a = FakeChunk.fragmentPayload(10, 'a');
+        System.arraycopy(new byte[] {'P', 'Q', 'R', 'S'}, 0, a, 0, 4);
+        byte[] b = FakeChunk.fragmentPayload(20, 'b');
+        System.arraycopy(new byte[] {'X', 'Y', 'Z', 'W'}, 0, b, 0, 4);
+        assertRead(new Frag(a), new Frag(b), frag(30, 'c'));
+        assertReadNothing();
+    }
+
+    @Test
+    void overwrittenUnpatchedChunksFlagOnlyTheNextPacketAndCountAsOverwritten() {
+        reset(4096);
+        assertEquals(1024, chunk(1, 1, 0).addPacket(1024 - 16, 'a', LAST | NEEDS_PATCHING)
+                .copyIntoTraceBuffer());
+        assertEquals(1024, chunk(1, 1, 1).addPacket(1024 - 16, 'b', FIRST).copyIntoTraceBuffer());
+        assertEquals(1024, chunk(1, 1, 2).addPacket(1024 - 16, 'c').copyIntoTraceBuffer());
+        assertEquals(1024, chunk(1, 1, 3).addPacket(1024 - 16, 'd').copyIntoTraceBuffer());
+        tb.beginRead();
+        assertReadNothing();
+
+        assertEquals(2048, chunk(2, 1, 0).addPacket(2048 - 16, 'x').copyIntoTraceBuffer());
+        assertEquals(2, tb.stats().chunksOverwritten());
+        assertEquals(2048, tb.stats().bytesOverwritten());
+
+        tb.beginRead();
+        Packet c = read();
+        assertEquals(frags(frag(1024 - 16, 'c')), c.fragments());
+        assertEquals(DataLossReason.PRESENT | DataLossReason.OVERWRITE | DataLossReason.ORPHAN, c.dropped());
+        Packet d = read();
+        assertEquals(frags(frag(1024 - 16, 'd')), d.fragments());
+        assertEquals(0, d.dropped());
+        assertRead(frag(2048 - 16, 'x'));
+        assertReadNothing();
+    }
+}

@@ -1,0 +1,219 @@
+#include "smb_abi.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+
+enum { MAX_ATTEMPTS = 64 };
+
+static const uint32_t kChunksPerLayout[8] = {0, 1, 2, 4, 7, 14, 0, 0};
+
+static _Atomic uint32_t* bitmap_of(const struct smb* smb, uint32_t page) {
+  return (_Atomic uint32_t*)(smb->base + (size_t)page * smb->page_size);
+}
+
+int smb_init(struct smb* smb, void* base, size_t size, uint32_t page_size) {
+  if (page_size < 4096 || page_size > 65536 || page_size % 4096 != 0) return -1;
+  if (size == 0 || size % page_size != 0 || ((uintptr_t)base & 4095) != 0) return -1;
+  smb->base = base;
+  smb->size = size;
+  smb->page_size = page_size;
+  smb->num_pages = (uint32_t)(size / page_size);
+  return 0;
+}
+
+uint32_t smb_chunks_per_layout(uint32_t layout) { return kChunksPerLayout[layout & 7]; }
+
+uint32_t smb_chunk_size(uint32_t page_size, uint32_t layout) {
+  uint32_t n = smb_chunks_per_layout(layout);
+  return n == 0 ? 0 : ((page_size - SMB_PAGE_HEADER_SIZE) / n) & ~3u;
+}
+
+uint32_t smb_page_bitmap(const struct smb* smb, uint32_t page) {
+  return atomic_load_explicit(bitmap_of(smb, page), memory_order_acquire);
+}
+
+uint8_t* smb_chunk(const struct smb* smb, uint32_t page, uint32_t chunk, uint32_t layout) {
+  return smb->base + (size_t)page * smb->page_size + SMB_PAGE_HEADER_SIZE +
+         (size_t)chunk * smb_chunk_size(smb->page_size, layout);
+}
+
+int smb_try_partition_page(struct smb* smb, uint32_t page, uint32_t layout) {
+  uint32_t expected = 0;
+  return atomic_compare_exchange_strong_explicit(bitmap_of(smb, page), &expected,
+                                                 layout << SMB_LAYOUT_SHIFT, memory_order_acq_rel,
+                                                 memory_order_acquire);
+}
+
+// Moves chunk `chunk` of `page` from state `from` to `to`; returns the layout, or 0.
+static uint32_t transition(struct smb* smb, uint32_t page, uint32_t chunk, uint32_t from, uint32_t to) {
+  if (page >= smb->num_pages) return 0;
+  _Atomic uint32_t* word = bitmap_of(smb, page);
+  uint32_t bitmap = atomic_load_explicit(word, memory_order_acquire);
+  uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
+  uint32_t shift = chunk * 2;
+  for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+    if (((bitmap >> SMB_LAYOUT_SHIFT) & 7) != layout || chunk >= smb_chunks_per_layout(layout) ||
+        ((bitmap >> shift) & 3) != from) {
+      return 0;
+    }
+    uint32_t updated = (bitmap & ~(3u << shift)) | (to << shift);
+    if (to == SMB_FREE && (updated & SMB_ALL_CHUNKS_MASK) == 0) updated = 0;
+    if (atomic_compare_exchange_strong_explicit(word, &bitmap, updated, memory_order_acq_rel,
+                                                memory_order_acquire)) {
+      return layout;
+    }
+  }
+  return 0;
+}
+
+uint8_t* smb_try_acquire_chunk_for_writing(struct smb* smb, uint32_t page, uint32_t chunk,
+                                           uint32_t chunk_id, uint16_t writer_id, uint16_t packets) {
+  uint32_t layout = transition(smb, page, chunk, SMB_FREE, SMB_BEING_WRITTEN);
+  if (layout == 0) return NULL;
+  uint8_t* c = smb_chunk(smb, page, chunk, layout);
+  atomic_store_explicit((_Atomic uint32_t*)c, chunk_id, memory_order_relaxed);
+  atomic_store_explicit((_Atomic uint16_t*)(c + 4), writer_id, memory_order_relaxed);
+  atomic_store_explicit((_Atomic uint16_t*)(c + 6), packets, memory_order_release);
+  return c;
+}
+
+int smb_release_chunk_as_complete(struct smb* smb, uint32_t page, uint32_t chunk) {
+  return transition(smb, page, chunk, SMB_BEING_WRITTEN, SMB_COMPLETE) != 0;
+}
+
+uint8_t* smb_try_acquire_chunk_for_reading(struct smb* smb, uint32_t page, uint32_t chunk) {
+  uint32_t layout = transition(smb, page, chunk, SMB_COMPLETE, SMB_BEING_READ);
+  return layout == 0 ? NULL : smb_chunk(smb, page, chunk, layout);
+}
+
+int smb_release_chunk_as_free(struct smb* smb, uint32_t page, uint32_t chunk) {
+  if (page >= smb->num_pages) return 0;
+  uint32_t layout = (smb_page_bitmap(smb, page) >> SMB_LAYOUT_SHIFT) & 7;
+  if (chunk >= smb_chunks_per_layout(layout)) return 0;
+  uint8_t* c = smb_chunk(smb, page, chunk, layout);
+  atomic_store_explicit((_Atomic uint32_t*)c, 0, memory_order_relaxed);
+  atomic_store_explicit((_Atomic uint16_t*)(c + 4), 0, memory_order_relaxed);
+  atomic_store_explicit((_Atomic uint16_t*)(c + 6), 0, memory_order_release);
+  return transition(smb, page, chunk, SMB_BEING_READ, SMB_FREE) != 0;
+}
+
+uint32_t smb_chunk_id(const uint8_t* chunk) {
+  return atomic_load_explicit((_Atomic uint32_t*)chunk, memory_order_relaxed);
+}
+
+uint16_t smb_writer_id(const uint8_t* chunk) {
+  return atomic_load_explicit((_Atomic uint16_t*)(chunk + 4), memory_order_relaxed);
+}
+
+uint16_t smb_packets(const uint8_t* chunk) {
+  return atomic_load_explicit((_Atomic uint16_t*)(chunk + 6), memory_order_acquire);
+}
+
+void smb_set_packets(uint8_t* chunk, uint16_t packets) {
+  atomic_store_explicit((_Atomic uint16_t*)(chunk + 6), packets, memory_order_release);
+}
+
+// ---- writer ----
+
+void smb_writer_init(struct smb_writer* w, struct smb* smb, uint16_t writer_id, uint32_t layout) {
+  memset(w, 0, sizeof(*w));
+  w->smb = smb;
+  w->writer_id = writer_id;
+  w->layout = layout;
+  w->wait_ms = 10000;
+}
+
+static void put_redundant_varint(uint8_t* p, uint32_t value) {
+  p[0] = (uint8_t)((value & 0x7f) | 0x80);
+  p[1] = (uint8_t)(((value >> 7) & 0x7f) | 0x80);
+  p[2] = (uint8_t)(((value >> 14) & 0x7f) | 0x80);
+  p[3] = (uint8_t)((value >> 21) & 0x7f);
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+// Acquires a free chunk anywhere in the SMB, partitioning free pages as needed.
+static int acquire_chunk(struct smb_writer* w, uint16_t packets) {
+  for (uint32_t waited = 0;; waited++) {
+    for (uint32_t page = 0; page < w->smb->num_pages; page++) {
+      smb_try_partition_page(w->smb, page, w->layout);
+      uint32_t bitmap = smb_page_bitmap(w->smb, page);
+      uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
+      for (uint32_t i = 0; i < smb_chunks_per_layout(layout); i++) {
+        if (((bitmap >> (2 * i)) & 3) != SMB_FREE) continue;
+        uint8_t* c = smb_try_acquire_chunk_for_writing(w->smb, page, i, w->next_chunk_id, w->writer_id, packets);
+        if (c != NULL) {
+          w->next_chunk_id++;
+          w->chunk = c;
+          w->page = page;
+          w->chunk_index = i;
+          w->cursor = c + SMB_CHUNK_HEADER_SIZE;
+          w->end = c + smb_chunk_size(w->smb->page_size, layout);
+          return 0;
+        }
+      }
+    }
+    if (waited >= w->wait_ms) return -1;
+    if (waited < 32) {
+      sched_yield();
+    } else {
+      sleep_ms(1);
+    }
+  }
+}
+
+static void release_chunk(struct smb_writer* w) {
+  if (w->chunk == NULL) return;
+  smb_release_chunk_as_complete(w->smb, w->page, w->chunk_index);
+  w->chunk = NULL;
+}
+
+void smb_writer_flush(struct smb_writer* w) { release_chunk(w); }
+
+int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t size) {
+  // A packet starts in a chunk with room for its size field and at least one byte,
+  // and with fewer than the maximum number of packets counted.
+  if (w->chunk != NULL && ((size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + 1 ||
+                           (smb_packets(w->chunk) & 0x3ff) >= SMB_MAX_PACKET_COUNT - 1)) {
+    release_chunk(w);
+  }
+  if (w->chunk == NULL && acquire_chunk(w, 0) != 0) return -1;
+  uint8_t* size_field = w->cursor;
+  w->cursor += SMB_PACKET_HEADER_SIZE;
+  smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) + 1));
+  size_t fragment = 0;
+  while (size > 0) {
+    size_t room = (size_t)(w->end - w->cursor);
+    if (room == 0) {
+      // The packet goes on in the next chunk: close this fragment, flag both chunks.
+      put_redundant_varint(size_field, (uint32_t)fragment);
+      smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) | (SMB_FLAG_LAST_CONTINUES << SMB_FLAGS_SHIFT)));
+      release_chunk(w);
+      if (acquire_chunk(w, (uint16_t)(1 | (SMB_FLAG_FIRST_CONTINUES << SMB_FLAGS_SHIFT))) != 0) return -1;
+      size_field = w->cursor;
+      w->cursor += SMB_PACKET_HEADER_SIZE;
+      fragment = 0;
+      continue;
+    }
+    size_t n = size < room ? size : room;
+    memcpy(w->cursor, data, n);
+    w->cursor += n;
+    data += n;
+    size -= n;
+    fragment += n;
+  }
+  if (w->shrink_small_sizes && fragment < 127) {
+    // As Perfetto's writer does: a 1-byte size, the payload moved back by 3 bytes.
+    size_field[0] = (uint8_t)fragment;
+    memmove(size_field + 1, size_field + SMB_PACKET_HEADER_SIZE, fragment);
+    w->cursor -= SMB_PACKET_HEADER_SIZE - 1;
+  } else {
+    put_redundant_varint(size_field, (uint32_t)fragment);
+  }
+  return 0;
+}

@@ -1,0 +1,77 @@
+// Perfetto's producer/service shared memory buffer (SMB) ABI, from C.
+//
+// The same bytes and memory orders as dev.ffmtrace.tracing.smb.SharedMemoryAbi (whose
+// Javadoc draws the layout): pages with an 8-byte header holding an atomic bitmap of
+// 2-bit chunk states and a 3-bit layout; chunks with an 8-byte header (chunk id,
+// writer id, packets word of 10-bit count and 3 flags); packets as [size varint][bytes].
+#ifndef FFMTRACE_SMB_ABI_H_
+#define FFMTRACE_SMB_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  SMB_PAGE_HEADER_SIZE = 8,
+  SMB_CHUNK_HEADER_SIZE = 8,
+  SMB_PACKET_HEADER_SIZE = 4,
+  SMB_MAX_PACKET_COUNT = 1023,
+  SMB_LAYOUT_SHIFT = 28,
+  SMB_ALL_CHUNKS_MASK = 0x0FFFFFFF,
+  SMB_FLAGS_SHIFT = 10,
+  SMB_FLAG_FIRST_CONTINUES = 1,
+  SMB_FLAG_LAST_CONTINUES = 2,
+  SMB_FLAG_NEEDS_PATCHING = 4,
+};
+
+enum smb_chunk_state { SMB_FREE = 0, SMB_BEING_WRITTEN = 1, SMB_BEING_READ = 2, SMB_COMPLETE = 3 };
+enum smb_layout { SMB_NOT_PARTITIONED = 0, SMB_DIV1, SMB_DIV2, SMB_DIV4, SMB_DIV7, SMB_DIV14 };
+
+struct smb {
+  uint8_t* base;
+  size_t size;
+  uint32_t page_size;
+  uint32_t num_pages;
+};
+
+// Returns 0, or -1 if page_size or size are not what Perfetto accepts.
+int smb_init(struct smb* smb, void* base, size_t size, uint32_t page_size);
+
+uint32_t smb_chunks_per_layout(uint32_t layout);
+uint32_t smb_chunk_size(uint32_t page_size, uint32_t layout);
+uint32_t smb_page_bitmap(const struct smb* smb, uint32_t page);  // acquire
+uint8_t* smb_chunk(const struct smb* smb, uint32_t page, uint32_t chunk, uint32_t layout);
+
+int smb_try_partition_page(struct smb* smb, uint32_t page, uint32_t layout);
+// Free -> BeingWritten, then the header. Returns the chunk or NULL.
+uint8_t* smb_try_acquire_chunk_for_writing(struct smb* smb, uint32_t page, uint32_t chunk,
+                                           uint32_t chunk_id, uint16_t writer_id, uint16_t packets);
+int smb_release_chunk_as_complete(struct smb* smb, uint32_t page, uint32_t chunk);
+uint8_t* smb_try_acquire_chunk_for_reading(struct smb* smb, uint32_t page, uint32_t chunk);
+int smb_release_chunk_as_free(struct smb* smb, uint32_t page, uint32_t chunk);
+
+uint32_t smb_chunk_id(const uint8_t* chunk);
+uint16_t smb_writer_id(const uint8_t* chunk);
+uint16_t smb_packets(const uint8_t* chunk);  // acquire
+void smb_set_packets(uint8_t* chunk, uint16_t packets);  // release
+
+// A producer's writer: packets of any size, fragmented over as many chunks as needed.
+struct smb_writer {
+  struct smb* smb;
+  uint16_t writer_id;
+  uint32_t layout;
+  uint32_t next_chunk_id;
+  int shrink_small_sizes;  // write a final fragment under 127 bytes with a 1-byte size
+  uint8_t* chunk;          // NULL when no chunk is held
+  uint32_t page, chunk_index;
+  uint8_t* cursor;
+  uint8_t* end;
+  uint32_t wait_ms;        // how long to wait for a free chunk before giving up
+};
+
+void smb_writer_init(struct smb_writer* w, struct smb* smb, uint16_t writer_id, uint32_t layout);
+// Returns 0, or -1 if no free chunk came within wait_ms.
+int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t size);
+// Releases the current chunk as complete.
+void smb_writer_flush(struct smb_writer* w);
+
+#endif  // FFMTRACE_SMB_ABI_H_

@@ -1,0 +1,184 @@
+// A C producer and scanner for an SMB shared with a JVM: the proof that the layout is
+// shared, not just similar.
+//
+//   smb_tool produce <socket> <page_size> <smb_size> <writer_id> <packets> <seed>
+//                    <max_packet_size> <layout> <shrink>
+//       receive the SMB memfd over <socket>, write <packets> packets generated from
+//       <seed> (see below) as writer <writer_id>, fragmenting them over chunks, then
+//       release the last chunk and send "D".
+//   smb_tool scan <socket> <page_size> <smb_size>
+//       receive the SMB memfd and print every page and chunk, and the fragments of
+//       complete chunks:
+//         page <p> bitmap 0x<hex> layout <l>
+//         chunk <p> <c> state <s> id <id> writer <w> count <n> flags <f>
+//         fragment <p> <c> <i> <payload offset of the bytes> <size> <hex bytes>
+//       then send "D".
+//
+// <socket> is a path, or @name for the abstract namespace. Packet k has a size drawn
+// from xorshift32(seed) modulo (max_packet_size + 1) and bytes (k*131 + i*7 + seed).
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "smb_abi.h"
+
+static void die(const char* what) {
+  fprintf(stderr, "smb_tool: %s: %s\n", what, strerror(errno));
+  exit(2);
+}
+
+static int connect_to(const char* name) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  socklen_t len;
+  if (name[0] == '@') {
+    size_t n = strlen(name + 1);
+    memcpy(addr.sun_path + 1, name + 1, n);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+  } else {
+    strncpy(addr.sun_path, name, sizeof(addr.sun_path) - 1);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name) + 1);
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) die("socket");
+  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
+  return fd;
+}
+
+static int receive_fd(int sock) {
+  char byte;
+  char control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS) {
+    fprintf(stderr, "smb_tool: no fd received\n");
+    exit(2);
+  }
+  int fd;
+  memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
+  return fd;
+}
+
+static uint8_t* map_smb(int sock, size_t size) {
+  int fd = receive_fd(sock);
+  struct stat st;
+  if (fstat(fd, &st) != 0) die("fstat");
+  if ((size_t)st.st_size != size) {
+    fprintf(stderr, "smb_tool: SMB is %lld bytes, expected %zu\n", (long long)st.st_size, size);
+    exit(2);
+  }
+  void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) die("mmap");
+  close(fd);
+  return p;
+}
+
+static uint32_t xorshift32(uint32_t* state) {
+  uint32_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 17;
+  x ^= x << 5;
+  return *state = x;
+}
+
+static int produce(int sock, struct smb* smb, char** argv) {
+  uint16_t writer_id = (uint16_t)atoi(argv[0]);
+  long packets = atol(argv[1]);
+  uint32_t seed = (uint32_t)strtoul(argv[2], NULL, 10);
+  uint32_t max_size = (uint32_t)strtoul(argv[3], NULL, 10);
+  uint32_t layout = (uint32_t)atoi(argv[4]);
+  struct smb_writer w;
+  smb_writer_init(&w, smb, writer_id, layout);
+  w.shrink_small_sizes = atoi(argv[5]);
+  uint8_t* data = malloc(max_size + 1);
+  uint32_t rng = seed == 0 ? 1 : seed;
+  for (long k = 0; k < packets; k++) {
+    uint32_t size = xorshift32(&rng) % (max_size + 1);
+    for (uint32_t i = 0; i < size; i++) data[i] = (uint8_t)(k * 131 + i * 7 + seed);
+    if (smb_writer_write_packet(&w, data, size) != 0) {
+      fprintf(stderr, "smb_tool: no free chunk for packet %ld\n", k);
+      return 2;
+    }
+  }
+  smb_writer_flush(&w);
+  free(data);
+  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) die("send");
+  return 0;
+}
+
+// Fragments of a complete chunk; stops at the first size that does not fit.
+static void print_fragments(const uint8_t* chunk, uint32_t chunk_size, uint32_t page, uint32_t index, uint32_t count) {
+  uint32_t pos = SMB_CHUNK_HEADER_SIZE;
+  for (uint32_t i = 0; i < count && pos < chunk_size; i++) {
+    uint32_t size = 0;
+    int shift = 0, n = 0;
+    while (n < 4 && pos < chunk_size) {
+      uint8_t b = chunk[pos++];
+      size |= (uint32_t)(b & 0x7f) << shift;
+      shift += 7;
+      n++;
+      if ((b & 0x80) == 0) break;
+    }
+    if (size > chunk_size - pos) {
+      printf("bad-fragment %u %u %u %u\n", page, index, i, size);
+      return;
+    }
+    printf("fragment %u %u %u %u %u ", page, index, i, pos - SMB_CHUNK_HEADER_SIZE, size);
+    for (uint32_t j = 0; j < size; j++) printf("%02x", chunk[pos + j]);
+    printf("\n");
+    pos += size;
+  }
+}
+
+static int scan(int sock, struct smb* smb) {
+  for (uint32_t page = 0; page < smb->num_pages; page++) {
+    uint32_t bitmap = smb_page_bitmap(smb, page);
+    uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
+    printf("page %u bitmap 0x%08x layout %u\n", page, bitmap, layout);
+    uint32_t chunk_size = smb_chunk_size(smb->page_size, layout);
+    for (uint32_t c = 0; c < smb_chunks_per_layout(layout); c++) {
+      const uint8_t* chunk = smb_chunk(smb, page, c, layout);
+      uint32_t state = (bitmap >> (2 * c)) & 3;
+      uint16_t packets = smb_packets(chunk);
+      printf("chunk %u %u state %u id %u writer %u count %u flags %u\n", page, c, state, smb_chunk_id(chunk),
+             smb_writer_id(chunk), packets & 0x3ff, (packets >> SMB_FLAGS_SHIFT) & 7);
+      if (state == SMB_COMPLETE) print_fragments(chunk, chunk_size, page, c, packets & 0x3ff);
+    }
+  }
+  fflush(stdout);
+  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) die("send");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 5) {
+    fprintf(stderr, "usage: smb_tool produce|scan <socket> <page_size> <smb_size> ...\n");
+    return 2;
+  }
+  int sock = connect_to(argv[2]);
+  uint32_t page_size = (uint32_t)strtoul(argv[3], NULL, 10);
+  size_t size = (size_t)strtoull(argv[4], NULL, 10);
+  struct smb smb;
+  if (smb_init(&smb, map_smb(sock, size), size, page_size) != 0) {
+    fprintf(stderr, "smb_tool: invalid page size %u or SMB size %zu\n", page_size, size);
+    return 2;
+  }
+  if (strcmp(argv[1], "produce") == 0 && argc == 11) return produce(sock, &smb, argv + 5);
+  if (strcmp(argv[1], "scan") == 0 && argc == 5) return scan(sock, &smb);
+  fprintf(stderr, "smb_tool: bad arguments\n");
+  return 2;
+}

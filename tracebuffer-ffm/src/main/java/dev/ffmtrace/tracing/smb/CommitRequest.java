@@ -1,0 +1,129 @@
+package dev.ffmtrace.tracing.smb;
+
+import java.util.Arrays;
+
+/**
+ * One {@code CommitDataRequest}, in Perfetto's shape: chunks to move (page, chunk,
+ * target buffer) and chunks to patch (target buffer, writer id, chunk id, 4-byte
+ * patches at offsets relative to the chunk's payload, has-more-patches).
+ *
+ * <p>Reused by its arbiter: entries live in primitive arrays that grow on demand and
+ * are cleared, not freed, after each commit, so steady-state commits allocate nothing.
+ * Patches are stored flat; consecutive patches of one chunk form one ChunkToPatch.
+ */
+public final class CommitRequest {
+    private int moveCount;
+    private int[] movePage = new int[8];
+    private int[] moveChunk = new int[8];
+    private int[] moveTargetBuffer = new int[8];
+
+    private int patchCount;
+    private int[] patchTargetBuffer = new int[8];
+    private int[] patchWriterId = new int[8];
+    private int[] patchChunkId = new int[8];
+    private int[] patchOffset = new int[8];
+    private int[] patchData = new int[8];
+    private boolean[] patchHasMore = new boolean[8];
+
+    public void addChunkToMove(int page, int chunk, int targetBuffer) {
+        if (moveCount == movePage.length) {
+            int capacity = moveCount * 2;
+            movePage = Arrays.copyOf(movePage, capacity);
+            moveChunk = Arrays.copyOf(moveChunk, capacity);
+            moveTargetBuffer = Arrays.copyOf(moveTargetBuffer, capacity);
+        }
+        movePage[moveCount] = page;
+        moveChunk[moveCount] = chunk;
+        moveTargetBuffer[moveCount] = targetBuffer;
+        moveCount++;
+    }
+
+    /**
+     * Adds a 4-byte patch; {@code data} holds the bytes little-endian (byte 0 in bits
+     * 0..7). {@code hasMorePatches} says whether the chunk still waits for patches that
+     * are not in this request.
+     */
+    public void addPatch(int targetBuffer, int writerId, int chunkId, int offset, int data, boolean hasMorePatches) {
+        if (patchCount == patchOffset.length) {
+            int capacity = patchCount * 2;
+            patchTargetBuffer = Arrays.copyOf(patchTargetBuffer, capacity);
+            patchWriterId = Arrays.copyOf(patchWriterId, capacity);
+            patchChunkId = Arrays.copyOf(patchChunkId, capacity);
+            patchOffset = Arrays.copyOf(patchOffset, capacity);
+            patchData = Arrays.copyOf(patchData, capacity);
+            patchHasMore = Arrays.copyOf(patchHasMore, capacity);
+        }
+        patchTargetBuffer[patchCount] = targetBuffer;
+        patchWriterId[patchCount] = writerId;
+        patchChunkId[patchCount] = chunkId;
+        patchOffset[patchCount] = offset;
+        patchData[patchCount] = data;
+        patchHasMore[patchCount] = hasMorePatches;
+        patchCount++;
+    }
+
+    /** Marks patch {@code i} as leaving its chunk waiting for more patches. */
+    public void markHasMorePatches(int i) {
+        patchHasMore[check(i, patchCount)] = true;
+    }
+
+    public boolean isEmpty() {
+        return moveCount == 0 && patchCount == 0;
+    }
+
+    public void clear() {
+        moveCount = 0;
+        patchCount = 0;
+    }
+
+    public int chunksToMove() {
+        return moveCount;
+    }
+
+    public int movePage(int i) {
+        return movePage[check(i, moveCount)];
+    }
+
+    public int moveChunk(int i) {
+        return moveChunk[check(i, moveCount)];
+    }
+
+    public int moveTargetBuffer(int i) {
+        return moveTargetBuffer[check(i, moveCount)];
+    }
+
+    public int patches() {
+        return patchCount;
+    }
+
+    public int patchTargetBuffer(int i) {
+        return patchTargetBuffer[check(i, patchCount)];
+    }
+
+    public int patchWriterId(int i) {
+        return patchWriterId[check(i, patchCount)];
+    }
+
+    public int patchChunkId(int i) {
+        return patchChunkId[check(i, patchCount)];
+    }
+
+    public int patchOffset(int i) {
+        return patchOffset[check(i, patchCount)];
+    }
+
+    public int patchData(int i) {
+        return patchData[check(i, patchCount)];
+    }
+
+    public boolean patchHasMorePatches(int i) {
+        return patchHasMore[check(i, patchCount)];
+    }
+
+    private static int check(int i, int count) {
+        if (i < 0 || i >= count) {
+            throw new IndexOutOfBoundsException("entry " + i + " of " + count);
+        }
+        return i;
+    }
+}

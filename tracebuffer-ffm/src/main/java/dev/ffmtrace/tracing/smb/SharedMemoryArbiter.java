@@ -1,0 +1,355 @@
+package dev.ffmtrace.tracing.smb;
+
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+
+import dev.ffmtrace.protozero.Message;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The producer side's owner of a shared memory buffer: hands chunks to
+ * {@link TraceWriter}s, takes them back as complete and commits them to the service.
+ *
+ * <p>Writers take the arbiter's lock once per chunk (acquiring a new one, returning a
+ * full one); writing packets inside a chunk takes no lock. Pages are partitioned on
+ * demand with one layout (Perfetto's default: one chunk per page). When no chunk is free
+ * the arbiter first reclaims the chunks of idle writers (see {@link TraceWriter}); if
+ * that frees nothing, a {@link BufferExhaustedPolicy#STALL} writer waits with bounded
+ * backoff (spin, yield, then sleeps of at most 10 ms) up to the stall timeout, and a
+ * {@link BufferExhaustedPolicy#DROP} writer drops at once, marking the loss for the
+ * service.
+ */
+public final class SharedMemoryArbiter {
+    /** What a writer does when the buffer has no free chunk. */
+    public enum BufferExhaustedPolicy { STALL, DROP }
+
+    /** Returned by {@link #acquireChunk} when no chunk could be had. */
+    static final long NO_CHUNK = -1;
+
+    private static final long MAX_BACKOFF_NANOS = 10_000_000;
+
+    private final SharedMemoryAbi abi;
+    private final int pageLayout;
+    private final CommitTransport transport;
+    private final long stallTimeoutNanos;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final CommitRequest pending = new CommitRequest();
+    private final TraceWriter<?>[] writers = new TraceWriter<?>[MAX_WRITER_ID + 1];
+    /**
+     * Payload slices per chunk position, cut once so that changing chunks allocates
+     * nothing: index {@code 2 * packed + 0} is the whole payload, {@code + 1} the payload
+     * after a continuation fragment's size field. Written under the lock when a chunk is
+     * acquired, read by its writer after that (the lock orders the two).
+     */
+    private final MemorySegment[] payloadSlices;
+    private final byte[] slicedLayouts;
+    /** Each writer's finished-packet count at the previous {@link #sweepIdleWriters()}. */
+    private final long[] finishedAtLastSweep = new long[MAX_WRITER_ID + 1];
+    private int nextWriterId = 1;
+    private int writerCount;
+    private int nextPage;
+
+    private long chunksAcquired;
+    private long chunksReclaimed;
+    private long stalls;
+    private long exhaustions;
+
+    /** An arbiter with Perfetto's default layout (one chunk per page) and a 30 s stall timeout. */
+    public SharedMemoryArbiter(SharedMemoryAbi abi, CommitTransport transport) {
+        this(abi, LAYOUT_DIV1, transport, Duration.ofSeconds(30));
+    }
+
+    /**
+     * @param pageLayout one of the {@code LAYOUT_DIV*} constants of {@link SharedMemoryAbiDescriptor}
+     * @param stallTimeout how long a stalling writer waits for a free chunk before it drops
+     */
+    public SharedMemoryArbiter(SharedMemoryAbi abi, int pageLayout, CommitTransport transport, Duration stallTimeout) {
+        if (chunksPerLayout(pageLayout) == 0) {
+            throw new IllegalArgumentException("not a chunk layout: " + pageLayout);
+        }
+        if (SharedMemoryAbiDescriptor.chunkSize(abi.pageSize(), pageLayout) < CHUNK_HEADER_SIZE + PACKET_HEADER_SIZE + 8) {
+            throw new IllegalArgumentException("layout " + pageLayout + " makes chunks too small to hold a packet");
+        }
+        this.abi = abi;
+        this.pageLayout = pageLayout;
+        this.transport = transport;
+        this.stallTimeoutNanos = stallTimeout.toNanos();
+        this.payloadSlices = new MemorySegment[abi.numPages() * 2 * 16];
+        this.slicedLayouts = new byte[abi.numPages()];
+    }
+
+    public SharedMemoryAbi abi() {
+        return abi;
+    }
+
+    /**
+     * A new writer with the next free writer id (1..32767), writing packets into
+     * {@code packet}'s type into buffer {@code targetBuffer} of the session.
+     *
+     * @throws IllegalStateException when all 32767 writer ids are in use
+     */
+    public <P extends Message> TraceWriter<P> createTraceWriter(int targetBuffer, BufferExhaustedPolicy policy, P packet) {
+        lock.lock();
+        try {
+            if (writerCount == MAX_WRITER_ID) {
+                throw new IllegalStateException("all " + MAX_WRITER_ID + " writer ids are in use");
+            }
+            while (writers[nextWriterId] != null) {
+                nextWriterId = nextWriterId == MAX_WRITER_ID ? 1 : nextWriterId + 1;
+            }
+            int id = nextWriterId;
+            TraceWriter<P> writer = new TraceWriter<>(this, id, targetBuffer, policy, packet);
+            writers[id] = writer;
+            writerCount++;
+            nextWriterId = id == MAX_WRITER_ID ? 1 : id + 1;
+            return writer;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Returns the chunks of every writer that is between packets, as complete, and
+     * commits them: what a flush does for writers whose threads are not writing now.
+     *
+     * @return the number of chunks returned
+     */
+    public int reclaimIdleChunks() {
+        lock.lock();
+        try {
+            int reclaimed = reclaimIdleChunksLocked();
+            commitPendingLocked();
+            return reclaimed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Returns the chunks of idle writers that have finished no packet since the previous
+     * sweep: call it periodically (the service does, every flush period) so that a thread
+     * that stopped tracing does not keep a chunk for good. Cheap for the writers: they
+     * only bump a plain counter per packet.
+     *
+     * @return the number of chunks returned
+     */
+    public int sweepIdleWriters() {
+        lock.lock();
+        try {
+            int reclaimed = 0;
+            for (int id = 1, seen = 0; id <= MAX_WRITER_ID && seen < writerCount; id++) {
+                TraceWriter<?> writer = writers[id];
+                if (writer == null) {
+                    continue;
+                }
+                seen++;
+                long finished = writer.packetsFinished();
+                if (finished == finishedAtLastSweep[id] && reclaim(writer)) {
+                    reclaimed++;
+                }
+                finishedAtLastSweep[id] = finished;
+            }
+            chunksReclaimed += reclaimed;
+            commitPendingLocked();
+            return reclaimed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Counters since creation: chunks acquired and reclaimed, stalls, and exhaustions (no chunk at all). */
+    public Stats stats() {
+        lock.lock();
+        try {
+            return new Stats(chunksAcquired, chunksReclaimed, stalls, exhaustions);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Arbiter counters. */
+    public record Stats(long chunksAcquired, long chunksReclaimed, long stalls, long exhaustions) {
+    }
+
+    // ---- called by writers ----
+
+    /**
+     * A chunk for {@code writerId}, its header set to {@code chunkId} and
+     * {@code initialPackets}; the result packs the page (high bits) and chunk index
+     * (low 4 bits), or is {@link #NO_CHUNK}.
+     */
+    long acquireChunk(int writerId, int chunkId, int initialPackets, BufferExhaustedPolicy policy) {
+        long deadline = 0;
+        long backoff = 0;
+        for (int attempt = 0; ; attempt++) {
+            lock.lock();
+            try {
+                long chunk = tryAcquireChunkLocked(writerId, chunkId, initialPackets);
+                if (chunk == NO_CHUNK && reclaimIdleChunksLocked() > 0) {
+                    commitPendingLocked();
+                    chunk = tryAcquireChunkLocked(writerId, chunkId, initialPackets);
+                }
+                if (chunk != NO_CHUNK) {
+                    chunksAcquired++;
+                    return chunk;
+                }
+                if (policy == BufferExhaustedPolicy.DROP) {
+                    exhaustions++;
+                    return NO_CHUNK;
+                }
+                if (attempt == 0) {
+                    stalls++;
+                    deadline = System.nanoTime() + stallTimeoutNanos;
+                } else if (System.nanoTime() - deadline > 0) {
+                    exhaustions++;
+                    return NO_CHUNK;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (attempt < 32) {
+                Thread.onSpinWait();
+            } else if (attempt < 64) {
+                Thread.yield();
+            } else {
+                backoff = Math.min(MAX_BACKOFF_NANOS, Math.max(100_000, backoff * 2));
+                LockSupport.parkNanos(backoff);
+            }
+        }
+    }
+
+    /** Releases a writer's chunk as complete and commits it, with the writer's ready patches. */
+    void returnChunk(TraceWriter<?> writer, long chunk) {
+        lock.lock();
+        try {
+            returnChunkLocked(writer, chunk);
+            commitPendingLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Commits the writer's ready patches, if any. */
+    void sendPatches(TraceWriter<?> writer) {
+        lock.lock();
+        try {
+            writer.drainReadyPatches(pending);
+            commitPendingLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    void releaseWriterId(int writerId) {
+        lock.lock();
+        try {
+            if (writers[writerId] != null) {
+                writers[writerId] = null;
+                finishedAtLastSweep[writerId] = 0;
+                writerCount--;
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    static int page(long chunk) {
+        return (int) (chunk >>> 4);
+    }
+
+    static int chunkIndex(long chunk) {
+        return (int) (chunk & 0xF);
+    }
+
+    private long tryAcquireChunkLocked(int writerId, int chunkId, int initialPackets) {
+        int pages = abi.numPages();
+        for (int i = 0; i < pages; i++) {
+            int page = nextPage + i < pages ? nextPage + i : nextPage + i - pages;
+            int bitmap = abi.pageBitmapAcquire(page);
+            if (bitmap == 0) {
+                abi.tryPartitionPage(page, pageLayout);
+                bitmap = abi.pageBitmapAcquire(page);
+            }
+            int chunks = chunksPerLayout(layoutOf(bitmap));
+            for (int c = 0; c < chunks; c++) {
+                if (chunkStateOf(bitmap, c) == CHUNK_FREE
+                        && abi.tryAcquireChunkForWriting(page, c, chunkId, writerId, initialPackets) != SharedMemoryAbi.NO_CHUNK) {
+                    nextPage = page;
+                    long chunk = ((long) page << 4) | c;
+                    cutPayloadSlices(page, layoutOf(bitmap));
+                    return chunk;
+                }
+            }
+        }
+        return NO_CHUNK;
+    }
+
+    /** The payload of an acquired chunk, whole or after a continuation's size field. */
+    MemorySegment payloadSlice(long chunk, boolean afterFragmentHeader) {
+        return payloadSlices[(int) (2 * chunk + (afterFragmentHeader ? 1 : 0))];
+    }
+
+    private void cutPayloadSlices(int page, int layout) {
+        if (slicedLayouts[page] == layout) {
+            return;
+        }
+        int payloadSize = abi.chunkSize(layout) - CHUNK_HEADER_SIZE;
+        for (int c = 0; c < chunksPerLayout(layout); c++) {
+            MemorySegment payload = abi.segment().asSlice(abi.chunkOffset(page, c, layout) + CHUNK_HEADER_SIZE, payloadSize);
+            int index = 2 * ((page << 4) | c);
+            payloadSlices[index] = payload;
+            payloadSlices[index + 1] = payload.asSlice(PACKET_HEADER_SIZE);
+        }
+        slicedLayouts[page] = (byte) layout;
+    }
+
+    private void returnChunkLocked(TraceWriter<?> writer, long chunk) {
+        int page = page(chunk);
+        int index = chunkIndex(chunk);
+        if (!abi.releaseChunkAsComplete(page, index)) {
+            throw new IllegalStateException("chunk " + index + " of page " + page + " was not being written");
+        }
+        pending.addChunkToMove(page, index, writer.targetBuffer());
+        writer.drainReadyPatches(pending);
+    }
+
+    private int reclaimIdleChunksLocked() {
+        int reclaimed = 0;
+        for (int id = 1, seen = 0; id <= MAX_WRITER_ID && seen < writerCount; id++) {
+            TraceWriter<?> writer = writers[id];
+            if (writer == null) {
+                continue;
+            }
+            seen++;
+            if (reclaim(writer)) {
+                reclaimed++;
+            }
+        }
+        chunksReclaimed += reclaimed;
+        return reclaimed;
+    }
+
+    private boolean reclaim(TraceWriter<?> writer) {
+        if (!writer.beginReclaim()) {
+            return false;
+        }
+        try {
+            returnChunkLocked(writer, writer.reclaimedChunk());
+            return true;
+        } finally {
+            writer.endReclaim();
+        }
+    }
+
+    private void commitPendingLocked() {
+        if (!pending.isEmpty()) {
+            try {
+                transport.commit(pending);
+            } finally {
+                pending.clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+package dev.ffmtrace.tracing.smb;
+
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The service's side of a producer's shared memory buffer: takes committed chunks out
+ * (Complete → BeingRead → handed to a sink → Free) and scrapes chunks still being
+ * written at flush time.
+ *
+ * <p>Nothing read from the SMB is trusted. Page and chunk indices from a commit are
+ * bound-checked by {@link SharedMemoryAbi}; chunk header fields are read once into locals
+ * and an invalid writer id is counted and dropped. The sink gets the SMB itself with the
+ * payload's offset and size, and must copy before parsing (TraceBufferV2's
+ * {@code copyChunkUntrusted} does), since the producer can change the bytes at any time.
+ *
+ * <p>Used by one service thread per SMB.
+ */
+public final class SharedMemoryReader {
+    /** Where a chunk's payload goes: normally TraceBufferV2's {@code copyChunkUntrusted}. */
+    @FunctionalInterface
+    public interface ChunkSink {
+        /**
+         * @param packets the chunk's packets word: count in bits 0..9, flags above (see
+         *        {@link SharedMemoryAbiDescriptor#packetCountOf} and {@link SharedMemoryAbiDescriptor#flagsOf})
+         * @param complete false for a chunk scraped while its writer may still be writing
+         */
+        void accept(int writerId, int chunkId, int packets, boolean complete,
+                    MemorySegment smb, long payloadOffset, int payloadSize);
+    }
+
+    private static final byte WRITER_UNKNOWN = 0;
+    private static final byte WRITER_FOUND = 1;
+    private static final byte WRITER_PENDING = 2;
+    private static final byte WRITER_KNOWN = 3;
+    private static final ChunkSink NO_SINK = (writerId, chunkId, packets, complete, smb, offset, size) -> { };
+
+    private final SharedMemoryAbi abi;
+    private final int[] expectedChunkId = new int[MAX_WRITER_ID + 1];
+    /** Per writer id: {@code WRITER_*}, how far the reader is in learning where the writer starts. */
+    private final byte[] writerState = new byte[MAX_WRITER_ID + 1];
+    private final boolean[] firstIdCandidate = new boolean[MAX_WRITER_ID + 1];
+    private long chunksMoved;
+    private long chunksScraped;
+    private long abiViolations;
+
+    public SharedMemoryReader(SharedMemoryAbi abi) {
+        this.abi = abi;
+    }
+
+    public SharedMemoryAbi abi() {
+        return abi;
+    }
+
+    /**
+     * Moves the chunk a commit named into {@code sink} and frees it. Returns false, and
+     * counts an ABI violation, if the page or chunk index is out of range, the chunk is
+     * not complete, or its header is invalid.
+     */
+    public boolean moveChunk(int page, int chunk, ChunkSink sink) {
+        long offset = abi.tryAcquireChunkForReading(page, chunk);
+        if (offset == SharedMemoryAbi.NO_CHUNK) {
+            abiViolations++;
+            return false;
+        }
+        boolean delivered = deliver(page, offset, true, sink);
+        if (!abi.releaseChunkAsFree(page, chunk)) {
+            abiViolations++;
+        }
+        if (delivered) {
+            chunksMoved++;
+        }
+        return delivered;
+    }
+
+    /**
+     * Moves the Complete chunks found by scanning the page headers, each writer's in
+     * chunk-id order: the path for producers that do not send commits. Pages are not in
+     * chunk-id order, and a chunk seen complete may have a predecessor that completed
+     * after its page was scanned; moving it first would look like a lost chunk to the
+     * buffer. So a writer's chunk moves only when it is the next one expected, and later
+     * ones wait for the next scan. Where a writer starts is learned over two scans, so a
+     * chunk that was still being acquired during the first is not skipped. Returns how
+     * many chunks moved.
+     */
+    public int moveCompleteChunks(ChunkSink sink) {
+        learnFirstChunkIds();
+        int moved = 0;
+        for (int round; (round = moveExpectedChunks(sink)) > 0; ) {
+            moved += round;
+        }
+        return moved;
+    }
+
+    /**
+     * Moves every Complete chunk, as {@link #moveCompleteChunks} does, and then those
+     * still waiting behind a missing predecessor, accepting the gap: for a producer that
+     * has finished writing.
+     */
+    public int drainCompleteChunks(ChunkSink sink) {
+        int moved = moveCompleteChunks(sink);
+        while (restartAtLowestWaitingChunks()) {
+            int round = moveCompleteChunks(sink);
+            if (round == 0) {
+                break;
+            }
+            moved += round;
+        }
+        return moved;
+    }
+
+    /** Points every writer with complete chunks left at its lowest one; false if none are left. */
+    private boolean restartAtLowestWaitingChunks() {
+        boolean waiting = false;
+        for (int page = 0; page < abi.numPages(); page++) {
+            int bitmap = abi.pageBitmapAcquire(page);
+            int layout = layoutOf(bitmap);
+            for (int c = 0; c < chunksPerLayout(layout); c++) {
+                if (chunkStateOf(bitmap, c) != CHUNK_COMPLETE) {
+                    continue;
+                }
+                long offset = abi.chunkOffset(page, c, layout);
+                int writer = abi.writerId(offset);
+                if (writer == 0 || writer > MAX_WRITER_ID) {
+                    continue;
+                }
+                int id = abi.chunkId(offset);
+                if (!firstIdCandidate[writer] || Integer.compareUnsigned(id, expectedChunkId[writer]) < 0) {
+                    expectedChunkId[writer] = id;
+                    firstIdCandidate[writer] = true;
+                }
+                waiting = true;
+            }
+        }
+        for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
+            if (firstIdCandidate[writer]) {
+                writerState[writer] = WRITER_KNOWN;
+                firstIdCandidate[writer] = false;
+            }
+        }
+        return waiting;
+    }
+
+    /**
+     * Finds where new writers start. A writer seen with a complete chunk for the first
+     * time only becomes pending: within one scan its earlier chunk may have been free
+     * when its page was looked at and acquired just after. On the next scan every
+     * earlier chunk of the writer has been acquired (it acquires in order and only the
+     * service frees complete chunks), so the lowest id among its chunks being written or
+     * complete is its first.
+     */
+    private void learnFirstChunkIds() {
+        for (int page = 0; page < abi.numPages(); page++) {
+            int bitmap = abi.pageBitmapAcquire(page);
+            int layout = layoutOf(bitmap);
+            for (int c = 0; c < chunksPerLayout(layout); c++) {
+                int state = chunkStateOf(bitmap, c);
+                if (state != CHUNK_COMPLETE && state != CHUNK_BEING_WRITTEN) {
+                    continue;
+                }
+                long offset = abi.chunkOffset(page, c, layout);
+                int writer = abi.writerId(offset);
+                if (writer == 0 || writer > MAX_WRITER_ID) {
+                    if (state == CHUNK_COMPLETE) {
+                        moveChunk(page, c, NO_SINK); // counted and freed: its header is invalid
+                    }
+                    continue;
+                }
+                if (writerState[writer] == WRITER_UNKNOWN && state == CHUNK_COMPLETE) {
+                    writerState[writer] = WRITER_FOUND;
+                } else if (writerState[writer] == WRITER_PENDING) {
+                    int id = abi.chunkId(offset);
+                    if (!firstIdCandidate[writer] || Integer.compareUnsigned(id, expectedChunkId[writer]) < 0) {
+                        expectedChunkId[writer] = id;
+                        firstIdCandidate[writer] = true;
+                    }
+                }
+            }
+        }
+        for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
+            if (writerState[writer] == WRITER_PENDING && firstIdCandidate[writer]) {
+                writerState[writer] = WRITER_KNOWN;
+            } else if (writerState[writer] == WRITER_FOUND) {
+                writerState[writer] = WRITER_PENDING;
+            }
+            firstIdCandidate[writer] = false;
+        }
+    }
+
+    private int moveExpectedChunks(ChunkSink sink) {
+        int moved = 0;
+        for (int page = 0; page < abi.numPages(); page++) {
+            int bitmap = abi.pageBitmapAcquire(page);
+            int layout = layoutOf(bitmap);
+            for (int c = 0; c < chunksPerLayout(layout); c++) {
+                if (chunkStateOf(bitmap, c) != CHUNK_COMPLETE) {
+                    continue;
+                }
+                long offset = abi.chunkOffset(page, c, layout);
+                int writer = abi.writerId(offset);
+                if (writer > 0 && writer <= MAX_WRITER_ID && writerState[writer] == WRITER_KNOWN
+                        && abi.chunkId(offset) == expectedChunkId[writer] && moveChunk(page, c, sink)) {
+                    expectedChunkId[writer]++;
+                    moved++;
+                }
+            }
+        }
+        return moved;
+    }
+
+    /**
+     * Hands every chunk in the BeingWritten state to {@code sink} as incomplete, without
+     * taking it from its writer: what a flush does for data a writer has not committed.
+     * Returns how many.
+     */
+    public int scrapeChunksBeingWritten(ChunkSink sink) {
+        int scraped = 0;
+        for (int page = 0; page < abi.numPages(); page++) {
+            int bitmap = abi.pageBitmapAcquire(page);
+            int layout = layoutOf(bitmap);
+            int chunks = chunksPerLayout(layout);
+            for (int c = 0; c < chunks; c++) {
+                if (chunkStateOf(bitmap, c) == CHUNK_BEING_WRITTEN
+                        && deliver(page, abi.chunkOffset(page, c, layout), false, sink)) {
+                    scraped++;
+                }
+            }
+        }
+        chunksScraped += scraped;
+        return scraped;
+    }
+
+    public long chunksMoved() {
+        return chunksMoved;
+    }
+
+    public long chunksScraped() {
+        return chunksScraped;
+    }
+
+    /** Commits that named a chunk which was not complete, and chunk headers that were invalid. */
+    public long abiViolations() {
+        return abiViolations;
+    }
+
+    private boolean deliver(int page, long offset, boolean complete, ChunkSink sink) {
+        int packets = abi.packetsAcquire(offset);
+        int chunkId = abi.chunkId(offset);
+        int writerId = abi.writerId(offset);
+        if (writerId == 0 || writerId > MAX_WRITER_ID) {
+            abiViolations++;
+            return false;
+        }
+        // The layout is re-read and may have been changed by the producer since the chunk
+        // was located: whatever it says, the payload never runs past the chunk's page.
+        long pageEnd = (long) (page + 1) * abi.pageSize();
+        int payloadSize = (int) Math.min(abi.chunkSize(abi.pageLayout(page)) - CHUNK_HEADER_SIZE,
+                pageEnd - offset - CHUNK_HEADER_SIZE);
+        if (payloadSize <= 0) {
+            abiViolations++;
+            return false;
+        }
+        sink.accept(writerId, chunkId, packets, complete, abi.segment(), offset + CHUNK_HEADER_SIZE, payloadSize);
+        return true;
+    }
+}

@@ -1,0 +1,346 @@
+package dev.ffmtrace.tracing.smb;
+
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.protozero.Message;
+import dev.ffmtrace.protozero.ProtoWire;
+import dev.ffmtrace.protozero.ScatteredStreamWriter;
+import dev.ffmtrace.protozero.SizeFieldRedirector;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * Writes trace packets straight into chunks of a shared memory buffer, for one thread
+ * at a time.
+ *
+ * <p>{@link #newTracePacket()} reserves a 4-byte size field in the current chunk,
+ * counts the packet (a release store, so a scraper that sees the count also sees the
+ * bytes of every packet before it) and returns the root message, whose fields go
+ * straight into the chunk. A packet that does not fit continues in a new chunk as a
+ * further fragment: the full chunk is flagged "last packet continues", the new one
+ * "first packet continues from previous", and the size fields of nested messages left
+ * behind in the returned chunk are redirected into this writer's patch list (the chunk
+ * is flagged "needs patching"); patches are committed once the messages finish. When no
+ * chunk can be had, the writer drops: a fragment in flight gets Perfetto's drop-packet
+ * size, later packets go to a scratch area, and the first packet after recovery carries
+ * {@code previous_packet_dropped}.
+ *
+ * <p>The fast path, a packet that fits in the current chunk, takes no lock and allocates
+ * nothing. Chunk changes go through the {@link SharedMemoryArbiter}'s lock.
+ *
+ * <p><b>Idle writers give their chunk back.</b> Perfetto's writers keep a chunk for as
+ * long as their thread lives, so a few hundred threads that traced once exhaust the
+ * buffer. Here a writer is <em>idle</em> between {@link #finishTracePacket()} (or
+ * {@link #flush()}) and its next packet, and the arbiter takes an idle writer's chunk
+ * when it runs out of chunks, on {@link SharedMemoryArbiter#reclaimIdleChunks()} (flush),
+ * and on {@link SharedMemoryArbiter#sweepIdleWriters()} once the writer has finished no
+ * packet for a whole sweep period. Ownership is
+ * one word, moved by compare-and-set: {@code IDLE -> WRITING} by the writer on entry,
+ * {@code IDLE -> RECLAIMING -> RECLAIMED} by the arbiter, {@code RECLAIMED -> WRITING}
+ * by the writer, which then starts from no chunk. A writer that never calls
+ * {@code finishTracePacket()} is never idle and keeps its chunk, as in Perfetto.
+ *
+ * @param <P> the root message type (normally the generated {@code TracePacket})
+ */
+public final class TraceWriter<P extends Message> implements ScatteredStreamWriter.Delegate, AutoCloseable {
+    /** {@code TracePacket.previous_packet_dropped}. */
+    static final int PREVIOUS_PACKET_DROPPED_FIELD = 42;
+    /** Packets per chunk before moving on: one below the 10-bit maximum, as Perfetto's writer. */
+    static final int MAX_PACKETS_PER_CHUNK = MAX_PACKET_COUNT - 1;
+    /** A packet starts in a new chunk when fewer bytes than this are left. */
+    static final int MIN_PACKET_ROOM = PACKET_HEADER_SIZE + 8;
+    private static final int GARBAGE_SIZE = 1024;
+
+    static final int IDLE = 0;
+    static final int WRITING = 1;
+    static final int RECLAIMING = 2;
+    static final int RECLAIMED = 3;
+    private static final VarHandle OWNERSHIP;
+
+    static {
+        try {
+            OWNERSHIP = MethodHandles.lookup().findVarHandle(TraceWriter.class, "ownership", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final SharedMemoryArbiter arbiter;
+    private final SharedMemoryAbi abi;
+    private final MemorySegment smb;
+    private final int writerId;
+    private final int targetBuffer;
+    private final SharedMemoryArbiter.BufferExhaustedPolicy policy;
+    private final P packet;
+    private final ScatteredStreamWriter stream;
+    private final PatchList patches = new PatchList();
+    private final MemorySegment garbage = MemorySegment.ofArray(new byte[GARBAGE_SIZE]);
+    private final SizeFieldRedirector toPatchList = this::redirectToPatchList;
+    private final SizeFieldRedirector toGarbage = message -> message.redirectSizeField(garbage, 0);
+
+    @SuppressWarnings("unused") // accessed through OWNERSHIP
+    private int ownership = IDLE;
+    private long chunk = SharedMemoryArbiter.NO_CHUNK;
+    private long chunkOffset;
+    private int chunkId;
+    private int nextChunkId;
+    /** Offset in the chunk's payload of the stream's current slice. */
+    private long sliceBase;
+    /** Offset in the SMB of the current fragment's size field; -1 while dropping. */
+    private long headerOffset = -1;
+    private long fragmentStart;
+    private boolean fragmenting;
+    private boolean dropping;
+    private boolean retryAfterPacket;
+    private boolean reachedMaxPackets;
+    private boolean closed;
+    /** Plain counter read racily by the arbiter's idle sweep: a stale value only delays a reclaim. */
+    private long packetsFinished;
+    private long packetsDropped;
+    private long fragmentsDropped;
+
+    TraceWriter(SharedMemoryArbiter arbiter, int writerId, int targetBuffer,
+                SharedMemoryArbiter.BufferExhaustedPolicy policy, P packet) {
+        this.arbiter = arbiter;
+        this.abi = arbiter.abi();
+        this.smb = abi.segment();
+        this.writerId = writerId;
+        this.targetBuffer = targetBuffer;
+        this.policy = policy;
+        this.packet = packet;
+        this.stream = new ScatteredStreamWriter(this);
+        stream.reset(MemorySegment.NULL);
+    }
+
+    public int writerId() {
+        return writerId;
+    }
+
+    public int targetBuffer() {
+        return targetBuffer;
+    }
+
+    /** Packets finished so far. */
+    public long packetsFinished() {
+        return packetsFinished;
+    }
+
+    /** Packets that never reached the buffer, written while no chunk could be had. */
+    public long packetsDropped() {
+        return packetsDropped;
+    }
+
+    /** Packets cut short by the drop-packet marker because no chunk came mid-packet. */
+    public long fragmentsDropped() {
+        return fragmentsDropped;
+    }
+
+    /**
+     * Starts a packet, finishing the previous one if it is still open, and returns the
+     * root message to write it with. The message is valid until the next call.
+     */
+    public P newTracePacket() {
+        enter();
+        boolean wasDropping = dropping;
+        if ((chunk == SharedMemoryArbiter.NO_CHUNK && !dropping) || stream.bytesAvailable() < MIN_PACKET_ROOM
+                || reachedMaxPackets || retryAfterPacket) {
+            startNewChunkForPacket();
+        }
+        if (patches.isFrontReady()) {
+            arbiter.sendPatches(this);
+        }
+        long at = stream.reserveBytes(PACKET_HEADER_SIZE);
+        if (dropping) {
+            headerOffset = -1;
+        } else {
+            headerOffset = chunkOffset + CHUNK_HEADER_SIZE + sliceBase + at;
+            smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
+        }
+        fragmentStart = stream.position();
+        fragmenting = true;
+        packet.reset(stream);
+        if (dropping) {
+            packetsDropped++;
+        } else {
+            reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
+            if (wasDropping) {
+                packet.appendVarInt(PREVIOUS_PACKET_DROPPED_FIELD, 1);
+            }
+        }
+        return packet;
+    }
+
+    /**
+     * Finishes the current packet (finalizing the message and writing its size) and
+     * makes the writer idle: until its next packet the arbiter may return its chunk.
+     */
+    public void finishTracePacket() {
+        checkOpen();
+        if (fragmenting) {
+            finishPacket();
+        }
+        OWNERSHIP.setRelease(this, IDLE);
+    }
+
+    /** Finishes the current packet and returns the current chunk as complete, committing it. */
+    public void flush() {
+        enter();
+        finishPacket();
+        if (chunk != SharedMemoryArbiter.NO_CHUNK) {
+            returnCurrentChunk();
+            stream.reset(MemorySegment.NULL);
+            sliceBase = 0;
+        } else if (patches.isFrontReady()) {
+            arbiter.sendPatches(this);
+        }
+        OWNERSHIP.setRelease(this, IDLE);
+    }
+
+    /** Flushes and gives the writer id back; the writer cannot be used afterwards. */
+    @Override
+    public void close() {
+        if (!closed) {
+            flush();
+            closed = true;
+            arbiter.releaseWriterId(writerId);
+        }
+    }
+
+    // ---- ScatteredStreamWriter.Delegate: the packet ran past the chunk ----
+
+    @Override
+    public MemorySegment newSlice(long usedBytes) {
+        if (dropping) {
+            retryAfterPacket = true;
+            return garbage;
+        }
+        long next = arbiter.acquireChunk(writerId, nextChunkId,
+                packets(1, FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK), policy);
+        if (next == SharedMemoryArbiter.NO_CHUNK) {
+            ProtoWire.writeRedundantVarInt(smb, headerOffset, PACKET_SIZE_DROP_PACKET);
+            headerOffset = -1;
+            packet.redirectSizeFields(toGarbage);
+            returnCurrentChunk();
+            dropping = true;
+            fragmentsDropped++;
+            return garbage;
+        }
+        ProtoWire.writeRedundantVarInt(smb, headerOffset, (int) (usedBytes - fragmentStart));
+        abi.setFlags(chunkOffset, FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK);
+        if (packet.redirectSizeFields(toPatchList) > 0) {
+            abi.setFlags(chunkOffset, FLAG_CHUNK_NEEDS_PATCHING);
+        }
+        returnCurrentChunk();
+        useChunk(next);
+        headerOffset = chunkOffset + CHUNK_HEADER_SIZE;
+        smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
+        sliceBase = PACKET_HEADER_SIZE;
+        fragmentStart = 0;
+        return arbiter.payloadSlice(chunk, true);
+    }
+
+    // ---- reclaiming, called by the arbiter with its lock held ----
+
+    /** Takes ownership from an idle writer; the arbiter must call {@link #endReclaim()} afterwards. */
+    boolean beginReclaim() {
+        return chunk != SharedMemoryArbiter.NO_CHUNK && OWNERSHIP.compareAndSet(this, IDLE, RECLAIMING);
+    }
+
+    /** The chunk of a writer being reclaimed. */
+    long reclaimedChunk() {
+        return chunk;
+    }
+
+    /** Publishes the reclaim: the writer's next entry starts without a chunk. */
+    void endReclaim() {
+        OWNERSHIP.setRelease(this, RECLAIMED);
+    }
+
+    void drainReadyPatches(CommitRequest request) {
+        patches.drainReady(request, targetBuffer, writerId);
+    }
+
+    // ---- internals ----
+
+    private void enter() {
+        checkOpen();
+        while (true) {
+            int state = (int) OWNERSHIP.compareAndExchange(this, IDLE, WRITING);
+            if (state == IDLE) {
+                return;
+            }
+            if (state == WRITING) {
+                finishPacket();
+                return;
+            }
+            if (state == RECLAIMED) {
+                chunk = SharedMemoryArbiter.NO_CHUNK;
+                stream.reset(MemorySegment.NULL);
+                sliceBase = 0;
+                reachedMaxPackets = false;
+                OWNERSHIP.setOpaque(this, WRITING);
+                return;
+            }
+            Thread.onSpinWait();
+        }
+    }
+
+    private void finishPacket() {
+        if (!fragmenting) {
+            return;
+        }
+        packetsFinished++;
+        packet.finalizeMessage();
+        if (headerOffset >= 0) {
+            ProtoWire.writeRedundantVarInt(smb, headerOffset, (int) (stream.position() - fragmentStart));
+        }
+        fragmenting = false;
+    }
+
+    private void startNewChunkForPacket() {
+        // Give the full chunk back before waiting for a new one: a writer that holds a
+        // chunk while it stalls could starve every other writer of the last chunks.
+        if (chunk != SharedMemoryArbiter.NO_CHUNK) {
+            returnCurrentChunk();
+        }
+        long next = arbiter.acquireChunk(writerId, nextChunkId, 0, policy);
+        reachedMaxPackets = false;
+        retryAfterPacket = false;
+        if (next == SharedMemoryArbiter.NO_CHUNK) {
+            dropping = true;
+            stream.reset(garbage);
+            sliceBase = 0;
+            return;
+        }
+        dropping = false;
+        useChunk(next);
+        stream.reset(arbiter.payloadSlice(chunk, false));
+        sliceBase = 0;
+    }
+
+    private void useChunk(long next) {
+        chunk = next;
+        int page = SharedMemoryArbiter.page(next);
+        int index = SharedMemoryArbiter.chunkIndex(next);
+        chunkOffset = abi.chunkOffset(page, index, abi.pageLayout(page));
+        chunkId = nextChunkId++;
+    }
+
+    private void returnCurrentChunk() {
+        arbiter.returnChunk(this, chunk);
+        chunk = SharedMemoryArbiter.NO_CHUNK;
+    }
+
+    private void redirectToPatchList(Message message) {
+        long slot = patches.add(chunkId, (int) (sliceBase + message.sizeFieldOffset()));
+        message.redirectSizeField(patches.slots(), slot);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("trace writer " + writerId + " is closed");
+        }
+    }
+}

@@ -1,0 +1,97 @@
+package dev.ffmtrace.tracing.smb;
+
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.flagsOf;
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.packetCountOf;
+
+import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.buffer.TraceBufferV2;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The service half of the writer tests: a sealed-memfd SMB, a commit transport that
+ * moves committed chunks into a real {@link TraceBufferV2} and applies patches, and a
+ * reader of whole packets.
+ */
+final class InProcessService implements CommitTransport, AutoCloseable {
+    static final int PRODUCER_ID = 1;
+    static final ClientIdentity IDENTITY = new ClientIdentity(1000, 42);
+
+    final SharedMemory memory;
+    final SharedMemoryAbi abi;
+    final SharedMemoryReader reader;
+    final TraceBufferV2 buffer;
+    private final Arena arena = Arena.ofShared();
+    private final TracePacketView view = new TracePacketView();
+    private final SharedMemoryReader.ChunkSink sink;
+    private long[] offsets = new long[16];
+    private int[] data = new int[16];
+    long commits;
+    long patchesApplied;
+    long patchesRejected;
+
+    InProcessService(int smbSize, int pageSize, int bufferSize) {
+        memory = SharedMemory.create("test-smb", smbSize);
+        abi = new SharedMemoryAbi(memory.segment(), pageSize);
+        reader = new SharedMemoryReader(abi);
+        buffer = new TraceBufferV2(arena.allocate(bufferSize, 16), OverwritePolicy.RING_BUFFER);
+        sink = (writerId, chunkId, packets, complete, smb, offset, size) -> buffer.copyChunkUntrusted(
+                PRODUCER_ID, IDENTITY, writerId, chunkId, packetCountOf(packets), flagsOf(packets), complete,
+                smb, offset, size);
+    }
+
+    @Override
+    public synchronized void commit(CommitRequest request) {
+        commits++;
+        for (int i = 0; i < request.chunksToMove(); i++) {
+            reader.moveChunk(request.movePage(i), request.moveChunk(i), sink);
+        }
+        int i = 0;
+        while (i < request.patches()) {
+            int start = i;
+            while (i < request.patches() && request.patchWriterId(i) == request.patchWriterId(start)
+                    && request.patchChunkId(i) == request.patchChunkId(start)) {
+                i++;
+            }
+            int count = i - start;
+            if (offsets.length < count) {
+                offsets = new long[count];
+                data = new int[count];
+            }
+            for (int j = 0; j < count; j++) {
+                offsets[j] = request.patchOffset(start + j);
+                data[j] = request.patchData(start + j);
+            }
+            if (buffer.tryPatchChunkContents(PRODUCER_ID, request.patchWriterId(start), request.patchChunkId(start),
+                    offsets, data, count, request.patchHasMorePatches(i - 1))) {
+                patchesApplied += count;
+            } else {
+                patchesRejected += count;
+            }
+        }
+    }
+
+    /** A packet as read back: its bytes, writer and loss flags. */
+    record ReadPacket(int writerId, byte[] bytes, int droppedReasons) {
+    }
+
+    /** Reads every packet the buffer can return now. */
+    synchronized List<ReadPacket> readAll() {
+        List<ReadPacket> packets = new ArrayList<>();
+        buffer.beginRead();
+        while (buffer.readNextTracePacket(view)) {
+            packets.add(new ReadPacket(view.writerId(), view.toByteArray(), view.previousPacketDroppedReasons()));
+        }
+        return packets;
+    }
+
+    @Override
+    public void close() {
+        memory.close();
+        arena.close();
+    }
+}

@@ -1,0 +1,55 @@
+package dev.ffmtrace.tracing.smb;
+
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** Scanning a producer's SMB for complete chunks, each writer's in chunk-id order. */
+class SharedMemoryReaderTest {
+    @Test
+    void aWritersFirstChunkAcquiredLateInAScanIsStillMovedFirst() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(4 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            List<Integer> moved = new ArrayList<>();
+            SharedMemoryReader.ChunkSink sink = (writer, chunkId, packets, complete, smb, offset, size) -> moved.add(chunkId);
+
+            // The scan sees chunk 1 complete on page 2 while page 0, where chunk 0 is
+            // about to be acquired, looked free: chunk 1 must not move first.
+            abi.tryPartitionPage(2, LAYOUT_DIV1);
+            abi.tryAcquireChunkForWriting(2, 0, 1, 9);
+            abi.releaseChunkAsComplete(2, 0);
+            assertEquals(0, reader.moveCompleteChunks(sink));
+            abi.tryPartitionPage(0, LAYOUT_DIV1);
+            abi.tryAcquireChunkForWriting(0, 0, 0, 9);
+            assertEquals(0, reader.moveCompleteChunks(sink), "chunk 0 is still being written: chunk 1 waits");
+            abi.releaseChunkAsComplete(0, 0);
+            assertEquals(2, reader.moveCompleteChunks(sink));
+            assertEquals(List.of(0, 1), moved);
+        }
+    }
+
+    @Test
+    void laterChunksWaitForAMissingPredecessorUntilDrained() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(4 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            List<Integer> moved = new ArrayList<>();
+            SharedMemoryReader.ChunkSink sink = (writer, chunkId, packets, complete, smb, offset, size) -> moved.add(chunkId);
+            for (int id : new int[] {0, 1, 3}) {
+                abi.tryPartitionPage(id, LAYOUT_DIV1);
+                abi.tryAcquireChunkForWriting(id, 0, id, 4);
+                abi.releaseChunkAsComplete(id, 0);
+            }
+            reader.moveCompleteChunks(sink);
+            reader.moveCompleteChunks(sink);
+            assertEquals(List.of(0, 1), moved, "chunk 3 waits for chunk 2");
+            assertEquals(1, reader.drainCompleteChunks(sink), "a drain accepts the gap");
+            assertEquals(List.of(0, 1, 3), moved);
+        }
+    }
+}

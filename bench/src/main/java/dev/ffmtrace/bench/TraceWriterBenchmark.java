@@ -1,8 +1,8 @@
 package dev.ffmtrace.bench;
 
 import dev.ffmtrace.memory.SharedMemory;
-import dev.ffmtrace.protozero.Message;
-import dev.ffmtrace.protozero.MessageFactory;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.SharedMemoryReader;
@@ -30,20 +30,16 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code TraceBufferBenchmark}'s subject), so the numbers are the writer's fast path
  * plus its share of per-chunk commits.
  *
- * <p>{@code trackEventSizedPacket*}: a 40-byte packet shaped like a TrackEvent slice
- * (timestamp, sequence flags, nested event with type, category iid and name iid), from
- * 1 and 2 threads, ns/op. {@code kilobytePacket}: 1 KiB payloads, throughput with a
- * {@code bytes} counter, i.e. bytes/s.
+ * <p>{@code trackEventSizedPacket*}: a 40-byte generated {@code TracePacket} holding a
+ * TrackEvent slice begin (timestamp, sequence id and flags, nested event with type,
+ * category iid, name iid and track uuid), from
+ * 1 and 2 threads, ns/op. {@code kilobytePacket}: packets carrying a 1 KiB bytes field
+ * ({@code synchronization_marker}), throughput with a {@code bytes} counter, i.e. bytes/s.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
 @Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
 public class TraceWriterBenchmark {
-    /** A TracePacket-shaped root: field numbers as in Perfetto's TracePacket and TrackEvent. */
-    public static final class BenchPacket extends Message {
-        static final MessageFactory<BenchPacket> FACTORY = MessageFactory.of(BenchPacket::new);
-    }
-
     @State(Scope.Benchmark)
     public static class Smb {
         SharedMemory memory;
@@ -70,13 +66,13 @@ public class TraceWriterBenchmark {
 
     @State(Scope.Thread)
     public static class Writer {
-        TraceWriter<BenchPacket> writer;
+        TraceWriter<TracePacket> writer;
         final byte[] kilobyte = new byte[1024];
         long timestamp = 1_000_000;
 
         @Setup(Level.Trial)
         public void setUp(Smb smb) {
-            writer = smb.arbiter.createTraceWriter(0, SharedMemoryArbiter.BufferExhaustedPolicy.STALL, new BenchPacket());
+            writer = smb.arbiter.createTraceWriter(0, SharedMemoryArbiter.BufferExhaustedPolicy.STALL);
         }
 
         @TearDown(Level.Trial)
@@ -91,17 +87,17 @@ public class TraceWriterBenchmark {
         public long bytes;
     }
 
+    /** 40 bytes once encoded, like a TrackEvent slice begin with interned names. */
     private static void writeTrackEventSizedPacket(Writer w) {
-        BenchPacket packet = w.writer.newTracePacket();
-        packet.appendVarInt(8, w.timestamp += 1250);       // timestamp
-        packet.appendVarInt(10, 1);                         // trusted_packet_sequence_id
-        packet.appendVarInt(13, 2);                         // sequence_flags
-        BenchPacket event = packet.beginNestedMessage(11, BenchPacket.FACTORY); // track_event
-        event.appendVarInt(9, 1);                           // type
-        event.appendVarInt(3, 1);                           // category_iids
-        event.appendVarInt(10, 1);                          // name_iid
-        event.appendVarInt(11, 123456789L);                 // track_uuid
-        event.appendVarInt(25, 987654321L);                 // extra field, to reach ~40 bytes
+        TracePacket packet = w.writer.newTracePacket();
+        packet.setTimestamp(w.timestamp += 1250);
+        packet.setTrustedPacketSequenceId(1);
+        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+        TrackEvent event = packet.setTrackEvent();
+        event.setType(TrackEvent.Type.TYPE_SLICE_BEGIN);
+        event.addCategoryIids(1);
+        event.setNameIid(1);
+        event.setTrackUuid(0x123456789abcdefL);
         w.writer.finishTracePacket();
     }
 
@@ -126,7 +122,7 @@ public class TraceWriterBenchmark {
     @OutputTimeUnit(TimeUnit.SECONDS)
     @Threads(1)
     public void kilobytePacket(Writer w, Bytes counter) {
-        w.writer.newTracePacket().appendBytes(1, w.kilobyte);
+        w.writer.newTracePacket().setSynchronizationMarker(w.kilobyte);
         w.writer.finishTracePacket();
         counter.bytes += 1024;
     }

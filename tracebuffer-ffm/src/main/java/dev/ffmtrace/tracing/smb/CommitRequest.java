@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.smb;
 
+import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import java.util.Arrays;
 
 /**
@@ -24,6 +25,7 @@ public final class CommitRequest {
     private int[] patchOffset = new int[8];
     private int[] patchData = new int[8];
     private boolean[] patchHasMore = new boolean[8];
+    private final byte[] patchBytes = new byte[4];
 
     public void addChunkToMove(int page, int chunk, int targetBuffer) {
         if (moveCount == movePage.length) {
@@ -65,6 +67,41 @@ public final class CommitRequest {
     /** Marks patch {@code i} as leaving its chunk waiting for more patches. */
     public void markHasMorePatches(int i) {
         patchHasMore[check(i, patchCount)] = true;
+    }
+
+    /**
+     * Writes this request as Perfetto's {@code CommitDataRequest}: one ChunksToMove per
+     * chunk, one ChunkToPatch per run of consecutive patches of the same chunk, with the
+     * run's last has-more-patches flag.
+     */
+    public void writeTo(CommitDataRequest message) {
+        for (int i = 0; i < moveCount; i++) {
+            CommitDataRequest.ChunksToMove move = message.addChunksToMove();
+            move.setPage(movePage[i]);
+            move.setChunk(moveChunk[i]);
+            move.setTargetBuffer(moveTargetBuffer[i]);
+        }
+        int i = 0;
+        while (i < patchCount) {
+            int start = i;
+            CommitDataRequest.ChunkToPatch chunk = message.addChunksToPatch();
+            chunk.setTargetBuffer(patchTargetBuffer[start]);
+            chunk.setWriterId(patchWriterId[start]);
+            chunk.setChunkId(patchChunkId[start]);
+            for (; i < patchCount && patchTargetBuffer[i] == patchTargetBuffer[start]
+                    && patchWriterId[i] == patchWriterId[start] && patchChunkId[i] == patchChunkId[start]; i++) {
+                CommitDataRequest.ChunkToPatch.Patch patch = chunk.addPatches();
+                patch.setOffset(patchOffset[i]);
+                patchBytes[0] = (byte) patchData[i];
+                patchBytes[1] = (byte) (patchData[i] >>> 8);
+                patchBytes[2] = (byte) (patchData[i] >>> 16);
+                patchBytes[3] = (byte) (patchData[i] >>> 24);
+                patch.setData(patchBytes);
+            }
+            if (patchHasMore[i - 1]) {
+                chunk.setHasMorePatches(true);
+            }
+        }
     }
 
     public boolean isEmpty() {

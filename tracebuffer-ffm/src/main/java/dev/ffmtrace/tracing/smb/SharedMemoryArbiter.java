@@ -2,6 +2,7 @@ package dev.ffmtrace.tracing.smb;
 
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 
+import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.Message;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -108,6 +109,11 @@ public final class SharedMemoryArbiter {
         } finally {
             lock.unlock();
         }
+    }
+
+    /** A writer of Perfetto {@code TracePacket}s: {@link #createTraceWriter(int, BufferExhaustedPolicy, Message)} with a new packet. */
+    public TraceWriter<TracePacket> createTraceWriter(int targetBuffer, BufferExhaustedPolicy policy) {
+        return createTraceWriter(targetBuffer, policy, new TracePacket());
     }
 
     /**

@@ -3,6 +3,7 @@ package dev.ffmtrace.tracing.smb;
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.Message;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.protozero.ScatteredStreamWriter;
@@ -45,8 +46,6 @@ import java.lang.invoke.VarHandle;
  * @param <P> the root message type (normally the generated {@code TracePacket})
  */
 public final class TraceWriter<P extends Message> implements ScatteredStreamWriter.Delegate, AutoCloseable {
-    /** {@code TracePacket.previous_packet_dropped}. */
-    static final int PREVIOUS_PACKET_DROPPED_FIELD = 42;
     /** Packets per chunk before moving on: one below the 10-bit maximum, as Perfetto's writer. */
     static final int MAX_PACKETS_PER_CHUNK = MAX_PACKET_COUNT - 1;
     /** A packet starts in a new chunk when fewer bytes than this are left. */
@@ -166,7 +165,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         } else {
             reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
             if (wasDropping) {
-                packet.appendVarInt(PREVIOUS_PACKET_DROPPED_FIELD, 1);
+                packet.appendVarInt(TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
             }
         }
         return packet;

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.smb.InProcessService.ReadPacket;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
@@ -58,6 +60,34 @@ class TraceWriterTest {
             writer.close();
             assertPackets(expected, service.readAll(), writer.writerId());
             assertEquals(0, service.reader.abiViolations());
+        }
+    }
+
+    @Test
+    void perfettoTracePacketsDecodeAfterTheRoundTrip() {
+        try (InProcessService service = new InProcessService(16 * 4096, 4096, 1 << 20)) {
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            TraceWriter<TracePacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL);
+            for (int i = 0; i < 1000; i++) {
+                TracePacket packet = writer.newTracePacket();
+                packet.setTimestamp(1_000_000L + i);
+                TrackEvent event = packet.setTrackEvent();
+                event.setType(TrackEvent.Type.TYPE_SLICE_BEGIN);
+                event.setName("event " + i + " " + "x".repeat(i % 300));
+                writer.finishTracePacket();
+            }
+            writer.flush();
+            List<ReadPacket> packets = service.readAll();
+            assertEquals(1000, packets.size());
+            TracePacket.Decoder packet = new TracePacket.Decoder();
+            TrackEvent.Decoder event = new TrackEvent.Decoder();
+            for (int i = 0; i < 1000; i++) {
+                packet.reset(java.lang.foreign.MemorySegment.ofArray(packets.get(i).bytes()));
+                assertEquals(1_000_000L + i, packet.timestamp());
+                assertTrue(packet.trackEvent(event));
+                assertEquals(TrackEvent.Type.TYPE_SLICE_BEGIN, event.type());
+                assertEquals("event " + i + " " + "x".repeat(i % 300), event.name());
+            }
         }
     }
 

@@ -24,70 +24,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "unix_peer.h"
+
 static void die(const char* what) {
   fprintf(stderr, "memfd_peer: %s: %s\n", what, strerror(errno));
   exit(2);
 }
 
-static int connect_to(const char* name) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof(addr));
-  addr.sun_family = AF_UNIX;
-  socklen_t len;
-  if (name[0] == '@') {
-    size_t n = strlen(name + 1);
-    memcpy(addr.sun_path + 1, name + 1, n);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-  } else {
-    strncpy(addr.sun_path, name, sizeof(addr.sun_path) - 1);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name) + 1);
-  }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) die("socket");
-  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
-  return fd;
-}
-
 static void fill(uint8_t* p, size_t size, int seed) {
   for (size_t i = 0; i < size; i++) p[i] = (uint8_t)((i * 31 + (size_t)seed) & 0xff);
-}
-
-static int receive_fd(int sock) {
-  char byte;
-  char control[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {0};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS) {
-    fprintf(stderr, "memfd_peer: no fd received\n");
-    exit(2);
-  }
-  int fd;
-  memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
-  return fd;
-}
-
-static void send_fd(int sock, int fd) {
-  char byte = 'S';
-  char control[CMSG_SPACE(sizeof(int))];
-  memset(control, 0, sizeof(control));
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {0};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
-  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) die("sendmsg");
 }
 
 int main(int argc, char** argv) {
@@ -97,10 +42,10 @@ int main(int argc, char** argv) {
   }
   size_t size = (size_t)strtoull(argv[3], NULL, 10);
   int seed = atoi(argv[4]);
-  int sock = connect_to(argv[2]);
+  int sock = peer_connect(argv[2]);
 
   if (strcmp(argv[1], "receive") == 0) {
-    int fd = receive_fd(sock);
+    int fd = peer_receive_fd(sock);
     struct stat st;
     if (fstat(fd, &st) != 0) die("fstat");
     if ((size_t)st.st_size != size) {
@@ -127,7 +72,7 @@ int main(int argc, char** argv) {
     uint8_t* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) die("mmap");
     fill(p, size, seed);
-    send_fd(sock, fd);
+    peer_send_fd(sock, fd, 'S');
     char ack;
     if (recv(sock, &ack, 1, 0) != 1) die("recv ack");
     munmap(p, size);

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "unix_peer.h"
+
 #include "shared_ring_buffer.h"
 
 #define DEADLINE_SECONDS 60
@@ -44,63 +46,6 @@ static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int connect_to(const char* name) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof(addr));
-  addr.sun_family = AF_UNIX;
-  socklen_t len;
-  if (name[0] == '@') {
-    size_t n = strlen(name + 1);
-    memcpy(addr.sun_path + 1, name + 1, n);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-  } else {
-    strncpy(addr.sun_path, name, sizeof(addr.sun_path) - 1);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name) + 1);
-  }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) die("socket");
-  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
-  return fd;
-}
-
-static int receive_fd(int sock) {
-  char byte;
-  char control[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {0};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS) {
-    fprintf(stderr, "ring_peer: no fd received\n");
-    exit(2);
-  }
-  int fd;
-  memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
-  return fd;
-}
-
-static void send_fd(int sock, int fd) {
-  char byte = 'S';
-  char control[CMSG_SPACE(sizeof(int))];
-  memset(control, 0, sizeof(control));
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {0};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
-  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) die("sendmsg");
 }
 
 static uint8_t pattern(uint64_t n, uint64_t len, uint64_t i) { return (uint8_t)(i * 131 + n * 17 + len); }
@@ -229,11 +174,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: ring_peer <socket> attach|create:<size> <action> [args]\n");
     return 2;
   }
-  int sock = connect_to(argv[1]);
+  int sock = peer_connect(argv[1]);
   srb b;
   char err[256];
   if (strcmp(argv[2], "attach") == 0) {
-    if (srb_attach(&b, receive_fd(sock), 1, err, sizeof(err)) != 0) {
+    if (srb_attach(&b, peer_receive_fd(sock), 1, err, sizeof(err)) != 0) {
       fprintf(stderr, "ring_peer: %s\n", err);
       return 2;
     }
@@ -242,7 +187,7 @@ int main(int argc, char** argv) {
       fprintf(stderr, "ring_peer: %s\n", err);
       return 2;
     }
-    send_fd(sock, b.fd);
+    peer_send_fd(sock, b.fd, 'S');
   } else {
     fprintf(stderr, "ring_peer: unknown role %s\n", argv[2]);
     return 2;

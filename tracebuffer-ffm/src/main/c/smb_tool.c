@@ -27,6 +27,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "unix_peer.h"
+
 #include "smb_abi.h"
 
 static void die(const char* what) {
@@ -34,47 +36,8 @@ static void die(const char* what) {
   exit(2);
 }
 
-static int connect_to(const char* name) {
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof(addr));
-  addr.sun_family = AF_UNIX;
-  socklen_t len;
-  if (name[0] == '@') {
-    size_t n = strlen(name + 1);
-    memcpy(addr.sun_path + 1, name + 1, n);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
-  } else {
-    strncpy(addr.sun_path, name, sizeof(addr.sun_path) - 1);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name) + 1);
-  }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) die("socket");
-  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
-  return fd;
-}
-
-static int receive_fd(int sock) {
-  char byte;
-  char control[CMSG_SPACE(sizeof(int))];
-  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-  struct msghdr msg = {0};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
-  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (cmsg == NULL || cmsg->cmsg_type != SCM_RIGHTS) {
-    fprintf(stderr, "smb_tool: no fd received\n");
-    exit(2);
-  }
-  int fd;
-  memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
-  return fd;
-}
-
 static uint8_t* map_smb(int sock, size_t size) {
-  int fd = receive_fd(sock);
+  int fd = peer_receive_fd(sock);
   struct stat st;
   if (fstat(fd, &st) != 0) die("fstat");
   if ((size_t)st.st_size != size) {
@@ -169,7 +132,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: smb_tool produce|scan <socket> <page_size> <smb_size> ...\n");
     return 2;
   }
-  int sock = connect_to(argv[2]);
+  int sock = peer_connect(argv[2]);
   uint32_t page_size = (uint32_t)strtoul(argv[3], NULL, 10);
   size_t size = (size_t)strtoull(argv[4], NULL, 10);
   struct smb smb;

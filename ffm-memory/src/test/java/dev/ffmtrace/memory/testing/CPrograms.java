@@ -9,7 +9,9 @@ import java.util.List;
 /**
  * Builds the C programs that tests run as the other process, with the machine's gcc,
  * into the module's {@code target/native}. A program is rebuilt only when a source is
- * newer than the binary.
+ * newer than the binary. The repository's {@code native/} directory (C code shared by
+ * every module's programs, e.g. {@code unix_peer.c}) is on the include path; name its
+ * sources as {@code ../native/<file>.c}.
  */
 public final class CPrograms {
     private CPrograms() {
@@ -27,7 +29,8 @@ public final class CPrograms {
                 return output;
             }
             List<String> command = new ArrayList<>(List.of("gcc", "-std=gnu11", "-O2", "-g",
-                    "-Wall", "-Wextra", "-Werror", "-o", output.toString()));
+                    "-Wall", "-Wextra", "-Werror", "-I" + Path.of("..", "native").toAbsolutePath().normalize(),
+                    "-o", output.toString()));
             for (String source : sources) {
                 command.add(Path.of(source).toAbsolutePath().toString());
             }

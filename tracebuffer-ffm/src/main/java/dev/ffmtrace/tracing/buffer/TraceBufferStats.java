@@ -1,13 +1,18 @@
 package dev.ffmtrace.tracing.buffer;
 
+import dev.ffmtrace.perfetto.protos.TraceStats;
+
 /**
  * A snapshot of a {@link TraceBufferV2}'s counters, one component per field of
  * Perfetto's {@code TraceStats.BufferStats}, in that message's declaration order
  * (field numbers in the comments). Byte counts are stored sizes: a chunk's header
  * plus payload rounded up to 16.
  *
- * <p>Encoding as the generated {@code BufferStats} proto is pending the protozero
- * code generator; until then this record is the interface.
+ * <p>Each stored chunk counts once in the written figures and at most once in the read
+ * or the overwritten ones, also when a scraped chunk is committed again in place after
+ * it was read: read plus overwritten never exceeds written.
+ *
+ * <p>{@link #writeTo} encodes it as the generated {@code TraceStats.BufferStats}.
  */
 public record TraceBufferStats(
         long bufferSize,                  // 12
@@ -30,4 +35,28 @@ public record TraceBufferStats(
         long readaheadsFailed,            // 8
         long abiViolations,               // 9
         long traceWriterPacketLoss) {     // 19
+
+    /** Writes every field, zeros included, into a {@code TraceStats.BufferStats} message. */
+    public void writeTo(TraceStats.BufferStats message) {
+        message.setBufferSize(bufferSize);
+        message.setBytesWritten(bytesWritten);
+        message.setBytesOverwritten(bytesOverwritten);
+        message.setBytesRead(bytesRead);
+        message.setPaddingBytesWritten(paddingBytesWritten);
+        message.setPaddingBytesCleared(paddingBytesCleared);
+        message.setChunksWritten(chunksWritten);
+        message.setChunksRewritten(chunksRewritten);
+        message.setChunksRelocated(chunksRelocated);
+        message.setChunksOverwritten(chunksOverwritten);
+        message.setChunksDiscarded(chunksDiscarded);
+        message.setChunksRead(chunksRead);
+        message.setChunksCommittedOutOfOrder(chunksCommittedOutOfOrder);
+        message.setWriteWrapCount(writeWrapCount);
+        message.setPatchesSucceeded(patchesSucceeded);
+        message.setPatchesFailed(patchesFailed);
+        message.setReadaheadsSucceeded(readaheadsSucceeded);
+        message.setReadaheadsFailed(readaheadsFailed);
+        message.setAbiViolations(abiViolations);
+        message.setTraceWriterPacketLoss(traceWriterPacketLoss);
+    }
 }

@@ -15,6 +15,7 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_INCOMPLETE;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_PATCHED;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_READ_COUNTED;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_WRITER_ABORT;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.HEADER_SIZE;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.MAX_SIZE;
@@ -187,6 +188,17 @@ public final class TraceBufferV2 {
         this.patchesFailed = source.patchesFailed;
         this.abiViolations = source.abiViolations;
         this.traceWriterPacketLoss = source.traceWriterPacketLoss;
+        // The read statistics start from zero, so no chunk is in them yet.
+        for (int slot = 0; slot < sequences.capacity(); slot++) {
+            SequenceState sequence = sequences.valueAt(slot);
+            if (sequence == null) {
+                continue;
+            }
+            for (int i = 0; i < sequence.chunks.size(); i++) {
+                int offset = sequence.chunks.offsetAt(i);
+                setFlags(target, offset, flags(target, offset) & ~FLAG_READ_COUNTED);
+            }
+        }
     }
 
     // ---------------------------------------------------------------- writing
@@ -539,8 +551,7 @@ public final class TraceBufferV2 {
             sequence.recordReadGap(chunkId);
         }
         if (avail > 0) {
-            chunksOverwritten++;
-            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
+            countOverwritten(offset);
             FragmentIterator fragments = eraser.fragments;
             fragments.reset(buffer, offset + HEADER_SIZE, payloadSize, unreadOffset, flags);
             while (fragments.next()) {
@@ -559,6 +570,33 @@ public final class TraceBufferV2 {
         eraser.iterator.reset(sequence);
         eraser.iterator.eraseCurrentChunk();
         return true;
+    }
+
+    /*
+     * Byte and chunk accounting: a stored chunk enters bytes_written once, when it is
+     * written at the cursor (a relocated or re-admitted chunk is a new stored chunk),
+     * and leaves through bytes_read or bytes_overwritten at most once, so neither can
+     * outgrow bytes_written. A re-commit in place stores nothing new, yet it can make a
+     * drained chunk readable again; FLAG_READ_COUNTED keeps such a chunk from being
+     * counted again when it is drained again or overwritten.
+     */
+
+    /** Counts a chunk the reader has just drained, unless it was counted when drained before. */
+    private void countRead(int offset) {
+        int flags = flags(buffer, offset);
+        if ((flags & FLAG_READ_COUNTED) == 0) {
+            setFlags(buffer, offset, flags | FLAG_READ_COUNTED);
+            chunksRead++;
+            bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
+        }
+    }
+
+    /** Counts a chunk erased with unread payload, unless its bytes were already counted as read. */
+    private void countOverwritten(int offset) {
+        if ((flags(buffer, offset) & FLAG_READ_COUNTED) == 0) {
+            chunksOverwritten++;
+            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
+        }
     }
 
     private void discardWrite() {
@@ -820,8 +858,7 @@ public final class TraceBufferV2 {
                         endReached = true;
                     } else {
                         if (eraseMode && chunkHadUnread) {
-                            chunksOverwritten++;
-                            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, chunkOffset));
+                            countOverwritten(chunkOffset);
                         }
                         iterator.eraseCurrentChunk();
                     }
@@ -903,8 +940,7 @@ public final class TraceBufferV2 {
             assert avail >= 0 : avail;
             setPayloadAvail(buffer, offset, avail);
             if (avail == 0 && !eraseMode) {
-                chunksRead++;
-                bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
+                countRead(offset);
             }
         }
 

@@ -190,6 +190,34 @@ class TraceBufferV2PolicyTest extends TraceBufferTestSupport {
         assertEquals(3, clone.stats().chunksRead());
     }
 
+    /**
+     * The original counted the scraped chunk as read when it drained it; the clone's
+     * read statistics start from zero, so the clone counts it when it drains it.
+     */
+    @Test
+    void cloneCountsAChunkTheOriginalDrainedAndRegrewWhenItDrainsIt() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').padTo(512).copyIntoTraceBuffer(false);
+        tb.beginRead();
+        assertRead(frag(100, 'a'));
+        assertReadNothing();
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').addPacket(100, 'c').padTo(512)
+                .copyIntoTraceBuffer(false);
+        TraceBufferV2 clone = tb.cloneReadOnly(arena);
+        assertEquals(0, clone.stats().bytesRead());
+        clone.beginRead();
+        assertEquals(frags(frag(100, 'b')), read(clone).fragments());
+        assertEquals(List.of(), read(clone).fragments());
+        assertEquals(528, clone.stats().bytesWritten());
+        assertEquals(528, clone.stats().bytesRead());
+        assertEquals(1, clone.stats().chunksRead());
+        tb.beginRead();
+        assertRead(frag(100, 'b'));
+        assertReadNothing();
+        assertEquals(528, tb.stats().bytesRead());
+        assertEquals(1, tb.stats().chunksRead());
+    }
+
     @Test
     void cloneOfAWrappedBufferUsesTheWholeSize() {
         reset(4096);

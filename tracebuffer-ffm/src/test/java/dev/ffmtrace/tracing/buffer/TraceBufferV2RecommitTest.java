@@ -69,6 +69,95 @@ class TraceBufferV2RecommitTest extends TraceBufferTestSupport {
         assertReadNothing();
     }
 
+    /**
+     * Regression (found by the fuzz test): a second scrape that grows a drained chunk
+     * in place makes it readable again, but it is still the same 528 stored bytes, so
+     * draining it again must not count it in bytes_read (nor chunks_read) again.
+     */
+    @Test
+    void drainedScrapedChunkRegrownInPlaceCountsAsReadOnce() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').padTo(512).copyIntoTraceBuffer(false);
+        tb.beginRead();
+        assertRead(frag(100, 'a'));
+        assertReadNothing();
+        assertReadStats(528, 1, 528, 1);
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').addPacket(100, 'c').padTo(512)
+                .copyIntoTraceBuffer(false);
+        assertEquals(1, tb.stats().chunksRewritten());
+        tb.beginRead();
+        assertRead(frag(100, 'b'));
+        assertReadNothing();
+        assertReadStats(528, 1, 528, 1);
+        // The final commit is relocated: a new stored chunk of alignUp(16 + 300, 16) bytes.
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').addPacket(100, 'c').copyIntoTraceBuffer();
+        assertEquals(1, tb.stats().chunksRelocated());
+        tb.beginRead();
+        assertRead(frag(100, 'c'));
+        assertReadNothing();
+        assertReadStats(528 + 320, 2, 528 + 320, 2);
+        assertEquals(0, tb.stats().bytesOverwritten());
+    }
+
+    /** As above in DISCARD mode, where the final commit itself reopens the drained chunk in place. */
+    @Test
+    void discardModeFinalCommitOfADrainedChunkCountsAsReadOnce() {
+        reset(4096, OverwritePolicy.DISCARD);
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').padTo(512).copyIntoTraceBuffer(false);
+        tb.beginRead();
+        assertRead(frag(100, 'a'));
+        assertReadNothing();
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').copyIntoTraceBuffer();
+        tb.beginRead();
+        assertRead(frag(100, 'b'));
+        assertReadNothing();
+        assertReadStats(528, 1, 528, 1);
+        assertEquals(1, tb.stats().chunksRewritten());
+    }
+
+    /**
+     * A drained chunk regrown in place and then evicted with its new packet unread:
+     * the loss is reported on the sequence, but the chunk's 528 bytes were already
+     * counted as read, so they are not counted as overwritten too.
+     */
+    @Test
+    void drainedChunkRegrownInPlaceThenEvictedIsNotCountedTwice() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').padTo(1008).copyIntoTraceBuffer(false);
+        tb.beginRead();
+        assertRead(frag(100, 'a'));
+        assertReadNothing();
+        chunk(1, 1, 0).addPacket(100, 'a').addPacket(100, 'b').addPacket(100, 'c').padTo(1008)
+                .copyIntoTraceBuffer(false);
+        for (int i = 0; i < 4; i++) {
+            chunk(2, 1, i).addPacket(1024 - 16, 'x').copyIntoTraceBuffer();
+        }
+        TraceBufferStats s = tb.stats();
+        assertEquals(5 * 1024, s.bytesWritten());
+        assertEquals(1024, s.bytesRead());
+        assertEquals(1, s.chunksRead());
+        assertEquals(0, s.bytesOverwritten());
+        assertEquals(0, s.chunksOverwritten());
+        chunk(1, 1, 1).addPacket(10, 'd').copyIntoTraceBuffer();
+        tb.beginRead();
+        Packet d = null;
+        for (Packet p = read(); !p.isEmpty(); p = read()) {
+            if (p.producerId() == 1) {
+                d = p;
+            }
+        }
+        assertEquals(frags(frag(10, 'd')), d.fragments());
+        assertEquals(DataLossReason.PRESENT | DataLossReason.OVERWRITE, d.dropped());
+    }
+
+    private void assertReadStats(long bytesWritten, long chunksWritten, long bytesRead, long chunksRead) {
+        TraceBufferStats s = tb.stats();
+        assertEquals(bytesWritten, s.bytesWritten(), "bytes_written");
+        assertEquals(chunksWritten, s.chunksWritten(), "chunks_written");
+        assertEquals(bytesRead, s.bytesRead(), "bytes_read");
+        assertEquals(chunksRead, s.chunksRead(), "chunks_read");
+    }
+
     @Test
     void relocationWorksWhenTheContinuationAlreadyArrived() {
         reset(4096);

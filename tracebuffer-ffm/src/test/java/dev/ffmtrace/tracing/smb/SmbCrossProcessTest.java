@@ -32,7 +32,7 @@ class SmbCrossProcessTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "src/main/c/smb_abi.c", "src/main/c/smb_tool.c");
+        tool = CPrograms.build("smb_tool", "src/main/c/smb_abi.c", "src/main/c/smb_tool.c", "../native/unix_peer.c");
     }
 
     private static UnixAddress uniqueAddress() {

@@ -1,0 +1,76 @@
+#define _GNU_SOURCE
+#include "unix_peer.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static void die(const char* what) {
+  fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, strerror(errno));
+  exit(2);
+}
+
+int peer_connect(const char* name) {
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  size_t length = strlen(name);
+  if (length >= sizeof(addr.sun_path)) {
+    fprintf(stderr, "%s: socket name too long: %s\n", program_invocation_short_name, name);
+    exit(2);
+  }
+  socklen_t len;
+  if (name[0] == '@') {
+    // Abstract namespace: a leading NUL, no terminator.
+    memcpy(addr.sun_path + 1, name + 1, length - 1);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+  } else {
+    memcpy(addr.sun_path, name, length);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + 1);
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) die("socket");
+  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
+  return fd;
+}
+
+int peer_receive_fd(int sock) {
+  char byte;
+  char control[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg == NULL || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) {
+    fprintf(stderr, "%s: no fd received\n", program_invocation_short_name);
+    exit(2);
+  }
+  int fd;
+  memcpy(&fd, CMSG_DATA(cmsg), sizeof(fd));
+  return fd;
+}
+
+void peer_send_fd(int sock, int fd, char byte) {
+  char control[CMSG_SPACE(sizeof(int))];
+  memset(control, 0, sizeof(control));
+  struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
+  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) die("sendmsg");
+}

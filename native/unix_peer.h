@@ -1,0 +1,16 @@
+// Unix-socket plumbing shared by ffmtrace's C programs (test peers and tools): connect
+// to the JVM's socket and pass one fd across it. Failures print to stderr and exit(2):
+// these are helpers for single-purpose processes.
+#ifndef FFMTRACE_UNIX_PEER_H_
+#define FFMTRACE_UNIX_PEER_H_
+
+// Connects to a Unix stream socket: a filesystem path, or @name for the abstract namespace.
+int peer_connect(const char* name);
+
+// Receives one byte with one fd attached (SCM_RIGHTS, close-on-exec) and returns the fd.
+int peer_receive_fd(int sock);
+
+// Sends `byte` with `fd` attached.
+void peer_send_fd(int sock, int fd, char byte);
+
+#endif  // FFMTRACE_UNIX_PEER_H_

@@ -10,6 +10,7 @@ import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
@@ -26,8 +27,10 @@ import java.util.concurrent.TimeUnit;
  * {@code BM_TraceBuffer_WR_MultipleWriters} and {@code BM_TraceBuffer_RD} (workload in
  * {@code shared/spec/tracebuffer-behaviours.md}).
  *
- * <p>One operation is one iteration of the C++ benchmark loop (16384 chunk copies, or
- * one fill-then-read of a 128 MiB buffer). Bytes per second is the secondary metric
+ * <p>Each benchmark invocation is one iteration of the C++ benchmark loop (16384 chunk
+ * copies, or reading a filled 128 MiB buffer), and JMH reports per chunk copy or per
+ * packet read ({@code @OperationsPerInvocation}), so ops/s, the time per op and
+ * {@code gc.alloc.rate.norm} are per copy or per packet. Bytes per second is the secondary metric
  * {@code bytes} (an {@link AuxCounters} operations counter, so JMH reports it as a
  * rate): 4096 bytes per chunk copied, whatever its real size, for the writes; the
  * payload bytes of every fragment read for the reads.
@@ -42,6 +45,8 @@ public class TraceBufferBenchmark {
     static final int READ_BUFFER_SIZE = 128 * 1024 * 1024;
     static final int COPIES_PER_OPERATION = WRITE_BUFFER_SIZE / CHUNK_SIZE;
     static final int WRITERS = 1000;
+    /** Packets in a read buffer filled from the templates: fixed by the workload, checked after each read. */
+    static final int PACKETS_PER_READ = 323_718;
 
     /** Bytes processed, reported by JMH as bytes per second. */
     @State(Scope.Thread)
@@ -174,6 +179,14 @@ public class TraceBufferBenchmark {
         TraceBufferV2 buffer;
 
         int chunkId;
+        int packetsRead;
+
+        @TearDown(Level.Invocation)
+        public void checkEveryPacketWasRead() {
+            if (packetsRead != PACKETS_PER_READ) {
+                throw new IllegalStateException("read " + packetsRead + " packets, the workload has " + PACKETS_PER_READ);
+            }
+        }
 
         @Setup(Level.Trial)
         public void allocate() {
@@ -205,6 +218,7 @@ public class TraceBufferBenchmark {
     }
 
     @Benchmark
+    @OperationsPerInvocation(COPIES_PER_OPERATION)
     public void writeSingleWriter(Templates templates, SingleWriter state, Throughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         int chunkId = state.chunkId;
@@ -220,6 +234,7 @@ public class TraceBufferBenchmark {
     }
 
     @Benchmark
+    @OperationsPerInvocation(COPIES_PER_OPERATION)
     public void writeMultipleWriters(Templates templates, MultipleWriters state, Throughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         int templateIndex = state.templateIndex;
@@ -234,16 +249,20 @@ public class TraceBufferBenchmark {
     }
 
     @Benchmark
+    @OperationsPerInvocation(PACKETS_PER_READ)
     public long readMixedPackets(FilledBuffer state, Throughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         TracePacketView packet = state.packet;
         long bytesRead = 0;
+        int packets = 0;
         buffer.beginRead();
         while (buffer.readNextTracePacket(packet)) {
+            packets++;
             for (int i = 0; i < packet.fragmentCount(); i++) {
                 bytesRead += packet.fragmentSize(i);
             }
         }
+        state.packetsRead = packets;
         throughput.bytes += bytesRead;
         return bytesRead;
     }

@@ -1,0 +1,8 @@
+package dev.ffmtrace.tracing.service;
+
+/** A TraceConfig the service refuses to start a session from; the message names what is wrong. */
+public final class InvalidConfigException extends Exception {
+    public InvalidConfigException(String message) {
+        super(message);
+    }
+}

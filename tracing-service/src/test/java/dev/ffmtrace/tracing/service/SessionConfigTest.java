@@ -1,0 +1,158 @@
+package dev.ffmtrace.tracing.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.perfetto.protos.DataSourceConfig;
+import dev.ffmtrace.perfetto.protos.TraceConfig;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/** Named trace buffers, every case and error of the design, and the rest of the session config. */
+class SessionConfigTest {
+    /** A buffer: size in KiB and an optional name. */
+    record B(int sizeKb, String name) {
+    }
+
+    /** A data source: its name, and target_buffer / target_buffer_name when not null. */
+    record D(String name, Integer index, String bufferName) {
+    }
+
+    static MemorySegment config(List<B> buffers, List<D> sources, Consumer<TraceConfig> more) {
+        HeapBuffered<TraceConfig> heap = new HeapBuffered<>(TraceConfig.FACTORY);
+        TraceConfig config = heap.get();
+        for (B b : buffers) {
+            TraceConfig.BufferConfig buffer = config.addBuffers();
+            buffer.setSizeKb(b.sizeKb());
+            if (b.name() != null) {
+                buffer.setName(b.name());
+            }
+        }
+        for (D d : sources) {
+            DataSourceConfig source = config.addDataSources().setConfig();
+            source.setName(d.name());
+            if (d.index() != null) {
+                source.setTargetBuffer(d.index());
+            }
+            if (d.bufferName() != null) {
+                source.setTargetBufferName(d.bufferName());
+            }
+        }
+        more.accept(config);
+        return MemorySegment.ofArray(heap.toByteArray());
+    }
+
+    static SessionConfig parse(List<B> buffers, List<D> sources) throws InvalidConfigException {
+        return SessionConfig.parse(config(buffers, sources, c -> { }));
+    }
+
+    static String refusal(List<B> buffers, List<D> sources) {
+        return assertThrows(InvalidConfigException.class, () -> parse(buffers, sources)).getMessage();
+    }
+
+    @Test
+    void indexOnlyAsBefore() throws Exception {
+        SessionConfig session = parse(List.of(new B(1024, null), new B(4096, null)), List.of(new D("linux.ftrace", 1, null)));
+        assertEquals(List.of(new SessionConfig.DataSource("linux.ftrace", 1)), session.dataSources());
+        assertEquals(4096 * 1024, session.buffers().get(1).sizeBytes());
+    }
+
+    @Test
+    void nameOnly() throws Exception {
+        SessionConfig session = parse(List.of(new B(1024, "small"), new B(4096, "ftrace")),
+                List.of(new D("linux.ftrace", null, "ftrace")));
+        assertEquals(1, session.dataSources().get(0).targetBuffer());
+        assertEquals("ftrace", session.buffers().get(1).name());
+    }
+
+    @Test
+    void bothAgreeingForBackwardsCompatibility() throws Exception {
+        SessionConfig session = parse(List.of(new B(1024, "small"), new B(4096, "ftrace")),
+                List.of(new D("linux.ftrace", 1, "ftrace")));
+        assertEquals(1, session.dataSources().get(0).targetBuffer());
+    }
+
+    @Test
+    void neitherWritesToBufferZero() throws Exception {
+        assertEquals(0, parse(List.of(new B(64, "a"), new B(64, "b")), List.of(new D("track_event", null, null)))
+                .dataSources().get(0).targetBuffer());
+    }
+
+    @Test
+    void namesResolveAmongPartlyNamedBuffers() throws Exception {
+        SessionConfig session = parse(List.of(new B(64, null), new B(64, "mid"), new B(64, null)),
+                List.of(new D("a", null, "mid"), new D("b", 2, null), new D("c", 1, "mid")));
+        assertEquals(List.of(1, 2, 1), session.dataSources().stream().map(SessionConfig.DataSource::targetBuffer).toList());
+        assertEquals(null, session.buffers().get(0).name());
+    }
+
+    @Test
+    void duplicateBufferNamesAreRefused() {
+        assertEquals("duplicate buffer name \"ftrace\": buffers #0 and #2",
+                refusal(List.of(new B(64, "ftrace"), new B(64, "small"), new B(64, "ftrace")), List.of()));
+    }
+
+    @Test
+    void aNameMatchingNoBufferIsRefused() {
+        assertEquals("data source \"linux.ftrace\" (#1): target_buffer_name \"frace\" matches no buffer (named buffers: [ftrace, small])",
+                refusal(List.of(new B(64, "small"), new B(64, "ftrace")),
+                        List.of(new D("track_event", 0, null), new D("linux.ftrace", null, "frace"))));
+    }
+
+    @Test
+    void indexAndNameDisagreeingAreRefused() {
+        assertEquals("data source \"linux.ftrace\" (#0): target_buffer 0 is buffer #0 \"small\" but target_buffer_name \"ftrace\" is buffer #1 \"ftrace\"",
+                refusal(List.of(new B(64, "small"), new B(64, "ftrace")), List.of(new D("linux.ftrace", 0, "ftrace"))));
+    }
+
+    @Test
+    void anIndexOutOfRangeIsRefused() {
+        assertEquals("data source \"linux.ftrace\" (#0): target_buffer 2 is out of range (the session has 2 buffers)",
+                refusal(List.of(new B(64, null), new B(64, null)), List.of(new D("linux.ftrace", 2, null))));
+        assertEquals("data source \"x\" (#0): target_buffer 4294967295 is out of range (the session has 1 buffers)",
+                refusal(List.of(new B(64, null)), List.of(new D("x", -1, null))));
+    }
+
+    @Test
+    void buffersAndDataSourcesMustBeComplete() {
+        assertEquals("TraceConfig has no buffers", refusal(List.of(), List.of()));
+        assertEquals("buffer #1 \"big\" has no size_kb", refusal(List.of(new B(64, null), new B(0, "big")), List.of()));
+        assertEquals("data source #0 has no name", refusal(List.of(new B(64, null)), List.of(new D("", 0, null))));
+    }
+
+    @Test
+    void fillPolicyDurationsAndFileOptions() throws Exception {
+        SessionConfig session = SessionConfig.parse(config(List.of(new B(64, "ring"), new B(128, "discard")), List.of(), c -> {
+            c.setDurationMs(10_000);
+            c.setWriteIntoFile(true);
+            c.setFileWritePeriodMs(2500);
+            c.setFlushPeriodMs(1000);
+        }));
+        assertEquals(OverwritePolicy.RING_BUFFER, session.buffers().get(0).overwritePolicy());
+        assertEquals(10_000, session.durationMs());
+        assertTrue(session.writeIntoFile());
+        assertEquals(2500, session.fileWritePeriodMs());
+        assertEquals(1000, session.flushPeriodMs());
+
+        HeapBuffered<TraceConfig> heap = new HeapBuffered<>(TraceConfig.FACTORY);
+        TraceConfig.BufferConfig buffer = heap.get().addBuffers();
+        buffer.setSizeKb(64);
+        buffer.setFillPolicy(TraceConfig.BufferConfig.FillPolicy.DISCARD);
+        SessionConfig discard = SessionConfig.parse(MemorySegment.ofArray(heap.toByteArray()));
+        assertEquals(OverwritePolicy.DISCARD, discard.buffers().get(0).overwritePolicy());
+        assertFalse(discard.writeIntoFile());
+    }
+
+    @Test
+    void garbageIsRefusedNotThrown() {
+        byte[] garbage = {0x0a, 0x7f, 0x01};
+        assertEquals("TraceConfig is not a valid protobuf message: LENGTH_PAST_END",
+                assertThrows(InvalidConfigException.class, () -> SessionConfig.parse(MemorySegment.ofArray(garbage))).getMessage());
+    }
+}

@@ -221,8 +221,15 @@ public final class SharedMemoryReader {
             int layout = layoutOf(bitmap);
             int chunks = chunksPerLayout(layout);
             for (int c = 0; c < chunks; c++) {
-                if (chunkStateOf(bitmap, c) == CHUNK_BEING_WRITTEN
-                        && deliver(page, abi.chunkOffset(page, c, layout), false, sink)) {
+                if (chunkStateOf(bitmap, c) != CHUNK_BEING_WRITTEN) {
+                    continue;
+                }
+                long offset = abi.chunkOffset(page, c, layout);
+                // A chunk counting no packet has nothing to expose, and its header may be
+                // torn: the writer's id and chunk-id stores are relaxed and only the packets
+                // word is published with release, which a count of 0 cannot tell from the
+                // cleared header. A count of 1 or more was stored after them.
+                if (packetCountOf(abi.packetsAcquire(offset)) > 0 && deliver(page, offset, false, sink)) {
                     scraped++;
                 }
             }

@@ -1,0 +1,229 @@
+package dev.ffmtrace.tracing.service;
+
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.MAX_WRITER_ID;
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.flagsOf;
+import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.packetCountOf;
+
+import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.smb.CommitRequest;
+import dev.ffmtrace.tracing.smb.CommitTransport;
+import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.SharedMemoryReader;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.lang.foreign.MemorySegment;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * A producer connected to the in-process {@link TracingService}: its own sealed SMB memfd,
+ * the arbiter its writers take chunks from, and the service side that moves its commits
+ * into the sessions' buffers.
+ *
+ * <p>The commit path trusts nothing the producer says: a chunk is moved only into a
+ * buffer that one of the producer's started data sources targets; anything else is
+ * counted as an ABI violation and its chunk freed. Commits arrive on writer threads
+ * (under the arbiter's lock); flushes scrape on the caller's thread; the reader is
+ * guarded by its own lock so the two never interleave.
+ */
+public final class Producer implements AutoCloseable {
+    private final TracingService service;
+    private final int id;
+    private final String name;
+    private final ClientIdentity identity;
+    private final SharedMemory smb;
+    private final SharedMemoryReader reader;
+    private final SharedMemoryArbiter arbiter;
+    private final ReentrantLock readerLock = new ReentrantLock();
+    private final Map<String, DataSource> dataSources = new ConcurrentHashMap<>();
+    /** Writer id to the buffer its writer was created for: where scraped chunks go. */
+    private final AtomicIntegerArray writerTargets = new AtomicIntegerArray(MAX_WRITER_ID + 1);
+    private final BufferSink commitSink = new BufferSink(true);
+    private final BufferSink scrapeSink = new BufferSink(false);
+    private long[] patchOffsets = new long[16];
+    private int[] patchData = new int[16];
+    /** Written only by commits, which the arbiter's lock serializes. */
+    private volatile long abiViolations;
+
+    Producer(TracingService service, int id, String name, ClientIdentity identity, long smbSize, int pageSize) {
+        this.service = service;
+        this.id = id;
+        this.name = name;
+        this.identity = identity;
+        this.smb = SharedMemory.create("ffmtrace-smb-" + name, smbSize);
+        SharedMemoryAbi abi;
+        try {
+            abi = new SharedMemoryAbi(smb.segment(), pageSize);
+        } catch (IllegalArgumentException e) {
+            smb.close();
+            throw e;
+        }
+        this.reader = new SharedMemoryReader(abi);
+        this.arbiter = new SharedMemoryArbiter(abi, this::commit);
+    }
+
+    public int id() {
+        return id;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public ClientIdentity identity() {
+        return identity;
+    }
+
+    /** The SMB's fd, sealed against resizing, for a producer in another process. */
+    public int smbFd() {
+        return smb.fd();
+    }
+
+    public SharedMemoryArbiter arbiter() {
+        return arbiter;
+    }
+
+    /** Offers a data source; a session naming it starts it. Registering a name twice returns the same one. */
+    public DataSource registerDataSource(String dataSourceName) {
+        DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
+        service.dataSourceRegistered(this, dataSource);
+        return dataSource;
+    }
+
+    /** Commits that named a buffer this producer may not write, or a chunk that was not complete. */
+    public long abiViolations() {
+        return abiViolations + reader.abiViolations();
+    }
+
+    DataSource dataSource(String dataSourceName) {
+        return dataSources.get(dataSourceName);
+    }
+
+    Iterable<DataSource> dataSources() {
+        return dataSources.values();
+    }
+
+    TraceWriter<TracePacket> newTraceWriter(int bufferId, SharedMemoryArbiter.BufferExhaustedPolicy policy) {
+        TraceWriter<TracePacket> writer = arbiter.createTraceWriter(bufferId, policy);
+        writerTargets.set(writer.writerId(), bufferId);
+        return writer;
+    }
+
+    /**
+     * Commits the chunks of idle writers, then scrapes the chunks still being written into
+     * their buffers as incomplete: what a flush can take without the writers' threads.
+     */
+    void flush() {
+        arbiter.reclaimIdleChunks();
+        readerLock.lock();
+        try {
+            reader.scrapeChunksBeingWritten(scrapeSink);
+        } finally {
+            readerLock.unlock();
+        }
+    }
+
+    /** The commit transport: called by the arbiter with its lock held. */
+    private void commit(CommitRequest request) {
+        readerLock.lock();
+        try {
+            for (int i = 0; i < request.chunksToMove(); i++) {
+                ServiceBuffer buffer = grantedBuffer(request.moveTargetBuffer(i));
+                if (buffer == null) {
+                    abiViolations++;
+                    reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
+                    continue;
+                }
+                commitSink.buffer = buffer;
+                reader.moveChunk(request.movePage(i), request.moveChunk(i), commitSink);
+            }
+        } finally {
+            readerLock.unlock();
+        }
+        applyPatches(request);
+    }
+
+    private void applyPatches(CommitRequest request) {
+        int i = 0;
+        while (i < request.patches()) {
+            int start = i;
+            while (i < request.patches() && request.patchTargetBuffer(i) == request.patchTargetBuffer(start)
+                    && request.patchWriterId(i) == request.patchWriterId(start)
+                    && request.patchChunkId(i) == request.patchChunkId(start)) {
+                i++;
+            }
+            int count = i - start;
+            if (patchOffsets.length < count) {
+                patchOffsets = new long[count];
+                patchData = new int[count];
+            }
+            for (int j = 0; j < count; j++) {
+                patchOffsets[j] = Integer.toUnsignedLong(request.patchOffset(start + j));
+                patchData[j] = request.patchData(start + j);
+            }
+            ServiceBuffer buffer = grantedBuffer(request.patchTargetBuffer(start));
+            if (buffer == null) {
+                abiViolations++;
+                continue;
+            }
+            buffer.lock.lock();
+            try {
+                buffer.buffer.tryPatchChunkContents(id, request.patchWriterId(start), request.patchChunkId(start),
+                        patchOffsets, patchData, count, request.patchHasMorePatches(i - 1));
+            } finally {
+                buffer.lock.unlock();
+            }
+        }
+    }
+
+    /** The buffer with this id, if one of this producer's started data sources writes to it. */
+    private ServiceBuffer grantedBuffer(int bufferId) {
+        for (DataSource dataSource : dataSources.values()) {
+            if (bufferId != 0 && dataSource.targetBuffer() == bufferId) {
+                return service.buffer(bufferId);
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public void close() {
+        service.producerClosed(this);
+        smb.close();
+    }
+
+    private static final SharedMemoryReader.ChunkSink DISCARD =
+            (writerId, chunkId, packets, complete, segment, offset, size) -> { };
+
+    /** Copies chunks into a session buffer, under that buffer's lock. */
+    private final class BufferSink implements SharedMemoryReader.ChunkSink {
+        private final boolean committed;
+        ServiceBuffer buffer;
+
+        BufferSink(boolean committed) {
+            this.committed = committed;
+        }
+
+        @Override
+        public void accept(int writerId, int chunkId, int packets, boolean complete,
+                           MemorySegment segment, long offset, int size) {
+            ServiceBuffer target = committed ? buffer : grantedBuffer(writerTargets.get(writerId));
+            if (target == null) {
+                return;
+            }
+            target.lock.lock();
+            try {
+                if (!target.memory.isClosed()) {
+                    target.buffer.copyChunkUntrusted(id, identity, writerId, chunkId, packetCountOf(packets),
+                            flagsOf(packets), complete, segment, offset, size);
+                }
+            } finally {
+                target.lock.unlock();
+            }
+        }
+    }
+}

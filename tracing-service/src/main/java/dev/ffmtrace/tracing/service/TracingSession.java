@@ -1,0 +1,174 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.perfetto.protos.Trace;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TraceStats;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A running tracing session: its buffers, a flush that takes what producers have
+ * written, and readback into a trace file.
+ *
+ * <p>A trace file is Perfetto's {@code Trace}: each packet as field 1, with the fields
+ * only the service can vouch for appended to it (protobuf lets a field follow the
+ * packet's own): {@code trusted_uid} and {@code trusted_pid} from the producer's
+ * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
+ * {@code previous_packet_dropped} when the buffer lost data of that sequence before the
+ * packet. {@link #writeTrace} ends with a {@code trace_stats} packet holding every
+ * buffer's stats.
+ */
+public final class TracingSession implements AutoCloseable {
+    private static final int TRACE_PACKET_TAG = 0x0a;
+
+    private final TracingService service;
+    private final SessionConfig config;
+    private final List<ServiceBuffer> buffers;
+    private final TracePacketView view = new TracePacketView();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private byte[] packetBytes = new byte[4096];
+    /** The packet's tag and length, and the trusted fields appended to it. */
+    private final byte[] header = new byte[1 + 5];
+    private final byte[] trailer = new byte[64];
+
+    TracingSession(TracingService service, SessionConfig config, List<ServiceBuffer> buffers) {
+        this.service = service;
+        this.config = config;
+        this.buffers = List.copyOf(buffers);
+    }
+
+    public SessionConfig config() {
+        return config;
+    }
+
+    /** The service-wide id of the session's buffer at {@code index} in its config. */
+    int bufferId(int index) {
+        return buffers.get(index).id;
+    }
+
+    /**
+     * Takes everything producers have written: idle writers' chunks are committed, and
+     * chunks still being written are scraped (their last, possibly unfinished, packet
+     * stays hidden until the writer commits the chunk).
+     */
+    public void flush() {
+        checkOpen();
+        for (Producer producer : service.producers()) {
+            producer.flush();
+        }
+    }
+
+    /** The stats of each buffer, in config order. */
+    public List<TraceBufferStats> stats() {
+        checkOpen();
+        List<TraceBufferStats> stats = new ArrayList<>();
+        for (ServiceBuffer buffer : buffers) {
+            buffer.lock.lock();
+            try {
+                stats.add(buffer.buffer.stats());
+            } finally {
+                buffer.lock.unlock();
+            }
+        }
+        return stats;
+    }
+
+    /**
+     * Reads every packet the buffers hold into {@code out} as a {@code Trace}, then a
+     * {@code trace_stats} packet. Reading consumes: a second call writes only what came
+     * in between (periodic streaming calls it repeatedly).
+     *
+     * @return the number of packets written, the stats packet not included
+     */
+    public long writeTrace(OutputStream out) throws IOException {
+        checkOpen();
+        long packets = 0;
+        for (ServiceBuffer buffer : buffers) {
+            buffer.lock.lock();
+            try {
+                buffer.buffer.beginRead();
+                while (buffer.buffer.readNextTracePacket(view)) {
+                    writePacket(out);
+                    packets++;
+                }
+            } finally {
+                buffer.lock.unlock();
+            }
+        }
+        out.write(statsPacket());
+        return packets;
+    }
+
+    private void writePacket(OutputStream out) throws IOException {
+        int size = (int) view.size();
+        if (packetBytes.length < size) {
+            packetBytes = new byte[Math.max(size, packetBytes.length * 2)];
+        }
+        int at = 0;
+        for (int i = 0; i < view.fragmentCount(); i++) {
+            MemorySegment.copy(view.buffer(), Layouts.BYTE, view.fragmentOffset(i), packetBytes, at, view.fragmentSize(i));
+            at += view.fragmentSize(i);
+        }
+        int trailerSize = 0;
+        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_UID_FIELD_NUMBER, view.clientUid());
+        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER,
+                Integer.toUnsignedLong(sequenceId(view.producerId(), view.writerId())));
+        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
+        if (view.previousPacketDropped()) {
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
+        }
+        int headerSize = putVarint(header, putVarint(header, 0, TRACE_PACKET_TAG), size + trailerSize);
+        out.write(header, 0, headerSize);
+        out.write(packetBytes, 0, size);
+        out.write(trailer, 0, trailerSize);
+    }
+
+    /** The trusted sequence id of a producer's writer: unique within the service. */
+    static int sequenceId(int producerId, int writerId) {
+        return (producerId << 16) | writerId;
+    }
+
+    private byte[] statsPacket() {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TraceStats stats = trace.get().addPacket().setTraceStats();
+        for (TraceBufferStats bufferStats : stats()) {
+            bufferStats.writeTo(stats.addBufferStats());
+        }
+        return trace.toByteArray();
+    }
+
+    private static int putTagAndVarint(byte[] into, int at, int field, long value) {
+        return putVarint(into, putVarint(into, at, (long) field << 3), value);
+    }
+
+    private static int putVarint(byte[] into, int at, long value) {
+        while ((value & ~0x7FL) != 0) {
+            into[at++] = (byte) (value | 0x80);
+            value >>>= 7;
+        }
+        into[at++] = (byte) value;
+        return at;
+    }
+
+    private void checkOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException("tracing session is stopped");
+        }
+    }
+
+    /** Stops the data sources it started and frees its buffers. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            service.sessionStopped(this, buffers);
+        }
+    }
+}

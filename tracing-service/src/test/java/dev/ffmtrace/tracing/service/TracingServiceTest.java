@@ -1,0 +1,179 @@
+package dev.ffmtrace.tracing.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.perfetto.protos.Trace;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TraceStats;
+import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.protozero.RepeatedFieldIterator;
+import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+
+class TracingServiceTest {
+    private static final ClientIdentity SELF = new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid());
+
+    static SessionConfig twoNamedBuffers() throws InvalidConfigException {
+        return SessionConfig.parse(SessionConfigTest.config(
+                List.of(new SessionConfigTest.B(2048, "events"), new SessionConfigTest.B(1024, "counters")),
+                List.of(new SessionConfigTest.D("track_event", null, "events"),
+                        new SessionConfigTest.D("counters", null, "counters")),
+                c -> { }));
+    }
+
+    /** A decoded trace packet: the fields the tests look at. */
+    record Packet(long timestamp, int sequenceId, int uid, int pid, boolean dropped, String name, boolean stats) {
+    }
+
+    static List<Packet> decode(byte[] trace) {
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace));
+        assertFalse(decoder.hasError(), "the trace file is a valid Trace");
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        TrackEvent.Decoder event = new TrackEvent.Decoder();
+        List<Packet> out = new ArrayList<>();
+        while (packets.next()) {
+            packet.reset(packets.field());
+            assertFalse(packet.hasError());
+            String name = packet.trackEvent(event) ? event.name() : null;
+            out.add(new Packet(packet.timestamp(), packet.trustedPacketSequenceId(), packet.trustedUid(),
+                    packet.trustedPid(), packet.previousPacketDropped() != 0, name, packet.hasTraceStats()));
+        }
+        return out;
+    }
+
+    @Test
+    void writersOnSeveralThreadsWithFlushesWhileTheyWriteMakeAWholeTrace() throws Exception {
+        int threads = 4;
+        int packetsPerThread = 5000;
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer("app", SELF, 1 << 20, 4096);
+            DataSource events = producer.registerDataSource("track_event");
+            DataSource counters = producer.registerDataSource("counters");
+            TracingSession session = service.startSession(twoNamedBuffers());
+            assertTrue(events.isStarted() && counters.isStarted());
+
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            CountDownLatch done = new CountDownLatch(threads);
+            AtomicBoolean failed = new AtomicBoolean();
+            List<Thread> writers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                DataSource source = t % 2 == 0 ? events : counters;
+                int thread = t;
+                writers.add(Thread.ofPlatform().start(() -> {
+                    try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                        for (int i = 0; i < packetsPerThread; i++) {
+                            TracePacket packet = writer.newTracePacket();
+                            packet.setTimestamp(i);
+                            packet.setTrackEvent().setName("thread " + thread + " event " + i);
+                            writer.finishTracePacket();
+                        }
+                    } catch (RuntimeException e) {
+                        failed.set(true);
+                        throw e;
+                    } finally {
+                        done.countDown();
+                    }
+                }));
+            }
+            while (done.getCount() > 0) {
+                session.flush();
+                session.writeTrace(file);
+            }
+            for (Thread writer : writers) {
+                writer.join();
+            }
+            session.flush();
+            session.writeTrace(file);
+            assertFalse(failed.get());
+
+            List<Packet> packets = decode(file.toByteArray());
+            Map<Integer, Long> lastTimestamp = new HashMap<>();
+            int eventPackets = 0;
+            int statsPackets = 0;
+            for (Packet packet : packets) {
+                if (packet.stats()) {
+                    statsPackets++;
+                    continue;
+                }
+                eventPackets++;
+                assertEquals(SELF.uid(), packet.uid());
+                assertEquals(SELF.pid(), packet.pid());
+                assertFalse(packet.dropped(), "the buffers are large enough: nothing is lost");
+                long previous = lastTimestamp.getOrDefault(packet.sequenceId(), -1L);
+                assertEquals(previous + 1, packet.timestamp(), "per-sequence order and no gaps on sequence " + packet.sequenceId());
+                lastTimestamp.put(packet.sequenceId(), packet.timestamp());
+                assertTrue(packet.name().endsWith(" event " + packet.timestamp()));
+            }
+            assertEquals(threads * packetsPerThread, eventPackets);
+            assertEquals(threads, lastTimestamp.size(), "one sequence per writer");
+            assertTrue(statsPackets >= 2, "every writeTrace ends with trace_stats");
+            assertEquals(0, producer.abiViolations());
+            long written = session.stats().stream().mapToLong(s -> s.chunksWritten()).sum();
+            assertTrue(written > 0);
+            session.close();
+            assertFalse(events.isStarted(), "stopping the session stops its data sources");
+        }
+    }
+
+    @Test
+    void theStatsPacketHoldsEveryBuffer() throws Exception {
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer("app", SELF, 64 * 4096, 4096);
+            DataSource events = producer.registerDataSource("track_event");
+            TracingSession session = service.startSession(twoNamedBuffers());
+            try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                writer.newTracePacket().setTimestamp(7);
+            }
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            assertEquals(1, session.writeTrace(file));
+            Trace.Decoder trace = new Trace.Decoder();
+            trace.reset(MemorySegment.ofArray(file.toByteArray()));
+            RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
+            TracePacket.Decoder packet = new TracePacket.Decoder();
+            TraceStats.Decoder stats = new TraceStats.Decoder();
+            packets.next();
+            packets.next();
+            packet.reset(packets.field());
+            assertTrue(packet.traceStats(stats));
+            assertEquals(2, stats.bufferStatsCount());
+            RepeatedFieldIterator buffers = stats.bufferStats(new RepeatedFieldIterator());
+            TraceStats.BufferStats.Decoder buffer = new TraceStats.BufferStats.Decoder();
+            buffers.next();
+            buffer.reset(buffers.field());
+            assertEquals(2048 * 1024, buffer.bufferSize());
+            assertEquals(1, buffer.chunksWritten());
+            assertEquals(1, buffer.chunksRead());
+        }
+    }
+
+    @Test
+    void aDataSourceRegisteredAfterTheSessionStartedIsStartedToo() throws Exception {
+        try (TracingService service = new TracingService()) {
+            TracingSession session = service.startSession(twoNamedBuffers());
+            Producer late = service.connectProducer("late", SELF, 16 * 4096, 4096);
+            DataSource counters = late.registerDataSource("counters");
+            assertTrue(counters.isStarted());
+            DataSource unknown = late.registerDataSource("not.in.config");
+            assertEquals("data source \"not.in.config\" is not started by any session",
+                    assertThrows(IllegalStateException.class, () -> unknown.newTraceWriter(BufferExhaustedPolicy.DROP)).getMessage());
+            session.close();
+            assertThrows(IllegalStateException.class, session::flush);
+        }
+    }
+}

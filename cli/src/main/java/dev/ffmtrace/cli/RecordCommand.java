@@ -1,0 +1,140 @@
+package dev.ffmtrace.cli;
+
+import com.google.protobuf.TextFormat;
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.InvalidConfigException;
+import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import perfetto.protos.TraceConfigOuterClass.TraceConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * Runs a tracing session from a TraceConfig with the demo producer's threads writing
+ * TrackEvent slices, instants, flows and counters, and writes the trace file.
+ */
+@Command(name = "record", mixinStandardHelpOptions = true,
+        description = "Record a trace with the demo producers, as the TraceConfig says.")
+final class RecordCommand implements Callable<Integer> {
+    @Option(names = "--config", required = true, paramLabel = "FILE",
+            description = "TraceConfig in text format (.pbtxt, .txt) or binary (anything else).")
+    Path config;
+
+    @Option(names = "--out", required = true, paramLabel = "FILE.pftrace", description = "The trace file to write.")
+    Path out;
+
+    @Option(names = "--threads", defaultValue = "4", description = "Demo producer threads (default ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Override
+    public Integer call() throws IOException, InterruptedException {
+        SessionConfig session;
+        try {
+            session = SessionConfig.parse(MemorySegment.ofArray(readConfig()));
+        } catch (TextFormat.ParseException e) {
+            System.err.println(config + ":" + e.getLine() + ":" + e.getColumn() + ": " + e.getMessage());
+            return 2;
+        } catch (InvalidConfigException e) {
+            System.err.println(config + ": invalid TraceConfig: " + e.getMessage());
+            return 2;
+        }
+        if (threads < 1) {
+            System.err.println("--threads must be at least 1");
+            return 2;
+        }
+        long duration = session.durationMs() > 0 ? session.durationMs() : 2000;
+        long period = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : 250;
+        ClientIdentity self = new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid());
+        try (TracingService service = new TracingService();
+             OutputStream file = new BufferedOutputStream(Files.newOutputStream(out))) {
+            Producer producer = service.connectProducer("ffmtrace-demo", self, 4 << 20, 4096);
+            DataSource events = producer.registerDataSource("track_event");
+            DataSource counters = producer.registerDataSource("counters");
+            TracingSession tracing = service.startSession(session);
+            for (SessionConfig.DataSource source : session.dataSources()) {
+                if (!source.name().equals("track_event") && !source.name().equals("counters")) {
+                    System.out.println("note: no producer offers data source \"" + source.name() + "\"");
+                }
+            }
+            if (!events.isStarted() || !counters.isStarted()) {
+                System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")
+                        + ", so the demo writes less");
+            }
+            System.out.printf("recording %d ms with %d threads into %s%n", duration, threads, out);
+            AtomicBoolean stop = new AtomicBoolean();
+            ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
+            List<Thread> workers = new ArrayList<>();
+            for (int i = 0; i < threads; i++) {
+                if (events.isStarted() && counters.isStarted()) {
+                    workers.add(Thread.ofPlatform().name("demo worker " + i)
+                            .start(new DemoWorkload(i, events, counters, stop, handoffs)));
+                }
+            }
+            long packets = 0;
+            long start = System.nanoTime();
+            while ((System.nanoTime() - start) / 1_000_000 < duration) {
+                Thread.sleep(period);
+                tracing.flush();
+                if (session.writeIntoFile()) {
+                    packets += tracing.writeTrace(file);
+                }
+                System.out.printf("  %5.1f s: %,d bytes written to the buffers%n", (System.nanoTime() - start) / 1e9,
+                        tracing.stats().stream().mapToLong(TraceBufferStats::bytesWritten).sum());
+            }
+            stop.set(true);
+            for (Thread worker : workers) {
+                worker.join();
+            }
+            tracing.flush();
+            packets += tracing.writeTrace(file);
+            file.flush();
+            printSummary(session, tracing.stats(), packets, producer.abiViolations());
+            tracing.close();
+        }
+        System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
+        return 0;
+    }
+
+    private byte[] readConfig() throws IOException {
+        String fileName = config.getFileName().toString();
+        if (fileName.endsWith(".pbtxt") || fileName.endsWith(".txt")) {
+            TraceConfig.Builder builder = TraceConfig.newBuilder();
+            TextFormat.merge(Files.readString(config, StandardCharsets.UTF_8), builder);
+            return builder.build().toByteArray();
+        }
+        return Files.readAllBytes(config);
+    }
+
+    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, long packets, long abiViolations)
+            throws IOException {
+        System.out.printf("wrote %,d packets, %,d bytes to %s%n", packets, Files.size(out), out);
+        for (int i = 0; i < stats.size(); i++) {
+            TraceBufferStats s = stats.get(i);
+            System.out.printf("  buffer %s (%s, %,d KiB): %,d bytes / %,d chunks written, %,d chunks overwritten, "
+                            + "%,d discarded, %,d bytes read, %,d packet losses by writers%n",
+                    session.buffers().get(i).describe(), session.buffers().get(i).overwritePolicy(), s.bufferSize() / 1024,
+                    s.bytesWritten(), s.chunksWritten(), s.chunksOverwritten(), s.chunksDiscarded(), s.bytesRead(),
+                    s.traceWriterPacketLoss());
+        }
+        if (abiViolations > 0) {
+            System.out.println("  producer ABI violations: " + abiViolations);
+        }
+    }
+}

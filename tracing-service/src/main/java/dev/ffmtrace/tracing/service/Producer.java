@@ -40,6 +40,8 @@ public final class Producer implements AutoCloseable {
     private final SharedMemoryArbiter arbiter;
     private final ReentrantLock readerLock = new ReentrantLock();
     private final Map<String, DataSource> dataSources = new ConcurrentHashMap<>();
+    /** The same data sources as an array, replaced on registration: the commit path walks it without allocating. */
+    private volatile DataSource[] dataSourceArray = new DataSource[0];
     /** Writer id to the buffer its writer was created for: where scraped chunks go. */
     private final AtomicIntegerArray writerTargets = new AtomicIntegerArray(MAX_WRITER_ID + 1);
     private final BufferSink commitSink = new BufferSink(true);
@@ -88,8 +90,9 @@ public final class Producer implements AutoCloseable {
     }
 
     /** Offers a data source; a session naming it starts it. Registering a name twice returns the same one. */
-    public DataSource registerDataSource(String dataSourceName) {
+    public synchronized DataSource registerDataSource(String dataSourceName) {
         DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
+        dataSourceArray = dataSources.values().toArray(new DataSource[0]);
         service.dataSourceRegistered(this, dataSource);
         return dataSource;
     }
@@ -182,7 +185,7 @@ public final class Producer implements AutoCloseable {
 
     /** The buffer with this id, if one of this producer's started data sources writes to it. */
     private ServiceBuffer grantedBuffer(int bufferId) {
-        for (DataSource dataSource : dataSources.values()) {
+        for (DataSource dataSource : dataSourceArray) {
             if (bufferId != 0 && dataSource.targetBuffer() == bufferId) {
                 return service.buffer(bufferId);
             }

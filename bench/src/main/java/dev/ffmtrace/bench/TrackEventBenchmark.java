@@ -1,0 +1,95 @@
+package dev.ffmtrace.bench;
+
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.perfetto.protos.TraceConfig;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.Track;
+import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * A TrackEvent through the whole in-process stack, as Perfetto's SDK benchmark sets it
+ * up: one session with a 1 MiB ring buffer, a 256 KiB SMB of 4 KiB pages with one chunk
+ * per page, a drop-on-full writer, and the service moving full chunks into the buffer as
+ * they are committed. Per operation, one slice-begin event of category "benchmark" and
+ * name "Event", both interned ({@code eventBasic}); the same with one interned integer
+ * debug annotation "value" = 42 ({@code eventWithDebugAnnotation}); and the same on a
+ * disabled category ({@code eventDisabled}). The slices are never ended, as in the SDK
+ * benchmark; the token is consumed by the blackhole.
+ */
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@State(Scope.Thread)
+public class TrackEventBenchmark {
+    private static final Category BENCHMARK = new Category("benchmark");
+    private static final Category DISABLED = new Category("disabled");
+    private static final InternedName EVENT = InternedName.of("Event");
+    private static final InternedName VALUE = InternedName.of("value");
+
+    private TracingService service;
+    private TracingSession session;
+    private TrackEventWriter writer;
+    private Track track;
+
+    @Setup(Level.Trial)
+    public void setUp() throws Exception {
+        DISABLED.setEnabled(false);
+        service = new TracingService();
+        Producer producer = service.connectProducer("bench",
+                new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid()), 256 * 1024, 4096);
+        DataSource events = producer.registerDataSource("track_event");
+        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+        config.get().addBuffers().setSizeKb(1024);
+        config.get().addDataSources().setConfig().setName("track_event");
+        session = service.startSession(SessionConfig.parse(MemorySegment.ofArray(config.toByteArray())));
+        writer = new TrackEventWriter(events.newTraceWriter(BufferExhaustedPolicy.DROP));
+        track = Track.thread(Track.process((int) ProcessHandle.current().pid(), "bench"), Native.gettid(), "bench");
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        writer.close();
+        session.close();
+        service.close();
+    }
+
+    @Benchmark
+    public long eventBasic() {
+        return writer.beginSlice(BENCHMARK, track, EVENT);
+    }
+
+    @Benchmark
+    public long eventWithDebugAnnotation() {
+        return writer.beginSlice(BENCHMARK, track, EVENT, VALUE, 42);
+    }
+
+    @Benchmark
+    public long eventDisabled() {
+        return writer.beginSlice(DISABLED, track, EVENT);
+    }
+}

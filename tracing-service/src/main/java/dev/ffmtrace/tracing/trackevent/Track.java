@@ -1,0 +1,142 @@
+package dev.ffmtrace.tracing.trackevent;
+
+import dev.ffmtrace.perfetto.protos.ThreadDescriptor;
+import dev.ffmtrace.perfetto.protos.TrackDescriptor;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A timeline events are drawn on: a process, a thread of it, a named track under any
+ * other (nested to any depth), or a counter track. Its descriptor is written once per
+ * sequence, parents first, before the first event on it.
+ */
+public final class Track {
+    /** How the UI orders a track's children ({@code TrackDescriptor.ChildTracksOrdering}). */
+    public enum ChildOrdering {
+        UNSPECIFIED(TrackDescriptor.ChildTracksOrdering.UNKNOWN),
+        LEXICOGRAPHIC(TrackDescriptor.ChildTracksOrdering.LEXICOGRAPHIC),
+        CHRONOLOGICAL(TrackDescriptor.ChildTracksOrdering.CHRONOLOGICAL),
+        EXPLICIT(TrackDescriptor.ChildTracksOrdering.EXPLICIT);
+
+        final int value;
+
+        ChildOrdering(int value) {
+            this.value = value;
+        }
+    }
+
+    private enum Kind { PROCESS, THREAD, NAMED, COUNTER }
+
+    private static final AtomicInteger NEXT_INDEX = new AtomicInteger();
+
+    private final Kind kind;
+    private final long uuid;
+    private final Track parent;
+    private final String name;
+    private final int pid;
+    private final long tid;
+    private final ChildOrdering childOrdering;
+    private final Integer siblingOrderRank;
+    final int index = NEXT_INDEX.getAndIncrement();
+
+    private Track(Kind kind, Track parent, String name, int pid, long tid, ChildOrdering childOrdering,
+                  Integer siblingOrderRank) {
+        this.kind = kind;
+        this.uuid = ThreadLocalRandom.current().nextLong() | 1;
+        this.parent = parent;
+        this.name = name;
+        this.pid = pid;
+        this.tid = tid;
+        this.childOrdering = childOrdering;
+        this.siblingOrderRank = siblingOrderRank;
+    }
+
+    public static Track process(int pid, String processName) {
+        return new Track(Kind.PROCESS, null, processName, pid, 0, ChildOrdering.UNSPECIFIED, null);
+    }
+
+    public static Track thread(Track process, long tid, String threadName) {
+        requireKind(process, Kind.PROCESS, "a thread track's parent must be a process track");
+        return new Track(Kind.THREAD, process, threadName, process.pid, tid, ChildOrdering.UNSPECIFIED, null);
+    }
+
+    /** A named track under {@code parent} (null for a top-level track). */
+    public static Track named(Track parent, String name) {
+        return named(parent, name, ChildOrdering.UNSPECIFIED, null);
+    }
+
+    /**
+     * A named track under {@code parent}, ordering its own children as said, and placed
+     * among its siblings by {@code siblingOrderRank} (null: no rank) when the parent's
+     * ordering is {@link ChildOrdering#EXPLICIT}.
+     */
+    public static Track named(Track parent, String name, ChildOrdering childOrdering, Integer siblingOrderRank) {
+        requireName(name);
+        return new Track(Kind.NAMED, parent, name, 0, 0, childOrdering, siblingOrderRank);
+    }
+
+    /** A counter track under {@code parent}. */
+    public static Track counter(Track parent, String name) {
+        requireName(name);
+        return new Track(Kind.COUNTER, parent, name, 0, 0, ChildOrdering.UNSPECIFIED, null);
+    }
+
+    public long uuid() {
+        return uuid;
+    }
+
+    public Track parent() {
+        return parent;
+    }
+
+    public boolean isCounter() {
+        return kind == Kind.COUNTER;
+    }
+
+    void describe(TrackDescriptor descriptor) {
+        descriptor.setUuid(uuid);
+        if (parent != null) {
+            descriptor.setParentUuid(parent.uuid);
+        }
+        switch (kind) {
+            case PROCESS -> {
+                var process = descriptor.setProcess();
+                process.setPid(pid);
+                if (name != null) {
+                    process.setProcessName(name);
+                }
+            }
+            case THREAD -> {
+                ThreadDescriptor thread = descriptor.setThread();
+                thread.setPid(pid);
+                thread.setTid(tid);
+                if (name != null) {
+                    thread.setThreadName(name);
+                }
+            }
+            case NAMED -> descriptor.setName(name);
+            case COUNTER -> {
+                descriptor.setName(name);
+                descriptor.setCounter();
+            }
+        }
+        if (childOrdering != ChildOrdering.UNSPECIFIED) {
+            descriptor.setChildOrdering(childOrdering.value);
+        }
+        if (siblingOrderRank != null) {
+            descriptor.setSiblingOrderRank(siblingOrderRank);
+        }
+    }
+
+    private static void requireKind(Track track, Kind kind, String message) {
+        if (track == null || track.kind != kind) {
+            throw new IllegalArgumentException(message);
+        }
+    }
+
+    private static void requireName(String name) {
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("a named or counter track needs a name");
+        }
+    }
+}

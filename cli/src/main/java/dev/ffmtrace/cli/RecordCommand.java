@@ -10,6 +10,7 @@ import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.trackevent.Track;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -81,10 +82,11 @@ final class RecordCommand implements Callable<Integer> {
             AtomicBoolean stop = new AtomicBoolean();
             ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
             List<Thread> workers = new ArrayList<>();
+            Track process = Track.process(self.pid(), "ffmtrace record");
             for (int i = 0; i < threads; i++) {
                 if (events.isStarted() && counters.isStarted()) {
                     workers.add(Thread.ofPlatform().name("demo worker " + i)
-                            .start(new DemoWorkload(i, events, counters, stop, handoffs)));
+                            .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
                 }
             }
             long packets = 0;

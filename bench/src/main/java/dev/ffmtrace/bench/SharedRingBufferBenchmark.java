@@ -42,7 +42,11 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code threads}: one writer thread and one reader thread. Records/s and bytes/s are
  *       the reader's {@code records} and {@code bytes} counters; {@code full} and
  *       {@code empty} count the yields. C++: 10.6 M/s (64 B), 8.8 M/s (1 KiB), 0.60 M/s
- *       (64 KiB).</li>
+ *       (64 KiB). Read {@code empty} with the rate: while the reader trails the writer by
+ *       more than a few records, the two cores share only the metadata lines, but once it
+ *       has caught up (empty at 10^5/s and more) it polls the very lines the writer is
+ *       filling and yields per poll, and records/s drops several-fold for as long as that
+ *       lasts; iterations of one run often land in both regimes.</li>
  *   <li>{@code processes}: the writer here, the reader in a second JVM
  *       ({@link ReaderProcess}) attached to the memfd received over a Unix socket. Records/s
  *       and bytes/s are the writer's {@code records} and {@code bytes} counters (in steady
@@ -60,7 +64,11 @@ import org.openjdk.jmh.annotations.Warmup;
 public class SharedRingBufferBenchmark {
     static final long RING_SIZE = 8L << 20;
 
-    /** The buffer shared by the writer and the reader of a group (writeThenRead is a group of one). */
+    /**
+     * The buffer shared by the writer and the reader of a group (writeThenRead is a group of
+     * one). Read-only once set up: what a side writes per record lives in its own
+     * {@link Writer} or {@link Reader}, so the two cores share only the ring's memory.
+     */
     @State(Scope.Group)
     public static class Ring {
         @Param({"64", "1024", "65536"})
@@ -69,10 +77,6 @@ public class SharedRingBufferBenchmark {
         SharedRingBuffer buffer;
         Arena arena;
         MemorySegment source;
-        RecordSlot writerSlot;
-        RecordSlot readerSlot;
-        long checksum;
-        long recordsRead;
 
         @Setup(Level.Trial)
         public void setUp() {
@@ -82,19 +86,46 @@ public class SharedRingBufferBenchmark {
             for (int i = 0; i < size; i++) {
                 source.set(Layouts.BYTE, i, (byte) (i * 31 + 7));
             }
-            writerSlot = buffer.newSlot();
-            readerSlot = buffer.newSlot();
         }
 
         @TearDown(Level.Trial)
         public void tearDown() {
-            long perRecord = source.get(Layouts.BYTE, 0) + source.get(Layouts.BYTE, size - 1);
             buffer.close();
             arena.close();
-            if (checksum != recordsRead * perRecord) {
-                throw new IllegalStateException("reader saw wrong bytes: sum " + checksum + " over " + recordsRead
-                        + " records, expected " + recordsRead * perRecord);
-            }
+        }
+    }
+
+    /**
+     * 128 bytes in front of a thread's state. JMH pads only behind a state's fields (its
+     * generated subclasses), and whatever was allocated just before a state, such as the
+     * other thread's state or a segment the other side reads per record, would otherwise
+     * share a cache line with fields written per record.
+     */
+    abstract static class LeadingPadding {
+        byte p000, p001, p002, p003, p004, p005, p006, p007, p008, p009, p010, p011, p012, p013, p014, p015;
+        byte p016, p017, p018, p019, p020, p021, p022, p023, p024, p025, p026, p027, p028, p029, p030, p031;
+        byte p032, p033, p034, p035, p036, p037, p038, p039, p040, p041, p042, p043, p044, p045, p046, p047;
+        byte p048, p049, p050, p051, p052, p053, p054, p055, p056, p057, p058, p059, p060, p061, p062, p063;
+        byte p064, p065, p066, p067, p068, p069, p070, p071, p072, p073, p074, p075, p076, p077, p078, p079;
+        byte p080, p081, p082, p083, p084, p085, p086, p087, p088, p089, p090, p091, p092, p093, p094, p095;
+        byte p096, p097, p098, p099, p100, p101, p102, p103, p104, p105, p106, p107, p108, p109, p110, p111;
+        byte p112, p113, p114, p115, p116, p117, p118, p119, p120, p121, p122, p123, p124, p125, p126, p127;
+    }
+
+    /** The writer side: its slot and local copies of what it reads per record. */
+    @State(Scope.Thread)
+    public static class Writer extends LeadingPadding {
+        SharedRingBuffer buffer;
+        MemorySegment source;
+        long size;
+        RecordSlot slot;
+
+        @Setup(Level.Trial)
+        public void setUp(Ring ring) {
+            buffer = ring.buffer;
+            source = ring.source;
+            size = ring.size;
+            slot = buffer.newSlot();
         }
 
         /** Writes one record if the lock and the space allow; returns whether it did. */
@@ -102,27 +133,53 @@ public class SharedRingBufferBenchmark {
             if (!buffer.lock(SharedRingBuffer.LockMode.TRY)) {
                 return false;
             }
-            SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, size);
+            SharedRingBuffer.WriteResult result = buffer.beginWrite(slot, size);
             buffer.unlock();
             if (result != SharedRingBuffer.WriteResult.OK) {
                 return false;
             }
-            MemorySegment.copy(source, 0, writerSlot.buffer(), writerSlot.offset(), size);
-            buffer.endWrite(writerSlot);
+            MemorySegment.copy(source, 0, slot.buffer(), slot.offset(), size);
+            buffer.endWrite(slot);
             return true;
         }
+    }
 
-        /** Reads and frees one record if there is one; returns whether it did. */
-        boolean read() {
-            if (buffer.beginRead(readerSlot) != SharedRingBuffer.ReadResult.OK) {
-                return false;
+    /** The reader side: its slot and the sum of the bytes it touched, checked at the end. */
+    @State(Scope.Thread)
+    public static class Reader extends LeadingPadding {
+        SharedRingBuffer buffer;
+        RecordSlot slot;
+        long perRecord;
+        long checksum;
+        long recordsRead;
+
+        @Setup(Level.Trial)
+        public void setUp(Ring ring) {
+            buffer = ring.buffer;
+            slot = buffer.newSlot();
+            perRecord = ring.source.get(Layouts.BYTE, 0) + ring.source.get(Layouts.BYTE, ring.size - 1);
+        }
+
+        @TearDown(Level.Trial)
+        public void check() {
+            if (checksum != recordsRead * perRecord) {
+                throw new IllegalStateException("reader saw wrong bytes: sum " + checksum + " over " + recordsRead
+                        + " records, expected " + recordsRead * perRecord);
             }
-            MemorySegment payload = readerSlot.buffer();
-            long offset = readerSlot.offset();
-            checksum += payload.get(Layouts.BYTE, offset) + payload.get(Layouts.BYTE, offset + readerSlot.length() - 1);
+        }
+
+        /** Reads and frees one record if there is one; returns its payload length, 0 if there was none. */
+        long read() {
+            if (buffer.beginRead(slot) != SharedRingBuffer.ReadResult.OK) {
+                return 0;
+            }
+            MemorySegment payload = slot.buffer();
+            long offset = slot.offset();
+            long length = slot.length();
+            checksum += payload.get(Layouts.BYTE, offset) + payload.get(Layouts.BYTE, offset + length - 1);
             recordsRead++;
-            buffer.endRead(readerSlot);
-            return true;
+            buffer.endRead(slot);
+            return length;
         }
     }
 
@@ -136,6 +193,7 @@ public class SharedRingBufferBenchmark {
         public int size;
 
         Ring ring;
+        Writer writer;
         Process reader;
 
         @Setup(Level.Trial)
@@ -143,6 +201,8 @@ public class SharedRingBufferBenchmark {
             ring = new Ring();
             ring.size = size;
             ring.setUp();
+            writer = new Writer();
+            writer.setUp(ring);
             UnixAddress address = UnixAddress.abstractName("ffmtrace-bench-" + ProcessHandle.current().pid());
             try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
                 reader = new ProcessBuilder(List.of(
@@ -161,8 +221,7 @@ public class SharedRingBufferBenchmark {
             ring.buffer.setShuttingDown();
             String report = new String(reader.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             int exit = reader.waitFor();
-            ring.buffer.close();
-            ring.arena.close();
+            ring.tearDown();
             if (exit != 0) {
                 throw new IllegalStateException("reader process exited " + exit + ": " + report);
             }
@@ -225,7 +284,7 @@ public class SharedRingBufferBenchmark {
 
     @State(Scope.Thread)
     @AuxCounters(AuxCounters.Type.OPERATIONS)
-    public static class WriterCounters {
+    public static class WriterCounters extends LeadingPadding {
         public long full;
 
         @Setup(Level.Iteration)
@@ -236,7 +295,7 @@ public class SharedRingBufferBenchmark {
 
     @State(Scope.Thread)
     @AuxCounters(AuxCounters.Type.OPERATIONS)
-    public static class ReaderCounters {
+    public static class ReaderCounters extends LeadingPadding {
         public long records;
         public long bytes;
         public long empty;
@@ -252,8 +311,8 @@ public class SharedRingBufferBenchmark {
     @Benchmark
     @Group("threads")
     @GroupThreads(1)
-    public void writer(Ring ring, WriterCounters counters) {
-        if (!ring.write()) {
+    public void writer(Writer writer, WriterCounters counters) {
+        if (!writer.write()) {
             counters.full++;
             Thread.yield();
         }
@@ -262,10 +321,11 @@ public class SharedRingBufferBenchmark {
     @Benchmark
     @Group("threads")
     @GroupThreads(1)
-    public void reader(Ring ring, ReaderCounters counters) {
-        if (ring.read()) {
+    public void reader(Reader reader, ReaderCounters counters) {
+        long length = reader.read();
+        if (length != 0) {
             counters.records++;
-            counters.bytes += ring.size;
+            counters.bytes += length;
         } else {
             counters.empty++;
             Thread.yield();
@@ -276,10 +336,10 @@ public class SharedRingBufferBenchmark {
     @Group("processes")
     @GroupThreads(1)
     public void processWriter(ProcessRing processRing, ProcessWriterCounters counters) {
-        Ring ring = processRing.ring;
-        if (ring.write()) {
+        Writer writer = processRing.writer;
+        if (writer.write()) {
             counters.records++;
-            counters.bytes += ring.size;
+            counters.bytes += writer.size;
         } else {
             counters.full++;
             Thread.yield();
@@ -291,7 +351,7 @@ public class SharedRingBufferBenchmark {
     @GroupThreads(1)
     @BenchmarkMode(Mode.AverageTime)
     @OutputTimeUnit(TimeUnit.NANOSECONDS)
-    public boolean writeThenRead(Ring ring) {
-        return ring.write() & ring.read();
+    public boolean writeThenRead(Writer writer, Reader reader) {
+        return writer.write() & reader.read() != 0;
     }
 }

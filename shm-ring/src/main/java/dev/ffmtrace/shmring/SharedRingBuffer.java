@@ -301,19 +301,27 @@ public final class SharedRingBuffer implements AutoCloseable {
      * @return whether the caller now holds the lock and must {@link #unlock} it
      */
     public boolean lock(LockMode mode) {
-        return tryAcquire() || lockSlow(mode);
+        // Perfetto's fast path is one exchange. Expecting the free lock's usual word (all
+        // zero: no holder, no padding written) takes it with one compare-and-set; a load
+        // first would fetch the cache line shared and then need a second trip to own it.
+        long word = meta.compareAndExchangeLong(SPINLOCK_LOCKED_OFFSET, 0, lockedByUs);
+        return word == 0 || acquireFrom(word) || lockSlow(mode);
+    }
+
+    /** One attempt of the slow path: a relaxed load, then {@link #acquireFrom}, as Perfetto tests before it exchanges. */
+    private boolean tryAcquire() {
+        return acquireFrom(meta.getLongOpaque(SPINLOCK_LOCKED_OFFSET));
     }
 
     /**
-     * One attempt: a relaxed load of the first 8 bytes, then, if neither locked nor poisoned,
-     * a compare-and-set that sets the locked byte and writes our pid in the same atomic step,
+     * If {@code word}, the first 8 bytes as last seen, is neither locked nor poisoned, a
+     * compare-and-set that sets the locked byte and writes our pid in the same atomic step,
      * leaving the poisoned byte and Perfetto's padding as they were. Perfetto exchanges the
      * locked byte alone; a CAS of the enclosing word is the same acquisition to a peer that
      * does (the AtomicSegment byte RMWs work the same way), and it leaves no moment in which
      * the lock is held with no holder recorded.
      */
-    private boolean tryAcquire() {
-        long word = meta.getLongOpaque(SPINLOCK_LOCKED_OFFSET);
+    private boolean acquireFrom(long word) {
         return (word & LOCK_AND_POISON_MASK) == 0
                 && meta.compareAndSetLong(SPINLOCK_LOCKED_OFFSET, word, (word & PADDING_MASK) | lockedByUs);
     }
@@ -476,7 +484,11 @@ public final class SharedRingBuffer implements AutoCloseable {
         if (stride > available) {
             return readCorrupt();
         }
-        stalledPosition = -1;
+        if (stalledPosition != -1) {
+            // Written only when it changes: a store on every record would keep taking this
+            // object's cache line from writer threads, which read its final fields per record.
+            stalledPosition = -1;
+        }
         slot.headerOffset = header;
         slot.length = length;
         slot.stride = stride;

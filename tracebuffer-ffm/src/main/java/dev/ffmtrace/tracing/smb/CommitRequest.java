@@ -81,15 +81,13 @@ public final class CommitRequest {
             move.setChunk(moveChunk[i]);
             move.setTargetBuffer(moveTargetBuffer[i]);
         }
-        int i = 0;
-        while (i < patchCount) {
-            int start = i;
+        for (int start = 0, end; start < patchCount; start = end) {
+            end = patchRunEnd(start);
             CommitDataRequest.ChunkToPatch chunk = message.addChunksToPatch();
             chunk.setTargetBuffer(patchTargetBuffer[start]);
             chunk.setWriterId(patchWriterId[start]);
             chunk.setChunkId(patchChunkId[start]);
-            for (; i < patchCount && patchTargetBuffer[i] == patchTargetBuffer[start]
-                    && patchWriterId[i] == patchWriterId[start] && patchChunkId[i] == patchChunkId[start]; i++) {
+            for (int i = start; i < end; i++) {
                 CommitDataRequest.ChunkToPatch.Patch patch = chunk.addPatches();
                 patch.setOffset(patchOffset[i]);
                 patchBytes[0] = (byte) patchData[i];
@@ -98,10 +96,25 @@ public final class CommitRequest {
                 patchBytes[3] = (byte) (patchData[i] >>> 24);
                 patch.setData(patchBytes);
             }
-            if (patchHasMore[i - 1]) {
+            if (patchHasMore[end - 1]) {
                 chunk.setHasMorePatches(true);
             }
         }
+    }
+
+    /**
+     * The end (exclusive) of the run of patches starting at {@code start} that go to the
+     * same chunk (target buffer, writer id, chunk id): one ChunkToPatch, whose
+     * has-more-patches is that of the run's last patch.
+     */
+    public int patchRunEnd(int start) {
+        check(start, patchCount);
+        int end = start + 1;
+        while (end < patchCount && patchTargetBuffer[end] == patchTargetBuffer[start]
+                && patchWriterId[end] == patchWriterId[start] && patchChunkId[end] == patchChunkId[start]) {
+            end++;
+        }
+        return end;
     }
 
     public boolean isEmpty() {

@@ -50,14 +50,9 @@ final class InProcessService implements CommitTransport, AutoCloseable {
         for (int i = 0; i < request.chunksToMove(); i++) {
             reader.moveChunk(request.movePage(i), request.moveChunk(i), sink);
         }
-        int i = 0;
-        while (i < request.patches()) {
-            int start = i;
-            while (i < request.patches() && request.patchWriterId(i) == request.patchWriterId(start)
-                    && request.patchChunkId(i) == request.patchChunkId(start)) {
-                i++;
-            }
-            int count = i - start;
+        for (int start = 0, end; start < request.patches(); start = end) {
+            end = request.patchRunEnd(start);
+            int count = end - start;
             if (offsets.length < count) {
                 offsets = new long[count];
                 data = new int[count];
@@ -67,7 +62,7 @@ final class InProcessService implements CommitTransport, AutoCloseable {
                 data[j] = request.patchData(start + j);
             }
             if (buffer.tryPatchChunkContents(PRODUCER_ID, request.patchWriterId(start), request.patchChunkId(start),
-                    offsets, data, count, request.patchHasMorePatches(i - 1))) {
+                    offsets, data, count, request.patchHasMorePatches(end - 1))) {
                 patchesApplied += count;
             } else {
                 patchesRejected += count;

@@ -150,15 +150,9 @@ public final class Producer implements AutoCloseable {
     }
 
     private void applyPatches(CommitRequest request) {
-        int i = 0;
-        while (i < request.patches()) {
-            int start = i;
-            while (i < request.patches() && request.patchTargetBuffer(i) == request.patchTargetBuffer(start)
-                    && request.patchWriterId(i) == request.patchWriterId(start)
-                    && request.patchChunkId(i) == request.patchChunkId(start)) {
-                i++;
-            }
-            int count = i - start;
+        for (int start = 0, end; start < request.patches(); start = end) {
+            end = request.patchRunEnd(start);
+            int count = end - start;
             if (patchOffsets.length < count) {
                 patchOffsets = new long[count];
                 patchData = new int[count];
@@ -175,7 +169,7 @@ public final class Producer implements AutoCloseable {
             buffer.lock.lock();
             try {
                 buffer.buffer.tryPatchChunkContents(id, request.patchWriterId(start), request.patchChunkId(start),
-                        patchOffsets, patchData, count, request.patchHasMorePatches(i - 1));
+                        patchOffsets, patchData, count, request.patchHasMorePatches(end - 1));
             } finally {
                 buffer.lock.unlock();
             }

@@ -3,6 +3,7 @@ package dev.ffmtrace.tracing.smb;
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * The service's side of a producer's shared memory buffer: takes committed chunks out
@@ -41,6 +42,9 @@ public final class SharedMemoryReader {
     /** Per writer id: {@code WRITER_*}, how far the reader is in learning where the writer starts. */
     private final byte[] writerState = new byte[MAX_WRITER_ID + 1];
     private final boolean[] firstIdCandidate = new boolean[MAX_WRITER_ID + 1];
+    /** Scratch of a scrape: each writer's oldest chunk id in the SMB. */
+    private final int[] oldestChunkId = new int[MAX_WRITER_ID + 1];
+    private final boolean[] oldestSeen = new boolean[MAX_WRITER_ID + 1];
     private long chunksMoved;
     private long chunksScraped;
     private long abiViolations;
@@ -210,17 +214,46 @@ public final class SharedMemoryReader {
     }
 
     /**
-     * Hands every chunk in the BeingWritten state to {@code sink} as incomplete, without
-     * taking it from its writer: what a flush does for data a writer has not committed.
-     * Returns how many.
+     * Hands to {@code sink}, as incomplete, the chunks being written that hold at least
+     * one packet, without taking them from their writers: what a flush does for data a
+     * writer has not committed. Returns how many.
+     *
+     * <p>Only a writer's oldest chunk still in the SMB is scraped. A writer that runs out
+     * of room mid-packet acquires its next chunk before it commits the full one, so for a
+     * moment it has a Complete chunk waiting for its commit and a newer one being written;
+     * scraping the newer one first would hand the buffer the sequence out of order, which
+     * it must read as a lost chunk.
      */
     public int scrapeChunksBeingWritten(ChunkSink sink) {
+        // Pass 1: each writer's oldest chunk in the SMB. Under this reader's lock no
+        // chunk leaves the SMB (only the service frees chunks), so the oldest stays put.
+        for (int page = 0; page < abi.numPages(); page++) {
+            int bitmap = abi.pageBitmapAcquire(page);
+            int layout = layoutOf(bitmap);
+            for (int c = 0; c < chunksPerLayout(layout); c++) {
+                int state = chunkStateOf(bitmap, c);
+                if (state != CHUNK_BEING_WRITTEN && state != CHUNK_COMPLETE) {
+                    continue;
+                }
+                long offset = abi.chunkOffset(page, c, layout);
+                int writer = abi.writerId(offset);
+                if (writer == 0 || writer > MAX_WRITER_ID) {
+                    continue;
+                }
+                int id = abi.chunkId(offset);
+                // Chunk ids wrap at 2^32: "older" is a negative difference.
+                if (!oldestSeen[writer] || id - oldestChunkId[writer] < 0) {
+                    oldestChunkId[writer] = id;
+                    oldestSeen[writer] = true;
+                }
+            }
+        }
+        // Pass 2: scrape those of them that are being written and count a packet.
         int scraped = 0;
         for (int page = 0; page < abi.numPages(); page++) {
             int bitmap = abi.pageBitmapAcquire(page);
             int layout = layoutOf(bitmap);
-            int chunks = chunksPerLayout(layout);
-            for (int c = 0; c < chunks; c++) {
+            for (int c = 0; c < chunksPerLayout(layout); c++) {
                 if (chunkStateOf(bitmap, c) != CHUNK_BEING_WRITTEN) {
                     continue;
                 }
@@ -229,11 +262,20 @@ public final class SharedMemoryReader {
                 // torn: the writer's id and chunk-id stores are relaxed and only the packets
                 // word is published with release, which a count of 0 cannot tell from the
                 // cleared header. A count of 1 or more was stored after them.
-                if (packetCountOf(abi.packetsAcquire(offset)) > 0 && deliver(page, offset, false, sink)) {
+                if (packetCountOf(abi.packetsAcquire(offset)) == 0) {
+                    continue;
+                }
+                int writer = abi.writerId(offset);
+                if (writer == 0 || writer > MAX_WRITER_ID || !oldestSeen[writer]
+                        || abi.chunkId(offset) != oldestChunkId[writer]) {
+                    continue;
+                }
+                if (deliver(page, offset, false, sink)) {
                     scraped++;
                 }
             }
         }
+        Arrays.fill(oldestSeen, false);
         chunksScraped += scraped;
         return scraped;
     }

@@ -52,4 +52,28 @@ class SharedMemoryReaderTest {
             assertEquals(List.of(0, 1, 3), moved);
         }
     }
+
+    @Test
+    void aScrapeNeverHandsOverAChunkBeforeAnOlderOneOfItsWriter() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(4 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            List<String> scraped = new ArrayList<>();
+            SharedMemoryReader.ChunkSink sink = (writer, chunkId, packets, complete, smb, offset, size) ->
+                    scraped.add(writer + ":" + chunkId + (complete ? "" : " incomplete"));
+            // Writer 3 ran out of room mid-packet: it holds chunk 36, complete but not yet
+            // committed, and chunk 37, acquired for the packet's continuation.
+            for (int page = 0; page < 2; page++) {
+                abi.tryPartitionPage(page, LAYOUT_DIV1);
+            }
+            long older = abi.tryAcquireChunkForWriting(0, 0, 36, 3, packets(5, 0));
+            abi.releaseChunkAsComplete(0, 0);
+            abi.tryAcquireChunkForWriting(1, 0, 37, 3, packets(1, FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK));
+            assertEquals(0, reader.scrapeChunksBeingWritten(sink), "37 must wait for 36");
+            assertEquals(true, reader.moveChunk(0, 0, sink), "the commit of 36");
+            assertEquals(1, reader.scrapeChunksBeingWritten(sink));
+            assertEquals(List.of("3:36", "3:37 incomplete"), scraped);
+            assertEquals(0, abi.chunkId(older), "36 was freed");
+        }
+    }
 }

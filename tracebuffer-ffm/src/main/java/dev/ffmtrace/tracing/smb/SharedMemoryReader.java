@@ -32,19 +32,21 @@ public final class SharedMemoryReader {
     }
 
     private static final byte WRITER_UNKNOWN = 0;
-    private static final byte WRITER_FOUND = 1;
-    private static final byte WRITER_PENDING = 2;
-    private static final byte WRITER_KNOWN = 3;
+    private static final byte WRITER_PENDING = 1;
+    private static final byte WRITER_KNOWN = 2;
     private static final ChunkSink NO_SINK = (writerId, chunkId, packets, complete, smb, offset, size) -> { };
 
     private final SharedMemoryAbi abi;
     private final int[] expectedChunkId = new int[MAX_WRITER_ID + 1];
     /** Per writer id: {@code WRITER_*}, how far the reader is in learning where the writer starts. */
     private final byte[] writerState = new byte[MAX_WRITER_ID + 1];
-    private final boolean[] firstIdCandidate = new boolean[MAX_WRITER_ID + 1];
-    /** Scratch of a scrape: each writer's oldest chunk id in the SMB. */
-    private final int[] oldestChunkId = new int[MAX_WRITER_ID + 1];
-    private final boolean[] oldestSeen = new boolean[MAX_WRITER_ID + 1];
+    /** Scratch of {@link #findLowestChunkIds}: each writer's lowest chunk id in the states looked for. */
+    private final int[] lowestChunkId = new int[MAX_WRITER_ID + 1];
+    private final boolean[] hasLowest = new boolean[MAX_WRITER_ID + 1];
+    /** Running counts the chunk visitors bump (lambdas cannot bump locals). */
+    private int movedNow;
+    private int scrapedNow;
+    private int foundNow;
     private long chunksMoved;
     private long chunksScraped;
     private long abiViolations;
@@ -104,111 +106,19 @@ public final class SharedMemoryReader {
      */
     public int drainCompleteChunks(ChunkSink sink) {
         int moved = moveCompleteChunks(sink);
-        while (restartAtLowestWaitingChunks()) {
+        while (findLowestChunkIds(1 << CHUNK_COMPLETE) > 0) {
+            // Whatever still waits has lost its predecessor: restart each writer at its lowest.
+            for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
+                if (hasLowest[writer]) {
+                    expectedChunkId[writer] = lowestChunkId[writer];
+                    writerState[writer] = WRITER_KNOWN;
+                }
+            }
             int round = moveCompleteChunks(sink);
             if (round == 0) {
                 break;
             }
             moved += round;
-        }
-        return moved;
-    }
-
-    /** Points every writer with complete chunks left at its lowest one; false if none are left. */
-    private boolean restartAtLowestWaitingChunks() {
-        boolean waiting = false;
-        for (int page = 0; page < abi.numPages(); page++) {
-            int bitmap = abi.pageBitmapAcquire(page);
-            int layout = layoutOf(bitmap);
-            for (int c = 0; c < chunksPerLayout(layout); c++) {
-                if (chunkStateOf(bitmap, c) != CHUNK_COMPLETE) {
-                    continue;
-                }
-                long offset = abi.chunkOffset(page, c, layout);
-                int writer = abi.writerId(offset);
-                if (writer == 0 || writer > MAX_WRITER_ID) {
-                    continue;
-                }
-                int id = abi.chunkId(offset);
-                if (!firstIdCandidate[writer] || Integer.compareUnsigned(id, expectedChunkId[writer]) < 0) {
-                    expectedChunkId[writer] = id;
-                    firstIdCandidate[writer] = true;
-                }
-                waiting = true;
-            }
-        }
-        for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
-            if (firstIdCandidate[writer]) {
-                writerState[writer] = WRITER_KNOWN;
-                firstIdCandidate[writer] = false;
-            }
-        }
-        return waiting;
-    }
-
-    /**
-     * Finds where new writers start. A writer seen with a complete chunk for the first
-     * time only becomes pending: within one scan its earlier chunk may have been free
-     * when its page was looked at and acquired just after. On the next scan every
-     * earlier chunk of the writer has been acquired (it acquires in order and only the
-     * service frees complete chunks), so the lowest id among its chunks being written or
-     * complete is its first.
-     */
-    private void learnFirstChunkIds() {
-        for (int page = 0; page < abi.numPages(); page++) {
-            int bitmap = abi.pageBitmapAcquire(page);
-            int layout = layoutOf(bitmap);
-            for (int c = 0; c < chunksPerLayout(layout); c++) {
-                int state = chunkStateOf(bitmap, c);
-                if (state != CHUNK_COMPLETE && state != CHUNK_BEING_WRITTEN) {
-                    continue;
-                }
-                long offset = abi.chunkOffset(page, c, layout);
-                int writer = abi.writerId(offset);
-                if (writer == 0 || writer > MAX_WRITER_ID) {
-                    if (state == CHUNK_COMPLETE) {
-                        moveChunk(page, c, NO_SINK); // counted and freed: its header is invalid
-                    }
-                    continue;
-                }
-                if (writerState[writer] == WRITER_UNKNOWN && state == CHUNK_COMPLETE) {
-                    writerState[writer] = WRITER_FOUND;
-                } else if (writerState[writer] == WRITER_PENDING) {
-                    int id = abi.chunkId(offset);
-                    if (!firstIdCandidate[writer] || Integer.compareUnsigned(id, expectedChunkId[writer]) < 0) {
-                        expectedChunkId[writer] = id;
-                        firstIdCandidate[writer] = true;
-                    }
-                }
-            }
-        }
-        for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
-            if (writerState[writer] == WRITER_PENDING && firstIdCandidate[writer]) {
-                writerState[writer] = WRITER_KNOWN;
-            } else if (writerState[writer] == WRITER_FOUND) {
-                writerState[writer] = WRITER_PENDING;
-            }
-            firstIdCandidate[writer] = false;
-        }
-    }
-
-    private int moveExpectedChunks(ChunkSink sink) {
-        int moved = 0;
-        for (int page = 0; page < abi.numPages(); page++) {
-            int bitmap = abi.pageBitmapAcquire(page);
-            int layout = layoutOf(bitmap);
-            for (int c = 0; c < chunksPerLayout(layout); c++) {
-                if (chunkStateOf(bitmap, c) != CHUNK_COMPLETE) {
-                    continue;
-                }
-                long offset = abi.chunkOffset(page, c, layout);
-                int writer = abi.writerId(offset);
-                if (writer > 0 && writer <= MAX_WRITER_ID && writerState[writer] == WRITER_KNOWN
-                        && abi.chunkId(offset) == expectedChunkId[writer] && moveChunk(page, c, sink)) {
-                    expectedChunkId[writer]++;
-                    moved++;
-                }
-            }
         }
         return moved;
     }
@@ -222,62 +132,114 @@ public final class SharedMemoryReader {
      * of room mid-packet acquires its next chunk before it commits the full one, so for a
      * moment it has a Complete chunk waiting for its commit and a newer one being written;
      * scraping the newer one first would hand the buffer the sequence out of order, which
-     * it must read as a lost chunk.
+     * it must read as a lost chunk. (Under this reader's lock no chunk leaves the SMB, as
+     * only the service frees chunks, so the oldest found stays the oldest.)
      */
     public int scrapeChunksBeingWritten(ChunkSink sink) {
-        // Pass 1: each writer's oldest chunk in the SMB. Under this reader's lock no
-        // chunk leaves the SMB (only the service frees chunks), so the oldest stays put.
-        for (int page = 0; page < abi.numPages(); page++) {
-            int bitmap = abi.pageBitmapAcquire(page);
-            int layout = layoutOf(bitmap);
-            for (int c = 0; c < chunksPerLayout(layout); c++) {
-                int state = chunkStateOf(bitmap, c);
-                if (state != CHUNK_BEING_WRITTEN && state != CHUNK_COMPLETE) {
-                    continue;
-                }
-                long offset = abi.chunkOffset(page, c, layout);
-                int writer = abi.writerId(offset);
-                if (writer == 0 || writer > MAX_WRITER_ID) {
-                    continue;
-                }
-                int id = abi.chunkId(offset);
-                // Chunk ids wrap at 2^32: "older" is a negative difference.
-                if (!oldestSeen[writer] || id - oldestChunkId[writer] < 0) {
-                    oldestChunkId[writer] = id;
-                    oldestSeen[writer] = true;
-                }
+        findLowestChunkIds((1 << CHUNK_BEING_WRITTEN) | (1 << CHUNK_COMPLETE));
+        int before = scrapedNow;
+        forEachChunk(1 << CHUNK_BEING_WRITTEN, (page, chunk, offset) -> {
+            // A chunk counting no packet has nothing to expose, and its header may be
+            // torn: the writer's id and chunk-id stores are relaxed and only the packets
+            // word is published with release, which a count of 0 cannot tell from the
+            // cleared header. A count of 1 or more was stored after them.
+            if (packetCountOf(abi.packetsAcquire(offset)) == 0) {
+                return;
             }
-        }
-        // Pass 2: scrape those of them that are being written and count a packet.
-        int scraped = 0;
-        for (int page = 0; page < abi.numPages(); page++) {
-            int bitmap = abi.pageBitmapAcquire(page);
-            int layout = layoutOf(bitmap);
-            for (int c = 0; c < chunksPerLayout(layout); c++) {
-                if (chunkStateOf(bitmap, c) != CHUNK_BEING_WRITTEN) {
-                    continue;
-                }
-                long offset = abi.chunkOffset(page, c, layout);
-                // A chunk counting no packet has nothing to expose, and its header may be
-                // torn: the writer's id and chunk-id stores are relaxed and only the packets
-                // word is published with release, which a count of 0 cannot tell from the
-                // cleared header. A count of 1 or more was stored after them.
-                if (packetCountOf(abi.packetsAcquire(offset)) == 0) {
-                    continue;
-                }
-                int writer = abi.writerId(offset);
-                if (writer == 0 || writer > MAX_WRITER_ID || !oldestSeen[writer]
-                        || abi.chunkId(offset) != oldestChunkId[writer]) {
-                    continue;
-                }
-                if (deliver(page, offset, false, sink)) {
-                    scraped++;
-                }
+            int writer = abi.writerId(offset);
+            if (validWriter(writer) && hasLowest[writer] && abi.chunkId(offset) == lowestChunkId[writer]
+                    && deliver(page, offset, false, sink)) {
+                scrapedNow++;
             }
-        }
-        Arrays.fill(oldestSeen, false);
+        });
+        int scraped = scrapedNow - before;
         chunksScraped += scraped;
         return scraped;
+    }
+
+    /**
+     * Finds where new writers start. A writer seen with a complete chunk for the first
+     * time only becomes pending: within one scan its earlier chunk may have been free
+     * when its page was looked at and acquired just after. On the next scan every
+     * earlier chunk of the writer has been acquired (it acquires in order and only the
+     * service frees complete chunks), so the lowest id among its chunks being written or
+     * complete is its first.
+     */
+    private void learnFirstChunkIds() {
+        findLowestChunkIds((1 << CHUNK_BEING_WRITTEN) | (1 << CHUNK_COMPLETE));
+        for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
+            if (writerState[writer] == WRITER_PENDING && hasLowest[writer]) {
+                expectedChunkId[writer] = lowestChunkId[writer];
+                writerState[writer] = WRITER_KNOWN;
+            }
+        }
+        findLowestChunkIds(1 << CHUNK_COMPLETE);
+        for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
+            if (writerState[writer] == WRITER_UNKNOWN && hasLowest[writer]) {
+                writerState[writer] = WRITER_PENDING;
+            }
+        }
+    }
+
+    private int moveExpectedChunks(ChunkSink sink) {
+        int before = movedNow;
+        forEachChunk(1 << CHUNK_COMPLETE, (page, chunk, offset) -> {
+            int writer = abi.writerId(offset);
+            if (!validWriter(writer)) {
+                moveChunk(page, chunk, NO_SINK); // counted and freed: its header is invalid
+            } else if (writerState[writer] == WRITER_KNOWN && abi.chunkId(offset) == expectedChunkId[writer]
+                    && moveChunk(page, chunk, sink)) {
+                expectedChunkId[writer]++;
+                movedNow++;
+            }
+        });
+        return movedNow - before;
+    }
+
+    /**
+     * Sets {@link #lowestChunkId} and {@link #hasLowest} for every writer with a chunk in
+     * one of the states of {@code stateMask} (bit {@code 1 << state}); returns how many
+     * such chunks there are. Chunk ids wrap at 2^32: "lower" is a negative difference.
+     */
+    private int findLowestChunkIds(int stateMask) {
+        Arrays.fill(hasLowest, false);
+        int before = foundNow;
+        forEachChunk(stateMask, (page, chunk, offset) -> {
+            int writer = abi.writerId(offset);
+            if (!validWriter(writer)) {
+                return;
+            }
+            int id = abi.chunkId(offset);
+            if (!hasLowest[writer] || id - lowestChunkId[writer] < 0) {
+                lowestChunkId[writer] = id;
+                hasLowest[writer] = true;
+            }
+            foundNow++;
+        });
+        return foundNow - before;
+    }
+
+    /** A chunk found by {@link #forEachChunk}. */
+    @FunctionalInterface
+    private interface ChunkVisitor {
+        void visit(int page, int chunk, long offset);
+    }
+
+    /** Visits every chunk whose state is in {@code stateMask}, as the page headers say now. */
+    private void forEachChunk(int stateMask, ChunkVisitor visitor) {
+        for (int page = 0; page < abi.numPages(); page++) {
+            int bitmap = abi.pageBitmapAcquire(page);
+            int layout = layoutOf(bitmap);
+            for (int c = 0; c < chunksPerLayout(layout); c++) {
+                if ((stateMask & (1 << chunkStateOf(bitmap, c))) != 0) {
+                    visitor.visit(page, c, abi.chunkOffset(page, c, layout));
+                }
+            }
+        }
+    }
+
+    private static boolean validWriter(int writer) {
+        return writer != 0 && writer <= MAX_WRITER_ID;
     }
 
     public long chunksMoved() {

@@ -44,6 +44,10 @@ final class RecordCommand implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "4", description = "Demo producer threads (default ${DEFAULT-VALUE}).")
     int threads;
 
+    @Option(names = "--snapshot", paramLabel = "FILE.pftrace",
+            description = "Halfway through, also write a snapshot of the running session here (cloned buffers).")
+    Path snapshot;
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         SessionConfig session;
@@ -62,6 +66,7 @@ final class RecordCommand implements Callable<Integer> {
         }
         long duration = session.durationMs() > 0 ? session.durationMs() : 2000;
         long period = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : 250;
+        long filePeriod = session.fileWritePeriodMs() > 0 ? session.fileWritePeriodMs() : period;
         ClientIdentity self = new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid());
         try (TracingService service = new TracingService();
              OutputStream file = new BufferedOutputStream(Files.newOutputStream(out))) {
@@ -91,11 +96,21 @@ final class RecordCommand implements Callable<Integer> {
             }
             long packets = 0;
             long start = System.nanoTime();
+            long lastFileWrite = 0;
+            boolean snapshotTaken = snapshot == null;
             while ((System.nanoTime() - start) / 1_000_000 < duration) {
                 Thread.sleep(period);
                 tracing.flush();
-                if (session.writeIntoFile()) {
+                long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+                if (session.writeIntoFile() && elapsedMs - lastFileWrite >= filePeriod) {
                     packets += tracing.writeTrace(file);
+                    lastFileWrite = elapsedMs;
+                }
+                if (!snapshotTaken && elapsedMs >= duration / 2) {
+                    try (OutputStream copy = new BufferedOutputStream(Files.newOutputStream(snapshot))) {
+                        System.out.printf("  snapshot of %,d packets written to %s%n", tracing.writeSnapshot(copy), snapshot);
+                    }
+                    snapshotTaken = true;
                 }
                 System.out.printf("  %5.1f s: %,d bytes written to the buffers%n", (System.nanoTime() - start) / 1e9,
                         tracing.stats().stream().mapToLong(TraceBufferStats::bytesWritten).sum());

@@ -23,9 +23,12 @@ class RecordCommandTest {
         Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))
                 .replace("duration_ms: 2000", "duration_ms: 600"));
         Path trace = dir.resolve("demo.pftrace");
+        Path snapshot = dir.resolve("snapshot.pftrace");
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
-                "--out", trace.toString(), "--threads", "3");
+                "--out", trace.toString(), "--threads", "3", "--snapshot", snapshot.toString());
         assertEquals(0, run.exit(), run.err() + run.out());
+        Trace snapshotTrace = Trace.parseFrom(Files.readAllBytes(snapshot));
+        assertTrue(snapshotTrace.getPacketCount() > 1, "the snapshot holds packets and a stats packet");
         assertTrue(run.out().contains("buffer #0 \"events\" (RING_BUFFER, 8,192 KiB)"), run.out());
         assertTrue(run.out().contains("buffer #1 \"counters\" (DISCARD, 1,024 KiB)"), run.out());
 

@@ -6,9 +6,11 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import dev.ffmtrace.tracing.buffer.TracePacketView;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,7 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
  * {@code previous_packet_dropped} when the buffer lost data of that sequence before the
  * packet. {@link #writeTrace} ends with a {@code trace_stats} packet holding every
- * buffer's stats.
+ * buffer's stats. {@link #writeSnapshot} writes the same from read-only clones, leaving
+ * the session running and its data unread. Readback is for one thread at a time.
  */
 public final class TracingSession implements AutoCloseable {
     private static final int TRACE_PACKET_TAG = 0x0a;
@@ -94,16 +97,49 @@ public final class TracingSession implements AutoCloseable {
         for (ServiceBuffer buffer : buffers) {
             buffer.lock.lock();
             try {
-                buffer.buffer.beginRead();
-                while (buffer.buffer.readNextTracePacket(view)) {
-                    writePacket(out);
-                    packets++;
-                }
+                packets += writePackets(buffer.buffer, out);
             } finally {
                 buffer.lock.unlock();
             }
         }
         out.write(statsPacket());
+        return packets;
+    }
+
+    /**
+     * Writes what the buffers hold now into {@code out} as a {@code Trace} with a closing
+     * {@code trace_stats} packet, without consuming it and without stopping the session:
+     * each buffer is cloned read-only under its lock (producers wait only for the copy)
+     * and the clone is read.
+     *
+     * @return the number of packets written, the stats packet not included
+     */
+    public long writeSnapshot(OutputStream out) throws IOException {
+        checkOpen();
+        long packets = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            for (ServiceBuffer buffer : buffers) {
+                TraceBufferV2 clone;
+                buffer.lock.lock();
+                try {
+                    clone = buffer.buffer.cloneReadOnly(arena);
+                } finally {
+                    buffer.lock.unlock();
+                }
+                packets += writePackets(clone, out);
+            }
+        }
+        out.write(statsPacket());
+        return packets;
+    }
+
+    private long writePackets(TraceBufferV2 buffer, OutputStream out) throws IOException {
+        long packets = 0;
+        buffer.beginRead();
+        while (buffer.readNextTracePacket(view)) {
+            writePacket(out);
+            packets++;
+        }
         return packets;
     }
 

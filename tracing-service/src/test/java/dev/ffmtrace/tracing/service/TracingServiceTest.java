@@ -163,6 +163,30 @@ class TracingServiceTest {
     }
 
     @Test
+    void aSnapshotLeavesTheSessionRunningAndItsDataUnread() throws Exception {
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer("app", SELF, 64 * 4096, 4096);
+            DataSource events = producer.registerDataSource("track_event");
+            TracingSession session = service.startSession(twoNamedBuffers());
+            try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                for (int i = 0; i < 300; i++) {
+                    writer.newTracePacket().setTimestamp(i);
+                    writer.finishTracePacket();
+                }
+                session.flush();
+                ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
+                assertEquals(300, session.writeSnapshot(snapshot));
+                List<Packet> snapshotPackets = decode(snapshot.toByteArray());
+                assertEquals(301, snapshotPackets.size(), "300 packets and the stats packet");
+                writer.newTracePacket().setTimestamp(300);
+                writer.finishTracePacket();
+            }
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            assertEquals(301, session.writeTrace(file), "the snapshot consumed nothing; the session kept going");
+        }
+    }
+
+    @Test
     void aDataSourceRegisteredAfterTheSessionStartedIsStartedToo() throws Exception {
         try (TracingService service = new TracingService()) {
             TracingSession session = service.startSession(twoNamedBuffers());

@@ -40,6 +40,7 @@ ffmtrace_find_jdk() {
 
 if ! JAVA_HOME=$(ffmtrace_find_jdk); then
   echo "ffmtrace needs a JDK 25 or newer: install one (e.g. Debian/Ubuntu package temurin-25-jdk or openjdk-25-jdk) or set JAVA_HOME to it." >&2
-  exit 1
+  # Sourced (the scripts, or a user's shell): fail the caller without closing a shell.
+  return 1 2>/dev/null || exit 1
 fi
 export JAVA_HOME

@@ -123,14 +123,7 @@ public final class SharedMemoryArbiter {
      * @return the number of chunks returned
      */
     public int reclaimIdleChunks() {
-        lock.lock();
-        try {
-            int reclaimed = reclaimIdleChunksLocked();
-            commitPendingLocked();
-            return reclaimed;
-        } finally {
-            lock.unlock();
-        }
+        return reclaimAndCommit(false);
     }
 
     /**
@@ -142,22 +135,13 @@ public final class SharedMemoryArbiter {
      * @return the number of chunks returned
      */
     public int sweepIdleWriters() {
+        return reclaimAndCommit(true);
+    }
+
+    private int reclaimAndCommit(boolean quietSinceLastSweep) {
         lock.lock();
         try {
-            int reclaimed = 0;
-            for (int id = 1, seen = 0; id <= MAX_WRITER_ID && seen < writerCount; id++) {
-                TraceWriter<?> writer = writers[id];
-                if (writer == null) {
-                    continue;
-                }
-                seen++;
-                long finished = writer.packetsFinished();
-                if (finished == finishedAtLastSweep[id] && reclaim(writer)) {
-                    reclaimed++;
-                }
-                finishedAtLastSweep[id] = finished;
-            }
-            chunksReclaimed += reclaimed;
+            int reclaimed = reclaimIdleChunksLocked(quietSinceLastSweep);
             commitPendingLocked();
             return reclaimed;
         } finally {
@@ -193,7 +177,7 @@ public final class SharedMemoryArbiter {
             lock.lock();
             try {
                 long chunk = tryAcquireChunkLocked(writerId, chunkId, initialPackets);
-                if (chunk == NO_CHUNK && reclaimIdleChunksLocked() > 0) {
+                if (chunk == NO_CHUNK && reclaimIdleChunksLocked(false) > 0) {
                     commitPendingLocked();
                     chunk = tryAcquireChunkLocked(writerId, chunkId, initialPackets);
                 }
@@ -321,7 +305,11 @@ public final class SharedMemoryArbiter {
         writer.drainReadyPatches(pending);
     }
 
-    private int reclaimIdleChunksLocked() {
+    /**
+     * Returns idle writers' chunks; with {@code quietSinceLastSweep}, only those of writers
+     * that finished no packet since the previous sweep, and this call is the new sweep.
+     */
+    private int reclaimIdleChunksLocked(boolean quietSinceLastSweep) {
         int reclaimed = 0;
         for (int id = 1, seen = 0; id <= MAX_WRITER_ID && seen < writerCount; id++) {
             TraceWriter<?> writer = writers[id];
@@ -329,6 +317,14 @@ public final class SharedMemoryArbiter {
                 continue;
             }
             seen++;
+            if (quietSinceLastSweep) {
+                long finished = writer.packetsFinished();
+                boolean quiet = finished == finishedAtLastSweep[id];
+                finishedAtLastSweep[id] = finished;
+                if (!quiet) {
+                    continue;
+                }
+            }
             if (reclaim(writer)) {
                 reclaimed++;
             }

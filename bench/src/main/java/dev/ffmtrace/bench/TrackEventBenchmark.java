@@ -67,8 +67,8 @@ public class TrackEventBenchmark {
         config.get().addBuffers().setSizeKb(1024);
         config.get().addDataSources().setConfig().setName("track_event");
         session = service.startSession(SessionConfig.parse(MemorySegment.ofArray(config.toByteArray())));
-        writer = new TrackEventWriter(events.newTraceWriter(BufferExhaustedPolicy.DROP));
         track = Track.thread(Track.process((int) ProcessHandle.current().pid(), "bench"), Native.gettid(), "bench");
+        writer = events.newTrackEventWriter(BufferExhaustedPolicy.DROP, TrackEventWriter.Config.forThread(track));
     }
 
     @TearDown(Level.Trial)

@@ -47,8 +47,10 @@ final class DemoWorkload implements Runnable {
         Track thread = Track.thread(process, Native.gettid(), "demo worker " + index);
         Track queue = Track.named(process, "queue " + index);
         Track depth = Track.counter(process, "queue depth " + index);
-        try (TrackEventWriter writer = new TrackEventWriter(events.newTraceWriter(BufferExhaustedPolicy.STALL));
-             TrackEventWriter counterWriter = new TrackEventWriter(counters.newTraceWriter(BufferExhaustedPolicy.DROP))) {
+        try (TrackEventWriter writer = events.newTrackEventWriter(BufferExhaustedPolicy.STALL,
+                     TrackEventWriter.Config.forThread(thread));
+             TrackEventWriter counterWriter = counters.newTrackEventWriter(BufferExhaustedPolicy.DROP,
+                     TrackEventWriter.Config.DEFAULT)) {
             long request = 0;
             while (!stop.get()) {
                 long flow = ((long) (index + 1) << 40) | ++request;

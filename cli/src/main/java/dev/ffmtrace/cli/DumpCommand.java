@@ -3,19 +3,19 @@ package dev.ffmtrace.cli;
 import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.TextFormat;
+import dev.ffmtrace.tracing.trackevent.TrackEventReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.nio.channels.FileChannel;
+import java.nio.channels.FileChannel.MapMode;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayDeque;
-import java.util.Deque;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
 import perfetto.protos.TracePacketOuterClass.TracePacket;
-import perfetto.protos.TrackDescriptorOuterClass.TrackDescriptor;
 import perfetto.protos.TrackEventOuterClass.TrackEvent;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Parameters;
@@ -35,8 +35,9 @@ final class DumpCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        Summary summary = new Summary();
         PrintStream out = System.out;
+        long packets = 0;
+        long statsPackets = 0;
         try (InputStream in = Files.newInputStream(trace)) {
             CodedInputStream input = CodedInputStream.newInstance(in);
             input.setSizeLimit(Integer.MAX_VALUE);
@@ -54,76 +55,69 @@ final class DumpCommand implements Callable<Integer> {
                     }
                 }
                 out.println("}");
-                summary.add(packet);
+                packets++;
+                statsPackets += packet.hasTraceStats() ? 1 : 0;
             }
         } catch (InvalidProtocolBufferException e) {
             System.err.println(trace + ": not a valid trace file: " + e.getMessage());
             return 2;
         }
-        summary.print(out);
+        try (Arena arena = Arena.ofConfined(); FileChannel file = FileChannel.open(trace)) {
+            TrackEventReader.Decoded decoded = TrackEventReader.read(file.map(MapMode.READ_ONLY, 0, file.size(), arena));
+            printSummary(out, packets, statsPackets, decoded);
+        }
         return 0;
     }
 
-    /** Tracks, slices per track (with nesting checked), and data losses. */
-    static final class Summary {
-        long packets;
-        long losses;
-        long statsPackets;
-        final Map<Long, String> trackNames = new LinkedHashMap<>();
-        final Map<Long, long[]> slicesPerTrack = new TreeMap<>();
-        final Map<Long, Deque<Long>> openSlices = new TreeMap<>();
-        long unbalancedEnds;
-
-        void add(TracePacket packet) {
-            packets++;
-            if (packet.getPreviousPacketDropped() != 0) {
-                losses++;
-            }
-            if (packet.hasTraceStats()) {
-                statsPackets++;
-            }
-            if (packet.hasTrackDescriptor()) {
-                TrackDescriptor track = packet.getTrackDescriptor();
-                String name = track.hasName() ? track.getName()
-                        : track.hasThread() ? track.getThread().getThreadName() + " (tid " + track.getThread().getTid() + ")"
-                        : track.hasProcess() ? track.getProcess().getProcessName() + " (pid " + track.getProcess().getPid() + ")"
-                        : "track";
-                trackNames.put(track.getUuid(), name);
-            }
-            if (packet.hasTrackEvent()) {
-                TrackEvent event = packet.getTrackEvent();
-                long track = event.getTrackUuid();
-                long[] counts = slicesPerTrack.computeIfAbsent(track, t -> new long[3]);
-                Deque<Long> open = openSlices.computeIfAbsent(track, t -> new ArrayDeque<>());
-                switch (event.getType()) {
-                    case TYPE_SLICE_BEGIN -> {
-                        counts[0]++;
-                        open.push(packet.getTimestamp());
-                    }
-                    case TYPE_SLICE_END -> {
-                        if (open.poll() == null) {
-                            unbalancedEnds++;
-                        }
-                    }
-                    case TYPE_INSTANT -> counts[1]++;
-                    case TYPE_COUNTER -> counts[2]++;
-                    default -> { }
+    /**
+     * Tracks, slices per track (nesting checked) and data losses, from the trace as the
+     * trace processor would resolve it (interned names, default tracks, timestamp deltas).
+     */
+    static void printSummary(PrintStream out, long packets, long statsPackets, TrackEventReader.Decoded trace) {
+        out.println("# summary: " + packets + " packets, " + trace.tracks().size() + " track descriptors, "
+                + trace.lossMarkers() + " packets after a data loss, " + statsPackets + " trace_stats packets, "
+                + trace.undecodable() + " packets undecodable for lost incremental state");
+        Map<Long, long[]> counts = new TreeMap<>();
+        Map<Long, Integer> open = new TreeMap<>();
+        long unbalancedEnds = 0;
+        for (TrackEventReader.Event event : trace.events()) {
+            long[] track = counts.computeIfAbsent(event.trackUuid(), t -> new long[3]);
+            int depth = open.getOrDefault(event.trackUuid(), 0);
+            switch (event.type()) {
+                case TrackEvent.Type.TYPE_SLICE_BEGIN_VALUE -> {
+                    track[0]++;
+                    open.put(event.trackUuid(), depth + 1);
                 }
+                case TrackEvent.Type.TYPE_SLICE_END_VALUE -> {
+                    if (depth == 0) {
+                        unbalancedEnds++;
+                    } else {
+                        open.put(event.trackUuid(), depth - 1);
+                    }
+                }
+                case TrackEvent.Type.TYPE_INSTANT_VALUE -> track[1]++;
+                case TrackEvent.Type.TYPE_COUNTER_VALUE -> track[2]++;
+                default -> { }
             }
         }
+        for (Map.Entry<Long, long[]> track : counts.entrySet()) {
+            long[] count = track.getValue();
+            out.println("# track " + Long.toUnsignedString(track.getKey()) + " \"" + name(trace.tracks().get(track.getKey()))
+                    + "\": " + count[0] + " slices, " + count[1] + " instants, " + count[2] + " counter values, "
+                    + open.getOrDefault(track.getKey(), 0) + " slices left open");
+        }
+        if (unbalancedEnds > 0) {
+            out.println("# " + unbalancedEnds + " slice ends without a begin");
+        }
+    }
 
-        void print(PrintStream out) {
-            out.println("# summary: " + packets + " packets, " + trackNames.size() + " track descriptors, "
-                    + losses + " packets after a data loss, " + statsPackets + " trace_stats packets");
-            for (Map.Entry<Long, long[]> track : slicesPerTrack.entrySet()) {
-                long[] counts = track.getValue();
-                out.println("# track " + track.getKey() + " \"" + trackNames.getOrDefault(track.getKey(), "?") + "\": "
-                        + counts[0] + " slices, " + counts[1] + " instants, " + counts[2] + " counter values, "
-                        + openSlices.get(track.getKey()).size() + " slices left open");
-            }
-            if (unbalancedEnds > 0) {
-                out.println("# " + unbalancedEnds + " slice ends without a begin");
-            }
+    private static String name(TrackEventReader.TrackInfo track) {
+        if (track == null) {
+            return "?";
         }
+        return track.name() != null ? track.name()
+                : track.threadName() != null || track.tid() != 0 ? track.threadName() + " (tid " + track.tid() + ")"
+                : track.processName() != null ? track.processName() + " (pid " + track.pid() + ")"
+                : "track";
     }
 }

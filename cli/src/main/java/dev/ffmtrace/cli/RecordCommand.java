@@ -97,11 +97,17 @@ final class RecordCommand implements Callable<Integer> {
             long packets = 0;
             long start = System.nanoTime();
             long lastFileWrite = 0;
+            long lastClear = 0;
             boolean snapshotTaken = snapshot == null;
             while ((System.nanoTime() - start) / 1_000_000 < duration) {
                 Thread.sleep(period);
                 tracing.flush();
                 long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+                if (session.incrementalStateClearPeriodMs() > 0
+                        && elapsedMs - lastClear >= session.incrementalStateClearPeriodMs()) {
+                    tracing.clearIncrementalState();
+                    lastClear = elapsedMs;
+                }
                 if (session.writeIntoFile() && elapsedMs - lastFileWrite >= filePeriod) {
                     packets += tracing.writeTrace(file);
                     lastFileWrite = elapsedMs;

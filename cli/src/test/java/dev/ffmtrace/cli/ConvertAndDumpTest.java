@@ -74,4 +74,15 @@ class ConvertAndDumpTest {
         assertEquals(2, dump.exit());
         assertTrue(dump.err().contains("not a valid trace file"), dump.err());
     }
+
+    @Test
+    void previousPacketDroppedAcceptsOlderPerfettosBoolSpelling() {
+        String text = "packet { previous_packet_dropped: true debug: \"previous_packet_dropped: true\" }\n"
+                + "# previous_packet_dropped: false\npacket { previous_packet_dropped:false }\n"
+                + "packet { not_previous_packet_dropped: true previous_packet_dropped: trueish }\n";
+        assertEquals("packet { previous_packet_dropped: 1    debug: \"previous_packet_dropped: true\" }\n"
+                + "# previous_packet_dropped: false\npacket { previous_packet_dropped:0     }\n"
+                + "packet { not_previous_packet_dropped: true previous_packet_dropped: trueish }\n",
+                ConvertCommand.boolLossFlagsAsNumbers(text), "only the field's own value, outside strings and comments");
+    }
 }

@@ -71,7 +71,9 @@ public final class Native {
     public static final int SHUT_RDWR = 2;
 
     // clocks
+    public static final int CLOCK_REALTIME = 0;
     public static final int CLOCK_MONOTONIC = 1;
+    public static final int CLOCK_MONOTONIC_RAW = 4;
     public static final int CLOCK_BOOTTIME = 7;
 
     // errno values ffmtrace reacts to

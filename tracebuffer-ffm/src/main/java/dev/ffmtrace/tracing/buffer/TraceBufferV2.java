@@ -1071,6 +1071,14 @@ public final class TraceBufferV2 {
                 patchesFailed, readaheadsSucceeded, readaheadsFailed, abiViolations, traceWriterPacketLoss);
     }
 
+    /**
+     * Chunks deleted to make room or refused for lack of it, so far: a change tells the
+     * service that some sequence lost data, without building {@link #stats()}.
+     */
+    public long chunksLost() {
+        return chunksOverwritten + chunksDiscarded;
+    }
+
     public int size() {
         return size;
     }

@@ -3,15 +3,23 @@ package dev.ffmtrace.tracing.service;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 
 /**
  * A data source a producer offers. When a session names it, the service starts it bound
  * to the buffer the session resolved for it; its writers then write into that buffer.
+ *
+ * <p>The service asks a data source to clear its incremental state when the buffer it
+ * writes to lost packets (interned names or descriptors may have gone with them) and
+ * every {@code incremental_state_config.clear_period_ms}; its {@link TrackEventWriter}s
+ * then write that state anew before their next event.
  */
 public final class DataSource {
     private final Producer producer;
     private final String name;
     private volatile int targetBuffer;
+    private volatile long incrementalStateClears;
 
     DataSource(Producer producer, String name) {
         this.producer = producer;
@@ -40,6 +48,27 @@ public final class DataSource {
         return producer.newTraceWriter(target, policy);
     }
 
+    /**
+     * A TrackEvent writer for this data source's current session, on its own sequence,
+     * that starts its incremental state again after its own drops and whenever the service
+     * asks this data source to clear it.
+     *
+     * @throws IllegalStateException if no session has started the data source
+     */
+    public TrackEventWriter newTrackEventWriter(BufferExhaustedPolicy policy, TrackEventWriter.Config config) {
+        return new TrackEventWriter(new WriterSink(newTraceWriter(policy)), config);
+    }
+
+    /** How many times the service asked to clear the incremental state. */
+    public long incrementalStateClears() {
+        return incrementalStateClears;
+    }
+
+    /** Called by the service, from commit threads and the session's thread. */
+    synchronized void clearIncrementalState() {
+        incrementalStateClears++;
+    }
+
     void start(int bufferId) {
         targetBuffer = bufferId;
     }
@@ -52,5 +81,39 @@ public final class DataSource {
 
     int targetBuffer() {
         return targetBuffer;
+    }
+
+    /** A TraceWriter seen as a TrackEvent sink: its epoch moves with its drops and the service's clears. */
+    private final class WriterSink implements TracePacketSink {
+        private final TraceWriter<TracePacket> writer;
+
+        WriterSink(TraceWriter<TracePacket> writer) {
+            this.writer = writer;
+        }
+
+        @Override
+        public TracePacket newTracePacket() {
+            return writer.newTracePacket();
+        }
+
+        @Override
+        public void finishTracePacket() {
+            writer.finishTracePacket();
+        }
+
+        @Override
+        public long incrementalStateEpoch() {
+            return writer.packetsDropped() + writer.fragmentsDropped() + incrementalStateClears;
+        }
+
+        @Override
+        public void flush() {
+            writer.flush();
+        }
+
+        @Override
+        public void close() {
+            writer.close();
+        }
     }
 }

@@ -186,6 +186,15 @@ public final class Producer implements AutoCloseable {
         return null;
     }
 
+    /** Asks this producer's data sources that write into buffer {@code bufferId} to clear their incremental state. */
+    void clearIncrementalState(int bufferId) {
+        for (DataSource dataSource : dataSourceArray) {
+            if (dataSource.targetBuffer() == bufferId) {
+                dataSource.clearIncrementalState();
+            }
+        }
+    }
+
     @Override
     public void close() {
         service.producerClosed(this);
@@ -211,14 +220,20 @@ public final class Producer implements AutoCloseable {
             if (target == null) {
                 return;
             }
+            boolean lostData = false;
             target.lock.lock();
             try {
                 if (!target.memory.isClosed()) {
+                    long lostBefore = target.buffer.chunksLost();
                     target.buffer.copyChunkUntrusted(id, identity, writerId, chunkId, packetCountOf(packets),
                             flagsOf(packets), complete, segment, offset, size);
+                    lostData = target.shouldClearAfterLoss(lostBefore);
                 }
             } finally {
                 target.lock.unlock();
+            }
+            if (lostData) {
+                service.clearIncrementalState(target.id);
             }
         }
     }

@@ -10,15 +10,39 @@ import java.util.concurrent.locks.ReentrantLock;
  * single-threaded).
  */
 final class ServiceBuffer {
+    /** At most one loss-triggered clear of the writers' incremental state per second: a wrapping ring loses data on every commit. */
+    static final long LOSS_CLEAR_INTERVAL_NANOS = 1_000_000_000L;
+
     final int id;
     final SharedMemory memory;
     final TraceBufferV2 buffer;
     final ReentrantLock lock = new ReentrantLock();
+    /** When the last loss made the service clear its writers' state; guarded by {@link #lock}. */
+    private long lastLossClear;
+    private boolean lossCleared;
 
     ServiceBuffer(int id, SessionConfig.Buffer config) {
         this.id = id;
         this.memory = SharedMemory.create("ffmtrace-buffer-" + id, config.sizeBytes());
         this.buffer = new TraceBufferV2(memory.segment(), config.overwritePolicy());
+    }
+
+    /**
+     * Whether the buffer lost data since {@code lostBefore} (its {@code chunksLost()} then)
+     * and its writers should clear their incremental state: the first loss, then at most
+     * once per {@link #LOSS_CLEAR_INTERVAL_NANOS}. The caller holds {@link #lock}.
+     */
+    boolean shouldClearAfterLoss(long lostBefore) {
+        if (buffer.chunksLost() == lostBefore) {
+            return false;
+        }
+        long now = System.nanoTime();
+        if (lossCleared && now - lastLossClear < LOSS_CLEAR_INTERVAL_NANOS) {
+            return false;
+        }
+        lossCleared = true;
+        lastLossClear = now;
+        return true;
     }
 
     void close() {

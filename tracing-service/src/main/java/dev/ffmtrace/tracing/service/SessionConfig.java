@@ -24,7 +24,8 @@ import java.util.Map;
  * naming the offending buffer or data source.
  */
 public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, long durationMs,
-                            boolean writeIntoFile, long fileWritePeriodMs, long flushPeriodMs) {
+                            boolean writeIntoFile, long fileWritePeriodMs, long flushPeriodMs,
+                            long incrementalStateClearPeriodMs) {
 
     /** A trace buffer of the session. {@code name} is null for an unnamed buffer. */
     public record Buffer(int index, String name, long sizeBytes, OverwritePolicy overwritePolicy) {
@@ -75,9 +76,17 @@ public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, 
             }
             dataSources.add(new DataSource(source.name(), resolveTargetBuffer(source, i, buffers, bufferByName)));
         }
+        long clearPeriodMs = 0;
+        TraceConfig.IncrementalStateConfig.Decoder incrementalState = new TraceConfig.IncrementalStateConfig.Decoder();
+        if (config.incrementalStateConfig(incrementalState)) {
+            if (incrementalState.hasError()) {
+                throw new InvalidConfigException("incremental_state_config is not valid: " + incrementalState.status());
+            }
+            clearPeriodMs = Integer.toUnsignedLong(incrementalState.clearPeriodMs());
+        }
         return new SessionConfig(buffers, dataSources, Integer.toUnsignedLong(config.durationMs()),
                 config.writeIntoFile(), Integer.toUnsignedLong(config.fileWritePeriodMs()),
-                Integer.toUnsignedLong(config.flushPeriodMs()));
+                Integer.toUnsignedLong(config.flushPeriodMs()), clearPeriodMs);
     }
 
     private static List<Buffer> parseBuffers(TraceConfig.Decoder config) throws InvalidConfigException {

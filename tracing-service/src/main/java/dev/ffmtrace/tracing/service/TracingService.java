@@ -63,6 +63,16 @@ public final class TracingService implements AutoCloseable {
         return buffers.get(id);
     }
 
+    /**
+     * Asks every data source writing into buffer {@code bufferId} to clear its incremental
+     * state. Takes no service lock: commit threads call it.
+     */
+    void clearIncrementalState(int bufferId) {
+        for (Producer producer : producers) {
+            producer.clearIncrementalState(bufferId);
+        }
+    }
+
     synchronized void dataSourceRegistered(Producer producer, DataSource dataSource) {
         for (TracingSession session : sessions) {
             startDataSources(session, producer);

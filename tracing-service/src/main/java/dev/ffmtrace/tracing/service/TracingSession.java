@@ -1,6 +1,9 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.perfetto.protos.BuiltinClock;
+import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TraceStats;
@@ -25,12 +28,23 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * packet's own): {@code trusted_uid} and {@code trusted_pid} from the producer's
  * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
  * {@code previous_packet_dropped} when the buffer lost data of that sequence before the
- * packet. {@link #writeTrace} ends with a {@code trace_stats} packet holding every
- * buffer's stats. {@link #writeSnapshot} writes the same from read-only clones, leaving
- * the session running and its data unread. Readback is for one thread at a time.
+ * packet. Each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
+ * MONOTONIC_RAW and REALTIME read together, which lets the trace processor place
+ * timestamps of any of those clocks on its BOOTTIME timeline, and ends with a
+ * {@code trace_stats} packet holding every buffer's stats; both are the service's own
+ * packets, on sequence {@value #SERVICE_SEQUENCE_ID} as in Perfetto.
+ * {@link #writeSnapshot} writes the same from read-only clones, leaving the session
+ * running and its data unread. Readback is for one thread at a time.
+ *
+ * <p>The service has no timer thread: whoever runs the session calls {@link #flush()}
+ * every {@code flush_period_ms}, {@link #writeTrace} every {@code file_write_period_ms}
+ * and {@link #clearIncrementalState()} every {@code incremental_state_config.clear_period_ms}
+ * (the {@code record} command does).
  */
 public final class TracingSession implements AutoCloseable {
     private static final int TRACE_PACKET_TAG = 0x0a;
+    /** The sequence of the packets the service writes itself; producers' sequences start at 1 << 16. */
+    public static final int SERVICE_SEQUENCE_ID = 1;
 
     private final TracingService service;
     private final SessionConfig config;
@@ -69,6 +83,19 @@ public final class TracingSession implements AutoCloseable {
         }
     }
 
+    /**
+     * Asks every data source writing into this session's buffers to clear its incremental
+     * state: their writers write interned names, descriptors and clock again, so a reader
+     * that lost the start of a sequence (a ring buffer that wrapped) can decode what
+     * follows.
+     */
+    public void clearIncrementalState() {
+        checkOpen();
+        for (ServiceBuffer buffer : buffers) {
+            service.clearIncrementalState(buffer.id);
+        }
+    }
+
     /** The stats of each buffer, in config order. */
     public List<TraceBufferStats> stats() {
         checkOpen();
@@ -93,6 +120,7 @@ public final class TracingSession implements AutoCloseable {
      */
     public long writeTrace(OutputStream out) throws IOException {
         checkOpen();
+        out.write(clockSnapshotPacket());
         long packets = 0;
         for (ServiceBuffer buffer : buffers) {
             buffer.lock.lock();
@@ -116,6 +144,7 @@ public final class TracingSession implements AutoCloseable {
      */
     public long writeSnapshot(OutputStream out) throws IOException {
         checkOpen();
+        out.write(clockSnapshotPacket());
         long packets = 0;
         try (Arena arena = Arena.ofConfined()) {
             for (ServiceBuffer buffer : buffers) {
@@ -174,11 +203,44 @@ public final class TracingSession implements AutoCloseable {
 
     private byte[] statsPacket() {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TraceStats stats = trace.get().addPacket().setTraceStats();
+        TracePacket packet = trace.get().addPacket();
+        TraceStats stats = packet.setTraceStats();
         for (TraceBufferStats bufferStats : stats()) {
             bufferStats.writeTo(stats.addBufferStats());
         }
+        markAsService(packet);
         return trace.toByteArray();
+    }
+
+    private byte[] clockSnapshotPacket() {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TracePacket packet = trace.get().addPacket();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scratch = arena.allocate(16, 8);
+            long boottime = Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, scratch);
+            packet.setTimestamp(boottime);
+            ClockSnapshot snapshot = packet.setClockSnapshot();
+            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
+            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, System.nanoTime());
+            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW,
+                    Native.clockGetTimeNanos(Native.CLOCK_MONOTONIC_RAW, scratch));
+            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME,
+                    Native.clockGetTimeNanos(Native.CLOCK_REALTIME, scratch));
+            snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
+        }
+        markAsService(packet);
+        return trace.toByteArray();
+    }
+
+    private static void addClock(ClockSnapshot snapshot, int clockId, long timestamp) {
+        ClockSnapshot.Clock clock = snapshot.addClocks();
+        clock.setClockId(clockId);
+        clock.setTimestamp(timestamp);
+    }
+
+    private static void markAsService(TracePacket packet) {
+        packet.setTrustedUid(Native.getuid());
+        packet.setTrustedPacketSequenceId(SERVICE_SEQUENCE_ID);
     }
 
     private static int putTagAndVarint(byte[] into, int at, int field, long value) {

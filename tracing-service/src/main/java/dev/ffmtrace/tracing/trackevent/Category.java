@@ -5,10 +5,14 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A category of track events, enabled or not. A disabled category costs an event one
  * volatile load and a branch. Interned per sequence: the name is written once, then
- * referred to by id.
+ * referred to by id. {@link #NONE} is for events with no category (as in traces generated
+ * by hand).
  */
 public final class Category {
     private static final AtomicInteger NEXT_INDEX = new AtomicInteger();
+
+    /** No category: events written with it carry no {@code category_iids}; always enabled. */
+    public static final Category NONE = new Category();
 
     private final String name;
     final int index = NEXT_INDEX.getAndIncrement();
@@ -21,6 +25,10 @@ public final class Category {
         this.name = name;
     }
 
+    private Category() {
+        this.name = "";
+    }
+
     public String name() {
         return name;
     }
@@ -30,6 +38,9 @@ public final class Category {
     }
 
     public void setEnabled(boolean enabled) {
+        if (this == NONE) {
+            throw new UnsupportedOperationException("Category.NONE is always enabled");
+        }
         this.enabled = enabled;
     }
 }

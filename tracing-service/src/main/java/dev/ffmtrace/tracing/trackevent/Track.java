@@ -33,22 +33,30 @@ public final class Track {
     private final long uuid;
     private final Track parent;
     private final String name;
+    private final String trackName;
     private final int pid;
     private final long tid;
     private final ChildOrdering childOrdering;
     private final Integer siblingOrderRank;
     final int index = NEXT_INDEX.getAndIncrement();
 
-    private Track(Kind kind, Track parent, String name, int pid, long tid, ChildOrdering childOrdering,
-                  Integer siblingOrderRank) {
+    private Track(Kind kind, long uuid, Track parent, String name, String trackName, int pid, long tid,
+                  ChildOrdering childOrdering, Integer siblingOrderRank) {
         this.kind = kind;
-        this.uuid = ThreadLocalRandom.current().nextLong() | 1;
+        this.uuid = uuid;
         this.parent = parent;
         this.name = name;
+        this.trackName = trackName;
         this.pid = pid;
         this.tid = tid;
         this.childOrdering = childOrdering;
         this.siblingOrderRank = siblingOrderRank;
+    }
+
+    private Track(Kind kind, Track parent, String name, int pid, long tid, ChildOrdering childOrdering,
+                  Integer siblingOrderRank) {
+        this(kind, ThreadLocalRandom.current().nextLong() | 1, parent, name, null, pid, tid, childOrdering,
+                siblingOrderRank);
     }
 
     public static Track process(int pid, String processName) {
@@ -58,6 +66,11 @@ public final class Track {
     public static Track thread(Track process, long tid, String threadName) {
         requireKind(process, Kind.PROCESS, "a thread track's parent must be a process track");
         return new Track(Kind.THREAD, process, threadName, process.pid, tid, ChildOrdering.UNSPECIFIED, null);
+    }
+
+    /** A thread track of process {@code pid} whose process has no track of its own. */
+    public static Track thread(int pid, long tid, String threadName) {
+        return new Track(Kind.THREAD, null, threadName, pid, tid, ChildOrdering.UNSPECIFIED, null);
     }
 
     /** A named track under {@code parent} (null for a top-level track). */
@@ -81,6 +94,29 @@ public final class Track {
         return new Track(Kind.COUNTER, parent, name, 0, 0, ChildOrdering.UNSPECIFIED, null);
     }
 
+    /**
+     * This track with a chosen uuid instead of a random one: for traces generated offline
+     * whose uuids are given. Tracks created under the original keep it as their parent.
+     */
+    public Track withUuid(long uuid) {
+        if (uuid == 0) {
+            throw new IllegalArgumentException("0 is not a track uuid");
+        }
+        return new Track(kind, uuid, parent, name, trackName, pid, tid, childOrdering, siblingOrderRank);
+    }
+
+    /**
+     * This process or thread track with a track name of its own, shown instead of the
+     * process or thread name (TrackDescriptor.name).
+     */
+    public Track withTrackName(String trackName) {
+        if (kind != Kind.PROCESS && kind != Kind.THREAD) {
+            throw new IllegalArgumentException("only process and thread tracks have a separate track name");
+        }
+        requireName(trackName);
+        return new Track(kind, uuid, parent, name, trackName, pid, tid, childOrdering, siblingOrderRank);
+    }
+
     public long uuid() {
         return uuid;
     }
@@ -97,6 +133,9 @@ public final class Track {
         descriptor.setUuid(uuid);
         if (parent != null) {
             descriptor.setParentUuid(parent.uuid);
+        }
+        if (trackName != null) {
+            descriptor.setName(trackName);
         }
         switch (kind) {
             case PROCESS -> {

@@ -1,35 +1,80 @@
 package dev.ffmtrace.tracing.trackevent;
 
 import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
-import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * Writes TrackEvents on one sequence (one {@link TraceWriter}, one thread at a time).
+ * Writes TrackEvents on one sequence (one {@link TracePacketSink}, one thread at a time).
  *
- * <p>Event and category names and debug annotation names are interned: written once per
- * sequence in {@code interned_data} and referred to by id afterwards. A track's
- * descriptor is written once per sequence, its parents' first, before its first event.
- * The first packet after the sequence's state was (re)started carries
- * {@code SEQ_INCREMENTAL_STATE_CLEARED} (and the very first {@code first_packet_on_sequence});
- * events carry {@code SEQ_NEEDS_INCREMENTAL_STATE}. When the writer drops packets (the
- * SMB was full) the interned names and descriptors may be lost with them, so the state is
- * started again and everything is written anew.
+ * <p><b>Incremental state.</b> The sequence starts with a packet flagged
+ * {@code SEQ_INCREMENTAL_STATE_CLEARED} (the very first also {@code first_packet_on_sequence})
+ * that holds the sequence's {@code trace_packet_defaults} (the default track, whose events
+ * then omit {@code track_uuid}, and the timestamp clock). With incremental timestamps, a
+ * clock snapshot before the first timestamp starts Perfetto's sequence-scoped incremental
+ * clock ({@value #INCREMENTAL_CLOCK_ID}) at that time: each event's timestamp is then the
+ * delta from the previous one, one to three bytes instead of eight. Event and category names and debug
+ * annotation names are interned (written once in {@code interned_data}, then referred to
+ * by id); a track's descriptor is written once, its parents' first, before its first
+ * event. Events carry {@code SEQ_NEEDS_INCREMENTAL_STATE}. Whenever the sink's
+ * {@linkplain TracePacketSink#incrementalStateEpoch() epoch} moves (packets were dropped
+ * or the service lost some) all of it is written anew before the next event.
  *
- * <p>Slices must nest on their track: {@link #beginSlice} returns a token that the
+ * <p><b>Slices must nest on their track:</b> {@link #beginSlice} returns a token that the
  * matching {@link #endSlice} must present; ending a slice that is not the innermost open
  * one on the track, or with no slice open, is an {@link IllegalStateException} and writes
  * nothing. A disabled category writes nothing and returns token 0, which
- * {@code endSlice} accepts as a no-op. Timestamps are CLOCK_BOOTTIME, the clock Perfetto
- * uses by default. After warm-up, events with interned names allocate nothing.
+ * {@code endSlice} accepts as a no-op; that costs one volatile load and a branch.
+ *
+ * <p><b>Time.</b> Each event reads the configured {@link TraceClock}, unless
+ * {@link #atTimestamp} gave the next event its timestamp (traces generated offline). A
+ * timestamp earlier than the previous one is written absolute, with its clock id.
+ *
+ * <p>After warm-up, events with interned names allocate nothing.
  */
 public final class TrackEventWriter implements AutoCloseable {
-    private final TraceWriter<TracePacket> writer;
+    /** Perfetto's first sequence-scoped clock id: the clock whose timestamps are deltas. */
+    public static final int INCREMENTAL_CLOCK_ID = 64;
+
+    /**
+     * How a writer stamps and places its events.
+     *
+     * @param defaultTrack the track events go on when written to it without a
+     *     {@code track_uuid} (Perfetto's {@code track_event_defaults}), normally the
+     *     writing thread's track; null for none
+     * @param clock the clock read for each event
+     * @param incrementalTimestamps whether timestamps are deltas on the incremental clock
+     */
+    public record Config(Track defaultTrack, TraceClock clock, boolean incrementalTimestamps) {
+        /** Monotonic clock, incremental timestamps, no default track. */
+        public static final Config DEFAULT = new Config(null, TraceClock.MONOTONIC, true);
+
+        public Config {
+            if (clock == null) {
+                throw new IllegalArgumentException("a TrackEventWriter needs a clock");
+            }
+        }
+
+        /** The default config with {@code thread} as the default track. */
+        public static Config forThread(Track thread) {
+            return new Config(thread, TraceClock.MONOTONIC, true);
+        }
+    }
+
+    private static final long NO_TIMESTAMP = Long.MIN_VALUE;
+
+    private final TracePacketSink sink;
+    private final Track defaultTrack;
+    private final TraceClock clock;
+    private final boolean incremental;
+    /** The clock id the defaults give every packet's timestamp (0: the trace's default clock). */
+    private final int defaultClockId;
     private final Arena arena = Arena.ofConfined();
     private final MemorySegment clockScratch = arena.allocate(16, 8);
 
@@ -39,12 +84,37 @@ public final class TrackEventWriter implements AutoCloseable {
     private boolean[] described = new boolean[64];
     private int[] openSlices = new int[64];
     private long nextIid = 1;
-    private boolean stateCleared;
+    private boolean stateValid;
+    private boolean clockStarted;
     private boolean firstPacket = true;
-    private long dropsSeen;
+    private long epochSeen;
+    private long lastTimestamp;
+    private long nextTimestamp = NO_TIMESTAMP;
 
-    public TrackEventWriter(TraceWriter<TracePacket> writer) {
-        this.writer = writer;
+    /** A writer with {@link Config#DEFAULT}. */
+    public TrackEventWriter(TracePacketSink sink) {
+        this(sink, Config.DEFAULT);
+    }
+
+    public TrackEventWriter(TracePacketSink sink, Config config) {
+        this.sink = sink;
+        this.defaultTrack = config.defaultTrack();
+        this.clock = config.clock();
+        this.incremental = config.incrementalTimestamps();
+        this.defaultClockId = incremental ? INCREMENTAL_CLOCK_ID : clock == TraceClock.BOOTTIME ? 0 : clock.id;
+        this.epochSeen = sink.incrementalStateEpoch();
+    }
+
+    /**
+     * Gives the next event (or counter value, or end) this timestamp, on the writer's
+     * clock, instead of reading the clock.
+     */
+    public TrackEventWriter atTimestamp(long timestamp) {
+        if (timestamp < 0) {
+            throw new IllegalArgumentException("a timestamp cannot be negative: " + timestamp);
+        }
+        nextTimestamp = timestamp;
+        return this;
     }
 
     /** Begins a slice on {@code track}; returns the token {@link #endSlice} needs (0 if the category is disabled). */
@@ -60,7 +130,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return 0;
         }
-        TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN);
+        TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
         addFlows(event, flowId, terminatingFlowId);
         return finishBegin(track);
     }
@@ -70,7 +140,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return 0;
         }
-        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN);
+        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
         var annotation = event.addDebugAnnotations();
         annotation.setNameIid(annotationIids[argument.index]);
         annotation.setIntValue(value);
@@ -82,7 +152,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return 0;
         }
-        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN);
+        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
         var annotation = event.addDebugAnnotations();
         annotation.setNameIid(annotationIids[argument.index]);
         annotation.setStringValue(value);
@@ -101,18 +171,20 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         int depth = track.index < openSlices.length ? openSlices[track.index] : 0;
         if (depth == 0) {
+            nextTimestamp = NO_TIMESTAMP;
             throw new IllegalStateException("endSlice on a track with no open slice (track " + track.uuid() + ")");
         }
         if (slice != token(track, depth)) {
+            nextTimestamp = NO_TIMESTAMP;
             throw new IllegalStateException("endSlice of a slice that is not the innermost open one on track "
                     + track.uuid() + ": slices on a track must nest");
         }
         openSlices[track.index] = depth - 1;
-        TracePacket packet = startPacket();
+        TracePacket packet = startPacket(track, takeTimestamp());
         TrackEvent event = packet.setTrackEvent();
         event.setType(TrackEvent.Type.TYPE_SLICE_END);
-        event.setTrackUuid(track.uuid());
-        writer.finishTracePacket();
+        setTrack(event, track);
+        sink.finishTracePacket();
     }
 
     /** A slice of known start and duration: a begin and an end written back to back. */
@@ -123,53 +195,74 @@ public final class TrackEventWriter implements AutoCloseable {
         if (durationNanos < 0) {
             throw new IllegalArgumentException("a slice cannot last " + durationNanos + " ns");
         }
+        nextTimestamp = NO_TIMESTAMP;
         startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
-        writer.finishTracePacket();
-        TracePacket end = startPacket(startNanos + durationNanos);
+        sink.finishTracePacket();
+        TracePacket end = startPacket(track, startNanos + durationNanos);
         TrackEvent event = end.setTrackEvent();
         event.setType(TrackEvent.Type.TYPE_SLICE_END);
-        event.setTrackUuid(track.uuid());
-        writer.finishTracePacket();
+        setTrack(event, track);
+        sink.finishTracePacket();
     }
 
-    /** An instant event on {@code track}. */
+    /** An instant event on {@code track}; {@code name} may be null. */
     public void instant(Category category, Track track, InternedName name) {
         if (!category.isEnabled()) {
             return;
         }
-        startEvent(category, track, name, null, TrackEvent.Type.TYPE_INSTANT);
-        writer.finishTracePacket();
+        startEvent(category, track, name, null, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
+        sink.finishTracePacket();
     }
 
     /** An integer value on a counter track. */
     public void counter(Track track, long value) {
         requireCounter(track);
         counterEvent(track).setCounterValue(value);
-        writer.finishTracePacket();
+        sink.finishTracePacket();
     }
 
     /** A floating-point value on a counter track. */
     public void counter(Track track, double value) {
         requireCounter(track);
         counterEvent(track).setDoubleCounterValue(value);
-        writer.finishTracePacket();
+        sink.finishTracePacket();
     }
 
-    /** Flushes the underlying writer. */
+    /**
+     * Writes {@code track}'s descriptor (and its parents') now if this sequence has not
+     * written it yet; otherwise that happens before the track's first event.
+     */
+    public void describe(Track track) {
+        ensureIncrementalState();
+        writeDescriptor(track);
+    }
+
+    /** Flushes the sink. */
     public void flush() {
-        writer.flush();
+        sink.flush();
     }
 
     @Override
     public void close() {
-        writer.close();
+        sink.close();
         arena.close();
     }
 
     // ---- internals ----
 
+    private long takeTimestamp() {
+        long timestamp = nextTimestamp;
+        if (timestamp == NO_TIMESTAMP) {
+            return clock == TraceClock.MONOTONIC
+                    ? System.nanoTime()
+                    : Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, clockScratch);
+        }
+        nextTimestamp = NO_TIMESTAMP;
+        return timestamp;
+    }
+
     private long finishBegin(Track track) {
-        writer.finishTracePacket();
+        sink.finishTracePacket();
         openSlices = ensure(openSlices, track.index);
         int depth = ++openSlices[track.index];
         return token(track, depth);
@@ -180,23 +273,19 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private TrackEvent counterEvent(Track track) {
-        TracePacket packet = startPacketDescribing(track, now());
+        TracePacket packet = startPacket(track, takeTimestamp());
         TrackEvent event = packet.setTrackEvent();
         event.setType(TrackEvent.Type.TYPE_COUNTER);
-        event.setTrackUuid(track.uuid());
+        setTrack(event, track);
         return event;
     }
 
-    private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument, int type) {
-        return startEvent(category, track, name, argument, type, now());
-    }
-
-    /** Writes what the event needs first (state reset, descriptors, interned names), then starts it. */
+    /** Writes what the event needs first (state, descriptors), then starts it with its interned names. */
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
                                   int type, long timestamp) {
-        TracePacket packet = startPacketDescribing(track, timestamp);
-        boolean newCategory = intern(category);
-        boolean newName = intern(name);
+        TracePacket packet = startPacket(track, timestamp);
+        boolean newCategory = category != Category.NONE && intern(category);
+        boolean newName = name != null && intern(name);
         boolean newArgument = argument != null && internAnnotation(argument);
         if (newCategory || newName || newArgument) {
             InternedData interned = packet.setInternedData();
@@ -218,57 +307,114 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         TrackEvent event = packet.setTrackEvent();
         event.setType(type);
-        event.setTrackUuid(track.uuid());
-        event.addCategoryIids(categoryIids[category.index]);
-        event.setNameIid(nameIids[name.index]);
+        setTrack(event, track);
+        if (category != Category.NONE) {
+            event.addCategoryIids(categoryIids[category.index]);
+        }
+        if (name != null) {
+            event.setNameIid(nameIids[name.index]);
+        }
         return event;
     }
 
-    private TracePacket startPacketDescribing(Track track, long timestamp) {
-        checkForDrops();
-        describe(track);
-        return startPacket(timestamp);
-    }
-
-    private TracePacket startPacket() {
-        checkForDrops();
-        return startPacket(now());
-    }
-
-    private TracePacket startPacket(long timestamp) {
-        TracePacket packet = writer.newTracePacket();
-        packet.setTimestamp(timestamp);
-        int flags = TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE;
-        if (!stateCleared) {
-            flags |= TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED;
-            stateCleared = true;
+    private void setTrack(TrackEvent event, Track track) {
+        if (track != defaultTrack) {
+            event.setTrackUuid(track.uuid());
         }
-        packet.setSequenceFlags(flags);
+    }
+
+    /**
+     * Starts an event's packet: the incremental state first if needed, then the track's
+     * descriptor and, once per state, the clock snapshot that starts the incremental
+     * clock at this event's time.
+     */
+    private TracePacket startPacket(Track track, long timestamp) {
+        ensureIncrementalState();
+        if (track.index >= described.length || !described[track.index]) {
+            writeDescriptor(track);
+        }
+        if (incremental && !clockStarted) {
+            writeClockSnapshot(timestamp);
+        }
+        TracePacket packet = sink.newTracePacket();
+        if (!incremental) {
+            packet.setTimestamp(timestamp);
+        } else if (timestamp >= lastTimestamp) {
+            packet.setTimestamp(timestamp - lastTimestamp);
+            lastTimestamp = timestamp;
+        } else {
+            packet.setTimestamp(timestamp);
+            packet.setTimestampClockId(clock.id);
+        }
+        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+        return packet;
+    }
+
+    /** Starts the sequence's incremental state again if it was never written or may have been lost. */
+    private void ensureIncrementalState() {
+        long epoch = sink.incrementalStateEpoch();
+        if (stateValid && epoch == epochSeen) {
+            return;
+        }
+        epochSeen = epoch;
+        Arrays.fill(nameIids, 0);
+        Arrays.fill(annotationIids, 0);
+        Arrays.fill(categoryIids, 0);
+        Arrays.fill(described, false);
+        nextIid = 1;
+        stateValid = true;
+        clockStarted = false;
+        writeStatePacket();
+        if (defaultTrack != null) {
+            writeDescriptor(defaultTrack);
+        }
+    }
+
+    private void writeStatePacket() {
+        TracePacket packet = sink.newTracePacket();
+        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED);
         if (firstPacket) {
             packet.setFirstPacketOnSequence(true);
             firstPacket = false;
         }
-        return packet;
+        if (defaultClockId != 0 || defaultTrack != null) {
+            TracePacketDefaults defaults = packet.setTracePacketDefaults();
+            if (defaultClockId != 0) {
+                defaults.setTimestampClockId(defaultClockId);
+            }
+            if (defaultTrack != null) {
+                defaults.setTrackEventDefaults().setTrackUuid(defaultTrack.uuid());
+            }
+        }
+        sink.finishTracePacket();
     }
 
-    private void describe(Track track) {
+    /** Starts the incremental clock at {@code timestamp} of the writer's clock. */
+    private void writeClockSnapshot(long timestamp) {
+        TracePacket packet = sink.newTracePacket();
+        ClockSnapshot snapshot = packet.setClockSnapshot();
+        ClockSnapshot.Clock base = snapshot.addClocks();
+        base.setClockId(clock.id);
+        base.setTimestamp(timestamp);
+        ClockSnapshot.Clock deltas = snapshot.addClocks();
+        deltas.setClockId(INCREMENTAL_CLOCK_ID);
+        deltas.setTimestamp(timestamp);
+        deltas.setIsIncremental(true);
+        sink.finishTracePacket();
+        lastTimestamp = timestamp;
+        clockStarted = true;
+    }
+
+    private void writeDescriptor(Track track) {
         if (track.index < described.length && described[track.index]) {
             return;
         }
         if (track.parent() != null) {
-            describe(track.parent());
+            writeDescriptor(track.parent());
         }
-        TracePacket packet = writer.newTracePacket();
-        if (!stateCleared) {
-            packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED);
-            stateCleared = true;
-        }
-        if (firstPacket) {
-            packet.setFirstPacketOnSequence(true);
-            firstPacket = false;
-        }
+        TracePacket packet = sink.newTracePacket();
         track.describe(packet.setTrackDescriptor());
-        writer.finishTracePacket();
+        sink.finishTracePacket();
         described = ensure(described, track.index);
         described[track.index] = true;
     }
@@ -299,24 +445,6 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         annotationIids[name.index] = nextIid++;
         return true;
-    }
-
-    /** Starts the sequence's state again if the writer dropped anything since the last event. */
-    private void checkForDrops() {
-        long drops = writer.packetsDropped() + writer.fragmentsDropped();
-        if (drops != dropsSeen) {
-            dropsSeen = drops;
-            Arrays.fill(nameIids, 0);
-            Arrays.fill(annotationIids, 0);
-            Arrays.fill(categoryIids, 0);
-            Arrays.fill(described, false);
-            nextIid = 1;
-            stateCleared = false;
-        }
-    }
-
-    private long now() {
-        return Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, clockScratch);
     }
 
     private static void requireCounter(Track track) {

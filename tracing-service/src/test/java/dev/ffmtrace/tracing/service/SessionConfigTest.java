@@ -133,12 +133,14 @@ class SessionConfigTest {
             c.setWriteIntoFile(true);
             c.setFileWritePeriodMs(2500);
             c.setFlushPeriodMs(1000);
+            c.setIncrementalStateConfig().setClearPeriodMs(5000);
         }));
         assertEquals(OverwritePolicy.RING_BUFFER, session.buffers().get(0).overwritePolicy());
         assertEquals(10_000, session.durationMs());
         assertTrue(session.writeIntoFile());
         assertEquals(2500, session.fileWritePeriodMs());
         assertEquals(1000, session.flushPeriodMs());
+        assertEquals(5000, session.incrementalStateClearPeriodMs());
 
         HeapBuffered<TraceConfig> heap = new HeapBuffered<>(TraceConfig.FACTORY);
         TraceConfig.BufferConfig buffer = heap.get().addBuffers();
@@ -147,6 +149,7 @@ class SessionConfigTest {
         SessionConfig discard = SessionConfig.parse(MemorySegment.ofArray(heap.toByteArray()));
         assertEquals(OverwritePolicy.DISCARD, discard.buffers().get(0).overwritePolicy());
         assertFalse(discard.writeIntoFile());
+        assertEquals(0, discard.incrementalStateClearPeriodMs(), "no periodic clears unless asked");
     }
 
     @Test

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.perfetto.protos.BuiltinClock;
+import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TraceStats;
@@ -107,8 +109,8 @@ class TracingServiceTest {
             int eventPackets = 0;
             int statsPackets = 0;
             for (Packet packet : packets) {
-                if (packet.stats()) {
-                    statsPackets++;
+                if (packet.sequenceId() == TracingSession.SERVICE_SEQUENCE_ID) {
+                    statsPackets += packet.stats() ? 1 : 0;
                     continue;
                 }
                 eventPackets++;
@@ -147,10 +149,27 @@ class TracingServiceTest {
             RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
             TracePacket.Decoder packet = new TracePacket.Decoder();
             TraceStats.Decoder stats = new TraceStats.Decoder();
+            ClockSnapshot.Decoder snapshot = new ClockSnapshot.Decoder();
+            packets.next();
+            packet.reset(packets.field());
+            assertTrue(packet.clockSnapshot(snapshot), "readback starts with the service's clock snapshot");
+            assertEquals(TracingSession.SERVICE_SEQUENCE_ID, packet.trustedPacketSequenceId());
+            assertEquals(BuiltinClock.BUILTIN_CLOCK_BOOTTIME, snapshot.primaryTraceClock());
+            List<Integer> clocks = new ArrayList<>();
+            RepeatedFieldIterator entries = snapshot.clocks(new RepeatedFieldIterator());
+            ClockSnapshot.Clock.Decoder clock = new ClockSnapshot.Clock.Decoder();
+            while (entries.next()) {
+                clock.reset(entries.field());
+                assertTrue(clock.timestamp() > 0);
+                clocks.add(clock.clockId());
+            }
+            assertEquals(List.of(BuiltinClock.BUILTIN_CLOCK_BOOTTIME, BuiltinClock.BUILTIN_CLOCK_MONOTONIC,
+                    BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, BuiltinClock.BUILTIN_CLOCK_REALTIME), clocks);
             packets.next();
             packets.next();
             packet.reset(packets.field());
             assertTrue(packet.traceStats(stats));
+            assertEquals(TracingSession.SERVICE_SEQUENCE_ID, packet.trustedPacketSequenceId());
             assertEquals(2, stats.bufferStatsCount());
             RepeatedFieldIterator buffers = stats.bufferStats(new RepeatedFieldIterator());
             TraceStats.BufferStats.Decoder buffer = new TraceStats.BufferStats.Decoder();
@@ -177,7 +196,7 @@ class TracingServiceTest {
                 ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
                 assertEquals(300, session.writeSnapshot(snapshot));
                 List<Packet> snapshotPackets = decode(snapshot.toByteArray());
-                assertEquals(301, snapshotPackets.size(), "300 packets and the stats packet");
+                assertEquals(302, snapshotPackets.size(), "the clock snapshot, 300 packets and the stats packet");
                 writer.newTracePacket().setTimestamp(300);
                 writer.finishTracePacket();
             }

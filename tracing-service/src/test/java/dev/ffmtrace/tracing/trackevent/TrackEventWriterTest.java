@@ -1,21 +1,19 @@
 package dev.ffmtrace.tracing.trackevent;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Native;
-import dev.ffmtrace.perfetto.protos.EventCategory;
-import dev.ffmtrace.perfetto.protos.EventName;
-import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.perfetto.protos.TrackDescriptor;
+import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.perfetto.protos.TrackEventDefaults;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
-import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.Producer;
@@ -24,11 +22,10 @@ import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -60,71 +57,55 @@ class TrackEventWriterTest {
         service.close();
     }
 
-    /** One decoded packet: what it describes or the event it holds, names resolved through the interned data. */
-    record Event(String kind, long track, long parent, String name, String category, int flags, boolean first,
-                 long counter, List<Long> flows, List<Long> terminatingFlows) {
+    private byte[] traceFile;
+
+    /** The session's trace, read once (reading consumes the buffers). */
+    byte[] traceFile() throws Exception {
+        if (traceFile == null) {
+            session.flush();
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            session.writeTrace(file);
+            traceFile = file.toByteArray();
+        }
+        return traceFile;
     }
 
-    List<Event> readBack() throws Exception {
-        session.flush();
-        ByteArrayOutputStream file = new ByteArrayOutputStream();
-        session.writeTrace(file);
+    TrackEventReader.Decoded readBack() throws Exception {
+        return TrackEventReader.read(MemorySegment.ofArray(traceFile()));
+    }
+
+    /** Every packet of the trace, as the protozero decoder sees it (for what TrackEventReader resolves away). */
+    List<TracePacket.Decoder> rawPackets() throws Exception {
         Trace.Decoder trace = new Trace.Decoder();
-        trace.reset(MemorySegment.ofArray(file.toByteArray()));
+        trace.reset(MemorySegment.ofArray(traceFile()));
         RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
-        TracePacket.Decoder packet = new TracePacket.Decoder();
-        TrackEvent.Decoder event = new TrackEvent.Decoder();
-        TrackDescriptor.Decoder descriptor = new TrackDescriptor.Decoder();
-        InternedData.Decoder interned = new InternedData.Decoder();
-        Map<Long, String> names = new HashMap<>();
-        Map<Long, String> categories = new HashMap<>();
-        List<Event> out = new ArrayList<>();
+        List<TracePacket.Decoder> out = new ArrayList<>();
         while (packets.next()) {
+            TracePacket.Decoder packet = new TracePacket.Decoder();
             packet.reset(packets.field());
-            if (packet.hasTraceStats()) {
-                continue;
-            }
-            if (packet.internedData(interned)) {
-                RepeatedFieldIterator it = interned.eventNames(new RepeatedFieldIterator());
-                EventName.Decoder name = new EventName.Decoder();
-                while (it.next()) {
-                    name.reset(it.field());
-                    names.put(name.iid(), name.name());
-                }
-                it = interned.eventCategories(new RepeatedFieldIterator());
-                EventCategory.Decoder category = new EventCategory.Decoder();
-                while (it.next()) {
-                    category.reset(it.field());
-                    categories.put(category.iid(), category.name());
-                }
-            }
-            if (packet.trackDescriptor(descriptor)) {
-                out.add(new Event("descriptor", descriptor.uuid(), descriptor.parentUuid(), descriptor.name(), null,
-                        packet.sequenceFlags(), packet.firstPacketOnSequence(), 0, List.of(), List.of()));
-            } else if (packet.trackEvent(event)) {
-                RepeatedScalarIterator cats = event.categoryIids(new RepeatedScalarIterator());
-                String category = cats.next() ? categories.get(cats.value()) : null;
-                out.add(new Event(switch (event.type()) {
-                    case TrackEvent.Type.TYPE_SLICE_BEGIN -> "begin";
-                    case TrackEvent.Type.TYPE_SLICE_END -> "end";
-                    case TrackEvent.Type.TYPE_INSTANT -> "instant";
-                    case TrackEvent.Type.TYPE_COUNTER -> "counter";
-                    default -> "?";
-                }, event.trackUuid(), 0, event.hasNameIid() ? names.get(event.nameIid()) : null, category,
-                        packet.sequenceFlags(), packet.firstPacketOnSequence(), event.counterValue(),
-                        values(event.flowIds(new RepeatedScalarIterator())),
-                        values(event.terminatingFlowIds(new RepeatedScalarIterator()))));
-            }
+            out.add(packet);
         }
         return out;
     }
 
-    static List<Long> values(RepeatedScalarIterator it) {
-        List<Long> values = new ArrayList<>();
-        while (it.next()) {
-            values.add(it.value());
+    /** The producer's packets (not the service's clock snapshot and stats), each named by what it holds. */
+    List<String> packetKinds() throws Exception {
+        List<String> kinds = new ArrayList<>();
+        for (TracePacket.Decoder packet : rawPackets()) {
+            if (packet.trustedPacketSequenceId() == TracingSession.SERVICE_SEQUENCE_ID) {
+                continue;
+            }
+            kinds.add(packet.hasTrackDescriptor() ? "descriptor"
+                    : packet.hasTrackEvent() ? "event"
+                    : packet.hasClockSnapshot() ? "clock"
+                    : (packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED) != 0 ? "state"
+                    : "?");
         }
-        return values;
+        return kinds;
+    }
+
+    TrackEventWriter newWriter(TrackEventWriter.Config config) {
+        return events.newTrackEventWriter(BufferExhaustedPolicy.STALL, config);
     }
 
     @Test
@@ -133,7 +114,8 @@ class TrackEventWriterTest {
         Track thread = Track.thread(process, 4243, "worker");
         Track queue = Track.named(process, "payment queue", Track.ChildOrdering.EXPLICIT, 2);
         Track depth = Track.counter(process, "queue depth");
-        try (TrackEventWriter writer = new TrackEventWriter(events.newTraceWriter(BufferExhaustedPolicy.STALL))) {
+        long before = System.nanoTime();
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.DEFAULT)) {
             long outer = writer.beginSlice(RPC, thread, HANDLE, 99, 0);
             long inner = writer.beginSlice(RPC, thread, VALIDATE, ITEMS, 3);
             writer.instant(RPC, thread, CACHE_MISS);
@@ -143,34 +125,165 @@ class TrackEventWriterTest {
             writer.endSlice(queue, charge);
             writer.endSlice(thread, outer);
         }
-        List<Event> events = readBack();
-        List<String> expected = List.of("descriptor " + process.uuid(), "descriptor " + thread.uuid(),
-                "begin " + thread.uuid(), "begin " + thread.uuid(), "instant " + thread.uuid(), "end " + thread.uuid(),
-                "descriptor " + depth.uuid(), "counter " + depth.uuid(), "descriptor " + queue.uuid(),
-                "begin " + queue.uuid(), "end " + queue.uuid(), "end " + thread.uuid());
-        assertEquals(expected, events.stream().map(e -> e.kind() + " " + e.track()).toList(),
-                "each descriptor once, parents first, right before the first event on its track");
+        long after = System.nanoTime();
+        assertEquals(List.of("state", "descriptor", "descriptor", "clock", "event", "event", "event", "event",
+                        "descriptor", "event", "descriptor", "event", "event", "event"), packetKinds(),
+                "state first; each descriptor once, parents first, right before the first event on its track");
+        TrackEventReader.Decoded trace = readBack();
+        assertEquals(List.of(process.uuid(), thread.uuid(), depth.uuid(), queue.uuid()),
+                List.copyOf(trace.tracks().keySet()));
+        assertEquals(process.uuid(), trace.tracks().get(thread.uuid()).parentUuid());
+        assertEquals("worker", trace.tracks().get(thread.uuid()).threadName());
+        assertEquals(Integer.valueOf(2), trace.tracks().get(queue.uuid()).siblingOrderRank());
+        assertTrue(trace.tracks().get(depth.uuid()).counter());
+        List<TrackEventReader.Event> events = trace.events();
         assertEquals(List.of("HandleRequest", "ValidateCart", "cache miss"),
-                events.subList(2, 5).stream().map(Event::name).toList());
-        Event first = events.get(0);
-        assertTrue(first.first(), "first_packet_on_sequence on the first packet");
-        assertEquals(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED, first.flags() & 1);
-        assertEquals(process.uuid(), first.track());
-        assertEquals(process.uuid(), events.get(1).parent());
-        Event begin = events.get(2);
-        assertEquals("rpc", begin.category());
-        assertEquals(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE, begin.flags());
-        assertEquals(List.of(99L), begin.flows());
-        assertEquals(5, events.get(7).counter());
-        assertEquals(List.of(99L), events.get(9).terminatingFlows());
-        assertEquals("HandleRequest", events.get(9).name(), "the interned name is reused, not written again");
+                events.subList(0, 3).stream().map(TrackEventReader.Event::name).toList());
+        assertEquals(List.of(TrackEvent.Type.TYPE_SLICE_BEGIN, TrackEvent.Type.TYPE_SLICE_BEGIN,
+                TrackEvent.Type.TYPE_INSTANT, TrackEvent.Type.TYPE_SLICE_END, TrackEvent.Type.TYPE_COUNTER,
+                TrackEvent.Type.TYPE_SLICE_BEGIN, TrackEvent.Type.TYPE_SLICE_END, TrackEvent.Type.TYPE_SLICE_END),
+                events.stream().map(TrackEventReader.Event::type).toList());
+        assertEquals(List.of("rpc"), events.get(0).categories());
+        assertEquals(List.of(99L), events.get(0).flowIds());
+        assertEquals(List.of("items=3"), events.get(1).debugAnnotations());
+        assertEquals(5L, events.get(4).counterValue());
+        assertEquals(List.of(99L), events.get(5).terminatingFlowIds());
+        assertEquals("HandleRequest", events.get(5).name(), "the interned name is reused");
+        long previous = before;
+        for (TrackEventReader.Event event : events) {
+            assertEquals(TraceClock.MONOTONIC.id, event.clockId(), "deltas resolve onto the monotonic clock");
+            assertTrue(event.timestamp() >= previous && event.timestamp() <= after,
+                    event.timestamp() + " within [" + previous + ", " + after + "]");
+            previous = event.timestamp();
+        }
+        assertEquals(0, trace.undecodable());
+    }
+
+    @Test
+    void eventsOnTheDefaultTrackAreSmallPacketsOfDeltas() throws Exception {
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.forThread(thread))) {
+            for (int i = 0; i < 10; i++) {
+                writer.beginSlice(RPC, thread, HANDLE);
+            }
+        }
+        List<TracePacket.Decoder> packets = rawPackets().stream()
+                .filter(p -> p.trustedPacketSequenceId() != TracingSession.SERVICE_SEQUENCE_ID).toList();
+        TracePacket.Decoder state = packets.get(0);
+        TracePacketDefaults.Decoder defaults = new TracePacketDefaults.Decoder();
+        TrackEventDefaults.Decoder trackDefaults = new TrackEventDefaults.Decoder();
+        assertTrue(state.firstPacketOnSequence());
+        assertTrue(state.tracePacketDefaults(defaults));
+        assertEquals(TrackEventWriter.INCREMENTAL_CLOCK_ID, defaults.timestampClockId());
+        assertTrue(defaults.trackEventDefaults(trackDefaults));
+        assertEquals(thread.uuid(), trackDefaults.trackUuid());
+        TracePacket.Decoder last = packets.get(packets.size() - 1);
+        TrackEvent.Decoder event = new TrackEvent.Decoder();
+        assertTrue(last.trackEvent(event));
+        assertFalse(event.hasTrackUuid(), "an event on the default track names no track");
+        assertFalse(last.hasTimestampClockId());
+        assertTrue(last.timestamp() < 1L << 21, "a delta, not an absolute time: " + last.timestamp());
+        TrackEventReader.Decoded trace = readBack();
+        assertEquals(10, trace.events().size());
+        assertTrue(trace.events().stream().allMatch(e -> e.trackUuid() == thread.uuid() && e.name().equals("HandleRequest")));
+    }
+
+    @Test
+    void aTimestampBeforeThePreviousIsWrittenAbsolute() throws Exception {
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        long now = System.nanoTime();
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.forThread(thread))) {
+            writer.atTimestamp(now).instant(RPC, thread, HANDLE);
+            writer.atTimestamp(now + 500).instant(RPC, thread, HANDLE);
+            writer.atTimestamp(now - 1000).instant(RPC, thread, HANDLE);
+            writer.atTimestamp(now + 700).instant(RPC, thread, HANDLE);
+            writer.completeSlice(RPC, thread, VALIDATE, now - 5000, 250);
+        }
+        assertEquals(List.of(now, now + 500, now - 1000, now + 700, now - 5000, now - 4750),
+                readBack().events().stream().map(TrackEventReader.Event::timestamp).toList());
+    }
+
+    @Test
+    void absoluteBoottimeTimestampsNeedNoClockState() throws Exception {
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        try (TrackEventWriter writer = newWriter(new TrackEventWriter.Config(null, TraceClock.BOOTTIME, false))) {
+            writer.atTimestamp(200).instant(RPC, thread, HANDLE);
+            writer.instant(RPC, thread, HANDLE);
+        }
+        assertEquals(List.of("state", "descriptor", "descriptor", "event", "event"), packetKinds());
+        List<TrackEventReader.Event> events = readBack().events();
+        assertEquals(200, events.get(0).timestamp());
+        assertEquals(TrackEventReader.DEFAULT_CLOCK_ID, events.get(1).clockId());
+        try (Arena arena = Arena.ofConfined()) {
+            long boottime = Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, arena.allocate(16, 8));
+            assertTrue(events.get(1).timestamp() > 200 && events.get(1).timestamp() <= boottime);
+        }
+    }
+
+    @Test
+    void systemNanoTimeIsClockMonotonic() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment scratch = arena.allocate(16, 8);
+            for (int i = 0; i < 100; i++) {
+                long before = Native.clockGetTimeNanos(Native.CLOCK_MONOTONIC, scratch);
+                long nano = System.nanoTime();
+                long after = Native.clockGetTimeNanos(Native.CLOCK_MONOTONIC, scratch);
+                assertTrue(before <= nano && nano <= after, "TraceClock.MONOTONIC relies on this");
+            }
+        }
+    }
+
+    @Test
+    void theServiceAskingToClearStateMakesTheWriterWriteItAgain() throws Exception {
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.forThread(thread))) {
+            writer.instant(RPC, thread, HANDLE);
+            writer.instant(RPC, thread, HANDLE);
+            session.clearIncrementalState();
+            writer.instant(RPC, thread, HANDLE);
+        }
+        assertEquals(List.of("state", "descriptor", "descriptor", "clock", "event", "event",
+                "state", "descriptor", "descriptor", "clock", "event"), packetKinds());
+        TracePacket.Decoder last = rawPackets().stream()
+                .filter(p -> p.trustedPacketSequenceId() != TracingSession.SERVICE_SEQUENCE_ID)
+                .reduce((a, b) -> b).orElseThrow();
+        assertTrue(last.hasInternedData(), "names interned again after the clear");
+        assertFalse(last.firstPacketOnSequence());
+        assertEquals(3, readBack().events().stream().filter(e -> "HandleRequest".equals(e.name())).count());
+    }
+
+    @Test
+    void aBufferThatLosesDataMakesItsWritersClearTheirState() throws Exception {
+        service.close();
+        service = new TracingService();
+        Producer producer = service.connectProducer("app", new ClientIdentity(Native.getuid(), 1), 1 << 20, 4096);
+        events = producer.registerDataSource("track_event");
+        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+        config.get().addBuffers().setSizeKb(64);
+        config.get().addDataSources().setConfig().setName("track_event");
+        session = service.startSession(SessionConfig.parse(MemorySegment.ofArray(config.toByteArray())));
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        InternedName last = InternedName.of("the last event");
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.forThread(thread))) {
+            for (int i = 0; i < 20_000 && events.incrementalStateClears() == 0; i++) {
+                writer.beginSlice(RPC, thread, HANDLE, ITEMS, "a string long enough to fill chunks quickly " + i);
+            }
+            assertTrue(events.incrementalStateClears() > 0, "the ring wrapped and the service asked for a clear");
+            writer.instant(RPC, thread, last);
+        }
+        TrackEventReader.Decoded trace = readBack();
+        assertTrue(session.stats().get(0).chunksOverwritten() > 0);
+        TrackEventReader.Event end = trace.events().get(trace.events().size() - 1);
+        assertEquals("the last event", end.name(), "decodable: its state was written again after the loss");
+        assertEquals(thread.uuid(), end.trackUuid());
+        assertTrue(trace.tracks().containsKey(thread.uuid()), "the descriptor was written again too");
     }
 
     @Test
     void misnestedEndsAreUsageErrorsAndWriteNothing() throws Exception {
         Track process = Track.process(1, "p");
         Track thread = Track.thread(process, 2, "t");
-        try (TrackEventWriter writer = new TrackEventWriter(events.newTraceWriter(BufferExhaustedPolicy.STALL))) {
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.DEFAULT)) {
             assertThrows(IllegalStateException.class, () -> writer.endSlice(thread, 1L << 32 | 1));
             long outer = writer.beginSlice(RPC, thread, HANDLE);
             long inner = writer.beginSlice(RPC, thread, VALIDATE);
@@ -181,7 +294,7 @@ class TrackEventWriterTest {
             assertThrows(IllegalStateException.class, () -> writer.endSlice(thread, outer), "ending twice");
             assertThrows(IllegalArgumentException.class, () -> writer.counter(thread, 1));
         }
-        long ends = readBack().stream().filter(ev -> ev.kind().equals("end")).count();
+        long ends = readBack().events().stream().filter(ev -> ev.type() == TrackEvent.Type.TYPE_SLICE_END).count();
         assertEquals(2, ends, "only the two valid ends were written");
     }
 
@@ -190,12 +303,39 @@ class TrackEventWriterTest {
         Category off = new Category("off");
         off.setEnabled(false);
         Track thread = Track.thread(Track.process(1, "p"), 2, "t");
-        try (TrackEventWriter writer = new TrackEventWriter(events.newTraceWriter(BufferExhaustedPolicy.STALL))) {
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.DEFAULT)) {
             long slice = writer.beginSlice(off, thread, HANDLE);
             assertEquals(0, slice);
             writer.instant(off, thread, CACHE_MISS);
             writer.endSlice(thread, slice);
         }
-        assertEquals(List.of(), readBack());
+        assertEquals(List.of(), packetKinds());
+    }
+
+    @Test
+    void aTraceFileWriterWritesOneSequenceWithNoService() throws Exception {
+        ByteArrayOutputStream file = new ByteArrayOutputStream();
+        Track track = Track.named(null, "offline").withUuid(77);
+        try (TrackEventWriter writer = new TrackEventWriter(new TraceFileWriter(file, 42),
+                new TrackEventWriter.Config(null, TraceClock.BOOTTIME, true))) {
+            long slice = writer.atTimestamp(1000).beginSlice(Category.NONE, track, HANDLE);
+            writer.atTimestamp(1250).endSlice(track, slice);
+        }
+        Trace.Decoder trace = new Trace.Decoder();
+        trace.reset(MemorySegment.ofArray(file.toByteArray()));
+        RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        int count = 0;
+        while (packets.next()) {
+            packet.reset(packets.field());
+            assertEquals(42, packet.trustedPacketSequenceId());
+            count++;
+        }
+        assertEquals(5, count, "state, descriptor, clock snapshot, begin, end");
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(file.toByteArray()));
+        assertEquals("offline", decoded.tracks().get(77L).name());
+        assertEquals(List.of(1000L, 1250L), decoded.events().stream().map(TrackEventReader.Event::timestamp).toList());
+        assertEquals(List.of(List.of(), List.of()), decoded.events().stream().map(TrackEventReader.Event::categories).toList());
+        assertEquals(TraceClock.BOOTTIME.id, decoded.events().get(0).clockId());
     }
 }

@@ -1,0 +1,113 @@
+package dev.ffmtrace.tracing.trackevent;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protozero.HeapBuffered;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A {@link TracePacketSink} that writes one sequence straight into a trace file, with no
+ * service: each packet becomes a {@code Trace.packet} (field 1) carrying the given
+ * {@code trusted_packet_sequence_id}, as a service would have added it. For traces
+ * generated offline:
+ *
+ * <pre>{@code
+ * var config = new TrackEventWriter.Config(null, TraceClock.BOOTTIME, false);
+ * try (var events = new TrackEventWriter(new TraceFileWriter(Files.newOutputStream(path), 1), config)) {
+ *     long slice = events.atTimestamp(200).beginSlice(Category.NONE, track, name);
+ *     events.atTimestamp(300).endSlice(track, slice);
+ * }
+ * }</pre>
+ *
+ * <p>Write failures surface as {@link UncheckedIOException}. Closing closes the stream.
+ */
+public final class TraceFileWriter implements TracePacketSink {
+    private static final int TRACE_PACKET_TAG = 0x0a;
+
+    private final OutputStream out;
+    private final int sequenceId;
+    private final HeapBuffered<TracePacket> packet = new HeapBuffered<>(TracePacket.FACTORY);
+    private final byte[] header = new byte[1 + 5];
+    private byte[] bytes = new byte[4096];
+    private boolean open;
+
+    /**
+     * @param sequenceId the sequence's {@code trusted_packet_sequence_id} (not 0; 1 is the
+     *     service's own in traces Perfetto writes)
+     */
+    public TraceFileWriter(OutputStream out, int sequenceId) {
+        if (sequenceId == 0) {
+            throw new IllegalArgumentException("0 is not a packet sequence id");
+        }
+        this.out = out;
+        this.sequenceId = sequenceId;
+    }
+
+    @Override
+    public TracePacket newTracePacket() {
+        if (open) {
+            throw new IllegalStateException("the previous packet is not finished");
+        }
+        open = true;
+        packet.reset();
+        return packet.get();
+    }
+
+    @Override
+    public void finishTracePacket() {
+        if (!open) {
+            throw new IllegalStateException("no packet is open");
+        }
+        open = false;
+        packet.get().setTrustedPacketSequenceId(sequenceId);
+        MemorySegment encoded = packet.toSegment();
+        int size = Math.toIntExact(encoded.byteSize());
+        if (bytes.length < size) {
+            bytes = new byte[Math.max(size, bytes.length * 2)];
+        }
+        MemorySegment.copy(encoded, Layouts.BYTE, 0, bytes, 0, size);
+        int headerSize = putVarint(putVarint(0, TRACE_PACKET_TAG), size);
+        try {
+            out.write(header, 0, headerSize);
+            out.write(bytes, 0, size);
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing a trace packet", e);
+        }
+    }
+
+    /** Nothing is ever lost on the way to the file: the state never needs starting again. */
+    @Override
+    public long incrementalStateEpoch() {
+        return 0;
+    }
+
+    @Override
+    public void flush() {
+        try {
+            out.flush();
+        } catch (IOException e) {
+            throw new UncheckedIOException("flushing the trace file", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        try {
+            out.close();
+        } catch (IOException e) {
+            throw new UncheckedIOException("closing the trace file", e);
+        }
+    }
+
+    private int putVarint(int at, long value) {
+        while ((value & ~0x7FL) != 0) {
+            header[at++] = (byte) (value | 0x80);
+            value >>>= 7;
+        }
+        header[at++] = (byte) value;
+        return at;
+    }
+}

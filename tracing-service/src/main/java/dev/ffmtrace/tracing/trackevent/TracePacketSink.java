@@ -1,0 +1,29 @@
+package dev.ffmtrace.tracing.trackevent;
+
+import dev.ffmtrace.perfetto.protos.TracePacket;
+
+/**
+ * Where a {@link TrackEventWriter} writes its sequence of packets: a service
+ * {@code TraceWriter} (through {@code DataSource.newTrackEventWriter}) or, offline, a
+ * {@link TraceFileWriter}. One packet is open at a time, between
+ * {@link #newTracePacket()} and {@link #finishTracePacket()}.
+ */
+public interface TracePacketSink extends AutoCloseable {
+    TracePacket newTracePacket();
+
+    void finishTracePacket();
+
+    /**
+     * A number that changes whenever packets written earlier on this sequence may not
+     * reach the reader (the writer dropped some, or the service lost some and asked for
+     * the incremental state to be cleared). The writer then starts its incremental state
+     * again: interned names, track descriptors and clock.
+     */
+    long incrementalStateEpoch();
+
+    /** Makes everything written so far readable. */
+    void flush();
+
+    @Override
+    void close();
+}

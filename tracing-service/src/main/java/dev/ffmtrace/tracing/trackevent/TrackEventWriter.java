@@ -2,6 +2,7 @@ package dev.ffmtrace.tracing.trackevent;
 
 import dev.ffmtrace.memory.Native;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
+import dev.ffmtrace.perfetto.protos.DebugAnnotation;
 import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
@@ -128,7 +129,7 @@ public final class TrackEventWriter implements AutoCloseable {
      */
     public long beginSlice(Category category, Track track, InternedName name, long flowId, long terminatingFlowId) {
         if (!category.isEnabled()) {
-            return 0;
+            return skipped();
         }
         TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
         addFlows(event, flowId, terminatingFlowId);
@@ -138,24 +139,36 @@ public final class TrackEventWriter implements AutoCloseable {
     /** Begins a slice with one integer debug annotation. */
     public long beginSlice(Category category, Track track, InternedName name, InternedName argument, long value) {
         if (!category.isEnabled()) {
-            return 0;
+            return skipped();
         }
-        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
-        var annotation = event.addDebugAnnotations();
-        annotation.setNameIid(annotationIids[argument.index]);
-        annotation.setIntValue(value);
+        beginAnnotated(category, track, name, argument).setIntValue(value);
+        return finishBegin(track);
+    }
+
+    /** Begins a slice with one floating-point debug annotation. */
+    public long beginSlice(Category category, Track track, InternedName name, InternedName argument, double value) {
+        if (!category.isEnabled()) {
+            return skipped();
+        }
+        beginAnnotated(category, track, name, argument).setDoubleValue(value);
+        return finishBegin(track);
+    }
+
+    /** Begins a slice with one boolean debug annotation. */
+    public long beginSlice(Category category, Track track, InternedName name, InternedName argument, boolean value) {
+        if (!category.isEnabled()) {
+            return skipped();
+        }
+        beginAnnotated(category, track, name, argument).setBoolValue(value);
         return finishBegin(track);
     }
 
     /** Begins a slice with one string debug annotation. */
     public long beginSlice(Category category, Track track, InternedName name, InternedName argument, String value) {
         if (!category.isEnabled()) {
-            return 0;
+            return skipped();
         }
-        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
-        var annotation = event.addDebugAnnotations();
-        annotation.setNameIid(annotationIids[argument.index]);
-        annotation.setStringValue(value);
+        beginAnnotated(category, track, name, argument).setStringValue(value);
         return finishBegin(track);
     }
 
@@ -190,6 +203,7 @@ public final class TrackEventWriter implements AutoCloseable {
     /** A slice of known start and duration: a begin and an end written back to back. */
     public void completeSlice(Category category, Track track, InternedName name, long startNanos, long durationNanos) {
         if (!category.isEnabled()) {
+            skipped();
             return;
         }
         if (durationNanos < 0) {
@@ -208,6 +222,7 @@ public final class TrackEventWriter implements AutoCloseable {
     /** An instant event on {@code track}; {@code name} may be null. */
     public void instant(Category category, Track track, InternedName name) {
         if (!category.isEnabled()) {
+            skipped();
             return;
         }
         startEvent(category, track, name, null, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
@@ -250,6 +265,12 @@ public final class TrackEventWriter implements AutoCloseable {
 
     // ---- internals ----
 
+    /** A disabled category's event: writes nothing, and a timestamp given for it is spent. */
+    private long skipped() {
+        nextTimestamp = NO_TIMESTAMP;
+        return 0;
+    }
+
     private long takeTimestamp() {
         long timestamp = nextTimestamp;
         if (timestamp == NO_TIMESTAMP) {
@@ -261,10 +282,20 @@ public final class TrackEventWriter implements AutoCloseable {
         return timestamp;
     }
 
+    private DebugAnnotation beginAnnotated(Category category, Track track, InternedName name, InternedName argument) {
+        TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
+        DebugAnnotation annotation = event.addDebugAnnotations();
+        annotation.setNameIid(annotationIids[argument.index]);
+        return annotation;
+    }
+
     private long finishBegin(Track track) {
         sink.finishTracePacket();
-        openSlices = ensure(openSlices, track.index);
-        int depth = ++openSlices[track.index];
+        int index = track.index;
+        if (index >= openSlices.length) {
+            openSlices = ensure(openSlices, index);
+        }
+        int depth = ++openSlices[index];
         return token(track, depth);
     }
 
@@ -421,29 +452,32 @@ public final class TrackEventWriter implements AutoCloseable {
 
     /** Gives {@code category} an id on this sequence; true if it is new (its name must be written). */
     private boolean intern(Category category) {
-        categoryIids = ensure(categoryIids, category.index);
-        if (categoryIids[category.index] != 0) {
+        int index = category.index;
+        if (index < categoryIids.length && categoryIids[index] != 0) {
             return false;
         }
-        categoryIids[category.index] = nextIid++;
+        categoryIids = ensure(categoryIids, index);
+        categoryIids[index] = nextIid++;
         return true;
     }
 
     private boolean intern(InternedName name) {
-        nameIids = ensure(nameIids, name.index);
-        if (nameIids[name.index] != 0) {
+        int index = name.index;
+        if (index < nameIids.length && nameIids[index] != 0) {
             return false;
         }
-        nameIids[name.index] = nextIid++;
+        nameIids = ensure(nameIids, index);
+        nameIids[index] = nextIid++;
         return true;
     }
 
     private boolean internAnnotation(InternedName name) {
-        annotationIids = ensure(annotationIids, name.index);
-        if (annotationIids[name.index] != 0) {
+        int index = name.index;
+        if (index < annotationIids.length && annotationIids[index] != 0) {
             return false;
         }
-        annotationIids[name.index] = nextIid++;
+        annotationIids = ensure(annotationIids, index);
+        annotationIids[index] = nextIid++;
         return true;
     }
 

@@ -204,6 +204,21 @@ class TrackEventWriterTest {
     }
 
     @Test
+    void aTimestampGivenToADisabledEventIsSpent() throws Exception {
+        Category off = new Category("off");
+        off.setEnabled(false);
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        long before = System.nanoTime();
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.forThread(thread))) {
+            writer.atTimestamp(1).instant(off, thread, HANDLE);
+            writer.instant(RPC, thread, HANDLE);
+        }
+        List<TrackEventReader.Event> events = readBack().events();
+        assertEquals(1, events.size());
+        assertTrue(events.get(0).timestamp() >= before, "read from the clock, not the disabled event's 1");
+    }
+
+    @Test
     void absoluteBoottimeTimestampsNeedNoClockState() throws Exception {
         Track thread = Track.thread(Track.process(1, "p"), 2, "t");
         try (TrackEventWriter writer = newWriter(new TrackEventWriter.Config(null, TraceClock.BOOTTIME, false))) {
@@ -277,6 +292,28 @@ class TrackEventWriterTest {
         assertEquals("the last event", end.name(), "decodable: its state was written again after the loss");
         assertEquals(thread.uuid(), end.trackUuid());
         assertTrue(trace.tracks().containsKey(thread.uuid()), "the descriptor was written again too");
+    }
+
+    @Test
+    void debugAnnotationsOfTheCommonTypes() throws Exception {
+        Track thread = Track.thread(Track.process(1, "p"), 2, "t");
+        InternedName ratio = InternedName.of("ratio");
+        InternedName cached = InternedName.of("cached");
+        InternedName user = InternedName.of("user");
+        try (TrackEventWriter writer = newWriter(TrackEventWriter.Config.forThread(thread))) {
+            long a = writer.beginSlice(RPC, thread, HANDLE, ITEMS, -3L);
+            long b = writer.beginSlice(RPC, thread, HANDLE, ratio, 0.25);
+            long c = writer.beginSlice(RPC, thread, HANDLE, cached, true);
+            long d = writer.beginSlice(RPC, thread, HANDLE, user, "ada");
+            long e = writer.beginSlice(RPC, thread, HANDLE, user, "grace");
+            for (long slice : new long[] {e, d, c, b, a}) {
+                writer.endSlice(thread, slice);
+            }
+        }
+        assertEquals(List.of(List.of("items=-3"), List.of("ratio=0.25"), List.of("cached=true"), List.of("user=ada"),
+                        List.of("user=grace")),
+                readBack().events().stream().filter(ev -> ev.type() == TrackEvent.Type.TYPE_SLICE_BEGIN)
+                        .map(TrackEventReader.Event::debugAnnotations).toList());
     }
 
     @Test

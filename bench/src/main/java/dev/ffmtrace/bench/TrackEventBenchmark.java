@@ -36,8 +36,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * they are committed. Per operation, one slice-begin event of category "benchmark" and
  * name "Event", both interned ({@code eventBasic}); the same with one interned integer
  * debug annotation "value" = 42 ({@code eventWithDebugAnnotation}); and the same on a
- * disabled category ({@code eventDisabled}). The slices are never ended, as in the SDK
- * benchmark; the token is consumed by the blackhole.
+ * disabled category ({@code eventDisabled}). The writer's default track is the thread's
+ * track and its timestamps are deltas on the incremental clock, as in the SDK, so after the
+ * first event each packet is 13 bytes plus its 4-byte size: timestamp delta,
+ * sequence_flags, track_event {type, category_iids, name_iid}. The slices are never ended,
+ * as in the SDK benchmark; the token is consumed by the blackhole.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)

@@ -77,7 +77,7 @@ final class DumpCommand implements Callable<Integer> {
         out.println("# summary: " + packets + " packets, " + trace.tracks().size() + " track descriptors, "
                 + trace.lossMarkers() + " packets after a data loss, " + statsPackets + " trace_stats packets, "
                 + trace.undecodable() + " packets undecodable for lost incremental state");
-        Map<Long, long[]> counts = new TreeMap<>();
+        Map<Long, long[]> counts = new TreeMap<>(Long::compareUnsigned);
         Map<Long, Integer> open = new TreeMap<>();
         long unbalancedEnds = 0;
         for (TrackEventReader.Event event : trace.events()) {

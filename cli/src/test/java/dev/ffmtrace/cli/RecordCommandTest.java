@@ -1,6 +1,8 @@
 package dev.ffmtrace.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -8,12 +10,19 @@ import dev.ffmtrace.tracing.trackevent.TrackEventReader;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import perfetto.protos.TraceOuterClass.Trace;
 import perfetto.protos.TracePacketOuterClass.TracePacket;
+import perfetto.protos.TrackDescriptorOuterClass.TrackDescriptor;
 import perfetto.protos.TrackEventOuterClass.TrackEvent;
 
 /** The main job: a session from the bundled two-buffer config, end to end into a trace file. */
@@ -23,9 +32,7 @@ class RecordCommandTest {
 
     @Test
     void recordsAWholeTraceFromTheBundledConfig() throws Exception {
-        Path config = dir.resolve("short.pbtxt");
-        Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))
-                .replace("duration_ms: 2000", "duration_ms: 600"));
+        Path config = shortDemoConfig();
         Path trace = dir.resolve("demo.pftrace");
         Path snapshot = dir.resolve("snapshot.pftrace");
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
@@ -74,6 +81,112 @@ class RecordCommandTest {
         }
         assertTrue(depth.values().stream().allMatch(d -> d == 0), "every slice on every track is closed: " + depth);
         assertTrue(slices > 10);
+    }
+
+    private Path shortDemoConfig() throws Exception {
+        Path config = dir.resolve("short.pbtxt");
+        Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))
+                .replace("duration_ms: 2000", "duration_ms: 600"));
+        return config;
+    }
+
+    @Test
+    void aCProducerProcessWritesItsOwnSequenceIntoTheSameTrace() throws Exception {
+        Path trace = dir.resolve("c.pftrace");
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", shortDemoConfig().toString(),
+                "--out", trace.toString(), "--threads", "2", "--c-producer");
+        assertEquals(0, run.exit(), run.err() + run.out());
+        Matcher started = Pattern.compile("c producer pid (\\d+) writes into its own SMB").matcher(run.out());
+        assertTrue(started.find(), run.out());
+        int cPid = Integer.parseInt(started.group(1));
+        int jvmPid = (int) ProcessHandle.current().pid();
+        assertNotEquals(jvmPid, cPid);
+        assertTrue(Pattern.compile("c producer pid " + cPid + ": [\\d,]+ packets written, 0 iterations dropped \\(SMB full\\), "
+                + "[\\d,]+ chunks moved\n").matcher(run.out()).find(), run.out());
+        assertTrue(ProcessHandle.of(cPid).isEmpty(), "the C producer was waited for");
+
+        byte[] bytes = Files.readAllBytes(trace);
+        Set<Integer> cSequences = new HashSet<>();
+        List<TracePacket> cPackets = new ArrayList<>();
+        long jvmPackets = 0;
+        for (TracePacket packet : Trace.parseFrom(bytes).getPacketList()) {
+            if (packet.getTrustedPid() == cPid) {
+                cSequences.add(packet.getTrustedPacketSequenceId());
+                cPackets.add(packet);
+            } else if (packet.getTrustedPid() == jvmPid) {
+                jvmPackets++;
+            }
+        }
+        assertEquals(1, cSequences.size(), "the C producer writes one sequence");
+        assertTrue(jvmPackets > 100, "the Java demo's packets are there too");
+        TracePacket first = cPackets.getFirst();
+        assertTrue(first.getFirstPacketOnSequence());
+        assertEquals(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED_VALUE, first.getSequenceFlags());
+        TrackDescriptor process = null;
+        TrackDescriptor thread = null;
+        TrackDescriptor counter = null;
+        for (TracePacket packet : cPackets) {
+            TrackDescriptor descriptor = packet.getTrackDescriptor();
+            if (descriptor.hasProcess()) {
+                process = descriptor;
+            } else if (descriptor.hasThread()) {
+                thread = descriptor;
+            } else if (descriptor.hasCounter()) {
+                counter = descriptor;
+            }
+        }
+        assertNotNull(process);
+        assertNotNull(thread);
+        assertNotNull(counter);
+        assertEquals(cPid, process.getProcess().getPid());
+        assertEquals("ffmtrace c producer", process.getProcess().getProcessName());
+        assertEquals(process.getUuid(), thread.getParentUuid());
+        assertEquals(cPid, thread.getThread().getPid());
+        assertTrue(thread.getThread().getTid() > 0 && thread.getThread().hasThreadName());
+
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(bytes));
+        assertEquals(0, decoded.undecodable());
+        assertEquals(0, decoded.lossMarkers());
+        Map<Long, Integer> depth = new HashMap<>();
+        Map<String, Integer> cEvents = new HashMap<>();
+        for (TrackEventReader.Event event : decoded.events()) {
+            assertTrue(decoded.tracks().containsKey(event.trackUuid()), "every event's track is described");
+            if (event.type() == TrackEvent.Type.TYPE_SLICE_BEGIN_VALUE) {
+                depth.merge(event.trackUuid(), 1, Integer::sum);
+            } else if (event.type() == TrackEvent.Type.TYPE_SLICE_END_VALUE) {
+                assertTrue(depth.merge(event.trackUuid(), -1, Integer::sum) >= 0, "no end without a begin");
+            }
+            if (event.trackUuid() == thread.getUuid() && event.name() != null) {
+                cEvents.merge(event.name(), 1, Integer::sum);
+            } else if (event.trackUuid() == counter.getUuid()) {
+                assertTrue(event.counterValue() != null && event.counterValue() > 0, "the C step's length in ns");
+                cEvents.merge("counter", 1, Integer::sum);
+            }
+        }
+        assertTrue(depth.values().stream().allMatch(d -> d == 0), "every slice on every track is closed: " + depth);
+        assertEquals(0, depth.getOrDefault(thread.getUuid(), 0));
+        int iterations = cEvents.getOrDefault("c work", 0);
+        assertTrue(iterations > 50, "the C producer wrote for the whole recording: " + cEvents);
+        assertEquals(Map.of("c work", iterations, "c step", iterations, "c tick", iterations, "counter", iterations), cEvents);
+        assertTrue(decoded.tracks().get(process.getUuid()).processName().equals("ffmtrace c producer"));
+    }
+
+    @Test
+    void aCProducerThatCannotRunIsOneLineAndStatus2() throws Exception {
+        Path missing = dir.resolve("no-such-program");
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", shortDemoConfig().toString(),
+                "--out", dir.resolve("x.pftrace").toString(), "--c-producer=" + missing);
+        assertEquals(2, run.exit());
+        assertTrue(run.err().startsWith("ffmtrace record: no C producer program at " + missing + " ("), run.err());
+        assertEquals(1, run.err().lines().count(), run.err());
+
+        Path countersOnly = dir.resolve("counters.pbtxt");
+        Files.writeString(countersOnly, "buffers { size_kb: 64 }\ndata_sources { config { name: \"counters\" } }\n");
+        run = ConvertAndDumpTest.run("record", "--config", countersOnly.toString(),
+                "--out", dir.resolve("y.pftrace").toString(), "--c-producer");
+        assertEquals(2, run.exit());
+        assertEquals("--c-producer: the config does not start data source \"track_event\", which the C producer writes\n",
+                run.err());
     }
 
     @Test

@@ -4,6 +4,7 @@ import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.function.IntPredicate;
 
 /**
  * The service's side of a producer's shared memory buffer: takes committed chunks out
@@ -91,7 +92,16 @@ public final class SharedMemoryReader {
      * many chunks moved.
      */
     public int moveCompleteChunks(ChunkSink sink) {
-        learnFirstChunkIds();
+        return moveCompleteChunks(sink, writer -> true);
+    }
+
+    /**
+     * {@link #moveCompleteChunks(ChunkSink)} for the writers {@code scanned} accepts only,
+     * for an SMB shared with writers that commit: their complete chunks are left for their
+     * commits.
+     */
+    public int moveCompleteChunks(ChunkSink sink, IntPredicate scanned) {
+        learnFirstChunkIds(scanned);
         int moved = 0;
         for (int round; (round = moveExpectedChunks(sink)) > 0; ) {
             moved += round;
@@ -163,9 +173,10 @@ public final class SharedMemoryReader {
      * when its page was looked at and acquired just after. On the next scan every
      * earlier chunk of the writer has been acquired (it acquires in order and only the
      * service frees complete chunks), so the lowest id among its chunks being written or
-     * complete is its first.
+     * complete is its first. Only writers {@code scanned} accepts are learned, and so
+     * only their chunks are ever moved by a scan.
      */
-    private void learnFirstChunkIds() {
+    private void learnFirstChunkIds(IntPredicate scanned) {
         findLowestChunkIds((1 << CHUNK_BEING_WRITTEN) | (1 << CHUNK_COMPLETE));
         for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
             if (writerState[writer] == WRITER_PENDING && hasLowest[writer]) {
@@ -175,7 +186,7 @@ public final class SharedMemoryReader {
         }
         findLowestChunkIds(1 << CHUNK_COMPLETE);
         for (int writer = 1; writer <= MAX_WRITER_ID; writer++) {
-            if (writerState[writer] == WRITER_UNKNOWN && hasLowest[writer]) {
+            if (writerState[writer] == WRITER_UNKNOWN && hasLowest[writer] && scanned.test(writer)) {
                 writerState[writer] = WRITER_PENDING;
             }
         }

@@ -54,6 +54,29 @@ class SharedMemoryReaderTest {
     }
 
     @Test
+    void aScanOfSomeWritersLeavesTheOthersCompleteChunksForTheirCommits() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(4 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            List<String> moved = new ArrayList<>();
+            SharedMemoryReader.ChunkSink sink = (writer, chunkId, packets, complete, smb, offset, size) ->
+                    moved.add(writer + ":" + chunkId);
+            // Writer 5 commits (its commit is on its way); writer 9 is scanned for.
+            for (int page = 0; page < 4; page++) {
+                abi.tryPartitionPage(page, LAYOUT_DIV1);
+                abi.tryAcquireChunkForWriting(page, 0, page / 2, page % 2 == 0 ? 5 : 9);
+                abi.releaseChunkAsComplete(page, 0);
+            }
+            reader.moveCompleteChunks(sink, writer -> writer == 9);
+            reader.moveCompleteChunks(sink, writer -> writer == 9);
+            assertEquals(List.of("9:0", "9:1"), moved);
+            assertEquals(true, reader.moveChunk(0, 0, sink), "writer 5's commit finds its chunk");
+            assertEquals(true, reader.moveChunk(2, 0, sink));
+            assertEquals(0, reader.abiViolations());
+        }
+    }
+
+    @Test
     void aScrapeNeverHandsOverAChunkBeforeAnOlderOneOfItsWriter() {
         try (Arena arena = Arena.ofConfined()) {
             SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(4 * 4096, 4096), 4096);

@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntPredicate;
 
 /**
  * A producer connected to the in-process {@link TracingService}: its own sealed SMB memfd,
@@ -28,6 +29,11 @@ import java.util.concurrent.locks.ReentrantLock;
  * counted as an ABI violation and its chunk freed. Commits arrive on writer threads
  * (under the arbiter's lock); flushes scrape on the caller's thread; the reader is
  * guarded by its own lock so the two never interleave.
+ *
+ * <p>A producer in another process that maps the SMB and writes chunks without sending
+ * commits (its writers {@linkplain #adoptRemoteWriter adopted} here) has its complete
+ * chunks found by scanning the SMB at each flush, and only those writers' chunks are
+ * scanned for, so in-process writers' chunks wait for their commits.
  */
 public final class Producer implements AutoCloseable {
     private final TracingService service;
@@ -41,10 +47,16 @@ public final class Producer implements AutoCloseable {
     private final Map<String, DataSource> dataSources = new ConcurrentHashMap<>();
     /** The same data sources as an array, replaced on registration: the commit path walks it without allocating. */
     private volatile DataSource[] dataSourceArray = new DataSource[0];
-    /** Writer id to the buffer its writer was created for: where scraped chunks go. */
+    /** Writer id to the buffer its writer was created or adopted for: where scraped and scanned chunks go. */
     private final AtomicIntegerArray writerTargets = new AtomicIntegerArray(MAX_WRITER_ID + 1);
     private final BufferSink commitSink = new BufferSink(true);
-    private final BufferSink scrapeSink = new BufferSink(false);
+    /** Sends each chunk to its writer's target: for scraped chunks and those of remote writers. */
+    private final BufferSink writerSink = new BufferSink(false);
+    /** Writer ids of remote writers, whose complete chunks are found by scanning; guarded by the reader lock. */
+    private final boolean[] remoteWriters = new boolean[MAX_WRITER_ID + 1];
+    private final IntPredicate isRemoteWriter = writerId -> remoteWriters[writerId];
+    /** Guarded by the reader lock. */
+    private boolean hasRemoteWriters;
     private long[] patchOffsets = new long[16];
     private int[] patchData = new int[16];
     /** Written only by commits, which the arbiter's lock serializes. */
@@ -109,21 +121,93 @@ public final class Producer implements AutoCloseable {
         return dataSources.values();
     }
 
+    /**
+     * Takes writer {@code writerId} of a producer in another process, which writes into
+     * this SMB without commits, as a writer of {@code dataSource}: its chunks go to the
+     * buffer the data source writes to now. Adopting it again rebinds it (a new session).
+     * The remote side is trusted no more than commits are: its chunks reach only a buffer
+     * one of this producer's started data sources writes to.
+     *
+     * @throws IllegalArgumentException if the id is not 1..32767 or is an in-process writer's,
+     *         or the data source is another producer's
+     * @throws IllegalStateException if no session has started the data source
+     */
+    public void adoptRemoteWriter(int writerId, DataSource dataSource) {
+        if (writerId < 1 || writerId > MAX_WRITER_ID) {
+            throw new IllegalArgumentException("writer id " + writerId + " is not 1.." + MAX_WRITER_ID);
+        }
+        if (dataSources.get(dataSource.name()) != dataSource) {
+            throw new IllegalArgumentException("data source \"" + dataSource.name() + "\" is not producer "
+                    + name + "'s");
+        }
+        int target = dataSource.targetBuffer();
+        if (target == 0) {
+            throw new IllegalStateException("data source \"" + dataSource.name() + "\" is not started by any session");
+        }
+        readerLock.lock();
+        try {
+            if (!remoteWriters[writerId] && writerTargets.get(writerId) != 0) {
+                throw new IllegalArgumentException("writer id " + writerId + " is an in-process writer's");
+            }
+            remoteWriters[writerId] = true;
+            writerTargets.set(writerId, target);
+            hasRemoteWriters = true;
+        } finally {
+            readerLock.unlock();
+        }
+    }
+
     TraceWriter<TracePacket> newTraceWriter(int bufferId, SharedMemoryArbiter.BufferExhaustedPolicy policy) {
         TraceWriter<TracePacket> writer = arbiter.createTraceWriter(bufferId, policy);
-        writerTargets.set(writer.writerId(), bufferId);
+        // The arbiter does not know the remote writers' ids: pass over them.
+        while (!bindInProcessWriter(writer.writerId(), bufferId)) {
+            TraceWriter<TracePacket> taken = writer;
+            writer = arbiter.createTraceWriter(bufferId, policy);
+            taken.close();
+        }
         return writer;
     }
 
+    /** Records an in-process writer's target, unless its id is a remote writer's. */
+    private boolean bindInProcessWriter(int writerId, int bufferId) {
+        readerLock.lock();
+        try {
+            if (remoteWriters[writerId]) {
+                return false;
+            }
+            writerTargets.set(writerId, bufferId);
+            return true;
+        } finally {
+            readerLock.unlock();
+        }
+    }
+
     /**
-     * Commits the chunks of idle writers, then scrapes the chunks still being written into
-     * their buffers as incomplete: what a flush can take without the writers' threads.
+     * Commits the chunks of idle writers, moves the complete chunks of remote writers,
+     * then scrapes the chunks still being written into their buffers as incomplete: what
+     * a flush can take without the writers' threads.
      */
     void flush() {
         arbiter.reclaimIdleChunks();
         readerLock.lock();
         try {
-            reader.scrapeChunksBeingWritten(scrapeSink);
+            if (hasRemoteWriters) {
+                // A writer first seen in one scan is learned there and moved from in the next:
+                // two scans take, in order, what the remote writers had completed by the flush.
+                reader.moveCompleteChunks(writerSink, isRemoteWriter);
+                reader.moveCompleteChunks(writerSink, isRemoteWriter);
+            }
+            reader.scrapeChunksBeingWritten(writerSink);
+        } finally {
+            readerLock.unlock();
+        }
+    }
+
+    /** Chunks taken out of the SMB whole: committed, or found complete for remote writers. */
+    public long chunksMoved() {
+        readerLock.lock();
+        try {
+            return reader.chunksMoved();
         } finally {
             readerLock.unlock();
         }

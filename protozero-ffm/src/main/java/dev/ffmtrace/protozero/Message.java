@@ -1,7 +1,5 @@
 package dev.ffmtrace.protozero;
 
-import dev.ffmtrace.memory.Layouts;
-
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.Objects;
@@ -340,38 +338,39 @@ public abstract class Message {
      * @return the size of this message's body in bytes
      */
     public final long finalizeMessage() {
-        switch (state) {
-            case FINALIZED:
+        if (state != OPEN) {
+            if (state == FINALIZED) {
                 return finalSize;
-            case DETACHED:
+            }
+            if (state == DETACHED) {
                 throw detached();
-            case HAS_NESTED:
-                endNestedMessage();
-                break;
-            default:
-                break;
+            }
+            endNestedMessage();
         }
         long size = writer.writtenSoFar() - bodyStart;
         if (sizeField != null) {
-            if (size > ProtoWire.MAX_MESSAGE_LENGTH) {
-                throw new IllegalStateException("nested message of " + size
-                        + " bytes exceeds the " + ProtoWire.MAX_MESSAGE_LENGTH
-                        + " bytes a 4-byte size field holds: " + getClass().getName());
-            }
-            // Same slice as the size field means the writer has not moved since the
-            // reservation, so the body follows the size field contiguously.
-            if (size <= ProtoWire.MAX_ONE_BYTE_MESSAGE_LENGTH && sizeFieldSliceId == writer.sliceId()) {
-                writer.rewind(sizeFieldOffset + ProtoWire.MESSAGE_LENGTH_FIELD_SIZE, size,
-                        ProtoWire.MESSAGE_LENGTH_FIELD_SIZE - 1);
-                sizeField.set(Layouts.BYTE, sizeFieldOffset, (byte) size);
-            } else {
-                ProtoWire.writeRedundantVarInt(sizeField, sizeFieldOffset, (int) size);
-            }
-            sizeField = null;
+            writeSizeField(size);
         }
         finalSize = size;
         state = FINALIZED;
         return size;
+    }
+
+    /** Back-fills this nested message's size field; kept apart so that finalizing a root stays small enough to inline. */
+    private void writeSizeField(long size) {
+        if (size > ProtoWire.MAX_MESSAGE_LENGTH) {
+            throw new IllegalStateException("nested message of " + size
+                    + " bytes exceeds the " + ProtoWire.MAX_MESSAGE_LENGTH
+                    + " bytes a 4-byte size field holds: " + getClass().getName());
+        }
+        // Same slice as the size field means the writer has not moved since the
+        // reservation, so the body follows the size field contiguously.
+        if (size <= ProtoWire.MAX_ONE_BYTE_MESSAGE_LENGTH && sizeFieldSliceId == writer.sliceId()) {
+            writer.compactShortMessage(sizeFieldOffset, (int) size);
+        } else {
+            ProtoWire.writeRedundantVarInt(sizeField, sizeFieldOffset, (int) size);
+        }
+        sizeField = null;
     }
 
     private void endNestedMessage() {

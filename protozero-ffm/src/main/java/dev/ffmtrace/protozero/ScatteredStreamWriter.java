@@ -39,6 +39,9 @@ public final class ScatteredStreamWriter {
         MemorySegment newSlice(long usedBytes);
     }
 
+    private static final long VARINT_PAYLOAD_BITS = 0x7F7F7F7F7F7F7F7FL;
+    private static final long VARINT_CONTINUATION_BITS = 0x8080808080808080L;
+
     private final Delegate delegate;
     private MemorySegment slice = MemorySegment.NULL;
     private long position;
@@ -109,8 +112,38 @@ public final class ScatteredStreamWriter {
         position = putVarInt(slice, p, value);
     }
 
-    /** Writes a tag and a varint value; the common case of every scalar field. */
+    /**
+     * Writes a tag and a varint value; the common case of every scalar field. A tag of
+     * one or two bytes (field ids up to 2047) and a value whose varint fits the rest of
+     * 8 bytes go out in a single store, the only memory access on this path, which keeps
+     * the method small enough to be inlined into every setter.
+     */
     void writeTagAndVarInt(long tag, long value) {
+        long bits;
+        int size;
+        if (tag < 0x80 && value >>> 49 == 0) {
+            size = ProtoWire.varIntSize(value);
+            bits = tag | packVarInt(value, size) << 8;
+            size += 1;
+        } else if (tag < 0x4000 && value >>> 42 == 0) {
+            size = ProtoWire.varIntSize(value);
+            bits = (tag & 0x7F) | 0x80 | (tag >>> 7) << 8 | packVarInt(value, size) << 16;
+            size += 2;
+        } else {
+            writeTagAndLongVarInt(tag, value);
+            return;
+        }
+        long p = position;
+        if (limit - p < Long.BYTES) {
+            writeTagAndLongVarInt(tag, value);
+            return;
+        }
+        slice.set(Layouts.LONG_UNALIGNED, p, bits);
+        position = p + size;
+    }
+
+    /** {@link #writeTagAndVarInt} for long tags or values and for the end of a slice. */
+    private void writeTagAndLongVarInt(long tag, long value) {
         long p = position;
         if (limit - p < ProtoWire.MAX_TAG_SIZE + ProtoWire.MAX_VARINT_SIZE) {
             writeVarIntSlow(tag);
@@ -123,26 +156,39 @@ public final class ScatteredStreamWriter {
 
     /**
      * Stores a varint at {@code p}, which must have {@link ProtoWire#MAX_VARINT_SIZE}
-     * bytes of room, and returns the offset after it. A varint of up to 8 bytes is built
-     * without branches and stored at once: {@link Long#expand} (PDEP where the CPU has
-     * it) spreads the 7-bit groups over the bytes, then every byte but the last gets its
-     * continuation bit. The store may write zeros past the varint, into bytes that are
-     * not part of the stream yet.
+     * bytes of room, and returns the offset after it. The stores may write zeros past
+     * the varint, into bytes that are not part of the stream yet.
      */
     private static long putVarInt(MemorySegment s, long p, long value) {
-        if (value >>> 56 != 0) {
-            while ((value & ~0x7FL) != 0) {
-                s.set(Layouts.BYTE, p++, (byte) (value | 0x80));
-                value >>>= 7;
-            }
-            s.set(Layouts.BYTE, p++, (byte) value);
-            return p;
+        if (value >>> 56 == 0) {
+            int size = ProtoWire.varIntSize(value);
+            s.set(Layouts.LONG_UNALIGNED, p, packVarInt(value, size));
+            return p + size;
         }
-        int size = ProtoWire.varIntSize(value);
-        long groups = Long.expand(value, 0x7F7F7F7F7F7F7F7FL);
-        long continuation = 0x8080808080808080L & ((1L << ((size - 1) << 3)) - 1);
-        s.set(Layouts.LONG_UNALIGNED, p, groups | continuation);
-        return p + size;
+        return putNineOrTenByteVarInt(s, p, value);
+    }
+
+    /**
+     * The low 56 bits as 8 bytes that all carry the continuation bit, then the top 8
+     * bits as one byte, or two when the top bit is set.
+     */
+    private static long putNineOrTenByteVarInt(MemorySegment s, long p, long value) {
+        s.set(Layouts.LONG_UNALIGNED, p, Long.expand(value, VARINT_PAYLOAD_BITS) | VARINT_CONTINUATION_BITS);
+        long top = value >>> 56;
+        long twoBytes = top >>> 7;
+        s.set(Layouts.SHORT_UNALIGNED, p + 8, (short) ((top & 0x7F) | twoBytes << 7 | twoBytes << 8));
+        return p + 9 + twoBytes;
+    }
+
+    /**
+     * The varint of {@code value}, which must be below 2^56 and take {@code size} bytes,
+     * in the low bytes of a long (little-endian, so one store writes it), built without
+     * branches: {@link Long#expand} (PDEP where the CPU has it) spreads the 7-bit groups
+     * over the bytes, then every byte but the last gets its continuation bit.
+     */
+    private static long packVarInt(long value, int size) {
+        return Long.expand(value, VARINT_PAYLOAD_BITS)
+                | (VARINT_CONTINUATION_BITS & ((1L << ((size - 1) << 3)) - 1));
     }
 
     private void writeVarIntSlow(long value) {
@@ -350,12 +396,15 @@ public final class ScatteredStreamWriter {
     }
 
     /**
-     * Moves the {@code bodySize} bytes at {@code bodyOffset} of the current slice back by
-     * {@code bytes}; the body must end at the write position.
+     * Gives a nested message whose size field at {@code sizeFieldOffset} of the current
+     * slice is followed by its whole body of {@code bodySize} (at most 127) bytes, ending
+     * at the write position, a 1-byte length: the body moves back over the 3 spare bytes.
      */
-    void rewind(long bodyOffset, long bodySize, int bytes) {
-        MemorySegment.copy(slice, bodyOffset, slice, bodyOffset - bytes, bodySize);
-        position -= bytes;
+    void compactShortMessage(long sizeFieldOffset, int bodySize) {
+        MemorySegment s = slice;
+        MemorySegment.copy(s, sizeFieldOffset + ProtoWire.MESSAGE_LENGTH_FIELD_SIZE, s, sizeFieldOffset + 1, bodySize);
+        s.set(Layouts.BYTE, sizeFieldOffset, (byte) bodySize);
+        position -= ProtoWire.MESSAGE_LENGTH_FIELD_SIZE - 1;
     }
 
     private void extend() {

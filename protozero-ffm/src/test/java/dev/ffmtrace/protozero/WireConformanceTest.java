@@ -10,9 +10,11 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
+import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
@@ -230,6 +232,68 @@ class WireConformanceTest {
             }
         }
         assertTrue(in.isAtEnd(), "trailing bytes after " + ops.size() + " fields: " + hex(bytes));
+    }
+
+    /** Every varint length (values 2^k - 1 and 2^k) after tags of 1 to 5 bytes, at every offset near a slice end. */
+    @Test
+    void varIntsOfEveryLengthAfterTagsOfEveryLength() throws IOException {
+        for (int id : new int[] {1, 15, 16, 2047, 2048, 262143, 262144, ProtoWire.MAX_FIELD_ID}) {
+            List<Op> ops = new ArrayList<>();
+            for (int k = 0; k < 64; k++) {
+                ops.add(new VarInt(id, (1L << k) - 1));
+                ops.add(new VarInt(id, 1L << k));
+            }
+            ops.add(new VarInt(id, -1));
+            byte[] expected = canonical(ops);
+            for (int sliceSize = 4; sliceSize <= 24; sliceSize++) {
+                HeapBuffered<Root> buffered = new HeapBuffered<>(Root.FACTORY, sliceSize, sliceSize);
+                write(buffered.get(), ops);
+                assertEquals(hex(expected), hex(buffered.toByteArray()), "field " + id + ", slices of " + sliceSize);
+            }
+        }
+    }
+
+    /** Nested bodies of 0 to 130 bytes in one slice: compacted to a 1-byte length up to 127. */
+    @Test
+    void nestedBodiesOfEverySmallSizeAreCanonical() throws IOException {
+        for (int bodySize = 0; bodySize <= 130; bodySize++) {
+            byte[] body = new byte[Math.max(0, bodySize - 2)];
+            for (int i = 0; i < body.length; i++) {
+                body[i] = (byte) (i * 7 + bodySize);
+            }
+            List<Op> children = bodySize < 2 ? List.of() : List.of(new Bytes(1, body));
+            if (bodySize == 1 || (bodySize >= 2 && canonical(children).length != bodySize)) {
+                continue;
+            }
+            List<Op> ops = List.of(new VarInt(1, 5), new Nested(2, children), new VarInt(3, 300));
+            HeapBuffered<Root> buffered = new HeapBuffered<>(Root.FACTORY, 4096, 4096);
+            write(buffered.get(), ops);
+            byte[] bytes = buffered.toByteArray();
+            if (bodySize <= ProtoWire.MAX_ONE_BYTE_MESSAGE_LENGTH) {
+                assertEquals(hex(canonical(ops)), hex(bytes), "body of " + bodySize);
+            } else {
+                assertMatches(ops, bytes);
+            }
+        }
+    }
+
+    /** ASCII strings of 0 to 60 chars with no, or one, non-ASCII char at every position. */
+    @Test
+    void asciiStringsWithOneNonAsciiCharAnywhere() throws IOException {
+        for (int length = 0; length <= 60; length++) {
+            for (int at = -1; at < length; at++) {
+                char[] chars = "abcdefgh".repeat(8).substring(0, length).toCharArray();
+                if (at >= 0) {
+                    chars[at] = at % 2 == 0 ? '\u00e9' : '\u20ac';
+                }
+                List<Op> ops = List.of(new Str(1, new String(chars)), new VarInt(2, 1));
+                for (int sliceSize : new int[] {16, 4096}) {
+                    HeapBuffered<Root> buffered = new HeapBuffered<>(Root.FACTORY, sliceSize, sliceSize);
+                    write(buffered.get(), ops);
+                    assertEquals(hex(canonical(ops)), hex(buffered.toByteArray()), new String(chars));
+                }
+            }
+        }
     }
 
     @Property(tries = 1000)

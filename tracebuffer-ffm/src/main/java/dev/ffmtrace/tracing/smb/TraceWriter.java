@@ -142,6 +142,24 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
      */
     public P newTracePacket() {
         enter();
+        ScatteredStreamWriter out = stream;
+        // Holding a chunk implies not dropping and no retry pending, so this is the
+        // general path below with none of its branches taken.
+        if (chunk == SharedMemoryArbiter.NO_CHUNK || reachedMaxPackets
+                || out.bytesAvailable() < MIN_PACKET_ROOM || patches.isFrontReady()) {
+            return newTracePacketSlow();
+        }
+        long at = out.reserveBytes(PACKET_HEADER_SIZE);
+        headerOffset = chunkOffset + CHUNK_HEADER_SIZE + sliceBase + at;
+        smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
+        fragmentStart = at + PACKET_HEADER_SIZE;
+        fragmenting = true;
+        packet.reset(out);
+        reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
+        return packet;
+    }
+
+    private P newTracePacketSlow() {
         boolean wasDropping = dropping;
         if ((chunk == SharedMemoryArbiter.NO_CHUNK && !dropping) || stream.bytesAvailable() < MIN_PACKET_ROOM
                 || reachedMaxPackets || retryAfterPacket) {
@@ -265,6 +283,13 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
 
     private void enter() {
         checkOpen();
+        if (!OWNERSHIP.compareAndSet(this, IDLE, WRITING)) {
+            enterContended();
+        }
+    }
+
+    /** Entry when the writer was not idle: still writing, reclaimed, or being reclaimed right now. */
+    private void enterContended() {
         while (true) {
             int state = (int) OWNERSHIP.compareAndExchange(this, IDLE, WRITING);
             if (state == IDLE) {

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.CompilerControl;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Group;
 import org.openjdk.jmh.annotations.GroupThreads;
@@ -42,11 +43,7 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code threads}: one writer thread and one reader thread. Records/s and bytes/s are
  *       the reader's {@code records} and {@code bytes} counters; {@code full} and
  *       {@code empty} count the yields. C++: 10.6 M/s (64 B), 8.8 M/s (1 KiB), 0.60 M/s
- *       (64 KiB). Read {@code empty} with the rate: while the reader trails the writer by
- *       more than a few records, the two cores share only the metadata lines, but once it
- *       has caught up (empty at 10^5/s and more) it polls the very lines the writer is
- *       filling and yields per poll, and records/s drops several-fold for as long as that
- *       lasts; iterations of one run often land in both regimes.</li>
+ *       (64 KiB).</li>
  *   <li>{@code processes}: the writer here, the reader in a second JVM
  *       ({@link ReaderProcess}) attached to the memfd received over a Unix socket. Records/s
  *       and bytes/s are the writer's {@code records} and {@code bytes} counters (in steady
@@ -55,6 +52,24 @@ import org.openjdk.jmh.annotations.Warmup;
  *       C++: 33.5 ns, 46 ns, 1.63 µs.</li>
  * </ul>
  * Run with {@code -prof gc}: both paths allocate nothing (gc.alloc.rate.norm 0 B/op).
+ *
+ * <h2>Why the two-sided rates come in two levels</h2>
+ * Every record makes both sides touch the same two metadata lines: the writer takes the
+ * lock and moves write_pos (line 0) and counts the write (line 1); the reader loads
+ * write_pos, stores read_pos (line 0) and counts the read (line 1). The rate is set by how
+ * often those lines cross between the cores, which depends on how the two sides happen to
+ * interleave, and an interleaving, once set, holds for seconds: the same code gives 9 to
+ * 20 M/s at 64 B in some runs and 3 to 5 M/s in others (1 KiB: 7 to 12 and about 2 M/s),
+ * often within one run. It does not follow the reader's lag: runs at either level have
+ * seen the reader caught up, polling an empty ring 10^5 times a second and more, most
+ * polls finding the record being written still uncommitted. It belongs to the protocol and
+ * the yield-per-poll loop, not to Java: the C implementation of the cross-process tests
+ * (Perfetto's orderings), run in the same loop in the same session, lands on the same two
+ * levels (64 B: 11.7 and 4.1 M/s; 1 KiB: 8.7 and 2.0 M/s). The VM adds swings of its own:
+ * a core-to-core round trip measured 66 ns at times and 330 ns at others. Spinning
+ * ({@link Thread#onSpinWait}) for a while before yielding polls the writer's lines more
+ * often and was no faster in our runs. Compare implementations in alternated runs of one session,
+ * over several forks.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -128,7 +143,12 @@ public class SharedRingBufferBenchmark {
             slot = buffer.newSlot();
         }
 
-        /** Writes one record if the lock and the space allow; returns whether it did. */
+        /**
+         * Writes one record if the lock and the space allow; returns whether it did. Inlined
+         * into the benchmark methods: compiled on its own it grows too large for C2 to inline,
+         * and writeThenRead would time two calls as well as the ring.
+         */
+        @CompilerControl(CompilerControl.Mode.INLINE)
         boolean write() {
             if (!buffer.lock(SharedRingBuffer.LockMode.TRY)) {
                 return false;
@@ -168,7 +188,11 @@ public class SharedRingBufferBenchmark {
             }
         }
 
-        /** Reads and frees one record if there is one; returns its payload length, 0 if there was none. */
+        /**
+         * Reads and frees one record if there is one; returns its payload length, 0 if there
+         * was none. Inlined for the reason given at {@link Writer#write}.
+         */
+        @CompilerControl(CompilerControl.Mode.INLINE)
         long read() {
             if (buffer.beginRead(slot) != SharedRingBuffer.ReadResult.OK) {
                 return 0;

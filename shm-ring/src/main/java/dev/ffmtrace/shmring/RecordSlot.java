@@ -94,6 +94,14 @@ abstract class RecordSlotFields extends RecordSlotLhsPadding {
     long headerOffset;
     long length;
     long stride;
+    /**
+     * The reader's slot only: the read position last found uncommitted, -1 after a record
+     * was read, and when it was first found so (for the uncommitted-record timeout). Kept
+     * here, written by the reader alone, rather than in the buffer, whose fields writers
+     * read on every record.
+     */
+    long stalledPosition = -1;
+    long stalledSinceNanos;
 
     RecordSlotFields(SharedRingBuffer owner, MemorySegment buffer) {
         this.owner = owner;

@@ -49,12 +49,12 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Uncommitted records</h2>
  * A committed zero-length record cannot be told from a reserved one, and it blocks
- * Perfetto's reader for good. Writers here refuse zero-length records. The reader
+ * Perfetto's reader for good. Writers here refuse zero-length records. The reader's slot
  * remembers when it first found the record at the read position uncommitted; once that
  * position has stayed uncommitted longer than {@link #uncommittedRecordTimeout(Duration)}
- * (5 s unless set), {@link #beginRead} reports {@link ReadResult#CORRUPT} instead of
- * {@link ReadResult#NO_DATA}, so a service can tear the connection down rather than wait
- * forever.
+ * (5 s unless set), {@link #beginRead} through that slot reports {@link ReadResult#CORRUPT}
+ * instead of {@link ReadResult#NO_DATA}, so a service can tear the connection down rather
+ * than wait forever.
  *
  * <h2>Threads</h2>
  * Any number of threads (in any number of processes) may write, each with its own
@@ -154,10 +154,8 @@ public final class SharedRingBuffer implements AutoCloseable {
     /** The locked byte set and our pid in bytes 4..7. */
     private final long lockedByUs = 1L | ((long) pid << 32);
 
-    // Reader-only state, for the uncommitted-record timeout.
+    /** Set by the reader; where and since when a record stays uncommitted is kept in the reader's slot. */
     private long uncommittedTimeoutNanos = DEFAULT_UNCOMMITTED_TIMEOUT_NANOS;
-    private long stalledPosition = -1;
-    private long stalledSinceNanos;
 
     private SharedRingBuffer(RingMapping mapping, MemorySegment metadata, MemorySegment ringSegment, long size) {
         this.mapping = mapping;
@@ -478,17 +476,13 @@ public final class SharedRingBuffer implements AutoCloseable {
         long header = readPos & mask;
         long length = ring.getIntAcquire(header + RECORD_LENGTH_OFFSET) & 0xFFFF_FFFFL;
         if (length == 0) {
-            return uncommitted(readPos);
+            return uncommitted(slot, readPos);
         }
         long stride = stride(length);
         if (stride > available) {
             return readCorrupt();
         }
-        if (stalledPosition != -1) {
-            // Written only when it changes: a store on every record would keep taking this
-            // object's cache line from writer threads, which read its final fields per record.
-            stalledPosition = -1;
-        }
+        slot.stalledPosition = -1;
         slot.headerOffset = header;
         slot.length = length;
         slot.stride = stride;
@@ -519,12 +513,12 @@ public final class SharedRingBuffer implements AutoCloseable {
         uncommittedTimeoutNanos = timeout.toNanos();
     }
 
-    private ReadResult uncommitted(long readPos) {
+    private ReadResult uncommitted(RecordSlot slot, long readPos) {
         long now = System.nanoTime();
-        if (stalledPosition != readPos) {
-            stalledPosition = readPos;
-            stalledSinceNanos = now;
-        } else if (now - stalledSinceNanos > uncommittedTimeoutNanos) {
+        if (slot.stalledPosition != readPos) {
+            slot.stalledPosition = readPos;
+            slot.stalledSinceNanos = now;
+        } else if (now - slot.stalledSinceNanos > uncommittedTimeoutNanos) {
             return readCorrupt();
         }
         return readNoData();

@@ -20,7 +20,8 @@ import org.openjdk.jcstress.infra.results.II_Result;
 
 /**
  * heapprofd's SharedRingBuffer between threads: publication of a record by its length
- * word, and the spinlock that serialises reservations. Each state is a one-page ring in
+ * word, the hand-back of freed space by read_pos, and the spinlock that serialises
+ * reservations. Each state is a one-page ring in
  * native memory ({@link SharedRingBuffer#allocate}), whose bytes start out as stale
  * non-zero garbage, so a reader that took a stale length word for a record would show it.
  */
@@ -97,6 +98,67 @@ public final class SharedRingBufferStress {
                 case NO_DATA -> r.r1 = -1;
                 case CORRUPT -> r.r1 = -2;
             }
+        }
+    }
+
+    @JCStressTest
+    @Description("Invariant: the reader reads a record that fills most of the ring and frees it (a release add to "
+            + "read_pos), while a writer waits for the space to reserve a record that wraps over the first one's "
+            + "bytes. The reader never sees the new record's bytes in the one it is reading, and the positions end "
+            + "where the two strides put them.")
+    @Outcome(id = "1, 0, 1", expect = ACCEPTABLE, desc = "the writer found no space yet")
+    @Outcome(id = "1, 1, 1", expect = ACCEPTABLE, desc = "the writer reused the space once the reader had freed it")
+    @Outcome(id = "0, .*, .*", expect = FORBIDDEN, desc = "the space was handed back before the reader had read it")
+    @Outcome(expect = FORBIDDEN, desc = "positions wrong afterwards")
+    @State
+    public static class FreedSpaceReuse {
+        static final int OLD_LENGTH = 4000;
+        static final int NEW_LENGTH = 200;
+        static final byte OLD = 0x11;
+        static final byte NEW = 0x22;
+
+        final SharedRingBuffer buffer = newBuffer(0);
+        final RecordSlot writerSlot = buffer.newSlot();
+        final RecordSlot readerSlot = buffer.newSlot();
+        int reserved;
+
+        public FreedSpaceReuse() {
+            buffer.lock(SharedRingBuffer.LockMode.BLOCKING);
+            buffer.beginWrite(writerSlot, OLD_LENGTH);
+            buffer.unlock();
+            fill(writerSlot, OLD);
+            buffer.endWrite(writerSlot);
+        }
+
+        @Actor
+        public void writer() {
+            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
+                SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, NEW_LENGTH);
+                buffer.unlock();
+                if (result == SharedRingBuffer.WriteResult.OK) {
+                    reserved = 1;
+                    fill(writerSlot, NEW);
+                    buffer.endWrite(writerSlot);
+                }
+            }
+        }
+
+        @Actor
+        public void reader(III_Result r) {
+            if (buffer.beginRead(readerSlot) == SharedRingBuffer.ReadResult.OK) {
+                r.r1 = readerSlot.length() == OLD_LENGTH && intact(readerSlot, OLD) ? 1 : 0;
+                buffer.endRead(readerSlot);
+            }
+        }
+
+        @Arbiter
+        public void arbiter(III_Result r) {
+            MemorySegment meta = buffer.metadata();
+            long oldStride = SharedRingBufferDescriptor.stride(OLD_LENGTH);
+            long written = oldStride + reserved * SharedRingBufferDescriptor.stride(NEW_LENGTH);
+            r.r2 = reserved;
+            r.r3 = meta.get(Layouts.LONG, SharedRingBufferDescriptor.READ_POS_OFFSET) == oldStride
+                    && meta.get(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET) == written ? 1 : 0;
         }
     }
 

@@ -7,6 +7,7 @@ import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.protozero.ProtoWire;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -69,6 +70,18 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static final long NO_TIMESTAMP = Long.MIN_VALUE;
+    private static final byte TYPE_TAG = tag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte TRACK_UUID_TAG = tag(TrackEvent.TRACK_UUID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte CATEGORY_IIDS_TAG = tag(TrackEvent.CATEGORY_IIDS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte NAME_IID_TAG = tag(TrackEvent.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte DEBUG_ANNOTATIONS_TAG =
+            tag(TrackEvent.DEBUG_ANNOTATIONS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
+    private static final byte ANNOTATION_NAME_IID_TAG =
+            tag(DebugAnnotation.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte INT_VALUE_TAG = tag(DebugAnnotation.INT_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte BOOL_VALUE_TAG = tag(DebugAnnotation.BOOL_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte DOUBLE_VALUE_TAG =
+            tag(DebugAnnotation.DOUBLE_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
 
     private final TracePacketSink sink;
     private final Track defaultTrack;
@@ -78,6 +91,11 @@ public final class TrackEventWriter implements AutoCloseable {
     private final int defaultClockId;
     private final Arena arena = Arena.ofConfined();
     private final MemorySegment clockScratch = arena.allocate(16, 8);
+    /**
+     * A simple event's body: type, track uuid, category iid and name iid, each a tag and a
+     * varint, then possibly one debug annotation (tag, length, name iid, value).
+     */
+    private final byte[] eventBody = new byte[2 + 3 * (1 + 10) + 2 + 2 * (1 + 10)];
 
     private long[] nameIids = new long[64];
     private long[] annotationIids = new long[16];
@@ -131,8 +149,12 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
-        addFlows(event, flowId, terminatingFlowId);
+        if (flowId == 0 && terminatingFlowId == 0) {
+            writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
+        } else {
+            TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
+            addFlows(event, flowId, terminatingFlowId);
+        }
         return finishBegin(track);
     }
 
@@ -141,7 +163,9 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        beginAnnotated(category, track, name, argument).setIntValue(value);
+        TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
+        int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
+        appendAnnotatedBody(packet, n, argument, INT_VALUE_TAG, value, false);
         return finishBegin(track);
     }
 
@@ -150,7 +174,9 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        beginAnnotated(category, track, name, argument).setDoubleValue(value);
+        TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
+        int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
+        appendAnnotatedBody(packet, n, argument, DOUBLE_VALUE_TAG, Double.doubleToRawLongBits(value), true);
         return finishBegin(track);
     }
 
@@ -159,7 +185,9 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        beginAnnotated(category, track, name, argument).setBoolValue(value);
+        TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
+        int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
+        appendAnnotatedBody(packet, n, argument, BOOL_VALUE_TAG, value ? 1 : 0, false);
         return finishBegin(track);
     }
 
@@ -193,10 +221,7 @@ public final class TrackEventWriter implements AutoCloseable {
                     + track.uuid() + ": slices on a track must nest");
         }
         openSlices[track.index] = depth - 1;
-        TracePacket packet = startPacket(track, takeTimestamp());
-        TrackEvent event = packet.setTrackEvent();
-        event.setType(TrackEvent.Type.TYPE_SLICE_END);
-        setTrack(event, track);
+        writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
         sink.finishTracePacket();
     }
 
@@ -210,12 +235,9 @@ public final class TrackEventWriter implements AutoCloseable {
             throw new IllegalArgumentException("a slice cannot last " + durationNanos + " ns");
         }
         nextTimestamp = NO_TIMESTAMP;
-        startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
+        writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
         sink.finishTracePacket();
-        TracePacket end = startPacket(track, startNanos + durationNanos);
-        TrackEvent event = end.setTrackEvent();
-        event.setType(TrackEvent.Type.TYPE_SLICE_END);
-        setTrack(event, track);
+        writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);
         sink.finishTracePacket();
     }
 
@@ -225,7 +247,7 @@ public final class TrackEventWriter implements AutoCloseable {
             skipped();
             return;
         }
-        startEvent(category, track, name, null, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
+        writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
         sink.finishTracePacket();
     }
 
@@ -311,9 +333,89 @@ public final class TrackEventWriter implements AutoCloseable {
         return event;
     }
 
-    /** Writes what the event needs first (state, descriptors), then starts it with its interned names. */
+    /**
+     * Writes an event that has no fields beyond its type, track, category and name. Its
+     * body is encoded here and appended as the packet's {@code track_event} bytes: the
+     * same bytes as the nested message, without reserving and compacting a size field.
+     */
+    private void writeSimpleEvent(Category category, Track track, InternedName name, int type, long timestamp) {
+        TracePacket packet = startInternedPacket(category, track, name, null, timestamp);
+        packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, eventBody, 0, encodeEventBody(category, track, name, type));
+    }
+
+    /** Encodes type, track, category and name into {@link #eventBody}; returns the length. */
+    private int encodeEventBody(Category category, Track track, InternedName name, int type) {
+        byte[] body = eventBody;
+        body[0] = TYPE_TAG;
+        body[1] = (byte) type;
+        int n = 2;
+        if (track != defaultTrack) {
+            body[n++] = TRACK_UUID_TAG;
+            n = putVarInt(body, n, track.uuid());
+        }
+        if (category != Category.NONE) {
+            body[n++] = CATEGORY_IIDS_TAG;
+            n = putVarInt(body, n, categoryIids[category.index]);
+        }
+        if (name != null) {
+            body[n++] = NAME_IID_TAG;
+            n = putVarInt(body, n, nameIids[name.index]);
+        }
+        return n;
+    }
+
+    /**
+     * Appends to the event body at {@code n} a debug annotation naming {@code argument}
+     * whose value is the varint or fixed64 {@code value} under {@code valueTag}, and the
+     * whole body to {@code packet}.
+     */
+    private void appendAnnotatedBody(TracePacket packet, int n, InternedName argument, byte valueTag, long value,
+                                     boolean fixed64) {
+        byte[] body = eventBody;
+        body[n++] = DEBUG_ANNOTATIONS_TAG;
+        int lengthAt = n++;
+        body[n++] = ANNOTATION_NAME_IID_TAG;
+        n = putVarInt(body, n, annotationIids[argument.index]);
+        body[n++] = valueTag;
+        if (fixed64) {
+            for (int i = 0; i < Long.BYTES; i++) {
+                body[n++] = (byte) (value >>> (8 * i));
+            }
+        } else {
+            n = putVarInt(body, n, value);
+        }
+        body[lengthAt] = (byte) (n - lengthAt - 1);
+        packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, body, 0, n);
+    }
+
+    private static int putVarInt(byte[] into, int at, long value) {
+        while ((value & ~0x7FL) != 0) {
+            into[at++] = (byte) (value | 0x80);
+            value >>>= 7;
+        }
+        into[at++] = (byte) value;
+        return at;
+    }
+
+    /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
                                   int type, long timestamp) {
+        TracePacket packet = startInternedPacket(category, track, name, argument, timestamp);
+        TrackEvent event = packet.setTrackEvent();
+        event.setType(type);
+        setTrack(event, track);
+        if (category != Category.NONE) {
+            event.addCategoryIids(categoryIids[category.index]);
+        }
+        if (name != null) {
+            event.setNameIid(nameIids[name.index]);
+        }
+        return event;
+    }
+
+    /** Starts an event's packet with the interned data its names need on this sequence. */
+    private TracePacket startInternedPacket(Category category, Track track, InternedName name, InternedName argument,
+                                            long timestamp) {
         TracePacket packet = startPacket(track, timestamp);
         boolean newCategory = category != Category.NONE && intern(category);
         boolean newName = name != null && intern(name);
@@ -336,16 +438,7 @@ public final class TrackEventWriter implements AutoCloseable {
                 entry.setName(argument.name());
             }
         }
-        TrackEvent event = packet.setTrackEvent();
-        event.setType(type);
-        setTrack(event, track);
-        if (category != Category.NONE) {
-            event.addCategoryIids(categoryIids[category.index]);
-        }
-        if (name != null) {
-            event.setNameIid(nameIids[name.index]);
-        }
-        return event;
+        return packet;
     }
 
     private void setTrack(TrackEvent event, Track track) {
@@ -479,6 +572,11 @@ public final class TrackEventWriter implements AutoCloseable {
         annotationIids = ensure(annotationIids, index);
         annotationIids[index] = nextIid++;
         return true;
+    }
+
+    /** A one-byte tag (the fields encoded here are all below 16). */
+    private static byte tag(int fieldId, int wireType) {
+        return (byte) (fieldId << 3 | wireType);
     }
 
     private static void requireCounter(Track track) {

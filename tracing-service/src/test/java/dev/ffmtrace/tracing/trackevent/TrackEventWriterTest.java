@@ -1,11 +1,13 @@
 package dev.ffmtrace.tracing.trackevent;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.perfetto.protos.DebugAnnotation;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -13,6 +15,7 @@ import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.perfetto.protos.TrackEventDefaults;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.ProtoDecoder;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.service.DataSource;
@@ -26,6 +29,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -314,6 +318,84 @@ class TrackEventWriterTest {
                         List.of("user=grace")),
                 readBack().events().stream().filter(ev -> ev.type() == TrackEvent.Type.TYPE_SLICE_BEGIN)
                         .map(TrackEventReader.Event::debugAnnotations).toList());
+    }
+
+    /**
+     * Events without flows or string annotations are encoded by hand, not through the
+     * nested TrackEvent message: their bytes must be exactly what the generated writer
+     * makes of the same fields.
+     */
+    @Test
+    void handEncodedEventsAreByteForByteTheGeneratedWritersBytes() throws Exception {
+        Track track = Track.named(null, "t").withUuid(0x1234_5678_9abcL);
+        InternedName ratio = InternedName.of("ratio");
+        InternedName cached = InternedName.of("cached");
+        ByteArrayOutputStream file = new ByteArrayOutputStream();
+        try (TrackEventWriter writer = new TrackEventWriter(new TraceFileWriter(file, 7),
+                new TrackEventWriter.Config(null, TraceClock.BOOTTIME, false))) {
+            long a = writer.atTimestamp(100).beginSlice(RPC, track, HANDLE, ITEMS, -5L);
+            long b = writer.atTimestamp(200).beginSlice(RPC, track, HANDLE, ITEMS, 300L);
+            long c = writer.atTimestamp(300).beginSlice(RPC, track, HANDLE, ratio, -0.5);
+            long d = writer.atTimestamp(400).beginSlice(RPC, track, HANDLE, cached, true);
+            long e = writer.atTimestamp(500).beginSlice(RPC, track, HANDLE);
+            writer.atTimestamp(600).instant(RPC, track, HANDLE);
+            for (long slice : new long[] {e, d, c, b, a}) {
+                writer.atTimestamp(700).endSlice(track, slice);
+            }
+        }
+        List<byte[]> packets = new ArrayList<>();
+        Trace.Decoder trace = new Trace.Decoder();
+        trace.reset(MemorySegment.ofArray(file.toByteArray()));
+        RepeatedFieldIterator it = trace.packet(new RepeatedFieldIterator());
+        while (it.next()) {
+            packets.add(it.field().asBytes());
+        }
+        // state, descriptor, then the events; the interned ids: rpc 1, HandleRequest 2, items 3, ratio 4, cached 5
+        List<byte[]> events = packets.subList(packets.size() - 11, packets.size());
+        assertArrayEquals(expected(200, TrackEvent.Type.TYPE_SLICE_BEGIN, track, true, 3, a -> a.setIntValue(300)),
+                events.get(1));
+        assertArrayEquals(expected(300, TrackEvent.Type.TYPE_SLICE_BEGIN, track, true, 4, a -> a.setDoubleValue(-0.5)),
+                withoutInternedData(events.get(2)));
+        assertArrayEquals(expected(400, TrackEvent.Type.TYPE_SLICE_BEGIN, track, true, 5, a -> a.setBoolValue(true)),
+                withoutInternedData(events.get(3)));
+        assertArrayEquals(expected(500, TrackEvent.Type.TYPE_SLICE_BEGIN, track, true, 0, null), events.get(4));
+        assertArrayEquals(expected(600, TrackEvent.Type.TYPE_INSTANT, track, true, 0, null), events.get(5));
+        assertArrayEquals(expected(700, TrackEvent.Type.TYPE_SLICE_END, track, false, 0, null), events.get(6));
+        TrackEventReader.Event first = TrackEventReader.read(MemorySegment.ofArray(file.toByteArray())).events().get(0);
+        assertEquals(List.of("items=-5"), first.debugAnnotations(), "a negative value is a 10-byte varint");
+    }
+
+    private static byte[] expected(long timestamp, int type, Track track, boolean named, long annotationIid,
+                                   Consumer<DebugAnnotation> value) {
+        HeapBuffered<TracePacket> packet = new HeapBuffered<>(TracePacket.FACTORY);
+        packet.get().setTimestamp(timestamp);
+        packet.get().setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+        TrackEvent event = packet.get().setTrackEvent();
+        event.setType(type);
+        event.setTrackUuid(track.uuid());
+        if (named) {
+            event.addCategoryIids(1);
+            event.setNameIid(2);
+        }
+        if (value != null) {
+            DebugAnnotation annotation = event.addDebugAnnotations();
+            annotation.setNameIid(annotationIid);
+            value.accept(annotation);
+        }
+        packet.get().setTrustedPacketSequenceId(7);
+        return packet.toByteArray();
+    }
+
+    /** The packet without its interned_data field (the first event of a new annotation name carries one). */
+    private static byte[] withoutInternedData(byte[] packet) {
+        ByteArrayOutputStream kept = new ByteArrayOutputStream();
+        ProtoDecoder decoder = new ProtoDecoder().reset(MemorySegment.ofArray(packet));
+        while (decoder.next()) {
+            if (decoder.field().id() != TracePacket.INTERNED_DATA_FIELD_NUMBER) {
+                kept.write(packet, (int) decoder.fieldStart(), (int) (decoder.position() - decoder.fieldStart()));
+            }
+        }
+        return kept.toByteArray();
     }
 
     @Test

@@ -91,6 +91,12 @@ public class TrackEventBenchmark {
         return writer.beginSlice(BENCHMARK, track, EVENT, VALUE, 42);
     }
 
+    /** The category check alone, in the same harness: {@code eventDisabled} costs the call beyond it. */
+    @Benchmark
+    public boolean categoryCheckOnly() {
+        return DISABLED.isEnabled();
+    }
+
     @Benchmark
     public long eventDisabled() {
         return writer.beginSlice(DISABLED, track, EVENT);

@@ -138,7 +138,12 @@ public final class TrackEventWriter implements AutoCloseable {
 
     /** Begins a slice on {@code track}; returns the token {@link #endSlice} needs (0 if the category is disabled). */
     public long beginSlice(Category category, Track track, InternedName name) {
-        return beginSlice(category, track, name, 0, 0);
+        // The check stays in this small method, which inlines into the caller; the event
+        // itself is written out of line.
+        if (!category.isEnabled()) {
+            return skipped();
+        }
+        return beginSliceEnabled(category, track, name, 0, 0);
     }
 
     /**
@@ -149,6 +154,11 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
+        return beginSliceEnabled(category, track, name, flowId, terminatingFlowId);
+    }
+
+    private long beginSliceEnabled(Category category, Track track, InternedName name, long flowId,
+                                   long terminatingFlowId) {
         if (flowId == 0 && terminatingFlowId == 0) {
             writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
         } else {

@@ -57,6 +57,22 @@ public final class ProtoWire {
     }
 
     /**
+     * Writes {@code value}, read as unsigned, as a varint into {@code into} at {@code at}
+     * and returns the index after it: for small headers and bodies assembled in a byte
+     * array outside a message (trace framing, pre-encoded fields).
+     *
+     * @throws ArrayIndexOutOfBoundsException if the varint does not fit
+     */
+    public static int writeVarInt(byte[] into, int at, long value) {
+        while ((value & ~0x7FL) != 0) {
+            into[at++] = (byte) (value | 0x80);
+            value >>>= 7;
+        }
+        into[at++] = (byte) value;
+        return at;
+    }
+
+    /**
      * Writes {@code value} as a 4-byte redundant varint: bytes 0..2 carry the
      * continuation bit, byte 3 does not, whatever the value.
      */

@@ -142,21 +142,13 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
      */
     public P newTracePacket() {
         enter();
-        ScatteredStreamWriter out = stream;
-        // Holding a chunk implies not dropping and no retry pending, so this is the
-        // general path below with none of its branches taken.
+        // Holding a chunk implies not dropping and no retry pending: the general path
+        // below would take none of its branches.
         if (chunk == SharedMemoryArbiter.NO_CHUNK || reachedMaxPackets
-                || out.bytesAvailable() < MIN_PACKET_ROOM || patches.isFrontReady()) {
+                || stream.bytesAvailable() < MIN_PACKET_ROOM || patches.isFrontReady()) {
             return newTracePacketSlow();
         }
-        long at = out.reserveBytes(PACKET_HEADER_SIZE);
-        headerOffset = chunkOffset + CHUNK_HEADER_SIZE + sliceBase + at;
-        smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
-        fragmentStart = at + PACKET_HEADER_SIZE;
-        fragmenting = true;
-        packet.reset(out);
-        reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
-        return packet;
+        return startPacketInChunk();
     }
 
     private P newTracePacketSlow() {
@@ -168,24 +160,30 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         if (patches.isFrontReady()) {
             arbiter.sendPatches(this);
         }
-        long at = stream.reserveBytes(PACKET_HEADER_SIZE);
-        if (dropping) {
-            headerOffset = -1;
-        } else {
-            headerOffset = chunkOffset + CHUNK_HEADER_SIZE + sliceBase + at;
-            smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
+        if (!dropping) {
+            P started = startPacketInChunk();
+            if (wasDropping) {
+                started.appendVarInt(TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
+            }
+            return started;
         }
-        fragmentStart = stream.position();
+        fragmentStart = stream.reserveBytes(PACKET_HEADER_SIZE) + PACKET_HEADER_SIZE;
+        headerOffset = -1;
         fragmenting = true;
         packet.reset(stream);
-        if (dropping) {
-            packetsDropped++;
-        } else {
-            reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
-            if (wasDropping) {
-                packet.appendVarInt(TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
-            }
-        }
+        packetsDropped++;
+        return packet;
+    }
+
+    /** Reserves the packet's size field in the current chunk, starts the root message and counts the packet. */
+    private P startPacketInChunk() {
+        long at = stream.reserveBytes(PACKET_HEADER_SIZE);
+        headerOffset = chunkOffset + CHUNK_HEADER_SIZE + sliceBase + at;
+        smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
+        fragmentStart = at + PACKET_HEADER_SIZE;
+        fragmenting = true;
+        packet.reset(stream);
+        reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
         return packet;
     }
 

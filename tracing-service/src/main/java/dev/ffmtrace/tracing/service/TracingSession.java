@@ -8,6 +8,7 @@ import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import dev.ffmtrace.tracing.buffer.TracePacketView;
@@ -190,7 +191,8 @@ public final class TracingSession implements AutoCloseable {
         if (view.previousPacketDropped()) {
             trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
         }
-        int headerSize = putVarint(header, putVarint(header, 0, TRACE_PACKET_TAG), size + trailerSize);
+        int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
+                size + trailerSize);
         out.write(header, 0, headerSize);
         out.write(packetBytes, 0, size);
         out.write(trailer, 0, trailerSize);
@@ -244,16 +246,8 @@ public final class TracingSession implements AutoCloseable {
     }
 
     private static int putTagAndVarint(byte[] into, int at, int field, long value) {
-        return putVarint(into, putVarint(into, at, (long) field << 3), value);
-    }
-
-    private static int putVarint(byte[] into, int at, long value) {
-        while ((value & ~0x7FL) != 0) {
-            into[at++] = (byte) (value | 0x80);
-            value >>>= 7;
-        }
-        into[at++] = (byte) value;
-        return at;
+        return ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, at,
+                ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
     }
 
     private void checkOpen() {

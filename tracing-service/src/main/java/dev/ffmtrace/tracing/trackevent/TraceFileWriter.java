@@ -3,6 +3,7 @@ package dev.ffmtrace.tracing.trackevent;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.ProtoWire;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
@@ -69,7 +70,7 @@ public final class TraceFileWriter implements TracePacketSink {
             bytes = new byte[Math.max(size, bytes.length * 2)];
         }
         MemorySegment.copy(encoded, Layouts.BYTE, 0, bytes, 0, size);
-        int headerSize = putVarint(putVarint(0, TRACE_PACKET_TAG), size);
+        int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG), size);
         try {
             out.write(header, 0, headerSize);
             out.write(bytes, 0, size);
@@ -100,14 +101,5 @@ public final class TraceFileWriter implements TracePacketSink {
         } catch (IOException e) {
             throw new UncheckedIOException("closing the trace file", e);
         }
-    }
-
-    private int putVarint(int at, long value) {
-        while ((value & ~0x7FL) != 0) {
-            header[at++] = (byte) (value | 0x80);
-            value >>>= 7;
-        }
-        header[at++] = (byte) value;
-        return at;
     }
 }

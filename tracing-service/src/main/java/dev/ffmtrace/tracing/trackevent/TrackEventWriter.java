@@ -70,18 +70,25 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static final long NO_TIMESTAMP = Long.MIN_VALUE;
-    private static final byte TYPE_TAG = tag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte TRACK_UUID_TAG = tag(TrackEvent.TRACK_UUID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte CATEGORY_IIDS_TAG = tag(TrackEvent.CATEGORY_IIDS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte NAME_IID_TAG = tag(TrackEvent.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    // One-byte tags: the fields encoded by hand are all below 16.
+    private static final byte TYPE_TAG =
+            (byte) ProtoWire.makeTag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte TRACK_UUID_TAG =
+            (byte) ProtoWire.makeTag(TrackEvent.TRACK_UUID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte CATEGORY_IIDS_TAG =
+            (byte) ProtoWire.makeTag(TrackEvent.CATEGORY_IIDS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte NAME_IID_TAG =
+            (byte) ProtoWire.makeTag(TrackEvent.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
     private static final byte DEBUG_ANNOTATIONS_TAG =
-            tag(TrackEvent.DEBUG_ANNOTATIONS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
+            (byte) ProtoWire.makeTag(TrackEvent.DEBUG_ANNOTATIONS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
     private static final byte ANNOTATION_NAME_IID_TAG =
-            tag(DebugAnnotation.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte INT_VALUE_TAG = tag(DebugAnnotation.INT_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte BOOL_VALUE_TAG = tag(DebugAnnotation.BOOL_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+            (byte) ProtoWire.makeTag(DebugAnnotation.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte INT_VALUE_TAG =
+            (byte) ProtoWire.makeTag(DebugAnnotation.INT_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final byte BOOL_VALUE_TAG =
+            (byte) ProtoWire.makeTag(DebugAnnotation.BOOL_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
     private static final byte DOUBLE_VALUE_TAG =
-            tag(DebugAnnotation.DOUBLE_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
+            (byte) ProtoWire.makeTag(DebugAnnotation.DOUBLE_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
 
     private final TracePacketSink sink;
     private final Track defaultTrack;
@@ -361,15 +368,15 @@ public final class TrackEventWriter implements AutoCloseable {
         int n = 2;
         if (track != defaultTrack) {
             body[n++] = TRACK_UUID_TAG;
-            n = putVarInt(body, n, track.uuid());
+            n = ProtoWire.writeVarInt(body, n, track.uuid());
         }
         if (category != Category.NONE) {
             body[n++] = CATEGORY_IIDS_TAG;
-            n = putVarInt(body, n, categoryIids[category.index]);
+            n = ProtoWire.writeVarInt(body, n, categoryIids[category.index]);
         }
         if (name != null) {
             body[n++] = NAME_IID_TAG;
-            n = putVarInt(body, n, nameIids[name.index]);
+            n = ProtoWire.writeVarInt(body, n, nameIids[name.index]);
         }
         return n;
     }
@@ -385,26 +392,17 @@ public final class TrackEventWriter implements AutoCloseable {
         body[n++] = DEBUG_ANNOTATIONS_TAG;
         int lengthAt = n++;
         body[n++] = ANNOTATION_NAME_IID_TAG;
-        n = putVarInt(body, n, annotationIids[argument.index]);
+        n = ProtoWire.writeVarInt(body, n, annotationIids[argument.index]);
         body[n++] = valueTag;
         if (fixed64) {
             for (int i = 0; i < Long.BYTES; i++) {
                 body[n++] = (byte) (value >>> (8 * i));
             }
         } else {
-            n = putVarInt(body, n, value);
+            n = ProtoWire.writeVarInt(body, n, value);
         }
         body[lengthAt] = (byte) (n - lengthAt - 1);
         packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, body, 0, n);
-    }
-
-    private static int putVarInt(byte[] into, int at, long value) {
-        while ((value & ~0x7FL) != 0) {
-            into[at++] = (byte) (value | 0x80);
-            value >>>= 7;
-        }
-        into[at++] = (byte) value;
-        return at;
     }
 
     /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
@@ -582,11 +580,6 @@ public final class TrackEventWriter implements AutoCloseable {
         annotationIids = ensure(annotationIids, index);
         annotationIids[index] = nextIid++;
         return true;
-    }
-
-    /** A one-byte tag (the fields encoded here are all below 16). */
-    private static byte tag(int fieldId, int wireType) {
-        return (byte) (fieldId << 3 | wireType);
     }
 
     private static void requireCounter(Track track) {

@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 static void die(const char* what) {
   fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, strerror(errno));
@@ -73,4 +76,19 @@ void peer_send_fd(int sock, int fd, char byte) {
   cmsg->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
   if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) die("sendmsg");
+}
+
+void* peer_map_received(int sock, size_t size) {
+  int fd = peer_receive_fd(sock);
+  struct stat st;
+  if (fstat(fd, &st) != 0) die("fstat");
+  if ((size_t)st.st_size != size) {
+    fprintf(stderr, "%s: the received file is %lld bytes, expected %zu\n", program_invocation_short_name,
+            (long long)st.st_size, size);
+    exit(2);
+  }
+  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) die("mmap");
+  close(fd);
+  return base;
 }

@@ -4,6 +4,8 @@
 #ifndef FFMTRACE_UNIX_PEER_H_
 #define FFMTRACE_UNIX_PEER_H_
 
+#include <stddef.h>
+
 // Connects to a Unix stream socket: a filesystem path, or @name for the abstract namespace.
 int peer_connect(const char* name);
 
@@ -12,5 +14,9 @@ int peer_receive_fd(int sock);
 
 // Sends `byte` with `fd` attached.
 void peer_send_fd(int sock, int fd, char byte);
+
+// Receives an fd as peer_receive_fd does, checks that the file is `size` bytes, maps it
+// shared read-write and closes the fd; returns the mapping.
+void* peer_map_received(int sock, size_t size);
 
 #endif  // FFMTRACE_UNIX_PEER_H_

@@ -19,9 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -296,20 +294,6 @@ static int stop_requested(int sock) {
   return 1;
 }
 
-static uint8_t* map_smb(int sock, size_t size) {
-  int fd = peer_receive_fd(sock);
-  struct stat st;
-  if (fstat(fd, &st) != 0) die("fstat");
-  if ((size_t)st.st_size != size) {
-    fprintf(stderr, "ffmtrace-c-producer: the SMB is %lld bytes, expected %zu\n", (long long)st.st_size, size);
-    exit(2);
-  }
-  void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) die("mmap");
-  close(fd);
-  return base;
-}
-
 int main(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: ffmtrace-c-producer <socket> <page_size> <smb_size> <writer_id>\n");
@@ -324,7 +308,7 @@ int main(int argc, char** argv) {
   }
   int sock = peer_connect(argv[1]);
   struct producer p = {0};
-  if (smb_init(&p.smb, map_smb(sock, size), size, page_size) != 0 ||
+  if (smb_init(&p.smb, peer_map_received(sock, size), size, page_size) != 0 ||
       smb_chunk_size(page_size, LAYOUT) - SMB_CHUNK_HEADER_SIZE < BATCH_BYTES + BATCH_PACKETS * SMB_PACKET_HEADER_SIZE) {
     fprintf(stderr, "ffmtrace-c-producer: invalid page size %u or SMB size %zu\n", page_size, size);
     return 2;

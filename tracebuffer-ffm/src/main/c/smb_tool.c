@@ -21,9 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -34,20 +32,6 @@
 static void die(const char* what) {
   fprintf(stderr, "smb_tool: %s: %s\n", what, strerror(errno));
   exit(2);
-}
-
-static uint8_t* map_smb(int sock, size_t size) {
-  int fd = peer_receive_fd(sock);
-  struct stat st;
-  if (fstat(fd, &st) != 0) die("fstat");
-  if ((size_t)st.st_size != size) {
-    fprintf(stderr, "smb_tool: SMB is %lld bytes, expected %zu\n", (long long)st.st_size, size);
-    exit(2);
-  }
-  void* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) die("mmap");
-  close(fd);
-  return p;
 }
 
 static uint32_t xorshift32(uint32_t* state) {
@@ -136,7 +120,7 @@ int main(int argc, char** argv) {
   uint32_t page_size = (uint32_t)strtoul(argv[3], NULL, 10);
   size_t size = (size_t)strtoull(argv[4], NULL, 10);
   struct smb smb;
-  if (smb_init(&smb, map_smb(sock, size), size, page_size) != 0) {
+  if (smb_init(&smb, peer_map_received(sock, size), size, page_size) != 0) {
     fprintf(stderr, "smb_tool: invalid page size %u or SMB size %zu\n", page_size, size);
     return 2;
   }

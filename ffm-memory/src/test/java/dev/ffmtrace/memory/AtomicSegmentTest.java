@@ -50,6 +50,24 @@ class AtomicSegmentTest {
     }
 
     @Test
+    void theStaticFormsWorkOnTheSegmentTheyAreGiven() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment memory = arena.allocate(32, 8);
+            AtomicSegment a = new AtomicSegment(memory);
+            AtomicSegment.putLongRelease(memory, 16, 40);
+            assertEquals(40, a.getLongAcquire(16), "the same bytes as the instance form");
+            assertEquals(40, AtomicSegment.getAndAddLong(memory, 16, 2));
+            assertEquals(42, AtomicSegment.compareAndExchangeLong(memory, 16, 42, 1));
+            assertEquals(1, a.getLong(16));
+            assertEquals(0, AtomicSegment.getAndSetByte(memory, 3, (byte) 9));
+            assertEquals(9 << 24, a.getInt(0), "byte 3 of a little-endian int");
+            assertThrows(IllegalArgumentException.class, () -> AtomicSegment.getLongVolatile(memory, 4),
+                    "no alignment check up front, but the JDK still refuses a misaligned atomic");
+            assertThrows(IndexOutOfBoundsException.class, () -> AtomicSegment.putIntOpaque(memory, 32, 1));
+        }
+    }
+
+    @Test
     void byteReadModifyWritesTouchOnlyTheirByteAtEveryOffset() {
         try (Arena arena = Arena.ofConfined()) {
             AtomicSegment a = new AtomicSegment(arena.allocate(16, 8));

@@ -1,5 +1,6 @@
 package dev.ffmtrace.shmring;
 
+import static dev.ffmtrace.memory.AtomicSegment.*;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.*;
 
 import dev.ffmtrace.memory.AtomicSegment;
@@ -20,8 +21,9 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The service {@link #create creates} the buffer in a sealed memfd and sends {@link #fd()}
  * to the client, which {@link #attach attaches}. Writers take the spinlock, reserve a
  * record ({@link #beginWrite}: the length word is zeroed, then the write position is
- * advanced with release), drop the lock, fill the payload and commit it ({@link #endWrite}:
- * release-store of the length). Writers may commit out of order; the one reader
+ * advanced by a fetch-add at least as strong as release), drop the lock, fill the payload
+ * and commit it ({@link #endWrite}: release-store of the length). Writers may commit out
+ * of order; the one reader
  * ({@link #beginRead}/{@link #endRead}) stops at the first record whose length is still 0.
  *
  * <p>Everything in the metadata page may be written by the other process at any time, so
@@ -145,9 +147,14 @@ public final class SharedRingBuffer implements AutoCloseable {
     private static final long DEFAULT_UNCOMMITTED_TIMEOUT_NANOS = 5_000_000_000L;
 
     private final RingMapping mapping;
-    private final AtomicSegment meta;
-    private final AtomicSegment ring;
-    private final MemorySegment ringSegment;
+    /**
+     * The metadata page and both copies of the ring. The record paths copy them into locals
+     * and use {@link AtomicSegment}'s static accessors: C2 reloads fields after every fence,
+     * and the loads from buffer to wrapper to segment before each access cost about 10 ns of
+     * a 64-byte record's 40 in a single-thread write-then-read loop.
+     */
+    private final MemorySegment meta;
+    private final MemorySegment ring;
     private final long size;
     private final long mask;
     private final int pid = (int) ProcessHandle.current().pid();
@@ -159,9 +166,8 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     private SharedRingBuffer(RingMapping mapping, MemorySegment metadata, MemorySegment ringSegment, long size) {
         this.mapping = mapping;
-        this.meta = new AtomicSegment(metadata);
-        this.ring = new AtomicSegment(ringSegment);
-        this.ringSegment = ringSegment;
+        this.meta = metadata;
+        this.ring = ringSegment;
         this.size = size;
         this.mask = size - 1;
     }
@@ -279,12 +285,12 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     /** The metadata page, for inspection (golden tests, diagnostics). */
     public MemorySegment metadata() {
-        return meta.segment();
+        return meta;
     }
 
     /** A slot for records of this buffer; make one per writer thread and one for the reader, and reuse it. */
     public RecordSlot newSlot() {
-        return new RecordSlot(this, ringSegment);
+        return new RecordSlot(this, ring);
     }
 
     // ---- spinlock ----
@@ -302,13 +308,13 @@ public final class SharedRingBuffer implements AutoCloseable {
         // Perfetto's fast path is one exchange. Expecting the free lock's usual word (all
         // zero: no holder, no padding written) takes it with one compare-and-set; a load
         // first would fetch the cache line shared and then need a second trip to own it.
-        long word = meta.compareAndExchangeLong(SPINLOCK_LOCKED_OFFSET, 0, lockedByUs);
+        long word = compareAndExchangeLong(meta, SPINLOCK_LOCKED_OFFSET, 0, lockedByUs);
         return word == 0 || acquireFrom(word) || lockSlow(mode);
     }
 
     /** One attempt of the slow path: a relaxed load, then {@link #acquireFrom}, as Perfetto tests before it exchanges. */
     private boolean tryAcquire() {
-        return acquireFrom(meta.getLongOpaque(SPINLOCK_LOCKED_OFFSET));
+        return acquireFrom(getLongOpaque(meta, SPINLOCK_LOCKED_OFFSET));
     }
 
     /**
@@ -321,13 +327,13 @@ public final class SharedRingBuffer implements AutoCloseable {
      */
     private boolean acquireFrom(long word) {
         return (word & LOCK_AND_POISON_MASK) == 0
-                && meta.compareAndSetLong(SPINLOCK_LOCKED_OFFSET, word, (word & PADDING_MASK) | lockedByUs);
+                && compareAndSetLong(meta, SPINLOCK_LOCKED_OFFSET, word, (word & PADDING_MASK) | lockedByUs);
     }
 
     private boolean lockSlow(LockMode mode) {
         long sleeps = 0;
         boolean locked = false;
-        if (meta.getByteOpaque(SPINLOCK_POISONED_OFFSET) == 0) {
+        if (getByteOpaque(meta, SPINLOCK_POISONED_OFFSET) == 0) {
             long limit = (long) LOCK_ATTEMPTS_PER_SLEEP * LOCK_SLEEPS;
             for (long attempt = 1; mode == LockMode.BLOCKING || attempt < limit; attempt++) {
                 if (tryAcquire()) {
@@ -335,7 +341,7 @@ public final class SharedRingBuffer implements AutoCloseable {
                     break;
                 }
                 if ((attempt & (LOCK_ATTEMPTS_PER_SLEEP - 1)) == 0) {
-                    if (meta.getByteOpaque(SPINLOCK_POISONED_OFFSET) != 0) {
+                    if (getByteOpaque(meta, SPINLOCK_POISONED_OFFSET) != 0) {
                         break;
                     }
                     if (holderDied()) {
@@ -350,10 +356,10 @@ public final class SharedRingBuffer implements AutoCloseable {
             }
         }
         if (sleeps > 0) {
-            meta.getAndAddLong(CLIENT_SPINLOCK_BLOCKED_US_OFFSET, sleeps * LOCK_SLEEP_MICROS);
+            getAndAddLong(meta, CLIENT_SPINLOCK_BLOCKED_US_OFFSET, sleeps * LOCK_SLEEP_MICROS);
         }
         if (!locked) {
-            meta.getAndAddLong(FAILED_SPINLOCKS_OFFSET, 1);
+            getAndAddLong(meta, FAILED_SPINLOCKS_OFFSET, 1);
         }
         return locked;
     }
@@ -364,7 +370,7 @@ public final class SharedRingBuffer implements AutoCloseable {
      * process died holding the lock (a pid reused since then only delays the verdict).
      */
     private boolean holderDied() {
-        int holder = meta.getIntVolatile(SPINLOCK_HOLDER_PID_OFFSET);
+        int holder = getIntVolatile(meta, SPINLOCK_HOLDER_PID_OFFSET);
         if (holder <= 0 || holder == pid) {
             return false;
         }
@@ -375,23 +381,24 @@ public final class SharedRingBuffer implements AutoCloseable {
         } catch (NativeException e) {
             return false;
         }
-        return meta.getByteVolatile(SPINLOCK_LOCKED_OFFSET) != 0
-                && meta.getIntVolatile(SPINLOCK_HOLDER_PID_OFFSET) == holder;
+        return getByteVolatile(meta, SPINLOCK_LOCKED_OFFSET) != 0
+                && getIntVolatile(meta, SPINLOCK_HOLDER_PID_OFFSET) == holder;
     }
 
     /** Releases the spinlock: clears the holder pid, then a release store of 0. */
     public void unlock() {
-        meta.putIntOpaque(SPINLOCK_HOLDER_PID_OFFSET, 0);
-        meta.putByteRelease(SPINLOCK_LOCKED_OFFSET, (byte) 0);
+        MemorySegment meta = this.meta;
+        putIntOpaque(meta, SPINLOCK_HOLDER_PID_OFFSET, 0);
+        putByteRelease(meta, SPINLOCK_LOCKED_OFFSET, (byte) 0);
     }
 
     /** Perfetto's {@code PoisonSpinlock}: every later {@link #lock} fails at once, in both processes. */
     public void poisonSpinlock() {
-        meta.putByteOpaque(SPINLOCK_POISONED_OFFSET, (byte) 1);
+        putByteOpaque(meta, SPINLOCK_POISONED_OFFSET, (byte) 1);
     }
 
     public boolean isSpinlockPoisoned() {
-        return meta.getByteOpaque(SPINLOCK_POISONED_OFFSET) != 0;
+        return getByteOpaque(meta, SPINLOCK_POISONED_OFFSET) != 0;
     }
 
     // ---- writer ----
@@ -413,28 +420,23 @@ public final class SharedRingBuffer implements AutoCloseable {
         if (length <= 0) {
             throw badLength(length);
         }
-        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
-        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
-        if (isCorrupt(readPos, writePos)) {
-            increment(STATS_NUM_WRITES_CORRUPT_OFFSET);
-            return WriteResult.CORRUPT;
-        }
+        MemorySegment meta = this.meta;
+        long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
+        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
         long stride = stride(length);
-        if (length > MAX_RECORD_LENGTH || stride > size) {
-            increment(STATS_NUM_WRITES_OVERFLOW_OFFSET);
-            return WriteResult.TOO_BIG;
-        }
-        if (stride > size - (writePos - readPos)) {
-            increment(STATS_NUM_WRITES_OVERFLOW_OFFSET);
-            return WriteResult.NO_SPACE;
+        if (isCorrupt(readPos, writePos) || length > MAX_RECORD_LENGTH || stride > size - (writePos - readPos)) {
+            return writeRefused(readPos, writePos, length, stride);
         }
         long header = writePos & mask;
-        meta.putLong(STATS_BYTES_WRITTEN_OFFSET, meta.getLong(STATS_BYTES_WRITTEN_OFFSET) + length);
-        increment(STATS_NUM_WRITES_SUCCEEDED_OFFSET);
+        putLong(meta, STATS_BYTES_WRITTEN_OFFSET, getLong(meta, STATS_BYTES_WRITTEN_OFFSET) + length);
+        putLong(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET, getLong(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET) + 1);
         // Zero before publishing: a reader that sees the new write_pos must not take the
-        // stale bytes there for a length. The release below orders this store.
-        ring.putIntOpaque(header + RECORD_LENGTH_OFFSET, 0);
-        meta.getAndAddLongRelease(WRITE_POS_OFFSET, stride);
+        // stale bytes there for a length. The add below orders this store.
+        putIntOpaque(ring, header + RECORD_LENGTH_OFFSET, 0);
+        // Perfetto adds with release. Sequentially consistent is stronger, and cheaper here:
+        // the JDK's release get-and-add on a segment is a load and a CAS loop, its seq_cst
+        // one a single lock xadd.
+        getAndAddLong(meta, WRITE_POS_OFFSET, stride);
         slot.headerOffset = header;
         slot.length = length;
         slot.stride = stride;
@@ -442,12 +444,22 @@ public final class SharedRingBuffer implements AutoCloseable {
         return WriteResult.OK;
     }
 
+    /** Why {@link #beginWrite} cannot reserve the record, counted; out of line to keep the reserving path small. */
+    private WriteResult writeRefused(long readPos, long writePos, long length, long stride) {
+        if (isCorrupt(readPos, writePos)) {
+            increment(STATS_NUM_WRITES_CORRUPT_OFFSET);
+            return WriteResult.CORRUPT;
+        }
+        increment(STATS_NUM_WRITES_OVERFLOW_OFFSET);
+        return length > MAX_RECORD_LENGTH || stride > size ? WriteResult.TOO_BIG : WriteResult.NO_SPACE;
+    }
+
     /** Commits the record reserved in {@code slot}: a release store of its length, so the payload is visible first. */
     public void endWrite(RecordSlot slot) {
         if (slot.owner != this || slot.state != RecordSlot.WRITING) {
             throw slotMisuse(slot, "endWrite needs a slot reserved by beginWrite");
         }
-        ring.putIntRelease(slot.headerOffset + RECORD_LENGTH_OFFSET, (int) slot.length);
+        putIntRelease(ring, slot.headerOffset + RECORD_LENGTH_OFFSET, (int) slot.length);
         slot.state = RecordSlot.IDLE;
     }
 
@@ -464,8 +476,9 @@ public final class SharedRingBuffer implements AutoCloseable {
         if (slot.owner != this || slot.state != RecordSlot.IDLE) {
             throw slotMisuse(slot, "beginRead needs an idle slot of this buffer");
         }
-        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
-        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        MemorySegment meta = this.meta;
+        long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
+        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
         if (isCorrupt(readPos, writePos)) {
             return readCorrupt();
         }
@@ -474,7 +487,7 @@ public final class SharedRingBuffer implements AutoCloseable {
             return readNoData();
         }
         long header = readPos & mask;
-        long length = ring.getIntAcquire(header + RECORD_LENGTH_OFFSET) & 0xFFFF_FFFFL;
+        long length = getIntAcquire(ring, header + RECORD_LENGTH_OFFSET) & 0xFFFF_FFFFL;
         if (length == 0) {
             return uncommitted(slot, readPos);
         }
@@ -495,10 +508,12 @@ public final class SharedRingBuffer implements AutoCloseable {
         if (slot.owner != this || slot.state != RecordSlot.READING) {
             throw slotMisuse(slot, "endRead needs a slot filled by beginRead");
         }
-        // Perfetto adds relaxed; release is the weakest read-modify-write AtomicSegment has,
-        // and it also keeps the payload reads before the space is handed back.
-        meta.getAndAddLongRelease(READ_POS_OFFSET, slot.stride);
-        increment(STATS_NUM_READS_SUCCEEDED_OFFSET);
+        // Perfetto adds relaxed. Sequentially consistent keeps the payload reads before the
+        // space is handed back, and is the one get-and-add the JDK does in a single
+        // instruction (its weaker ones on a segment are CAS loops).
+        MemorySegment meta = this.meta;
+        getAndAddLong(meta, READ_POS_OFFSET, slot.stride);
+        putLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET, getLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET) + 1);
         slot.state = RecordSlot.IDLE;
     }
 
@@ -543,21 +558,21 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     /** Committed bytes waiting for the reader (including headers and padding); 0 if the positions are corrupt. */
     public long readAvailable() {
-        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
-        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
+        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
         return isCorrupt(readPos, writePos) ? 0 : writePos - readPos;
     }
 
     /** Free bytes for writers; 0 if the positions are corrupt. */
     public long writeAvailable() {
-        long writePos = meta.getLongAcquire(WRITE_POS_OFFSET);
-        long readPos = meta.getLongOpaque(READ_POS_OFFSET);
+        long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
+        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
         return isCorrupt(readPos, writePos) ? 0 : size - (writePos - readPos);
     }
 
     /** Plain increment of a stats counter: each has one writer side (writers under the lock, or the reader). */
     private void increment(long offset) {
-        meta.putLong(offset, meta.getLong(offset) + 1);
+        putLong(meta, offset, getLong(meta, offset) + 1);
     }
 
     // Exceptions are built out of line, to keep the record paths small enough to inline.
@@ -583,36 +598,36 @@ public final class SharedRingBuffer implements AutoCloseable {
         if (state == ErrorState.UNRECOGNIZED) {
             throw new IllegalArgumentException("UNRECOGNIZED is not a state Perfetto defines");
         }
-        meta.putLongVolatile(ERROR_STATE_OFFSET, state.code());
+        putLongVolatile(meta, ERROR_STATE_OFFSET, state.code());
     }
 
     /** A relaxed load of error_state. */
     public ErrorState errorState() {
-        return ErrorState.ofCode(meta.getLongOpaque(ERROR_STATE_OFFSET));
+        return ErrorState.ofCode(getLongOpaque(meta, ERROR_STATE_OFFSET));
     }
 
     /** Perfetto's {@code SetShuttingDown}: a relaxed store of true. */
     public void setShuttingDown() {
-        meta.putByteOpaque(SHUTTING_DOWN_OFFSET, (byte) 1);
+        putByteOpaque(meta, SHUTTING_DOWN_OFFSET, (byte) 1);
     }
 
     public boolean isShuttingDown() {
-        return meta.getByteOpaque(SHUTTING_DOWN_OFFSET) != 0;
+        return getByteOpaque(meta, SHUTTING_DOWN_OFFSET) != 0;
     }
 
     /** Perfetto's {@code SetReaderPaused}: a relaxed store of true. */
     public void setReaderPaused() {
-        meta.putByteOpaque(READER_PAUSED_OFFSET, (byte) 1);
+        putByteOpaque(meta, READER_PAUSED_OFFSET, (byte) 1);
     }
 
     /** Perfetto's {@code GetAndResetReaderPaused}: exchange with false. */
     public boolean getAndResetReaderPaused() {
-        return meta.getAndSetByte(READER_PAUSED_OFFSET, (byte) 0) != 0;
+        return getAndSetByte(meta, READER_PAUSED_OFFSET, (byte) 0) != 0;
     }
 
     /** A sequentially consistent load of client_spinlock_blocked_us, as Perfetto's accessor. */
     public long clientSpinlockBlockedUs() {
-        return meta.getLongVolatile(CLIENT_SPINLOCK_BLOCKED_US_OFFSET);
+        return getLongVolatile(meta, CLIENT_SPINLOCK_BLOCKED_US_OFFSET);
     }
 
     /**
@@ -621,11 +636,11 @@ public final class SharedRingBuffer implements AutoCloseable {
      * spinlock for a consistent view of the writer fields, as Perfetto requires.
      */
     public Stats stats() {
-        return new Stats(meta.getLong(STATS_BYTES_WRITTEN_OFFSET), meta.getLong(STATS_NUM_WRITES_SUCCEEDED_OFFSET),
-                meta.getLong(STATS_NUM_WRITES_CORRUPT_OFFSET), meta.getLong(STATS_NUM_WRITES_OVERFLOW_OFFSET),
-                meta.getLong(STATS_NUM_READS_SUCCEEDED_OFFSET), meta.getLong(STATS_NUM_READS_CORRUPT_OFFSET),
-                meta.getLong(STATS_NUM_READS_NODATA_OFFSET), meta.getLongOpaque(FAILED_SPINLOCKS_OFFSET),
-                meta.getLongOpaque(CLIENT_SPINLOCK_BLOCKED_US_OFFSET), meta.getLongOpaque(ERROR_STATE_OFFSET));
+        return new Stats(getLong(meta, STATS_BYTES_WRITTEN_OFFSET), getLong(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET),
+                getLong(meta, STATS_NUM_WRITES_CORRUPT_OFFSET), getLong(meta, STATS_NUM_WRITES_OVERFLOW_OFFSET),
+                getLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET), getLong(meta, STATS_NUM_READS_CORRUPT_OFFSET),
+                getLong(meta, STATS_NUM_READS_NODATA_OFFSET), getLongOpaque(meta, FAILED_SPINLOCKS_OFFSET),
+                getLongOpaque(meta, CLIENT_SPINLOCK_BLOCKED_US_OFFSET), getLongOpaque(meta, ERROR_STATE_OFFSET));
     }
 
     /** Unmaps the buffer and closes the memfd; an in-process buffer's memory belongs to its arena. */

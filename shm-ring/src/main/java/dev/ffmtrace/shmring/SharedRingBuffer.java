@@ -51,16 +51,18 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Uncommitted records</h2>
  * A committed zero-length record cannot be told from a reserved one, and it blocks
- * Perfetto's reader for good. Writers here refuse zero-length records. The reader's slot
+ * Perfetto's reader for good. Writers here refuse zero-length records. The reader
  * remembers when it first found the record at the read position uncommitted; once that
  * position has stayed uncommitted longer than {@link #uncommittedRecordTimeout(Duration)}
- * (5 s unless set), {@link #beginRead} through that slot reports {@link ReadResult#CORRUPT}
- * instead of {@link ReadResult#NO_DATA}, so a service can tear the connection down rather
- * than wait forever.
+ * (5 s unless set), {@link #beginRead} reports {@link ReadResult#CORRUPT} instead of
+ * {@link ReadResult#NO_DATA}, so a service can tear the connection down rather than wait
+ * forever.
  *
  * <h2>Threads</h2>
  * Any number of threads (in any number of processes) may write, each with its own
- * {@link RecordSlot}; one thread at a time may read. {@link #beginWrite} and
+ * {@link RecordSlot}; one thread at a time may read, through one buffer object, which
+ * keeps the reader's position between calls (a read through a second object is caught at
+ * the first {@link #endRead} and counted corrupt). {@link #beginWrite} and
  * {@link #stats()} expect the caller to hold the spinlock, as Perfetto's do.
  */
 public final class SharedRingBuffer implements AutoCloseable {
@@ -161,8 +163,10 @@ public final class SharedRingBuffer implements AutoCloseable {
     /** The locked byte set and our pid in bytes 4..7. */
     private final long lockedByUs = 1L | ((long) pid << 32);
 
-    /** Set by the reader; where and since when a record stays uncommitted is kept in the reader's slot. */
+    /** Set by the reader; where and since when a record stays uncommitted is kept in its cursor. */
     private long uncommittedTimeoutNanos = DEFAULT_UNCOMMITTED_TIMEOUT_NANOS;
+    /** The reader's own state, allocated after the fields above that writers read on every record. */
+    private final ReaderCursor cursor = new ReaderCursor();
 
     private SharedRingBuffer(RingMapping mapping, MemorySegment metadata, MemorySegment ringSegment, long size) {
         this.mapping = mapping;
@@ -470,32 +474,49 @@ public final class SharedRingBuffer implements AutoCloseable {
      * The read position moves only in {@link #endRead}, so calling this again without it
      * returns the same record.
      *
+     * <p>The reader keeps its read position, and the write position it last loaded, between
+     * calls (see {@link ReaderCursor}): while that write position still covers the next record
+     * it is not loaded again, so a record costs the reader one access to the positions' cache
+     * line, the fetch-add in {@code endRead}, instead of a load and then that fetch-add on a
+     * line the writers take back for every record. A write position loaded earlier is a
+     * smaller one, which the protocol already allows a reader to see; the record's length word
+     * is still loaded with acquire, so an uncommitted record still reads as 0.
+     *
      * @throws IllegalStateException if the slot still holds a record
      */
     public ReadResult beginRead(RecordSlot slot) {
         if (slot.owner != this || slot.state != RecordSlot.IDLE) {
             throw slotMisuse(slot, "beginRead needs an idle slot of this buffer");
         }
-        MemorySegment meta = this.meta;
-        long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
-        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
-        if (isCorrupt(readPos, writePos)) {
-            return readCorrupt();
+        ReaderCursor cursor = this.cursor;
+        if (!cursor.synced && !syncCursor(cursor)) {
+            return readCorrupt(cursor);
         }
-        long available = writePos - readPos;
+        long readPos = cursor.readPos;
+        long available = cursor.writePos - readPos;
         if (available < RECORD_HEADER_SIZE) {
-            return readNoData();
+            long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
+            if (isCorrupt(readPos, writePos)) {
+                return readCorrupt(cursor);
+            }
+            cursor.writePos = writePos;
+            available = writePos - readPos;
+            if (available < RECORD_HEADER_SIZE) {
+                return readNoData();
+            }
         }
         long header = readPos & mask;
         long length = getIntAcquire(ring, header + RECORD_LENGTH_OFFSET) & 0xFFFF_FFFFL;
         if (length == 0) {
-            return uncommitted(slot, readPos);
+            return uncommitted(cursor, readPos);
         }
+        // Write positions advance by whole records, so one that covers a record's header
+        // covers all of it: a longer record is corrupt whenever the position was loaded.
         long stride = stride(length);
         if (stride > available) {
-            return readCorrupt();
+            return readCorrupt(cursor);
         }
-        slot.stalledPosition = -1;
+        cursor.stalledPosition = -1;
         slot.headerOffset = header;
         slot.length = length;
         slot.stride = stride;
@@ -503,18 +524,46 @@ public final class SharedRingBuffer implements AutoCloseable {
         return ReadResult.OK;
     }
 
-    /** Frees the record read into {@code slot}: advances read_pos by its stride, counts num_reads_succeeded. */
+    /**
+     * Loads both positions into the cursor, as Perfetto's reader does on every call: the first
+     * time, and after anything found wrong. Returns false, leaving the cursor unsynced, if
+     * they are inconsistent.
+     */
+    private boolean syncCursor(ReaderCursor cursor) {
+        long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
+        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
+        if (isCorrupt(readPos, writePos)) {
+            return false;
+        }
+        cursor.readPos = readPos;
+        cursor.writePos = writePos;
+        cursor.synced = true;
+        return true;
+    }
+
+    /**
+     * Frees the record read into {@code slot}: advances read_pos by its stride, counts
+     * num_reads_succeeded. If read_pos was not where this reader left it (a second reader, or
+     * a peer writing it), the read is counted corrupt and the next {@link #beginRead} loads
+     * and checks both positions again.
+     */
     public void endRead(RecordSlot slot) {
         if (slot.owner != this || slot.state != RecordSlot.READING) {
             throw slotMisuse(slot, "endRead needs a slot filled by beginRead");
         }
+        ReaderCursor cursor = this.cursor;
+        long readPos = cursor.readPos;
         // Perfetto adds relaxed. Sequentially consistent keeps the payload reads before the
         // space is handed back, and is the one get-and-add the JDK does in a single
         // instruction (its weaker ones on a segment are CAS loops).
         MemorySegment meta = this.meta;
-        getAndAddLong(meta, READ_POS_OFFSET, slot.stride);
+        long previous = getAndAddLong(meta, READ_POS_OFFSET, slot.stride);
         putLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET, getLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET) + 1);
+        cursor.readPos = readPos + slot.stride;
         slot.state = RecordSlot.IDLE;
+        if (previous != readPos) {
+            readCorrupt(cursor);
+        }
     }
 
     /**
@@ -528,18 +577,20 @@ public final class SharedRingBuffer implements AutoCloseable {
         uncommittedTimeoutNanos = timeout.toNanos();
     }
 
-    private ReadResult uncommitted(RecordSlot slot, long readPos) {
+    private ReadResult uncommitted(ReaderCursor cursor, long readPos) {
         long now = System.nanoTime();
-        if (slot.stalledPosition != readPos) {
-            slot.stalledPosition = readPos;
-            slot.stalledSinceNanos = now;
-        } else if (now - slot.stalledSinceNanos > uncommittedTimeoutNanos) {
-            return readCorrupt();
+        if (cursor.stalledPosition != readPos) {
+            cursor.stalledPosition = readPos;
+            cursor.stalledSinceNanos = now;
+        } else if (now - cursor.stalledSinceNanos > uncommittedTimeoutNanos) {
+            return readCorrupt(cursor);
         }
         return readNoData();
     }
 
-    private ReadResult readCorrupt() {
+    /** Counts a corrupt read; the cursor is dropped, so the next read loads and checks both positions again. */
+    private ReadResult readCorrupt(ReaderCursor cursor) {
+        cursor.synced = false;
         increment(STATS_NUM_READS_CORRUPT_OFFSET);
         return ReadResult.CORRUPT;
     }

@@ -2,6 +2,8 @@ package dev.ffmtrace.shmring;
 
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.ERROR_STATE_OFFSET;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.READ_POS_OFFSET;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.RECORD_ALIGNMENT;
+import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
@@ -358,7 +360,10 @@ class SharedRingBufferTest {
             if (read == ReadResult.OK) {
                 ok++;
                 assertTrue(slot.offset() + slot.length() <= slot.buffer().byteSize());
-                assertTrue(SharedRingBufferDescriptor.stride(slot.length()) <= writePos - readPos);
+                // Within positions the reader loaded and checked, which may be an earlier
+                // round's: the two tests below pin down when it loads them again.
+                assertTrue(SharedRingBufferDescriptor.stride(slot.length()) <= RING);
+                assertEquals(0, (slot.offset() - RECORD_HEADER_SIZE) % RECORD_ALIGNMENT);
                 buffer.endRead(slot);
             }
             assertTrue(buffer.lock(LockMode.TRY));
@@ -370,6 +375,45 @@ class SharedRingBufferTest {
             }
         }
         assertTrue(ok > 250, "only " + ok + " rounds read a record");
+    }
+
+    @Test
+    void theReaderGoesOnFromItsOwnPositionAndCountsAPeerThatMovedReadPos() {
+        write(8, (byte) 1);
+        write(8, (byte) 2);
+        write(8, (byte) 3);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        buffer.metadata().set(Layouts.LONG, READ_POS_OFFSET, 0);
+
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(2, slot.buffer().get(Layouts.BYTE, slot.offset()), "read_pos is not loaded again on every read");
+        buffer.endRead(slot);
+        assertEquals(1, buffer.stats().numReadsCorrupt(), "the fetch-add found 0 where the reader had left 16");
+        assertEquals(16, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(2, slot.buffer().get(Layouts.BYTE, slot.offset()), "after the mismatch both positions are loaded again");
+        buffer.endRead(slot);
+        assertEquals(1, buffer.stats().numReadsCorrupt());
+    }
+
+    @Test
+    void aCorruptWritePosIsFoundWhenTheReaderNextNeedsIt() {
+        write(8, (byte) 1);
+        write(8, (byte) 2);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        buffer.metadata().set(Layouts.LONG, WRITE_POS_OFFSET, 12);
+
+        assertEquals(ReadResult.OK, buffer.beginRead(slot), "the write_pos loaded before still covers record 2");
+        assertEquals(2, slot.buffer().get(Layouts.BYTE, slot.offset()));
+        buffer.endRead(slot);
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot), "12 is behind read_pos 32, and misaligned");
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
+        buffer.metadata().set(Layouts.LONG, WRITE_POS_OFFSET, 32);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        assertEquals(new SharedRingBuffer.Stats(16, 2, 0, 0, 2, 2, 1, 0, 0, 0), buffer.stats());
     }
 
     /** Mostly small and 8-aligned, sometimes anything: the values a confused or hostile peer might leave. */

@@ -102,6 +102,56 @@ public final class SharedRingBufferStress {
     }
 
     @JCStressTest
+    @Description("Invariant: the reader has already loaded a write_pos that covers a second, reserved but "
+            + "uncommitted record (it read the first one), so it does not load write_pos again; the writer fills "
+            + "the second record and commits it. The length word's acquire alone must keep the reader from seeing "
+            + "the length before the payload, or a stale or zeroed length as a record.")
+    @Outcome(id = "-1, 0", expect = ACCEPTABLE, desc = "not committed yet")
+    @Outcome(id = "200, 1", expect = ACCEPTABLE, desc = "the whole record")
+    @Outcome(id = "200, 0", expect = FORBIDDEN, desc = "length visible before the payload it publishes")
+    @Outcome(expect = FORBIDDEN, desc = "any other length, or corrupt: a stale or torn length word")
+    @State
+    public static class CachedWritePosition {
+        static final int LENGTH = 200;
+        static final byte VALUE = 0x6B;
+
+        final SharedRingBuffer buffer = newBuffer(RING - 64);
+        final RecordSlot writerSlot = buffer.newSlot();
+        final RecordSlot readerSlot = buffer.newSlot();
+
+        public CachedWritePosition() {
+            RecordSlot first = buffer.newSlot();
+            buffer.lock(SharedRingBuffer.LockMode.BLOCKING);
+            buffer.beginWrite(first, 8);
+            buffer.beginWrite(writerSlot, LENGTH);
+            buffer.unlock();
+            buffer.endWrite(first);
+            if (buffer.beginRead(readerSlot) != SharedRingBuffer.ReadResult.OK) {
+                throw new IllegalStateException("the first record should be readable");
+            }
+            buffer.endRead(readerSlot);
+        }
+
+        @Actor
+        public void writer() {
+            fill(writerSlot, VALUE);
+            buffer.endWrite(writerSlot);
+        }
+
+        @Actor
+        public void reader(II_Result r) {
+            switch (buffer.beginRead(readerSlot)) {
+                case OK -> {
+                    r.r1 = (int) readerSlot.length();
+                    r.r2 = intact(readerSlot, VALUE) ? 1 : 0;
+                }
+                case NO_DATA -> r.r1 = -1;
+                case CORRUPT -> r.r1 = -2;
+            }
+        }
+    }
+
+    @JCStressTest
     @Description("Invariant: the reader reads a record that fills most of the ring and frees it (a release add to "
             + "read_pos), while a writer waits for the space to reserve a record that wraps over the first one's "
             + "bytes. The reader never sees the new record's bytes in the one it is reading, and the positions end "

@@ -1,0 +1,36 @@
+package dev.ffmtrace.shmring;
+
+/**
+ * What the one reader of a {@link SharedRingBuffer} keeps between calls: where it is, how
+ * far the writers had got when it last looked, and the uncommitted-record timer. Only the
+ * reading thread touches it (a new reader thread takes over with the usual hand-off), and
+ * it is padded on both sides, because the reader writes it on every record while writers
+ * read the buffer object allocated just before it.
+ *
+ * <p>The shared read_pos stays the truth: the cursor is loaded from it the first time and
+ * after anything found wrong, and every {@code endRead} checks, by the value its fetch-add
+ * returns, that read_pos was still where the cursor said.
+ */
+final class ReaderCursor extends ReaderCursorFields {
+    byte p128, p129, p130, p131, p132, p133, p134, p135, p136, p137, p138, p139, p140, p141, p142, p143;
+    byte p144, p145, p146, p147, p148, p149, p150, p151, p152, p153, p154, p155, p156, p157, p158, p159;
+    byte p160, p161, p162, p163, p164, p165, p166, p167, p168, p169, p170, p171, p172, p173, p174, p175;
+    byte p176, p177, p178, p179, p180, p181, p182, p183, p184, p185, p186, p187, p188, p189, p190, p191;
+    byte p192, p193, p194, p195, p196, p197, p198, p199, p200, p201, p202, p203, p204, p205, p206, p207;
+    byte p208, p209, p210, p211, p212, p213, p214, p215, p216, p217, p218, p219, p220, p221, p222, p223;
+    byte p224, p225, p226, p227, p228, p229, p230, p231, p232, p233, p234, p235, p236, p237, p238, p239;
+    byte p240, p241, p242, p243, p244, p245, p246, p247, p248, p249, p250, p251, p252, p253, p254, p255;
+}
+
+/** A {@link ReaderCursor}'s state, between its two paddings. */
+abstract class ReaderCursorFields extends LeadingPadding {
+    /** Whether readPos and writePos were loaded and found consistent; cleared by any corrupt read. */
+    boolean synced;
+    /** The shared read_pos as this reader last left it. */
+    long readPos;
+    /** The shared write_pos as last loaded, with acquire; at least readPos. */
+    long writePos;
+    /** The read position last found uncommitted, -1 after a record was read, and since when (the uncommitted-record timeout). */
+    long stalledPosition = -1;
+    long stalledSinceNanos;
+}

@@ -51,25 +51,25 @@ import org.openjdk.jmh.annotations.Warmup;
  *   <li>{@code writeThenRead}: one thread, one record written then read, ns per record.
  *       C++: 33.5 ns, 46 ns, 1.63 µs.</li>
  * </ul>
- * Run with {@code -prof gc}: both paths allocate nothing (gc.alloc.rate.norm 0 B/op).
+ * Run with {@code -prof gc}: both paths allocate nothing (gc.alloc.rate.norm 0 B/op). The
+ * C loops of {@code scripts/ring-bench-c} give the same measures for C on this machine.
  *
  * <h2>Why the two-sided rates come in two levels</h2>
- * Every record makes both sides touch the same two metadata lines: the writer takes the
- * lock and moves write_pos (line 0) and counts the write (line 1); the reader loads
- * write_pos, stores read_pos (line 0) and counts the read (line 1). The rate is set by how
- * often those lines cross between the cores, which depends on how the two sides happen to
- * interleave, and an interleaving, once set, holds for seconds: the same code gives 9 to
- * 20 M/s at 64 B in some runs and 3 to 5 M/s in others (1 KiB: 7 to 12 and about 2 M/s),
- * often within one run. It does not follow the reader's lag: runs at either level have
- * seen the reader caught up, polling an empty ring 10^5 times a second and more, most
- * polls finding the record being written still uncommitted. It belongs to the protocol and
- * the yield-per-poll loop, not to Java: the C implementation of the cross-process tests
- * (Perfetto's orderings), run in the same loop in the same session, lands on the same two
- * levels (64 B: 11.7 and 4.1 M/s; 1 KiB: 8.7 and 2.0 M/s). The VM adds swings of its own:
- * a core-to-core round trip measured 66 ns at times and 330 ns at others. Spinning
- * ({@link Thread#onSpinWait}) for a while before yielding polls the writer's lines more
- * often and was no faster in our runs. Compare implementations in alternated runs of one session,
- * over several forks.
+ * Every record makes both sides write the same two metadata lines: the writer takes the
+ * lock and moves write_pos (line 0) and counts the write (line 1); the reader moves
+ * read_pos (line 0) and counts the read (line 1), and loads write_pos again only when the
+ * one it last loaded no longer covers the next record. The rate is set by how fast those
+ * lines cross between the two cores, and on this VM that switches between two levels that
+ * hold for seconds, often within one run: 64 B at 10 to 13 M/s or 3 to 5 M/s, 1 KiB at 8 to
+ * 10 or about 2 M/s. Each side keeps a whole CPU busy at either level (the C loops' process
+ * uses 196 to 200% by getrusage), so neither thread is starved or shares a core; the level
+ * follows where the host puts the two vCPUs (a core-to-core round trip measured 66 ns at
+ * times and 330 ns at others). C shows the same two levels: {@code scripts/ring-bench-c}
+ * runs these loops over the C implementation of the cross-process tests (Perfetto's
+ * orderings). Compare implementations in alternated runs of one session, over several
+ * forks, and per iteration rather than by the mean. Spinning ({@link Thread#onSpinWait})
+ * for a while before yielding polls the writer's lines more often and was no faster in our
+ * runs.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)

@@ -23,8 +23,8 @@ import java.util.concurrent.locks.LockSupport;
  * record ({@link #beginWrite}: the length word is zeroed, then the write position is
  * advanced by a fetch-add at least as strong as release), drop the lock, fill the payload
  * and commit it ({@link #endWrite}: release-store of the length). Writers may commit out
- * of order; the one reader
- * ({@link #beginRead}/{@link #endRead}) stops at the first record whose length is still 0.
+ * of order; the one reader ({@link #beginRead}/{@link #endRead}) stops at the first record
+ * whose length is still 0.
  *
  * <p>Everything in the metadata page may be written by the other process at any time, so
  * positions are read once, checked (8-aligned, write not behind read, at most the ring

@@ -6,7 +6,8 @@
 //   ring_bench write-then-read <size> [rounds]   one thread; best and median ns per record
 //   ring_bench threads <size> [seconds]          writer and reader threads; records/s and
 //                                                the CPU the process used, each second
-// Built and run by scripts/ring-bench-c.
+// Built by the bench module's Maven build (bench/target/ring_bench) and by
+// scripts/ring-bench-c, which runs it.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -88,6 +89,7 @@ static void write_then_read(int rounds) {
 }
 
 static void* writer_loop(void* unused) {
+  (void) unused;
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     if (!write_one()) sched_yield();
   }
@@ -95,6 +97,7 @@ static void* writer_loop(void* unused) {
 }
 
 static void* reader_loop(void* unused) {
+  (void) unused;
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     if (read_one()) {
       atomic_store_explicit(&records_read, reads, memory_order_relaxed);
@@ -144,10 +147,16 @@ int main(int argc, char** argv) {
   }
   source = malloc(size);
   for (size_t i = 0; i < size; i++) source[i] = (unsigned char) (i * 31 + 7);
-  if (strcmp(argv[1], "threads") == 0) {
-    threads(argc > 3 ? atoi(argv[3]) : 6);
+  int threaded = strcmp(argv[1], "threads") == 0;
+  int count = argc > 3 ? atoi(argv[3]) : threaded ? 6 : 20;
+  if (count < 1) {
+    fprintf(stderr, "ring_bench: rounds or seconds must be at least 1\n");
+    return 2;
+  }
+  if (threaded) {
+    threads(count);
   } else {
-    write_then_read(argc > 3 ? atoi(argv[3]) : 20);
+    write_then_read(count);
   }
   if (checksum != reads * ((long) source[0] + source[size - 1])) {
     fprintf(stderr, "ring_bench: reader saw wrong bytes\n");

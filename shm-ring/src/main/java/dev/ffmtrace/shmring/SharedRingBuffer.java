@@ -432,8 +432,8 @@ public final class SharedRingBuffer implements AutoCloseable {
             return writeRefused(readPos, writePos, length, stride);
         }
         long header = writePos & mask;
-        putLong(meta, STATS_BYTES_WRITTEN_OFFSET, getLong(meta, STATS_BYTES_WRITTEN_OFFSET) + length);
-        putLong(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET, getLong(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET) + 1);
+        addToStat(meta, STATS_BYTES_WRITTEN_OFFSET, length);
+        addToStat(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET, 1);
         // Zero before publishing: a reader that sees the new write_pos must not take the
         // stale bytes there for a length. The add below orders this store.
         putIntOpaque(ring, header + RECORD_LENGTH_OFFSET, 0);
@@ -451,10 +451,10 @@ public final class SharedRingBuffer implements AutoCloseable {
     /** Why {@link #beginWrite} cannot reserve the record, counted; out of line to keep the reserving path small. */
     private WriteResult writeRefused(long readPos, long writePos, long length, long stride) {
         if (isCorrupt(readPos, writePos)) {
-            increment(STATS_NUM_WRITES_CORRUPT_OFFSET);
+            addToStat(meta, STATS_NUM_WRITES_CORRUPT_OFFSET, 1);
             return WriteResult.CORRUPT;
         }
-        increment(STATS_NUM_WRITES_OVERFLOW_OFFSET);
+        addToStat(meta, STATS_NUM_WRITES_OVERFLOW_OFFSET, 1);
         return length > MAX_RECORD_LENGTH || stride > size ? WriteResult.TOO_BIG : WriteResult.NO_SPACE;
     }
 
@@ -558,7 +558,7 @@ public final class SharedRingBuffer implements AutoCloseable {
         // instruction (its weaker ones on a segment are CAS loops).
         MemorySegment meta = this.meta;
         long previous = getAndAddLong(meta, READ_POS_OFFSET, slot.stride);
-        putLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET, getLong(meta, STATS_NUM_READS_SUCCEEDED_OFFSET) + 1);
+        addToStat(meta, STATS_NUM_READS_SUCCEEDED_OFFSET, 1);
         cursor.readPos = readPos + slot.stride;
         slot.state = RecordSlot.IDLE;
         if (previous != readPos) {
@@ -591,12 +591,12 @@ public final class SharedRingBuffer implements AutoCloseable {
     /** Counts a corrupt read; the cursor is dropped, so the next read loads and checks both positions again. */
     private ReadResult readCorrupt(ReaderCursor cursor) {
         cursor.synced = false;
-        increment(STATS_NUM_READS_CORRUPT_OFFSET);
+        addToStat(meta, STATS_NUM_READS_CORRUPT_OFFSET, 1);
         return ReadResult.CORRUPT;
     }
 
     private ReadResult readNoData() {
-        increment(STATS_NUM_READS_NODATA_OFFSET);
+        addToStat(meta, STATS_NUM_READS_NODATA_OFFSET, 1);
         return ReadResult.NO_DATA;
     }
 
@@ -621,9 +621,12 @@ public final class SharedRingBuffer implements AutoCloseable {
         return isCorrupt(readPos, writePos) ? 0 : size - (writePos - readPos);
     }
 
-    /** Plain increment of a stats counter: each has one writer side (writers under the lock, or the reader). */
-    private void increment(long offset) {
-        putLong(meta, offset, getLong(meta, offset) + 1);
+    /**
+     * Plain add to a stats counter: each has one writer side (writers under the lock, or the
+     * reader). Takes the segment so the record paths can pass the one in their local.
+     */
+    private static void addToStat(MemorySegment meta, long offset, long delta) {
+        putLong(meta, offset, getLong(meta, offset) + delta);
     }
 
     // Exceptions are built out of line, to keep the record paths small enough to inline.

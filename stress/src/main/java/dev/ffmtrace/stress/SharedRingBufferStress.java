@@ -57,11 +57,27 @@ public final class SharedRingBufferStress {
         return true;
     }
 
+    /**
+     * The reader's side of a publication race: r1 is the length of the record found, -1 for
+     * no data, -2 for corrupt; r2 is 1 if every byte of it is {@code value}.
+     */
+    static void readOne(SharedRingBuffer buffer, RecordSlot slot, byte value, II_Result r) {
+        switch (buffer.beginRead(slot)) {
+            case OK -> {
+                r.r1 = (int) slot.length();
+                r.r2 = intact(slot, value) ? 1 : 0;
+            }
+            case NO_DATA -> r.r1 = -1;
+            case CORRUPT -> r.r1 = -2;
+        }
+    }
+
     @JCStressTest
     @Description("Invariant: one writer reserves a 300-byte record that runs off the end of the ring (the length word "
-            + "is zeroed, then write_pos released), fills it and commits its length with release; the reader either "
-            + "finds nothing or the whole record. It never takes the stale word for a length, never sees a torn "
-            + "length and never sees the length before the payload.")
+            + "is zeroed, then write_pos advanced by a fetch-add at least as strong as release), fills it and "
+            + "commits its length with release; the reader either finds nothing or the whole record. It never "
+            + "takes the stale word for a length, never sees a torn length and never sees the length before the "
+            + "payload.")
     @Outcome(id = "-1, 0", expect = ACCEPTABLE, desc = "nothing committed yet")
     @Outcome(id = "300, 1", expect = ACCEPTABLE, desc = "the whole record")
     @Outcome(id = "300, 0", expect = FORBIDDEN, desc = "length visible before the payload it publishes")
@@ -90,14 +106,7 @@ public final class SharedRingBufferStress {
 
         @Actor
         public void reader(II_Result r) {
-            switch (buffer.beginRead(readerSlot)) {
-                case OK -> {
-                    r.r1 = (int) readerSlot.length();
-                    r.r2 = intact(readerSlot, VALUE) ? 1 : 0;
-                }
-                case NO_DATA -> r.r1 = -1;
-                case CORRUPT -> r.r1 = -2;
-            }
+            readOne(buffer, readerSlot, VALUE, r);
         }
     }
 
@@ -140,19 +149,12 @@ public final class SharedRingBufferStress {
 
         @Actor
         public void reader(II_Result r) {
-            switch (buffer.beginRead(readerSlot)) {
-                case OK -> {
-                    r.r1 = (int) readerSlot.length();
-                    r.r2 = intact(readerSlot, VALUE) ? 1 : 0;
-                }
-                case NO_DATA -> r.r1 = -1;
-                case CORRUPT -> r.r1 = -2;
-            }
+            readOne(buffer, readerSlot, VALUE, r);
         }
     }
 
     @JCStressTest
-    @Description("Invariant: the reader reads a record that fills most of the ring and frees it (a release add to "
+    @Description("Invariant: the reader reads a record that fills most of the ring and frees it (a fetch-add of "
             + "read_pos), while a writer waits for the space to reserve a record that wraps over the first one's "
             + "bytes. The reader never sees the new record's bytes in the one it is reading, and the positions end "
             + "where the two strides put them.")

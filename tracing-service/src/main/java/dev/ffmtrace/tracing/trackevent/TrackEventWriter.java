@@ -425,22 +425,25 @@ public final class TrackEventWriter implements AutoCloseable {
     private TracePacket startInternedPacket(Category category, Track track, InternedName name, InternedName argument,
                                             long timestamp) {
         TracePacket packet = startPacket(track, timestamp);
-        boolean newCategory = category != Category.NONE && intern(category);
-        boolean newName = name != null && intern(name);
-        boolean newArgument = argument != null && internAnnotation(argument);
+        boolean newCategory = category != Category.NONE && needsIid(categoryIids, category.index);
+        boolean newName = name != null && needsIid(nameIids, name.index);
+        boolean newArgument = argument != null && needsIid(annotationIids, argument.index);
         if (newCategory || newName || newArgument) {
             InternedData interned = packet.setInternedData();
             if (newCategory) {
+                categoryIids = assignIid(categoryIids, category.index);
                 var entry = interned.addEventCategories();
                 entry.setIid(categoryIids[category.index]);
                 entry.setName(category.name());
             }
             if (newName) {
+                nameIids = assignIid(nameIids, name.index);
                 var entry = interned.addEventNames();
                 entry.setIid(nameIids[name.index]);
                 entry.setName(name.name());
             }
             if (newArgument) {
+                annotationIids = assignIid(annotationIids, argument.index);
                 var entry = interned.addDebugAnnotationNames();
                 entry.setIid(annotationIids[argument.index]);
                 entry.setName(argument.name());
@@ -551,35 +554,16 @@ public final class TrackEventWriter implements AutoCloseable {
         described[track.index] = true;
     }
 
-    /** Gives {@code category} an id on this sequence; true if it is new (its name must be written). */
-    private boolean intern(Category category) {
-        int index = category.index;
-        if (index < categoryIids.length && categoryIids[index] != 0) {
-            return false;
-        }
-        categoryIids = ensure(categoryIids, index);
-        categoryIids[index] = nextIid++;
-        return true;
+    /** Whether {@code index} has no iid in {@code iids} yet on this sequence (its name must be written). */
+    private static boolean needsIid(long[] iids, int index) {
+        return index >= iids.length || iids[index] == 0;
     }
 
-    private boolean intern(InternedName name) {
-        int index = name.index;
-        if (index < nameIids.length && nameIids[index] != 0) {
-            return false;
-        }
-        nameIids = ensure(nameIids, index);
-        nameIids[index] = nextIid++;
-        return true;
-    }
-
-    private boolean internAnnotation(InternedName name) {
-        int index = name.index;
-        if (index < annotationIids.length && annotationIids[index] != 0) {
-            return false;
-        }
-        annotationIids = ensure(annotationIids, index);
-        annotationIids[index] = nextIid++;
-        return true;
+    /** {@code iids}, grown if needed, with the sequence's next iid given to {@code index}. */
+    private long[] assignIid(long[] iids, int index) {
+        long[] grown = ensure(iids, index);
+        grown[index] = nextIid++;
+        return grown;
     }
 
     private static void requireCounter(Track track) {

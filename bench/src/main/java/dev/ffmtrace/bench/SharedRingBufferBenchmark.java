@@ -55,21 +55,23 @@ import org.openjdk.jmh.annotations.Warmup;
  * C loops of {@code scripts/ring-bench-c} give the same measures for C on this machine.
  *
  * <h2>Why the two-sided rates come in two levels</h2>
- * Every record makes both sides write the same two metadata lines: the writer takes the
- * lock and moves write_pos (line 0) and counts the write (line 1); the reader moves
- * read_pos (line 0) and counts the read (line 1), and loads write_pos again only when the
- * one it last loaded no longer covers the next record. The rate is set by how fast those
- * lines cross between the two cores, and on this VM that switches between two levels that
- * hold for seconds, often within one run: 64 B at 10 to 13 M/s or 3 to 5 M/s, 1 KiB at 8 to
- * 10 or about 2 M/s. Each side keeps a whole CPU busy at either level (the C loops' process
- * uses 196 to 200% by getrusage), so neither thread is starved or shares a core; the level
- * follows where the host puts the two vCPUs (a core-to-core round trip measured 66 ns at
- * times and 330 ns at others). C shows the same two levels: {@code scripts/ring-bench-c}
+ * The writer takes the lock, moves write_pos and counts the write in two metadata lines per
+ * record; the reader hands read_pos and its read count back once per batch (a sixteenth of
+ * the ring, at most 64 KiB) or when it finds the ring empty, and loads write_pos again only
+ * when the one it last loaded no longer covers the next record. What still crosses between
+ * the cores per record is the ring's own lines, which the reader reads while the writer is
+ * still filling the records after them, and line 0 whenever the reader catches up. How fast
+ * lines cross switches on this VM between two levels that hold for seconds, often within one
+ * run: 64 B at 12 to 19 M/s or 4 to 6 M/s, 1 KiB at 9 to 14 or 2 to 3 M/s. Each side keeps a
+ * whole CPU busy at either level (the C loops' process uses 196 to 200% by getrusage, and
+ * the guest's steal time stays near 0), so neither thread is starved or shares a core; the
+ * level follows where the host puts the two vCPUs (a core-to-core round trip measured 66 ns
+ * at times and 330 ns at others). C shows the same two levels: {@code scripts/ring-bench-c}
  * runs these loops over the C implementation of the cross-process tests (Perfetto's
- * orderings). Compare implementations in alternated runs of one session, over several
- * forks, and per iteration rather than by the mean. Spinning ({@link Thread#onSpinWait})
- * for a while before yielding polls the writer's lines more often and was no faster in our
- * runs.
+ * orderings, a hand-back per record). Compare implementations in alternated runs of one
+ * session, over several forks, and per iteration rather than by the mean. Spinning
+ * ({@link Thread#onSpinWait}) for a while before yielding polls the writer's lines more often
+ * and was no faster in our runs.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)

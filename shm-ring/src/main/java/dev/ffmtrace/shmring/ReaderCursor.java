@@ -2,14 +2,15 @@ package dev.ffmtrace.shmring;
 
 /**
  * What the one reader of a {@link SharedRingBuffer} keeps between calls: where it is, how
- * far the writers had got when it last looked, and the uncommitted-record timer. Only the
- * reading thread touches it (a new reader thread takes over with the usual hand-off), and
- * it is padded on both sides, because the reader writes it on every record while writers
- * read the buffer object allocated just before it.
+ * far it has handed space back, how far the writers had got when it last looked, and the
+ * uncommitted-record timer. Only the reading thread touches it (a new reader thread takes
+ * over with the usual hand-off), and it is padded on both sides, because the reader writes
+ * it on every record while writers read the buffer object allocated just before it.
  *
- * <p>The shared read_pos stays the truth: the cursor is loaded from it the first time and
- * after anything found wrong, and every {@code endRead} checks, by the value its fetch-add
- * returns, that read_pos was still where the cursor said.
+ * <p>The cursor is loaded from the shared positions the first time and after anything found
+ * wrong. The reader is the only writer of read_pos: handing space back stores the cursor's
+ * position there after checking that read_pos is still the one it stored last, so a second
+ * reader or a peer moving it is found and counted.
  */
 final class ReaderCursor extends ReaderCursorFields {
     byte p128, p129, p130, p131, p132, p133, p134, p135, p136, p137, p138, p139, p140, p141, p142, p143;
@@ -26,8 +27,12 @@ final class ReaderCursor extends ReaderCursorFields {
 abstract class ReaderCursorFields extends LeadingPadding {
     /** Whether readPos and writePos were loaded and found consistent; cleared by any corrupt read. */
     boolean synced;
-    /** The shared read_pos as this reader last left it. */
+    /** Where the next record starts: past every record this reader has freed. */
     long readPos;
+    /** The read_pos this reader last stored (or loaded, when it synced); at most readPos. */
+    long handedBackPos;
+    /** Records freed since handedBackPos, counted in num_reads_succeeded when handed back. */
+    long readsNotHandedBack;
     /** The shared write_pos as last loaded, with acquire; at least readPos. */
     long writePos;
     /** The read position last found uncommitted, -1 after a record was read, and since when (the uncommitted-record timeout). */

@@ -21,10 +21,22 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The service {@link #create creates} the buffer in a sealed memfd and sends {@link #fd()}
  * to the client, which {@link #attach attaches}. Writers take the spinlock, reserve a
  * record ({@link #beginWrite}: the length word is zeroed, then the write position is
- * advanced by a fetch-add at least as strong as release), drop the lock, fill the payload
- * and commit it ({@link #endWrite}: release-store of the length). Writers may commit out
- * of order; the one reader ({@link #beginRead}/{@link #endRead}) stops at the first record
- * whose length is still 0.
+ * advanced with release), drop the lock, fill the payload and commit it
+ * ({@link #endWrite}: release-store of the length). Writers may commit out of order; the
+ * one reader ({@link #beginRead}/{@link #endRead}) stops at the first record whose length
+ * is still 0 and hands freed space back by advancing the read position with release.
+ *
+ * <h2>Positions are stored, not added to</h2>
+ * Perfetto advances write_pos with a release fetch-add and read_pos with a relaxed one.
+ * Only the writer holding the spinlock writes write_pos, and only the one reader writes
+ * read_pos, so here each side stores the position it computed from the one it loaded,
+ * with release: the same values in the same order for every peer that keeps the protocol,
+ * Perfetto's included, but without a locked instruction (which drains the store buffer
+ * and stalls the core until it owns the line) on either side's record path. The writer's
+ * store is ordered after the zeroed length word and before the unlock; the reader's after
+ * its reads of the payload, so no writer reuses the space before the reader is done. The
+ * reader also hands freed space back in batches rather than per record (see
+ * {@link #endRead}), so in steady state the positions' cache line stays with the writers.
  *
  * <p>Everything in the metadata page may be written by the other process at any time, so
  * positions are read once, checked (8-aligned, write not behind read, at most the ring
@@ -61,8 +73,8 @@ import java.util.concurrent.locks.LockSupport;
  * <h2>Threads</h2>
  * Any number of threads (in any number of processes) may write, each with its own
  * {@link RecordSlot}; one thread at a time may read, through one buffer object, which
- * keeps the reader's position between calls (a read through a second object is caught at
- * the first {@link #endRead} and counted corrupt). {@link #beginWrite} and
+ * keeps the reader's position between calls (a read through a second object is caught
+ * when the first next hands back space, and counted corrupt). {@link #beginWrite} and
  * {@link #stats()} expect the caller to hold the spinlock, as Perfetto's do.
  */
 public final class SharedRingBuffer implements AutoCloseable {
@@ -147,6 +159,7 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     private static final String MEMFD_NAME = "heapprofd_ringbuf";
     private static final long DEFAULT_UNCOMMITTED_TIMEOUT_NANOS = 5_000_000_000L;
+    private static final long MAX_HAND_BACK_BATCH = 64 * 1024;
 
     private final RingMapping mapping;
     /**
@@ -165,6 +178,7 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     /** Set by the reader; where and since when a record stays uncommitted is kept in its cursor. */
     private long uncommittedTimeoutNanos = DEFAULT_UNCOMMITTED_TIMEOUT_NANOS;
+    private final long handBackBatch;
     /** The reader's own state, allocated after the fields above that writers read on every record. */
     private final ReaderCursor cursor = new ReaderCursor();
 
@@ -174,6 +188,7 @@ public final class SharedRingBuffer implements AutoCloseable {
         this.ring = ringSegment;
         this.size = size;
         this.mask = size - 1;
+        this.handBackBatch = Math.min(size / 16, MAX_HAND_BACK_BATCH);
     }
 
     /**
@@ -426,7 +441,9 @@ public final class SharedRingBuffer implements AutoCloseable {
         }
         MemorySegment meta = this.meta;
         long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
-        long readPos = getLongOpaque(meta, READ_POS_OFFSET);
+        // Acquire (Perfetto: relaxed) so that the reader's last reads of the space freed by
+        // this read_pos come before the payload stores into it; a plain load on x86.
+        long readPos = getLongAcquire(meta, READ_POS_OFFSET);
         long stride = stride(length);
         if (isCorrupt(readPos, writePos) || length > MAX_RECORD_LENGTH || stride > size - (writePos - readPos)) {
             return writeRefused(readPos, writePos, length, stride);
@@ -435,12 +452,10 @@ public final class SharedRingBuffer implements AutoCloseable {
         addToStat(meta, STATS_BYTES_WRITTEN_OFFSET, length);
         addToStat(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET, 1);
         // Zero before publishing: a reader that sees the new write_pos must not take the
-        // stale bytes there for a length. The add below orders this store.
+        // stale bytes there for a length. The release store below orders this one.
         putIntOpaque(ring, header + RECORD_LENGTH_OFFSET, 0);
-        // Perfetto adds with release. Sequentially consistent is stronger, and cheaper here:
-        // the JDK's release get-and-add on a segment is a load and a CAS loop, its seq_cst
-        // one a single lock xadd.
-        getAndAddLong(meta, WRITE_POS_OFFSET, stride);
+        // The spinlock makes this the only writer of write_pos (see the class comment).
+        putLongRelease(meta, WRITE_POS_OFFSET, writePos + stride);
         slot.headerOffset = header;
         slot.length = length;
         slot.stride = stride;
@@ -476,11 +491,12 @@ public final class SharedRingBuffer implements AutoCloseable {
      *
      * <p>The reader keeps its read position, and the write position it last loaded, between
      * calls (see {@link ReaderCursor}): while that write position still covers the next record
-     * it is not loaded again, so a record costs the reader one access to the positions' cache
-     * line, the fetch-add in {@code endRead}, instead of a load and then that fetch-add on a
-     * line the writers take back for every record. A write position loaded earlier is a
-     * smaller one, which the protocol already allows a reader to see; the record's length word
-     * is still loaded with acquire, so an uncommitted record still reads as 0.
+     * it is not loaded again, and the reader does not touch the positions' cache line, which
+     * the writers take for every record. A write position loaded earlier is a smaller one,
+     * which the protocol already allows a reader to see; the record's length word is still
+     * loaded with acquire, so an uncommitted record still reads as 0. Before it returns
+     * without a record, the reader hands back the space of the records it has freed (see
+     * {@link #endRead}).
      *
      * @throws IllegalStateException if the slot still holds a record
      */
@@ -502,7 +518,7 @@ public final class SharedRingBuffer implements AutoCloseable {
             cursor.writePos = writePos;
             available = writePos - readPos;
             if (available < RECORD_HEADER_SIZE) {
-                return readNoData();
+                return readNoData(cursor);
             }
         }
         long header = readPos & mask;
@@ -536,34 +552,67 @@ public final class SharedRingBuffer implements AutoCloseable {
             return false;
         }
         cursor.readPos = readPos;
+        cursor.handedBackPos = readPos;
         cursor.writePos = writePos;
         cursor.synced = true;
         return true;
     }
 
     /**
-     * Frees the record read into {@code slot}: advances read_pos by its stride, counts
-     * num_reads_succeeded. If read_pos was not where this reader left it (a second reader, or
-     * a peer writing it), the read is counted corrupt and the next {@link #beginRead} loads
-     * and checks both positions again.
+     * Frees the record read into {@code slot}. Its space goes back to the writers, with the
+     * space of the records freed before it, when the freed bytes not yet handed back reach
+     * {@link #handBackBatch()}, and otherwise when {@link #beginRead} finds no record (or a
+     * corrupt one). A reader that keeps calling beginRead until it finds none, as heapprofd's
+     * service does, so hands back everything it read; while it reads, writers see free space
+     * that lags it by less than one batch.
+     *
+     * <p>Handing back is a release store of the new read_pos (Perfetto: a relaxed fetch-add per
+     * record), ordered after every read of the payloads it frees, and the count of reads in
+     * num_reads_succeeded. A reader frees each record on its own core, so batching keeps the
+     * positions' and the stats' cache lines with the writers, instead of taking both across
+     * cores for every record.
      */
     public void endRead(RecordSlot slot) {
         if (slot.owner != this || slot.state != RecordSlot.READING) {
             throw slotMisuse(slot, "endRead needs a slot filled by beginRead");
         }
         ReaderCursor cursor = this.cursor;
-        long readPos = cursor.readPos;
-        // Perfetto adds relaxed. Sequentially consistent keeps the payload reads before the
-        // space is handed back, and is the one get-and-add the JDK does in a single
-        // instruction (its weaker ones on a segment are CAS loops).
-        MemorySegment meta = this.meta;
-        long previous = getAndAddLong(meta, READ_POS_OFFSET, slot.stride);
-        addToStat(meta, STATS_NUM_READS_SUCCEEDED_OFFSET, 1);
-        cursor.readPos = readPos + slot.stride;
+        long readPos = cursor.readPos + slot.stride;
+        cursor.readPos = readPos;
+        cursor.readsNotHandedBack++;
         slot.state = RecordSlot.IDLE;
-        if (previous != readPos) {
+        if (readPos - cursor.handedBackPos >= handBackBatch && !handBack(cursor)) {
             readCorrupt(cursor);
         }
+    }
+
+    /**
+     * Bytes of freed records after which {@link #endRead} hands their space back at once: a
+     * sixteenth of the ring, at most 64 KiB, so a batch never holds back a useful part of it.
+     */
+    public long handBackBatch() {
+        return handBackBatch;
+    }
+
+    /**
+     * Hands the space of the records freed since the last call back to the writers: stores
+     * read_pos, with release, and counts the reads. Returns false if read_pos was not where
+     * this reader had left it (a second reader, or a peer writing it); the reader's own
+     * position replaces it either way, as it is the only writer of read_pos.
+     */
+    private boolean handBack(ReaderCursor cursor) {
+        long readPos = cursor.readPos;
+        long handedBack = cursor.handedBackPos;
+        if (readPos == handedBack) {
+            return true;
+        }
+        MemorySegment meta = this.meta;
+        boolean intact = getLongOpaque(meta, READ_POS_OFFSET) == handedBack;
+        putLongRelease(meta, READ_POS_OFFSET, readPos);
+        addToStat(meta, STATS_NUM_READS_SUCCEEDED_OFFSET, cursor.readsNotHandedBack);
+        cursor.handedBackPos = readPos;
+        cursor.readsNotHandedBack = 0;
+        return intact;
     }
 
     /**
@@ -585,17 +634,27 @@ public final class SharedRingBuffer implements AutoCloseable {
         } else if (now - cursor.stalledSinceNanos > uncommittedTimeoutNanos) {
             return readCorrupt(cursor);
         }
-        return readNoData();
+        return readNoData(cursor);
     }
 
-    /** Counts a corrupt read; the cursor is dropped, so the next read loads and checks both positions again. */
+    /**
+     * Counts a corrupt read. The space freed so far is handed back, then the cursor is
+     * dropped, so the next read loads and checks both positions again.
+     */
     private ReadResult readCorrupt(ReaderCursor cursor) {
-        cursor.synced = false;
+        if (cursor.synced) {
+            handBack(cursor);
+            cursor.synced = false;
+        }
         addToStat(meta, STATS_NUM_READS_CORRUPT_OFFSET, 1);
         return ReadResult.CORRUPT;
     }
 
-    private ReadResult readNoData() {
+    /** Counts a read that found no record, after handing back the space freed so far. */
+    private ReadResult readNoData(ReaderCursor cursor) {
+        if (!handBack(cursor)) {
+            return readCorrupt(cursor);
+        }
         addToStat(meta, STATS_NUM_READS_NODATA_OFFSET, 1);
         return ReadResult.NO_DATA;
     }
@@ -607,7 +666,10 @@ public final class SharedRingBuffer implements AutoCloseable {
                 || ((writePos | readPos) & (RECORD_ALIGNMENT - 1)) != 0;
     }
 
-    /** Committed bytes waiting for the reader (including headers and padding); 0 if the positions are corrupt. */
+    /**
+     * Committed bytes waiting for the reader (including headers and padding), counted from the
+     * read_pos last handed back; 0 if the positions are corrupt.
+     */
     public long readAvailable() {
         long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
         long readPos = getLongOpaque(meta, READ_POS_OFFSET);
@@ -688,6 +750,7 @@ public final class SharedRingBuffer implements AutoCloseable {
      * Perfetto's {@code GetStats}: the shared stats block with failed_spinlocks,
      * client_spinlock_blocked_us and error_state filled from their atomics (relaxed). Hold the
      * spinlock for a consistent view of the writer fields, as Perfetto requires.
+     * num_reads_succeeded counts the reads handed back so far (see {@link #endRead}).
      */
     public Stats stats() {
         return new Stats(getLong(meta, STATS_BYTES_WRITTEN_OFFSET), getLong(meta, STATS_NUM_WRITES_SUCCEEDED_OFFSET),

@@ -89,6 +89,7 @@ class SharedRingBufferTest {
             assertEquals(3, slot.length());
             assertEquals(42, slot.buffer().get(Layouts.BYTE, slot.offset()));
             buffer.endRead(slot);
+            assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
             assertEquals(1, attached.stats().numReadsSucceeded());
         }
     }
@@ -275,6 +276,7 @@ class SharedRingBufferTest {
         slot.buffer().set(Layouts.INT, 0, 8);
         assertEquals(ReadResult.OK, buffer.beginRead(slot));
         buffer.endRead(slot);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
         assertEquals(-RING + 16, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
     }
 
@@ -378,23 +380,67 @@ class SharedRingBufferTest {
     }
 
     @Test
+    void freedSpaceGoesBackWhenTheReaderFindsNoRecordOrHasFreedABatch() {
+        long batch = buffer.handBackBatch();
+        assertEquals(RING / 16, batch);
+        long length = batch / 4 - RECORD_HEADER_SIZE;
+        for (int i = 0; i < 5; i++) {
+            write(length, (byte) i);
+        }
+        for (int i = 0; i < 3; i++) {
+            assertEquals(ReadResult.OK, buffer.beginRead(slot));
+            buffer.endRead(slot);
+        }
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET), "three quarters of a batch are kept");
+        assertEquals(RING - 5 * batch / 4, buffer.writeAvailable());
+        assertEquals(0, buffer.stats().numReadsSucceeded());
+
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        assertEquals(batch, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET), "a whole batch goes back at once");
+        assertEquals(4, buffer.stats().numReadsSucceeded());
+
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        assertEquals(4, slot.buffer().get(Layouts.BYTE, slot.offset()));
+        buffer.endRead(slot);
+        assertEquals(batch, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        assertEquals(5 * batch / 4, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET), "finding no record hands back the rest");
+        assertEquals(RING, buffer.writeAvailable());
+        assertEquals(5, buffer.stats().numReadsSucceeded());
+    }
+
+    @Test
+    void aReservedRecordAtTheReadPositionAlsoHandsBackWhatWasRead() {
+        write(8, (byte) 1);
+        RecordSlot reserved = buffer.newSlot();
+        assertTrue(buffer.lock(LockMode.TRY));
+        assertEquals(WriteResult.OK, buffer.beginWrite(reserved, 8));
+        buffer.unlock();
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot), "the second record is not committed");
+        assertEquals(16, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+        assertEquals(1, buffer.stats().numReadsSucceeded());
+    }
+
+    @Test
     void theReaderGoesOnFromItsOwnPositionAndCountsAPeerThatMovedReadPos() {
         write(8, (byte) 1);
         write(8, (byte) 2);
-        write(8, (byte) 3);
         assertEquals(ReadResult.OK, buffer.beginRead(slot));
         buffer.endRead(slot);
-        buffer.metadata().set(Layouts.LONG, READ_POS_OFFSET, 0);
+        buffer.metadata().set(Layouts.LONG, READ_POS_OFFSET, 8);
 
         assertEquals(ReadResult.OK, buffer.beginRead(slot));
         assertEquals(2, slot.buffer().get(Layouts.BYTE, slot.offset()), "read_pos is not loaded again on every read");
         buffer.endRead(slot);
-        assertEquals(1, buffer.stats().numReadsCorrupt(), "the fetch-add found 0 where the reader had left 16");
-        assertEquals(16, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET));
+        assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot), "handing back, it finds read_pos 8, not 0");
+        assertEquals(32, buffer.metadata().get(Layouts.LONG, READ_POS_OFFSET), "its own position replaces the peer's");
+        assertEquals(1, buffer.stats().numReadsCorrupt());
+        assertEquals(2, buffer.stats().numReadsSucceeded());
 
-        assertEquals(ReadResult.OK, buffer.beginRead(slot));
-        assertEquals(2, slot.buffer().get(Layouts.BYTE, slot.offset()), "after the mismatch both positions are loaded again");
-        buffer.endRead(slot);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot), "after the mismatch both positions are loaded again");
         assertEquals(1, buffer.stats().numReadsCorrupt());
     }
 

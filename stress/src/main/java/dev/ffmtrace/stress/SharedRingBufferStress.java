@@ -74,7 +74,7 @@ public final class SharedRingBufferStress {
 
     @JCStressTest
     @Description("Invariant: one writer reserves a 300-byte record that runs off the end of the ring (the length word "
-            + "is zeroed, then write_pos advanced by a fetch-add at least as strong as release), fills it and "
+            + "is zeroed, then write_pos advanced by a release store under the lock), fills it and "
             + "commits its length with release; the reader either finds nothing or the whole record. It never "
             + "takes the stale word for a length, never sees a torn length and never sees the length before the "
             + "payload.")
@@ -154,7 +154,7 @@ public final class SharedRingBufferStress {
     }
 
     @JCStressTest
-    @Description("Invariant: the reader reads a record that fills most of the ring and frees it (a fetch-add of "
+    @Description("Invariant: the reader reads a record that fills most of the ring and frees it (a release store of "
             + "read_pos), while a writer waits for the space to reserve a record that wraps over the first one's "
             + "bytes. The reader never sees the new record's bytes in the one it is reading, and the positions end "
             + "where the two strides put them.")

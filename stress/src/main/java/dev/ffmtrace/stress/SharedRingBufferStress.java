@@ -215,6 +215,77 @@ public final class SharedRingBufferStress {
     }
 
     @JCStressTest
+    @Description("Invariant: the reader reads a 200-byte record, less than a hand-back batch, so endRead keeps its "
+            + "space; its next beginRead finds the following record reserved but uncommitted and hands the space "
+            + "back (a release store of read_pos) before reporting no data. A writer waits for exactly that space "
+            + "to reserve a record over the first one's bytes. The reader never sees the new bytes in the record it "
+            + "read, and read_pos ends past the first record either way.")
+    @Outcome(id = "1, 0, 1", expect = ACCEPTABLE, desc = "the writer found no space yet")
+    @Outcome(id = "1, 1, 1", expect = ACCEPTABLE, desc = "the writer reused the space once the reader had handed it back")
+    @Outcome(id = "0, .*, .*", expect = FORBIDDEN, desc = "the space was handed back before the reader had read it")
+    @Outcome(expect = FORBIDDEN, desc = "a wrong read result, or positions wrong afterwards")
+    @State
+    public static class HandBackWhenIdle {
+        static final int OLD_LENGTH = 200;
+        static final int RESERVED_LENGTH = (int) (RING - SharedRingBufferDescriptor.stride(OLD_LENGTH))
+                - SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
+        static final byte OLD = 0x33;
+        static final byte NEW = 0x44;
+
+        final SharedRingBuffer buffer = newBuffer(0);
+        final RecordSlot writerSlot = buffer.newSlot();
+        final RecordSlot readerSlot = buffer.newSlot();
+        int reserved;
+
+        public HandBackWhenIdle() {
+            if (SharedRingBufferDescriptor.stride(OLD_LENGTH) >= buffer.handBackBatch()) {
+                throw new IllegalStateException("the first record must be smaller than a hand-back batch");
+            }
+            RecordSlot uncommitted = buffer.newSlot();
+            buffer.lock(SharedRingBuffer.LockMode.BLOCKING);
+            buffer.beginWrite(writerSlot, OLD_LENGTH);
+            buffer.beginWrite(uncommitted, RESERVED_LENGTH);
+            buffer.unlock();
+            fill(writerSlot, OLD);
+            buffer.endWrite(writerSlot);
+        }
+
+        @Actor
+        public void writer() {
+            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
+                SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, OLD_LENGTH);
+                buffer.unlock();
+                if (result == SharedRingBuffer.WriteResult.OK) {
+                    reserved = 1;
+                    fill(writerSlot, NEW);
+                    buffer.endWrite(writerSlot);
+                }
+            }
+        }
+
+        @Actor
+        public void reader(III_Result r) {
+            if (buffer.beginRead(readerSlot) == SharedRingBuffer.ReadResult.OK) {
+                r.r1 = readerSlot.length() == OLD_LENGTH && intact(readerSlot, OLD) ? 1 : 0;
+                buffer.endRead(readerSlot);
+                if (buffer.beginRead(readerSlot) != SharedRingBuffer.ReadResult.NO_DATA) {
+                    r.r1 = -1;
+                }
+            }
+        }
+
+        @Arbiter
+        public void arbiter(III_Result r) {
+            MemorySegment meta = buffer.metadata();
+            long stride = SharedRingBufferDescriptor.stride(OLD_LENGTH);
+            r.r2 = reserved;
+            r.r3 = meta.get(Layouts.LONG, SharedRingBufferDescriptor.READ_POS_OFFSET) == stride
+                    && meta.get(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET) == RING + reserved * stride
+                    ? 1 : 0;
+        }
+    }
+
+    @JCStressTest
     @Description("Invariant: two writers contend for the spinlock, each reserving, filling and committing one record "
             + "(24 bytes of 1s, 40 bytes of 2s). Afterwards both records are in the ring, once each, in either order, "
             + "intact and not overlapping; write_pos is the sum of their strides and the lock is free again.")

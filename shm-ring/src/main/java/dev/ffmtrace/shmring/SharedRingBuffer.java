@@ -568,9 +568,8 @@ public final class SharedRingBuffer implements AutoCloseable {
      *
      * <p>Handing back is a release store of the new read_pos (Perfetto: a relaxed fetch-add per
      * record), ordered after every read of the payloads it frees, and the count of reads in
-     * num_reads_succeeded. A reader frees each record on its own core, so batching keeps the
-     * positions' and the stats' cache lines with the writers, instead of taking both across
-     * cores for every record.
+     * num_reads_succeeded. Batching leaves the positions' and the stats' cache lines with the
+     * writers, instead of pulling both to the reader's core for every record.
      */
     public void endRead(RecordSlot slot) {
         if (slot.owner != this || slot.state != RecordSlot.READING) {

@@ -58,6 +58,31 @@ public final class SharedRingBufferStress {
     }
 
     /**
+     * One writer's record: takes the spinlock (blocking), reserves {@code length} bytes, drops
+     * the lock, fills the payload with {@code value} and commits it; returns whether it reserved.
+     */
+    static boolean writeOne(SharedRingBuffer buffer, RecordSlot slot, int length, byte value) {
+        if (!buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
+            return false;
+        }
+        SharedRingBuffer.WriteResult result = buffer.beginWrite(slot, length);
+        buffer.unlock();
+        if (result != SharedRingBuffer.WriteResult.OK) {
+            return false;
+        }
+        fill(slot, value);
+        buffer.endWrite(slot);
+        return true;
+    }
+
+    /** 1 if read_pos and write_pos are {@code readPos} and {@code writePos}, else 0. */
+    static int positionsAre(SharedRingBuffer buffer, long readPos, long writePos) {
+        MemorySegment meta = buffer.metadata();
+        return meta.get(Layouts.LONG, SharedRingBufferDescriptor.READ_POS_OFFSET) == readPos
+                && meta.get(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET) == writePos ? 1 : 0;
+    }
+
+    /**
      * The reader's side of a publication race: r1 is the length of the record found, -1 for
      * no data, -2 for corrupt; r2 is 1 if every byte of it is {@code value}.
      */
@@ -94,14 +119,7 @@ public final class SharedRingBufferStress {
 
         @Actor
         public void writer() {
-            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
-                SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, LENGTH);
-                buffer.unlock();
-                if (result == SharedRingBuffer.WriteResult.OK) {
-                    fill(writerSlot, VALUE);
-                    buffer.endWrite(writerSlot);
-                }
-            }
+            writeOne(buffer, writerSlot, LENGTH, VALUE);
         }
 
         @Actor
@@ -175,23 +193,13 @@ public final class SharedRingBufferStress {
         int reserved;
 
         public FreedSpaceReuse() {
-            buffer.lock(SharedRingBuffer.LockMode.BLOCKING);
-            buffer.beginWrite(writerSlot, OLD_LENGTH);
-            buffer.unlock();
-            fill(writerSlot, OLD);
-            buffer.endWrite(writerSlot);
+            writeOne(buffer, writerSlot, OLD_LENGTH, OLD);
         }
 
         @Actor
         public void writer() {
-            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
-                SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, NEW_LENGTH);
-                buffer.unlock();
-                if (result == SharedRingBuffer.WriteResult.OK) {
-                    reserved = 1;
-                    fill(writerSlot, NEW);
-                    buffer.endWrite(writerSlot);
-                }
+            if (writeOne(buffer, writerSlot, NEW_LENGTH, NEW)) {
+                reserved = 1;
             }
         }
 
@@ -205,12 +213,10 @@ public final class SharedRingBufferStress {
 
         @Arbiter
         public void arbiter(III_Result r) {
-            MemorySegment meta = buffer.metadata();
             long oldStride = SharedRingBufferDescriptor.stride(OLD_LENGTH);
-            long written = oldStride + reserved * SharedRingBufferDescriptor.stride(NEW_LENGTH);
+            long newStride = SharedRingBufferDescriptor.stride(NEW_LENGTH);
             r.r2 = reserved;
-            r.r3 = meta.get(Layouts.LONG, SharedRingBufferDescriptor.READ_POS_OFFSET) == oldStride
-                    && meta.get(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET) == written ? 1 : 0;
+            r.r3 = positionsAre(buffer, oldStride, oldStride + reserved * newStride);
         }
     }
 
@@ -252,14 +258,8 @@ public final class SharedRingBufferStress {
 
         @Actor
         public void writer() {
-            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
-                SharedRingBuffer.WriteResult result = buffer.beginWrite(writerSlot, OLD_LENGTH);
-                buffer.unlock();
-                if (result == SharedRingBuffer.WriteResult.OK) {
-                    reserved = 1;
-                    fill(writerSlot, NEW);
-                    buffer.endWrite(writerSlot);
-                }
+            if (writeOne(buffer, writerSlot, OLD_LENGTH, NEW)) {
+                reserved = 1;
             }
         }
 
@@ -276,12 +276,9 @@ public final class SharedRingBufferStress {
 
         @Arbiter
         public void arbiter(III_Result r) {
-            MemorySegment meta = buffer.metadata();
             long stride = SharedRingBufferDescriptor.stride(OLD_LENGTH);
             r.r2 = reserved;
-            r.r3 = meta.get(Layouts.LONG, SharedRingBufferDescriptor.READ_POS_OFFSET) == stride
-                    && meta.get(Layouts.LONG, SharedRingBufferDescriptor.WRITE_POS_OFFSET) == RING + reserved * stride
-                    ? 1 : 0;
+            r.r3 = positionsAre(buffer, stride, RING + reserved * stride);
         }
     }
 
@@ -305,24 +302,14 @@ public final class SharedRingBufferStress {
 
         @Actor
         public void writer1() {
-            write(slot1, LENGTH_1, (byte) 1);
+            writeOne(buffer, slot1, LENGTH_1, (byte) 1);
         }
 
         @Actor
         public void writer2() {
-            write(slot2, LENGTH_2, (byte) 2);
+            writeOne(buffer, slot2, LENGTH_2, (byte) 2);
         }
 
-        private void write(RecordSlot slot, int length, byte value) {
-            if (buffer.lock(SharedRingBuffer.LockMode.BLOCKING)) {
-                SharedRingBuffer.WriteResult result = buffer.beginWrite(slot, length);
-                buffer.unlock();
-                if (result == SharedRingBuffer.WriteResult.OK) {
-                    fill(slot, value);
-                    buffer.endWrite(slot);
-                }
-            }
-        }
 
         @Arbiter
         public void arbiter(III_Result r) {

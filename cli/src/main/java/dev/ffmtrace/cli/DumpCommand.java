@@ -77,22 +77,21 @@ final class DumpCommand implements Callable<Integer> {
         out.println("# summary: " + packets + " packets, " + trace.tracks().size() + " track descriptors, "
                 + trace.lossMarkers() + " packets after a data loss, " + statsPackets + " trace_stats packets, "
                 + trace.undecodable() + " packets undecodable for lost incremental state");
+        // Per track: slices, instants, counter values, and slices open now.
         Map<Long, long[]> counts = new TreeMap<>(Long::compareUnsigned);
-        Map<Long, Integer> open = new TreeMap<>();
         long unbalancedEnds = 0;
         for (TrackEventReader.Event event : trace.events()) {
-            long[] track = counts.computeIfAbsent(event.trackUuid(), t -> new long[3]);
-            int depth = open.getOrDefault(event.trackUuid(), 0);
+            long[] track = counts.computeIfAbsent(event.trackUuid(), t -> new long[4]);
             switch (event.type()) {
                 case TrackEvent.Type.TYPE_SLICE_BEGIN_VALUE -> {
                     track[0]++;
-                    open.put(event.trackUuid(), depth + 1);
+                    track[3]++;
                 }
                 case TrackEvent.Type.TYPE_SLICE_END_VALUE -> {
-                    if (depth == 0) {
+                    if (track[3] == 0) {
                         unbalancedEnds++;
                     } else {
-                        open.put(event.trackUuid(), depth - 1);
+                        track[3]--;
                     }
                 }
                 case TrackEvent.Type.TYPE_INSTANT_VALUE -> track[1]++;
@@ -104,7 +103,7 @@ final class DumpCommand implements Callable<Integer> {
             long[] count = track.getValue();
             out.println("# track " + Long.toUnsignedString(track.getKey()) + " \"" + name(trace.tracks().get(track.getKey()))
                     + "\": " + count[0] + " slices, " + count[1] + " instants, " + count[2] + " counter values, "
-                    + open.getOrDefault(track.getKey(), 0) + " slices left open");
+                    + count[3] + " slices left open");
         }
         if (unbalancedEnds > 0) {
             out.println("# " + unbalancedEnds + " slice ends without a begin");

@@ -44,10 +44,6 @@ public final class SharedMemoryReader {
     /** Scratch of {@link #findLowestChunkIds}: each writer's lowest chunk id in the states looked for. */
     private final int[] lowestChunkId = new int[MAX_WRITER_ID + 1];
     private final boolean[] hasLowest = new boolean[MAX_WRITER_ID + 1];
-    /** Running counts the chunk visitors bump (lambdas cannot bump locals). */
-    private int movedNow;
-    private int scrapedNow;
-    private int foundNow;
     private long chunksMoved;
     private long chunksScraped;
     private long abiViolations;
@@ -147,22 +143,18 @@ public final class SharedMemoryReader {
      */
     public int scrapeChunksBeingWritten(ChunkSink sink) {
         findLowestChunkIds((1 << CHUNK_BEING_WRITTEN) | (1 << CHUNK_COMPLETE));
-        int before = scrapedNow;
-        forEachChunk(1 << CHUNK_BEING_WRITTEN, (page, chunk, offset) -> {
+        int scraped = forEachChunk(1 << CHUNK_BEING_WRITTEN, (page, chunk, offset) -> {
             // A chunk counting no packet has nothing to expose, and its header may be
             // torn: the writer's id and chunk-id stores are relaxed and only the packets
             // word is published with release, which a count of 0 cannot tell from the
             // cleared header. A count of 1 or more was stored after them.
             if (packetCountOf(abi.packetsAcquire(offset)) == 0) {
-                return;
+                return false;
             }
             int writer = abi.writerId(offset);
-            if (validWriter(writer) && hasLowest[writer] && abi.chunkId(offset) == lowestChunkId[writer]
-                    && deliver(page, offset, false, sink)) {
-                scrapedNow++;
-            }
+            return validWriter(writer) && hasLowest[writer] && abi.chunkId(offset) == lowestChunkId[writer]
+                    && deliver(page, offset, false, sink);
         });
-        int scraped = scrapedNow - before;
         chunksScraped += scraped;
         return scraped;
     }
@@ -193,18 +185,19 @@ public final class SharedMemoryReader {
     }
 
     private int moveExpectedChunks(ChunkSink sink) {
-        int before = movedNow;
-        forEachChunk(1 << CHUNK_COMPLETE, (page, chunk, offset) -> {
+        return forEachChunk(1 << CHUNK_COMPLETE, (page, chunk, offset) -> {
             int writer = abi.writerId(offset);
             if (!validWriter(writer)) {
                 moveChunk(page, chunk, NO_SINK); // counted and freed: its header is invalid
-            } else if (writerState[writer] == WRITER_KNOWN && abi.chunkId(offset) == expectedChunkId[writer]
+                return false;
+            }
+            if (writerState[writer] == WRITER_KNOWN && abi.chunkId(offset) == expectedChunkId[writer]
                     && moveChunk(page, chunk, sink)) {
                 expectedChunkId[writer]++;
-                movedNow++;
+                return true;
             }
+            return false;
         });
-        return movedNow - before;
     }
 
     /**
@@ -214,39 +207,43 @@ public final class SharedMemoryReader {
      */
     private int findLowestChunkIds(int stateMask) {
         Arrays.fill(hasLowest, false);
-        int before = foundNow;
-        forEachChunk(stateMask, (page, chunk, offset) -> {
+        return forEachChunk(stateMask, (page, chunk, offset) -> {
             int writer = abi.writerId(offset);
             if (!validWriter(writer)) {
-                return;
+                return false;
             }
             int id = abi.chunkId(offset);
             if (!hasLowest[writer] || id - lowestChunkId[writer] < 0) {
                 lowestChunkId[writer] = id;
                 hasLowest[writer] = true;
             }
-            foundNow++;
+            return true;
         });
-        return foundNow - before;
     }
 
-    /** A chunk found by {@link #forEachChunk}. */
+    /** A chunk found by {@link #forEachChunk}; returns whether it counts (moved, scraped, found). */
     @FunctionalInterface
     private interface ChunkVisitor {
-        void visit(int page, int chunk, long offset);
+        boolean visit(int page, int chunk, long offset);
     }
 
-    /** Visits every chunk whose state is in {@code stateMask}, as the page headers say now. */
-    private void forEachChunk(int stateMask, ChunkVisitor visitor) {
+    /**
+     * Visits every chunk whose state is in {@code stateMask}, as the page headers say now;
+     * returns how many visits counted.
+     */
+    private int forEachChunk(int stateMask, ChunkVisitor visitor) {
+        int counted = 0;
         for (int page = 0; page < abi.numPages(); page++) {
             int bitmap = abi.pageBitmapAcquire(page);
             int layout = layoutOf(bitmap);
             for (int c = 0; c < chunksPerLayout(layout); c++) {
-                if ((stateMask & (1 << chunkStateOf(bitmap, c))) != 0) {
-                    visitor.visit(page, c, abi.chunkOffset(page, c, layout));
+                if ((stateMask & (1 << chunkStateOf(bitmap, c))) != 0
+                        && visitor.visit(page, c, abi.chunkOffset(page, c, layout))) {
+                    counted++;
                 }
             }
         }
+        return counted;
     }
 
     private static boolean validWriter(int writer) {
@@ -270,7 +267,7 @@ public final class SharedMemoryReader {
         int packets = abi.packetsAcquire(offset);
         int chunkId = abi.chunkId(offset);
         int writerId = abi.writerId(offset);
-        if (writerId == 0 || writerId > MAX_WRITER_ID) {
+        if (!validWriter(writerId)) {
             abiViolations++;
             return false;
         }

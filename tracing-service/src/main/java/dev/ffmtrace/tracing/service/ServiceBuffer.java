@@ -17,9 +17,11 @@ final class ServiceBuffer {
     final SharedMemory memory;
     final TraceBufferV2 buffer;
     final ReentrantLock lock = new ReentrantLock();
-    /** When the last loss made the service clear its writers' state; guarded by {@link #lock}. */
-    private long lastLossClear;
-    private boolean lossCleared;
+    /**
+     * When the last loss made the service clear its writers' state (at first an interval ago,
+     * so the first loss clears); guarded by {@link #lock}.
+     */
+    private long lastLossClear = System.nanoTime() - LOSS_CLEAR_INTERVAL_NANOS;
 
     ServiceBuffer(int id, SessionConfig.Buffer config) {
         this.id = id;
@@ -37,10 +39,9 @@ final class ServiceBuffer {
             return false;
         }
         long now = System.nanoTime();
-        if (lossCleared && now - lastLossClear < LOSS_CLEAR_INTERVAL_NANOS) {
+        if (now - lastLossClear < LOSS_CLEAR_INTERVAL_NANOS) {
             return false;
         }
-        lossCleared = true;
         lastLossClear = now;
         return true;
     }

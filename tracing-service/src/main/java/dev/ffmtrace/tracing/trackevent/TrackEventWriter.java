@@ -180,10 +180,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
-        int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
-        appendAnnotatedBody(packet, n, argument, INT_VALUE_TAG, value, false);
-        return finishBegin(track);
+        return beginAnnotatedSlice(category, track, name, argument, INT_VALUE_TAG, value, false);
     }
 
     /** Begins a slice with one floating-point debug annotation. */
@@ -191,10 +188,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
-        int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
-        appendAnnotatedBody(packet, n, argument, DOUBLE_VALUE_TAG, Double.doubleToRawLongBits(value), true);
-        return finishBegin(track);
+        return beginAnnotatedSlice(category, track, name, argument, DOUBLE_VALUE_TAG, Double.doubleToRawLongBits(value), true);
     }
 
     /** Begins a slice with one boolean debug annotation. */
@@ -202,9 +196,18 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
+        return beginAnnotatedSlice(category, track, name, argument, BOOL_VALUE_TAG, value ? 1 : 0, false);
+    }
+
+    /**
+     * The numeric and boolean beginSlice overloads: the annotation's value tag, its bits, and
+     * whether they are fixed64.
+     */
+    private long beginAnnotatedSlice(Category category, Track track, InternedName name, InternedName argument,
+                                     byte valueTag, long value, boolean fixed64) {
         TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
         int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
-        appendAnnotatedBody(packet, n, argument, BOOL_VALUE_TAG, value ? 1 : 0, false);
+        appendAnnotatedBody(packet, n, argument, valueTag, value, fixed64);
         return finishBegin(track);
     }
 
@@ -343,11 +346,7 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private TrackEvent counterEvent(Track track) {
-        TracePacket packet = startPacket(track, takeTimestamp());
-        TrackEvent event = packet.setTrackEvent();
-        event.setType(TrackEvent.Type.TYPE_COUNTER);
-        setTrack(event, track);
-        return event;
+        return startEvent(Category.NONE, track, null, null, TrackEvent.Type.TYPE_COUNTER, takeTimestamp());
     }
 
     /**

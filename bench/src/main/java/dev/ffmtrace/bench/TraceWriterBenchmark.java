@@ -5,7 +5,7 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
-import dev.ffmtrace.tracing.smb.SharedMemoryReader;
+import dev.ffmtrace.tracing.service.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.AuxCounters;

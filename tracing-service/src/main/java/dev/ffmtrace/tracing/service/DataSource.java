@@ -3,7 +3,7 @@ package dev.ffmtrace.tracing.service;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
-import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 
 /**
@@ -56,7 +56,7 @@ public final class DataSource {
      * @throws IllegalStateException if no session has started the data source
      */
     public TrackEventWriter newTrackEventWriter(BufferExhaustedPolicy policy, TrackEventWriter.Config config) {
-        return new TrackEventWriter(new WriterSink(newTraceWriter(policy)), config);
+        return new TrackEventWriter(new TraceWriterSink(newTraceWriter(policy), this::incrementalStateClears), config);
     }
 
     /** How many times the service asked to clear the incremental state. */
@@ -81,39 +81,5 @@ public final class DataSource {
 
     int targetBuffer() {
         return targetBuffer;
-    }
-
-    /** A TraceWriter seen as a TrackEvent sink: its epoch moves with its drops and the service's clears. */
-    private final class WriterSink implements TracePacketSink {
-        private final TraceWriter<TracePacket> writer;
-
-        WriterSink(TraceWriter<TracePacket> writer) {
-            this.writer = writer;
-        }
-
-        @Override
-        public TracePacket newTracePacket() {
-            return writer.newTracePacket();
-        }
-
-        @Override
-        public void finishTracePacket() {
-            writer.finishTracePacket();
-        }
-
-        @Override
-        public long incrementalStateEpoch() {
-            return writer.packetsDropped() + writer.fragmentsDropped() + incrementalStateClears;
-        }
-
-        @Override
-        public void flush() {
-            writer.flush();
-        }
-
-        @Override
-        public void close() {
-            writer.close();
-        }
     }
 }

@@ -10,7 +10,6 @@ import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
-import dev.ffmtrace.tracing.smb.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;

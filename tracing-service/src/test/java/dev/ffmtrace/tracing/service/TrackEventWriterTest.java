@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.trackevent;
+package dev.ffmtrace.tracing.service;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -18,12 +18,14 @@ import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.ProtoDecoder;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.SessionConfig;
-import dev.ffmtrace.tracing.service.TracingService;
-import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.TraceClock;
+import dev.ffmtrace.tracing.trackevent.TraceFileWriter;
+import dev.ffmtrace.tracing.trackevent.Track;
+import dev.ffmtrace.tracing.trackevent.TrackEventReader;
+import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -429,32 +431,5 @@ class TrackEventWriterTest {
             writer.endSlice(thread, slice);
         }
         assertEquals(List.of(), packetKinds());
-    }
-
-    @Test
-    void aTraceFileWriterWritesOneSequenceWithNoService() throws Exception {
-        ByteArrayOutputStream file = new ByteArrayOutputStream();
-        Track track = Track.named(null, "offline").withUuid(77);
-        try (TrackEventWriter writer = new TrackEventWriter(new TraceFileWriter(file, 42),
-                new TrackEventWriter.Config(null, TraceClock.BOOTTIME, true))) {
-            long slice = writer.atTimestamp(1000).beginSlice(Category.NONE, track, HANDLE);
-            writer.atTimestamp(1250).endSlice(track, slice);
-        }
-        Trace.Decoder trace = new Trace.Decoder();
-        trace.reset(MemorySegment.ofArray(file.toByteArray()));
-        RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
-        TracePacket.Decoder packet = new TracePacket.Decoder();
-        int count = 0;
-        while (packets.next()) {
-            packet.reset(packets.field());
-            assertEquals(42, packet.trustedPacketSequenceId());
-            count++;
-        }
-        assertEquals(5, count, "state, descriptor, clock snapshot, begin, end");
-        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(file.toByteArray()));
-        assertEquals("offline", decoded.tracks().get(77L).name());
-        assertEquals(List.of(1000L, 1250L), decoded.events().stream().map(TrackEventReader.Event::timestamp).toList());
-        assertEquals(List.of(List.of(), List.of()), decoded.events().stream().map(TrackEventReader.Event::categories).toList());
-        assertEquals(TraceClock.BOOTTIME.id, decoded.events().get(0).clockId());
     }
 }

@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.service;
 
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -6,10 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.HeapBuffered;
-import dev.ffmtrace.tracing.smb.InProcessService.ReadPacket;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import java.time.Duration;
 import java.util.ArrayList;

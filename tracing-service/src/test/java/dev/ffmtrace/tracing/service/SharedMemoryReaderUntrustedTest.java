@@ -1,9 +1,10 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.service;
 
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.memory.Layouts;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;

@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.service;
 
 import java.io.ByteArrayOutputStream;
 

@@ -1,16 +1,18 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.service;
 
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
-import dev.ffmtrace.tracing.smb.InProcessService.ReadPacket;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
@@ -32,7 +34,8 @@ class SmbCrossProcessTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "src/main/c/smb_abi.c", "src/main/c/smb_tool.c", "../native/unix_peer.c");
+        tool = CPrograms.build("smb_tool", "../tracebuffer-ffm/src/main/c/smb_abi.c",
+                "../tracebuffer-ffm/src/main/c/smb_tool.c", "../native/unix_peer.c");
     }
 
     private static UnixAddress uniqueAddress() {

@@ -1,7 +1,9 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.service;
 
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
 
+import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
+import dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.function.IntPredicate;

@@ -1,8 +1,11 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.service;
 
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.flagsOf;
 import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.packetCountOf;
 
+import dev.ffmtrace.tracing.smb.CommitRequest;
+import dev.ffmtrace.tracing.smb.CommitTransport;
+import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;

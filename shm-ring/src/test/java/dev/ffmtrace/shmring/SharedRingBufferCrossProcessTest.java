@@ -32,7 +32,7 @@ class SharedRingBufferCrossProcessTest {
     }
 
     static Path buildRingPeer() {
-        return CPrograms.build("ring_peer", "src/test/c/shared_ring_buffer.c", "src/test/c/ring_peer.c", "../native/unix_peer.c");
+        return CPrograms.build("ring_peer", "../native/src/shared_ring_buffer.c", "../native/src/ring_peer.c", "../native/src/unix_peer.c");
     }
 
     static UnixAddress freshAddress() {

@@ -29,7 +29,7 @@ public final class CPrograms {
                 return output;
             }
             List<String> command = new ArrayList<>(List.of("gcc", "-std=gnu11", "-O2", "-g",
-                    "-Wall", "-Wextra", "-Werror", "-I" + Path.of("..", "native").toAbsolutePath().normalize(),
+                    "-Wall", "-Wextra", "-Werror", "-I" + Path.of("..", "native", "include").toAbsolutePath().normalize(),
                     "-o", output.toString()));
             for (String source : sources) {
                 command.add(Path.of(source).toAbsolutePath().toString());

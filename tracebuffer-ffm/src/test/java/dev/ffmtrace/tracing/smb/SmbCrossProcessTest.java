@@ -32,7 +32,7 @@ class SmbCrossProcessTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "src/main/c/smb_abi.c", "src/main/c/smb_tool.c", "../native/unix_peer.c");
+        tool = CPrograms.build("smb_tool", "../native/src/smb_abi.c", "../native/src/smb_tool.c", "../native/src/unix_peer.c");
     }
 
     private static UnixAddress uniqueAddress() {

@@ -21,7 +21,7 @@ class CrossProcessTest {
 
     @BeforeAll
     static void buildPeer() {
-        cPeer = CPrograms.build("memfd_peer", "../native/src/memfd_peer.c", "../native/src/unix_peer.c");
+        cPeer = CPrograms.program("memfd_peer");
     }
 
     @Test

@@ -23,7 +23,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The SMB shared with a C process, both ways: the C tool ({@code src/main/c}) writes
+ * The SMB shared with a C process, both ways: the C tool ({@code native/src/smb_tool.c}) writes
  * packets that the Java service side reads back through TraceBufferV2, and the C tool
  * scans an SMB that Java TraceWriters filled.
  */
@@ -32,7 +32,7 @@ class SmbCrossProcessTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "../native/src/smb_abi.c", "../native/src/smb_tool.c", "../native/src/unix_peer.c");
+        tool = CPrograms.program("smb_tool");
     }
 
     private static UnixAddress uniqueAddress() {

@@ -46,8 +46,7 @@ class ProducerRemoteWriterTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "../native/src/smb_abi.c",
-                "../native/src/smb_tool.c", "../native/src/unix_peer.c");
+        tool = CPrograms.program("smb_tool");
     }
 
     /** The packets {@code smb_tool produce} writes for a seed, empty ones left out (buffers skip them). */

@@ -177,7 +177,7 @@ static int write_batch(struct producer* p, const struct batch* b) {
   size_t needed = b->used + (size_t)b->count * SMB_PACKET_HEADER_SIZE;
   if (b->failed || needed > smb_chunk_size(p->smb.page_size, LAYOUT) - SMB_CHUNK_HEADER_SIZE) return -1;
   if (w->chunk != NULL && ((size_t)(w->end - w->cursor) < needed ||
-                           (smb_packets(w->chunk) & 0x3ff) + b->count >= SMB_MAX_PACKET_COUNT - 1)) {
+                           smb_packet_count_of(smb_packets(w->chunk)) + b->count >= SMB_MAX_PACKET_COUNT - 1)) {
     smb_writer_flush(w);
   }
   size_t at = 0;

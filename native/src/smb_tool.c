@@ -92,16 +92,16 @@ static void print_fragments(const uint8_t* chunk, uint32_t chunk_size, uint32_t 
 static int scan(int sock, struct smb* smb) {
   for (uint32_t page = 0; page < smb->num_pages; page++) {
     uint32_t bitmap = smb_page_bitmap(smb, page);
-    uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
+    uint32_t layout = smb_layout_of(bitmap);
     printf("page %u bitmap 0x%08x layout %u\n", page, bitmap, layout);
     uint32_t chunk_size = smb_chunk_size(smb->page_size, layout);
     for (uint32_t c = 0; c < smb_chunks_per_layout(layout); c++) {
       const uint8_t* chunk = smb_chunk(smb, page, c, layout);
-      uint32_t state = (bitmap >> (2 * c)) & 3;
+      uint32_t state = smb_chunk_state_of(bitmap, c);
       uint16_t packets = smb_packets(chunk);
       printf("chunk %u %u state %u id %u writer %u count %u flags %u\n", page, c, state, smb_chunk_id(chunk),
-             smb_writer_id(chunk), packets & 0x3ff, (packets >> SMB_FLAGS_SHIFT) & 7);
-      if (state == SMB_COMPLETE) print_fragments(chunk, chunk_size, page, c, packets & 0x3ff);
+             smb_writer_id(chunk), smb_packet_count_of(packets), smb_flags_of(packets));
+      if (state == SMB_COMPLETE) print_fragments(chunk, chunk_size, page, c, smb_packet_count_of(packets));
     }
   }
   fflush(stdout);

@@ -151,11 +151,6 @@ struct producer {
   long dropped;
 };
 
-static void die(const char* what) {
-  fprintf(stderr, "ffmtrace-c-producer: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
 static long long boottime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -338,7 +333,7 @@ int main(int argc, char** argv) {
   smb_writer_flush(&p.writer);
   char done[64];
   int length = snprintf(done, sizeof(done), "D %ld %ld\n", p.packets, p.dropped);
-  if (send(sock, done, (size_t)length, MSG_NOSIGNAL) != length) die("send");
+  if (send(sock, done, (size_t)length, MSG_NOSIGNAL) != length) peer_die("send");
   close(sock);
   return 0;
 }

@@ -27,11 +27,6 @@
 
 #include "smb_abi.h"
 
-static void die(const char* what) {
-  fprintf(stderr, "smb_tool: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
 static uint32_t xorshift32(uint32_t* state) {
   uint32_t x = *state;
   x ^= x << 13;
@@ -61,7 +56,7 @@ static int produce(int sock, struct smb* smb, char** argv) {
   }
   smb_writer_flush(&w);
   free(data);
-  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) die("send");
+  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) peer_die("send");
   return 0;
 }
 
@@ -105,7 +100,7 @@ static int scan(int sock, struct smb* smb) {
     }
   }
   fflush(stdout);
-  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) die("send");
+  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) peer_die("send");
   return 0;
 }
 

@@ -20,7 +20,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * The C producer process of {@code record --c-producer} ({@code src/main/c/c_producer.c}):
+ * The C producer process of {@code record --c-producer} ({@code native/src/c_producer.c}):
  * a producer of its own in the service, whose SMB memfd it receives over a Unix socket
  * and writes TrackEvent packets into without commits, as writer {@link #WRITER_ID} of
  * data source "track_event". Its trusted identity is what the kernel says of the
@@ -28,6 +28,8 @@ import java.util.regex.Pattern;
  */
 final class CProducerProcess implements AutoCloseable {
     static final String PRODUCER_NAME = "ffmtrace-c-producer";
+    /** The system property naming the program that {@code --c-producer} with no value runs. */
+    static final String PROGRAM_PROPERTY = "ffmtrace.c-producer";
     static final String DATA_SOURCE = "track_event";
     /** The C writer's id in its SMB: the producer's arbiter passes over it. */
     static final int WRITER_ID = 1;
@@ -63,14 +65,30 @@ final class CProducerProcess implements AutoCloseable {
         this.producer = producer;
     }
 
-    /** The program built with the cli module: next to its jar, or next to its classes in the build tree. */
+    /**
+     * The program of the repository's C build ({@code native/Makefile}): the path in system
+     * property {@value #PROGRAM_PROPERTY} (which {@code ./ffmtrace} sets), else
+     * {@code native/target/bin/ffmtrace-c-producer} of the source tree that holds the jar
+     * or classes, else {@code ffmtrace-c-producer} next to them.
+     */
     static Path defaultProgram() {
+        String property = System.getProperty(PROGRAM_PROPERTY, "");
+        if (!property.isEmpty()) {
+            return Path.of(property);
+        }
+        Path location;
         try {
-            Path location = Path.of(CProducerProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI());
-            return location.toAbsolutePath().getParent().resolve(PRODUCER_NAME);
+            location = Path.of(CProducerProcess.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                    .toAbsolutePath().getParent();
         } catch (URISyntaxException e) {
             throw new IllegalStateException("cannot locate the ffmtrace classes", e);
         }
+        for (Path dir = location; dir != null; dir = dir.getParent()) {
+            if (Files.isRegularFile(dir.resolve("native").resolve("Makefile"))) {
+                return dir.resolve("native").resolve("target").resolve("bin").resolve(PRODUCER_NAME);
+            }
+        }
+        return location.resolve(PRODUCER_NAME);
     }
 
     /**
@@ -80,7 +98,7 @@ final class CProducerProcess implements AutoCloseable {
     static CProducerProcess start(Path program, TracingService service) throws StartException {
         if (!Files.isRegularFile(program) || !Files.isExecutable(program)) {
             throw new StartException("no C producer program at " + program
-                    + " (the cli module's build compiles it: ./mvnw -pl cli -am package)");
+                    + " (the C build makes it: make -C native, or ./mvnw -pl cli -am package)");
         }
         UnixAddress address = UnixAddress.abstractName(
                 PRODUCER_NAME + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime());

@@ -51,7 +51,7 @@ final class RecordCommand implements Callable<Integer> {
 
     @Option(names = "--c-producer", arity = "0..1", fallbackValue = "", paramLabel = "PROGRAM",
             description = "Also run a C producer process writing TrackEvents into an SMB of its own "
-                    + "(PROGRAM: the one built next to the jar, unless given).")
+                    + "(PROGRAM: the one of the native build, unless given).")
     String cProducer;
 
     @Override

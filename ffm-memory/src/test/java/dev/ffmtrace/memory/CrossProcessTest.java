@@ -21,7 +21,7 @@ class CrossProcessTest {
 
     @BeforeAll
     static void buildPeer() {
-        cPeer = CPrograms.build("memfd_peer", "src/test/c/memfd_peer.c", "../native/unix_peer.c");
+        cPeer = CPrograms.program("memfd_peer");
     }
 
     @Test

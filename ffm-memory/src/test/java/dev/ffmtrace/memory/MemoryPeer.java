@@ -4,7 +4,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * The JVM side of the cross-process tests, run in a second JVM: does what
- * {@code src/test/c/memfd_peer.c} does, through ffm-memory's own API.
+ * {@code native/src/memfd_peer.c} does, through ffm-memory's own API.
  */
 public final class MemoryPeer {
     private MemoryPeer() {

@@ -4,7 +4,7 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
 
 /**
- * The second JVM of the cross-process tests: does what {@code src/test/c/ring_peer.c}
+ * The second JVM of the cross-process tests: does what {@code native/src/ring_peer.c}
  * does for the write-all and read-all actions, through {@link SharedRingBuffer}.
  *
  * <pre>RingPeer &lt;socket&gt; attach|create:&lt;ring size&gt; write-all|read-all</pre>

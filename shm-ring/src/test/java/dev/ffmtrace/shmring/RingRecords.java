@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * The record sequences the cross-process tests exchange, the Java half of
- * {@code src/test/c/ring_peer.c}: "all" is records n = 0 .. S-9 of length n+1 with byte
+ * {@code native/src/ring_peer.c}: "all" is records n = 0 .. S-9 of length n+1 with byte
  * i = i*131 + n*17 + length; stress records carry a sequence number, a writer id and an
  * FNV-1a checksum.
  */

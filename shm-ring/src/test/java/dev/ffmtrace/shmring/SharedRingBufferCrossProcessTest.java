@@ -18,9 +18,9 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * One buffer shared with a C process (src/test/c) and with a second JVM, both ways: every
- * record length from 1 byte to S - 8 once, in order, intact, in a one-page ring, so the
- * ring wraps about two thousand times.
+ * One buffer shared with a C process (native/src/ring_peer.c) and with a second JVM, both
+ * ways: every record length from 1 byte to S - 8 once, in order, intact, in a one-page
+ * ring, so the ring wraps about two thousand times.
  */
 class SharedRingBufferCrossProcessTest {
     private static final long RING = 4096;
@@ -32,7 +32,7 @@ class SharedRingBufferCrossProcessTest {
     }
 
     static Path buildRingPeer() {
-        return CPrograms.build("ring_peer", "src/test/c/shared_ring_buffer.c", "src/test/c/ring_peer.c", "../native/unix_peer.c");
+        return CPrograms.program("ring_peer");
     }
 
     static UnixAddress freshAddress() {

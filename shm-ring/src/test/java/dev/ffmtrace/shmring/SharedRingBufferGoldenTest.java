@@ -75,7 +75,7 @@ class SharedRingBufferGoldenTest {
         }
     }
 
-    /** Keep in step with golden() in src/test/c/ring_peer.c. */
+    /** Keep in step with golden() in native/src/ring_peer.c. */
     private static void runSequence(SharedRingBuffer buffer) {
         RecordSlot slot = buffer.newSlot();
         long[] lengths = {5, 100};

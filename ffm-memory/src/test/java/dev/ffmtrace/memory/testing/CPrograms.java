@@ -1,63 +1,96 @@
 package dev.ffmtrace.memory.testing;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
+import java.nio.file.attribute.FileTime;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
- * Builds the C programs that tests run as the other process, with the machine's gcc,
- * into the module's {@code target/native}. A program is rebuilt only when a source is
- * newer than the binary. The repository's {@code native/} directory (C code shared by
- * every module's programs, e.g. {@code unix_peer.c}) is on the include path; name its
- * sources as {@code ../native/<file>.c}.
+ * The C programs that tests run as the other process, from the repository's one C build:
+ * {@code native/Makefile} compiles every program of {@code native/src} into
+ * {@code native/target/bin}, and the Maven build runs it (module {@code ffmtrace-native})
+ * before any module that depends on it. A program that is missing or older than a C
+ * source (a test run from an IDE, a source edited since) is made here with
+ * {@code make -C <repository>/native <name>}.
  */
 public final class CPrograms {
     private CPrograms() {
     }
 
     /**
-     * Compiles {@code sources} (paths relative to the module directory, the current
-     * directory of a Maven test run) into {@code target/native/<name>}.
+     * The path of program {@code name} (a target of {@code native/Makefile}, e.g.
+     * {@code "smb_tool"}), made first if it is missing or out of date.
      */
-    public static Path build(String name, String... sources) {
-        try {
-            Path output = Path.of("target", "native", name).toAbsolutePath();
-            Files.createDirectories(output.getParent());
-            if (upToDate(output, sources)) {
-                return output;
+    public static Path program(String name) {
+        Path nativeDir = nativeDir();
+        Path binary = nativeDir.resolve("target").resolve("bin").resolve(name);
+        if (!upToDate(binary, nativeDir)) {
+            make(nativeDir, name);
+        }
+        if (!Files.isExecutable(binary)) {
+            throw new IllegalStateException("make -C " + nativeDir + " " + name + " made no " + binary);
+        }
+        return binary;
+    }
+
+    /** {@code native/} of the repository that holds the current directory (a module's, in a Maven test run). */
+    private static Path nativeDir() {
+        Path start = Path.of("").toAbsolutePath();
+        for (Path dir = start; dir != null; dir = dir.getParent()) {
+            if (Files.isRegularFile(dir.resolve("native").resolve("Makefile"))) {
+                return dir.resolve("native");
             }
-            List<String> command = new ArrayList<>(List.of("gcc", "-std=gnu11", "-O2", "-g",
-                    "-Wall", "-Wextra", "-Werror", "-I" + Path.of("..", "native").toAbsolutePath().normalize(),
-                    "-o", output.toString()));
-            for (String source : sources) {
-                command.add(Path.of(source).toAbsolutePath().toString());
-            }
-            Process gcc = new ProcessBuilder(command).redirectErrorStream(true).start();
-            String log = new String(gcc.getInputStream().readAllBytes());
-            if (gcc.waitFor() != 0) {
-                throw new IllegalStateException("gcc failed for " + name + ":\n" + log);
-            }
-            return output;
-        } catch (IOException e) {
-            throw new IllegalStateException("cannot run gcc to build " + name + " (is gcc installed?)", e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted while building " + name, e);
+        }
+        throw new IllegalStateException("no native/Makefile in " + start + " or any directory above it");
+    }
+
+    private static boolean upToDate(Path binary, Path nativeDir) {
+        if (!Files.isExecutable(binary)) {
+            return false;
+        }
+        try (Stream<Path> sources = Stream.of(nativeDir.resolve("src"), nativeDir.resolve("include"))
+                .flatMap(CPrograms::files)) {
+            FileTime built = Files.getLastModifiedTime(binary);
+            return Stream.concat(sources, Stream.of(nativeDir.resolve("Makefile")))
+                    .noneMatch(source -> modified(source).compareTo(built) > 0);
+        } catch (IOException | UncheckedIOException e) {
+            return false;
         }
     }
 
-    private static boolean upToDate(Path output, String[] sources) throws IOException {
-        if (!Files.exists(output)) {
-            return false;
+    private static Stream<Path> files(Path dir) {
+        try {
+            return Files.list(dir).filter(Files::isRegularFile);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
-        var built = Files.getLastModifiedTime(output);
-        for (String source : sources) {
-            if (Files.getLastModifiedTime(Path.of(source)).compareTo(built) > 0) {
-                return false;
+    }
+
+    private static FileTime modified(Path file) {
+        try {
+            return Files.getLastModifiedTime(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void make(Path nativeDir, String name) {
+        List<String> command = List.of("make", "-C", nativeDir.toString(), name);
+        String commandLine = String.join(" ", command);
+        try {
+            Process make = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String log = new String(make.getInputStream().readAllBytes());
+            if (make.waitFor() != 0) {
+                throw new IllegalStateException(commandLine + " failed (exit " + make.exitValue() + "):\n" + log);
             }
+        } catch (IOException e) {
+            throw new IllegalStateException("cannot run " + commandLine + " (are make and gcc installed?)", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while running " + commandLine, e);
         }
-        return true;
     }
 }

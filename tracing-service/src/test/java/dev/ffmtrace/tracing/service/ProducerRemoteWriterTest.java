@@ -46,8 +46,7 @@ class ProducerRemoteWriterTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "../tracebuffer-ffm/src/main/c/smb_abi.c",
-                "../tracebuffer-ffm/src/main/c/smb_tool.c", "../native/unix_peer.c");
+        tool = CPrograms.program("smb_tool");
     }
 
     /** The packets {@code smb_tool produce} writes for a seed, empty ones left out (buffers skip them). */

@@ -25,7 +25,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The SMB shared with a C process, both ways: the C tool ({@code src/main/c}) writes
+ * The SMB shared with a C process, both ways: the C tool ({@code native/src/smb_tool.c}) writes
  * packets that the Java service side reads back through TraceBufferV2, and the C tool
  * scans an SMB that Java TraceWriters filled.
  */
@@ -34,8 +34,7 @@ class SmbCrossProcessTest {
 
     @BeforeAll
     static void build() {
-        tool = CPrograms.build("smb_tool", "../tracebuffer-ffm/src/main/c/smb_abi.c",
-                "../tracebuffer-ffm/src/main/c/smb_tool.c", "../native/unix_peer.c");
+        tool = CPrograms.program("smb_tool");
     }
 
     private static UnixAddress uniqueAddress() {

@@ -151,11 +151,6 @@ struct producer {
   long dropped;
 };
 
-static void die(const char* what) {
-  fprintf(stderr, "ffmtrace-c-producer: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
 static long long boottime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -177,7 +172,7 @@ static int write_batch(struct producer* p, const struct batch* b) {
   size_t needed = b->used + (size_t)b->count * SMB_PACKET_HEADER_SIZE;
   if (b->failed || needed > smb_chunk_size(p->smb.page_size, LAYOUT) - SMB_CHUNK_HEADER_SIZE) return -1;
   if (w->chunk != NULL && ((size_t)(w->end - w->cursor) < needed ||
-                           (smb_packets(w->chunk) & 0x3ff) + b->count >= SMB_MAX_PACKET_COUNT - 1)) {
+                           smb_packet_count_of(smb_packets(w->chunk)) + b->count >= SMB_MAX_PACKET_COUNT - 1)) {
     smb_writer_flush(w);
   }
   size_t at = 0;
@@ -338,7 +333,7 @@ int main(int argc, char** argv) {
   smb_writer_flush(&p.writer);
   char done[64];
   int length = snprintf(done, sizeof(done), "D %ld %ld\n", p.packets, p.dropped);
-  if (send(sock, done, (size_t)length, MSG_NOSIGNAL) != length) die("send");
+  if (send(sock, done, (size_t)length, MSG_NOSIGNAL) != length) peer_die("send");
   close(sock);
   return 0;
 }

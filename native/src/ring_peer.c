@@ -32,11 +32,6 @@
 
 #define DEADLINE_SECONDS 60
 
-static void die(const char* what) {
-  fprintf(stderr, "ring_peer: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
 static void fail(const char* message, uint64_t a, uint64_t b) {
   fprintf(stderr, "ring_peer: %s (%llu, %llu)\n", message, (unsigned long long)a, (unsigned long long)b);
   exit(1);
@@ -166,7 +161,7 @@ static void golden(srb* b, int sock) {
   srb_set_reader_paused(b);
   srb_poison(b);
   if (srb_lock(b, 0)) fail("golden: poisoned lock taken", 0, 0);
-  if (send(sock, "G", 1, MSG_NOSIGNAL) != 1) die("send");
+  if (send(sock, "G", 1, MSG_NOSIGNAL) != 1) peer_die("send");
 }
 
 int main(int argc, char** argv) {

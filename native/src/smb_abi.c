@@ -51,14 +51,14 @@ static uint32_t transition(struct smb* smb, uint32_t page, uint32_t chunk, uint3
   if (page >= smb->num_pages) return 0;
   _Atomic uint32_t* word = bitmap_of(smb, page);
   uint32_t bitmap = atomic_load_explicit(word, memory_order_acquire);
-  uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
-  uint32_t shift = chunk * 2;
+  uint32_t layout = smb_layout_of(bitmap);
+  uint32_t shift = chunk * SMB_CHUNK_STATE_BITS;
   for (int attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    if (((bitmap >> SMB_LAYOUT_SHIFT) & 7) != layout || chunk >= smb_chunks_per_layout(layout) ||
-        ((bitmap >> shift) & 3) != from) {
+    if (smb_layout_of(bitmap) != layout || chunk >= smb_chunks_per_layout(layout) ||
+        smb_chunk_state_of(bitmap, chunk) != from) {
       return 0;
     }
-    uint32_t updated = (bitmap & ~(3u << shift)) | (to << shift);
+    uint32_t updated = (bitmap & ~((uint32_t)SMB_CHUNK_STATE_MASK << shift)) | (to << shift);
     if (to == SMB_FREE && (updated & SMB_ALL_CHUNKS_MASK) == 0) updated = 0;
     if (atomic_compare_exchange_strong_explicit(word, &bitmap, updated, memory_order_acq_rel,
                                                 memory_order_acquire)) {
@@ -90,7 +90,7 @@ uint8_t* smb_try_acquire_chunk_for_reading(struct smb* smb, uint32_t page, uint3
 
 int smb_release_chunk_as_free(struct smb* smb, uint32_t page, uint32_t chunk) {
   if (page >= smb->num_pages) return 0;
-  uint32_t layout = (smb_page_bitmap(smb, page) >> SMB_LAYOUT_SHIFT) & 7;
+  uint32_t layout = smb_layout_of(smb_page_bitmap(smb, page));
   if (chunk >= smb_chunks_per_layout(layout)) return 0;
   uint8_t* c = smb_chunk(smb, page, chunk, layout);
   atomic_store_explicit((_Atomic uint32_t*)c, 0, memory_order_relaxed);
@@ -143,9 +143,9 @@ static int acquire_chunk(struct smb_writer* w, uint16_t packets) {
     for (uint32_t page = 0; page < w->smb->num_pages; page++) {
       smb_try_partition_page(w->smb, page, w->layout);
       uint32_t bitmap = smb_page_bitmap(w->smb, page);
-      uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
+      uint32_t layout = smb_layout_of(bitmap);
       for (uint32_t i = 0; i < smb_chunks_per_layout(layout); i++) {
-        if (((bitmap >> (2 * i)) & 3) != SMB_FREE) continue;
+        if (smb_chunk_state_of(bitmap, i) != SMB_FREE) continue;
         uint8_t* c = smb_try_acquire_chunk_for_writing(w->smb, page, i, w->next_chunk_id, w->writer_id, packets);
         if (c != NULL) {
           w->next_chunk_id++;
@@ -179,7 +179,7 @@ int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t si
   // A packet starts in a chunk with room for its size field and at least one byte,
   // and with fewer than the maximum number of packets counted.
   if (w->chunk != NULL && ((size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + 1 ||
-                           (smb_packets(w->chunk) & 0x3ff) >= SMB_MAX_PACKET_COUNT - 1)) {
+                           smb_packet_count_of(smb_packets(w->chunk)) >= SMB_MAX_PACKET_COUNT - 1)) {
     release_chunk(w);
   }
   if (w->chunk == NULL && acquire_chunk(w, 0) != 0) return -1;

@@ -26,11 +26,6 @@
 
 #include "unix_peer.h"
 
-static void die(const char* what) {
-  fprintf(stderr, "memfd_peer: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
 static void fill(uint8_t* p, size_t size, int seed) {
   for (size_t i = 0; i < size; i++) p[i] = (uint8_t)((i * 31 + (size_t)seed) & 0xff);
 }
@@ -47,13 +42,13 @@ int main(int argc, char** argv) {
   if (strcmp(argv[1], "receive") == 0) {
     int fd = peer_receive_fd(sock);
     struct stat st;
-    if (fstat(fd, &st) != 0) die("fstat");
+    if (fstat(fd, &st) != 0) peer_die("fstat");
     if ((size_t)st.st_size != size) {
       fprintf(stderr, "memfd_peer: fd is %lld bytes, expected %zu\n", (long long)st.st_size, size);
       return 2;
     }
     uint8_t* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) die("mmap");
+    if (p == MAP_FAILED) peer_die("mmap");
     fill(p, size, seed);
     if (ftruncate(fd, (off_t)(size / 2)) == 0) {
       printf("shrink: ok\n");
@@ -61,20 +56,20 @@ int main(int argc, char** argv) {
       printf("shrink: %s\n", errno == EPERM ? "EPERM" : strerror(errno));
     }
     fflush(stdout);
-    if (send(sock, "W", 1, MSG_NOSIGNAL) != 1) die("send");
+    if (send(sock, "W", 1, MSG_NOSIGNAL) != 1) peer_die("send");
     munmap(p, size);
     close(fd);
   } else if (strcmp(argv[1], "send") == 0) {
     int fd = memfd_create("memfd_peer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0) die("memfd_create");
-    if (ftruncate(fd, (off_t)size) != 0) die("ftruncate");
-    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) die("F_ADD_SEALS");
+    if (fd < 0) peer_die("memfd_create");
+    if (ftruncate(fd, (off_t)size) != 0) peer_die("ftruncate");
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) peer_die("F_ADD_SEALS");
     uint8_t* p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p == MAP_FAILED) die("mmap");
+    if (p == MAP_FAILED) peer_die("mmap");
     fill(p, size, seed);
     peer_send_fd(sock, fd, 'S');
     char ack;
-    if (recv(sock, &ack, 1, 0) != 1) die("recv ack");
+    if (recv(sock, &ack, 1, 0) != 1) peer_die("recv ack");
     munmap(p, size);
     close(fd);
   } else {

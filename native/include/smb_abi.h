@@ -15,9 +15,14 @@ enum {
   SMB_CHUNK_HEADER_SIZE = 8,
   SMB_PACKET_HEADER_SIZE = 4,
   SMB_MAX_PACKET_COUNT = 1023,
+  SMB_CHUNK_STATE_BITS = 2,
+  SMB_CHUNK_STATE_MASK = 3,
   SMB_LAYOUT_SHIFT = 28,
+  SMB_LAYOUT_MASK = 0x70000000,
   SMB_ALL_CHUNKS_MASK = 0x0FFFFFFF,
+  SMB_PACKET_COUNT_MASK = 0x3FF,
   SMB_FLAGS_SHIFT = 10,
+  SMB_FLAGS_MASK = 7,
   SMB_FLAG_FIRST_CONTINUES = 1,
   SMB_FLAG_LAST_CONTINUES = 2,
   SMB_FLAG_NEEDS_PATCHING = 4,
@@ -25,6 +30,14 @@ enum {
 
 enum smb_chunk_state { SMB_FREE = 0, SMB_BEING_WRITTEN = 1, SMB_BEING_READ = 2, SMB_COMPLETE = 3 };
 enum smb_layout { SMB_NOT_PARTITIONED = 0, SMB_DIV1, SMB_DIV2, SMB_DIV4, SMB_DIV7, SMB_DIV14 };
+
+// The fields of a page's bitmap and of a chunk's packets word.
+static inline uint32_t smb_layout_of(uint32_t bitmap) { return (bitmap & SMB_LAYOUT_MASK) >> SMB_LAYOUT_SHIFT; }
+static inline uint32_t smb_chunk_state_of(uint32_t bitmap, uint32_t chunk) {
+  return (bitmap >> (chunk * SMB_CHUNK_STATE_BITS)) & SMB_CHUNK_STATE_MASK;
+}
+static inline uint32_t smb_packet_count_of(uint16_t packets) { return packets & SMB_PACKET_COUNT_MASK; }
+static inline uint32_t smb_flags_of(uint16_t packets) { return (packets >> SMB_FLAGS_SHIFT) & SMB_FLAGS_MASK; }
 
 struct smb {
   uint8_t* base;

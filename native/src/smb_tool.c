@@ -27,11 +27,6 @@
 
 #include "smb_abi.h"
 
-static void die(const char* what) {
-  fprintf(stderr, "smb_tool: %s: %s\n", what, strerror(errno));
-  exit(2);
-}
-
 static uint32_t xorshift32(uint32_t* state) {
   uint32_t x = *state;
   x ^= x << 13;
@@ -61,7 +56,7 @@ static int produce(int sock, struct smb* smb, char** argv) {
   }
   smb_writer_flush(&w);
   free(data);
-  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) die("send");
+  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) peer_die("send");
   return 0;
 }
 
@@ -92,20 +87,20 @@ static void print_fragments(const uint8_t* chunk, uint32_t chunk_size, uint32_t 
 static int scan(int sock, struct smb* smb) {
   for (uint32_t page = 0; page < smb->num_pages; page++) {
     uint32_t bitmap = smb_page_bitmap(smb, page);
-    uint32_t layout = (bitmap >> SMB_LAYOUT_SHIFT) & 7;
+    uint32_t layout = smb_layout_of(bitmap);
     printf("page %u bitmap 0x%08x layout %u\n", page, bitmap, layout);
     uint32_t chunk_size = smb_chunk_size(smb->page_size, layout);
     for (uint32_t c = 0; c < smb_chunks_per_layout(layout); c++) {
       const uint8_t* chunk = smb_chunk(smb, page, c, layout);
-      uint32_t state = (bitmap >> (2 * c)) & 3;
+      uint32_t state = smb_chunk_state_of(bitmap, c);
       uint16_t packets = smb_packets(chunk);
       printf("chunk %u %u state %u id %u writer %u count %u flags %u\n", page, c, state, smb_chunk_id(chunk),
-             smb_writer_id(chunk), packets & 0x3ff, (packets >> SMB_FLAGS_SHIFT) & 7);
-      if (state == SMB_COMPLETE) print_fragments(chunk, chunk_size, page, c, packets & 0x3ff);
+             smb_writer_id(chunk), smb_packet_count_of(packets), smb_flags_of(packets));
+      if (state == SMB_COMPLETE) print_fragments(chunk, chunk_size, page, c, smb_packet_count_of(packets));
     }
   }
   fflush(stdout);
-  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) die("send");
+  if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) peer_die("send");
   return 0;
 }
 

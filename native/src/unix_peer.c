@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static void die(const char* what) {
+void peer_die(const char* what) {
   fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, strerror(errno));
   exit(2);
 }
@@ -36,8 +36,8 @@ int peer_connect(const char* name) {
     len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + 1);
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) die("socket");
-  if (connect(fd, (struct sockaddr*)&addr, len) != 0) die("connect");
+  if (fd < 0) peer_die("socket");
+  if (connect(fd, (struct sockaddr*)&addr, len) != 0) peer_die("connect");
   return fd;
 }
 
@@ -50,7 +50,7 @@ int peer_receive_fd(int sock) {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
-  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) die("recvmsg");
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) peer_die("recvmsg");
   struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
   if (cmsg == NULL || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) {
     fprintf(stderr, "%s: no fd received\n", program_invocation_short_name);
@@ -75,20 +75,20 @@ void peer_send_fd(int sock, int fd, char byte) {
   cmsg->cmsg_type = SCM_RIGHTS;
   cmsg->cmsg_len = CMSG_LEN(sizeof(int));
   memcpy(CMSG_DATA(cmsg), &fd, sizeof(fd));
-  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) die("sendmsg");
+  if (sendmsg(sock, &msg, MSG_NOSIGNAL) != 1) peer_die("sendmsg");
 }
 
 void* peer_map_received(int sock, size_t size) {
   int fd = peer_receive_fd(sock);
   struct stat st;
-  if (fstat(fd, &st) != 0) die("fstat");
+  if (fstat(fd, &st) != 0) peer_die("fstat");
   if ((size_t)st.st_size != size) {
     fprintf(stderr, "%s: the received file is %lld bytes, expected %zu\n", program_invocation_short_name,
             (long long)st.st_size, size);
     exit(2);
   }
   void* base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) die("mmap");
+  if (base == MAP_FAILED) peer_die("mmap");
   close(fd);
   return base;
 }

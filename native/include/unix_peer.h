@@ -6,6 +6,9 @@
 
 #include <stddef.h>
 
+// Prints "<program>: <what>: <strerror(errno)>" to stderr and exits with status 2.
+__attribute__((noreturn)) void peer_die(const char* what);
+
 // Connects to a Unix stream socket: a filesystem path, or @name for the abstract namespace.
 int peer_connect(const char* name);
 

@@ -6,8 +6,8 @@
 //   ring_bench write-then-read <size> [rounds]   one thread; best and median ns per record
 //   ring_bench threads <size> [seconds]          writer and reader threads; records/s and
 //                                                the CPU the process used, each second
-// Built by the bench module's Maven build (bench/target/ring_bench) and by
-// scripts/ring-bench-c, which runs it.
+// Built by native/Makefile (native/target/bin/ring_bench); scripts/ring-bench-c makes and
+// runs it.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>

@@ -104,30 +104,13 @@ public final class TraceBufferV2 {
     private boolean readerActive;
     private long readGeneration;
 
+    private final TraceBufferCounters counters;
+
     private long sequenceAge;
     private int emptySequences;
     private long[] sweepAges = new long[0];
     private int[] sweepKeys = new int[0];
 
-    private long bytesWritten;
-    private long bytesOverwritten;
-    private long bytesRead;
-    private long paddingBytesWritten;
-    private long paddingBytesCleared;
-    private long chunksWritten;
-    private long chunksRewritten;
-    private long chunksRelocated;
-    private long chunksOverwritten;
-    private long chunksDiscarded;
-    private long chunksRead;
-    private long chunksCommittedOutOfOrder;
-    private long writeWrapCount;
-    private long patchesSucceeded;
-    private long patchesFailed;
-    private long readaheadsSucceeded;
-    private long readaheadsFailed;
-    private long abiViolations;
-    private long traceWriterPacketLoss;
 
     /**
      * A buffer over {@code buffer}, which it owns from now on. Only the bytes it writes
@@ -156,6 +139,7 @@ public final class TraceBufferV2 {
         this.overwriteListener = overwriteListener;
         this.readOnly = false;
         this.sequences = new SequenceMap();
+        this.counters = new TraceBufferCounters();
     }
 
     private TraceBufferV2(TraceBufferV2 source, MemorySegment target) {
@@ -173,22 +157,8 @@ public final class TraceBufferV2 {
         this.readGeneration = source.readGeneration;
         this.sequenceAge = source.sequenceAge;
         this.emptySequences = source.emptySequences;
-        this.bytesWritten = source.bytesWritten;
-        this.bytesOverwritten = source.bytesOverwritten;
-        this.paddingBytesWritten = source.paddingBytesWritten;
-        this.paddingBytesCleared = source.paddingBytesCleared;
-        this.chunksWritten = source.chunksWritten;
-        this.chunksRewritten = source.chunksRewritten;
-        this.chunksRelocated = source.chunksRelocated;
-        this.chunksOverwritten = source.chunksOverwritten;
-        this.chunksDiscarded = source.chunksDiscarded;
-        this.chunksCommittedOutOfOrder = source.chunksCommittedOutOfOrder;
-        this.writeWrapCount = source.writeWrapCount;
-        this.patchesSucceeded = source.patchesSucceeded;
-        this.patchesFailed = source.patchesFailed;
-        this.abiViolations = source.abiViolations;
-        this.traceWriterPacketLoss = source.traceWriterPacketLoss;
         // The read statistics start from zero, so no chunk is in them yet.
+        this.counters = source.counters.copyWithoutReads();
         for (int slot = 0; slot < sequences.capacity(); slot++) {
             SequenceState sequence = sequences.valueAt(slot);
             if (sequence == null) {
@@ -237,7 +207,7 @@ public final class TraceBufferV2 {
         if ((producerId & ~0xFFFF) != 0 || (writerId & ~0xFFFF) != 0 || (producerId | writerId) == 0
                 || (numFragments & ~0xFFFF) != 0
                 || size < 0 || size > MAX_SIZE || srcOffset < 0 || srcOffset > src.byteSize() - size) {
-            abiViolations++;
+            counters.abiViolations++;
             return;
         }
         int srcSize = (int) size;
@@ -263,7 +233,7 @@ public final class TraceBufferV2 {
                 if (tokenizer.writerAbort()) {
                     flags = (flags | FLAG_WRITER_ABORT) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
                 } else {
-                    abiViolations++;
+                    counters.abiViolations++;
                     if (tokenizer.corrupted()) {
                         flags = (flags | FLAG_CORRUPTED) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
                     }
@@ -273,12 +243,12 @@ public final class TraceBufferV2 {
             payloadSize = tokenizer.nextOffset();
         }
         if (tokenizer.writerAbort()) {
-            traceWriterPacketLoss++;
+            counters.traceWriterPacketLoss++;
         }
 
         int storedSize = chunkComplete ? payloadSize : srcSize;
         if (outerSize(storedSize) > this.size) {
-            abiViolations++;
+            counters.abiViolations++;
             return;
         }
         int key = producerAndWriterId(producerId, writerId);
@@ -316,7 +286,7 @@ public final class TraceBufferV2 {
         SequenceState sequence = validIds ? sequences.get(producerAndWriterId(producerId, writerId)) : null;
         int index = sequence == null ? -1 : indexOfChunk(sequence, chunkId);
         if (index < 0) {
-            patchesFailed++;
+            counters.patchesFailed++;
             return false;
         }
         int offset = sequence.chunks.offsetAt(index);
@@ -325,14 +295,14 @@ public final class TraceBufferV2 {
             long patchOffset = patchOffsets[i];
             if (payloadSize < PATCH_SIZE || patchOffset < 0 || patchOffset > payloadSize - PATCH_SIZE) {
                 // The chunk was recycled under a slow IPC, or the producer lies.
-                patchesFailed++;
+                counters.patchesFailed++;
                 return false;
             }
         }
         for (int i = 0; i < patchCount; i++) {
             buffer.set(Layouts.INT_UNALIGNED, offset + HEADER_SIZE + patchOffsets[i], patchData[i]);
         }
-        patchesSucceeded += patchCount;
+        counters.patchesSucceeded += patchCount;
         int flags = flags(buffer, offset) | FLAG_PATCHED;
         setFlags(buffer, offset, otherPatchesPending ? flags : flags & ~FLAG_CHUNK_NEEDS_PATCHING);
         return true;
@@ -346,7 +316,7 @@ public final class TraceBufferV2 {
         if (payloadSize < oldPayloadSize || payloadSize > TBChunkDescriptor.size(buffer, offset)
                 || (oldAbiFlags & flags) != oldAbiFlags) {
             // Payload never shrinks nor outgrows the reservation; flags are only added.
-            abiViolations++;
+            counters.abiViolations++;
             return;
         }
         if (payloadSize == oldPayloadSize) {
@@ -375,7 +345,7 @@ public final class TraceBufferV2 {
         TBChunkDescriptor.setPayloadSize(buffer, offset, payloadSize);
         setPayloadAvail(buffer, offset, payloadSize - consumed);
         setFlags(buffer, offset, (oldFlags & ~FLAG_INCOMPLETE) | flags);
-        chunksRewritten++;
+        counters.chunksRewritten++;
     }
 
     /** Whether a chunk id not in the sequence's list may still be written; counts the refusals. */
@@ -386,13 +356,13 @@ public final class TraceBufferV2 {
         if (chunkId == sequence.lastChunkIdConsumed && sequence.lastConsumedIncomplete) {
             // A scraped chunk that was evicted: re-admit it past what was consumed.
             if (payloadSize < sequence.lastConsumedPayloadSize) {
-                abiViolations++;
+                counters.abiViolations++;
                 return false;
             }
             return chunkComplete || payloadSize > sequence.lastConsumedPayloadSize;
         }
         // Consumed already: too late, it would only break the order of what follows.
-        chunksDiscarded++;
+        counters.chunksDiscarded++;
         return false;
     }
 
@@ -416,7 +386,7 @@ public final class TraceBufferV2 {
         } else {
             if (wrapPending) {
                 wrapPending = false;
-                writeWrapCount++;
+                counters.writeWrapCount++;
             }
             if (outer > size - writeOffset) {
                 if (writeOffset == usedSize) {
@@ -428,7 +398,7 @@ public final class TraceBufferV2 {
                     deleteNextChunksFor(size - writeOffset);
                 }
                 writeOffset = 0;
-                writeWrapCount++;
+                counters.writeWrapCount++;
             }
             deleteNextChunksFor(outer);
             // The erase walk may have consumed this sequence past the chunk.
@@ -451,7 +421,7 @@ public final class TraceBufferV2 {
             position--;
         }
         if (position != chunks.size() && !relocation) {
-            chunksCommittedOutOfOrder++;
+            counters.chunksCommittedOutOfOrder++;
         }
         if (sequence.countedEmpty) {
             sequence.countedEmpty = false;
@@ -467,10 +437,10 @@ public final class TraceBufferV2 {
             writeOffset = 0;
             wrapPending = true;
         }
-        chunksWritten++;
-        bytesWritten += outer;
+        counters.chunksWritten++;
+        counters.bytesWritten += outer;
         if (relocation) {
-            chunksRelocated++;
+            counters.chunksRelocated++;
         }
         if (emptySequences > EMPTY_SEQUENCES_GC_THRESHOLD) {
             deleteStaleEmptySequences();
@@ -490,7 +460,7 @@ public final class TraceBufferV2 {
             int outer = outerSize(TBChunkDescriptor.size(buffer, offset));
             next = offset + outer;
             if (isPadding(buffer, offset)) {
-                paddingBytesCleared += outer;
+                counters.paddingBytesCleared += outer;
                 continue;
             }
             if (overwriteListener == null && eraseWholePacketsChunk(offset)) {
@@ -519,7 +489,7 @@ public final class TraceBufferV2 {
             int chunkEnd = offset + outerSize(TBChunkDescriptor.size(buffer, offset));
             if (clearEnd < chunkEnd) {
                 writePadding(buffer, clearEnd, chunkEnd - clearEnd - HEADER_SIZE, 0);
-                paddingBytesWritten += chunkEnd - clearEnd;
+                counters.paddingBytesWritten += chunkEnd - clearEnd;
             }
             offset = chunkEnd;
         }
@@ -586,22 +556,22 @@ public final class TraceBufferV2 {
         int flags = flags(buffer, offset);
         if ((flags & FLAG_READ_COUNTED) == 0) {
             setFlags(buffer, offset, flags | FLAG_READ_COUNTED);
-            chunksRead++;
-            bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
+            counters.chunksRead++;
+            counters.bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
         }
     }
 
     /** Counts a chunk erased with unread payload, unless its bytes were already counted as read. */
     private void countOverwritten(int offset) {
         if ((flags(buffer, offset) & FLAG_READ_COUNTED) == 0) {
-            chunksOverwritten++;
-            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
+            counters.chunksOverwritten++;
+            counters.bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
         }
     }
 
     private void discardWrite() {
         discardWrites = true;
-        chunksDiscarded++;
+        counters.chunksDiscarded++;
     }
 
     private void markEmpty(SequenceState sequence) {
@@ -895,12 +865,12 @@ public final class TraceBufferV2 {
                     default -> {
                         int result = reassemble(out);
                         if (result == REASSEMBLY_SUCCESS) {
-                            readaheadsSucceeded++;
+                            counters.readaheadsSucceeded++;
                             if (reassembledFragments != 0) {
                                 return true;
                             }
                         } else {
-                            readaheadsFailed++;
+                            counters.readaheadsFailed++;
                             if (result == REASSEMBLY_NOT_ENOUGH_DATA && !eraseMode) {
                                 sequence.skipInGeneration = readGeneration;
                                 return false;
@@ -1064,11 +1034,9 @@ public final class TraceBufferV2 {
         return cloneReadOnly(arena.allocate(size, ALIGNMENT));
     }
 
+    /** The counters so far, as a fresh snapshot. */
     public TraceBufferStats stats() {
-        return new TraceBufferStats(size, bytesWritten, bytesOverwritten, bytesRead, paddingBytesWritten,
-                paddingBytesCleared, chunksWritten, chunksRewritten, chunksRelocated, chunksOverwritten,
-                chunksDiscarded, chunksRead, chunksCommittedOutOfOrder, writeWrapCount, patchesSucceeded,
-                patchesFailed, readaheadsSucceeded, readaheadsFailed, abiViolations, traceWriterPacketLoss);
+        return counters.snapshot(size);
     }
 
     /**
@@ -1076,7 +1044,7 @@ public final class TraceBufferV2 {
      * service that some sequence lost data, without building {@link #stats()}.
      */
     public long chunksLost() {
-        return chunksOverwritten + chunksDiscarded;
+        return counters.chunksLost();
     }
 
     public int size() {

@@ -173,31 +173,36 @@ public final class TraceBufferV2 {
 
     // ---------------------------------------------------------------- writing
 
-    /** {@link #copyChunkUntrusted(int, ClientIdentity, int, int, int, int, boolean, MemorySegment, long, long)} from offset 0 of {@code src}. */
-    public void copyChunkUntrusted(int producerId, ClientIdentity clientIdentity, int writerId, int chunkId,
-                                   int numFragments, int chunkFlags, boolean chunkComplete,
-                                   MemorySegment src, long size) {
-        copyChunkUntrusted(producerId, clientIdentity, writerId, chunkId, numFragments, chunkFlags, chunkComplete,
-                src, 0, size);
+    /** {@link #copyChunkUntrusted(ChunkCommit, MemorySegment, long, long)} from offset 0 of {@code src}. */
+    public void copyChunkUntrusted(ChunkCommit chunk, MemorySegment src, long size) {
+        copyChunkUntrusted(chunk, src, 0, size);
     }
 
     /**
      * Copies a chunk's payload (the fragments, after the SMB chunk header) into the
      * buffer. Called for each CommitData and for each chunk found while scraping.
      *
-     * <p>{@code producerId} and {@code clientIdentity} are the service's; everything
+     * <p>{@code chunk}'s producer id and client identity are the service's; everything
      * else comes from the producer and is checked. A complete chunk keeps its first
-     * {@code numFragments} fragments; a scraped one ({@code chunkComplete == false})
-     * hides its last one, reserves the whole {@code size}, and may be committed again
-     * with the same id to grow: in place, or moved to the write cursor when its
-     * visible packets were all read. Ends the current read batch.
+     * {@link ChunkCommit#numFragments() numFragments} fragments; a scraped one
+     * ({@link ChunkCommit#complete() complete} false) hides its last one, reserves the
+     * whole {@code size}, and may be committed again with the same id to grow: in place,
+     * or moved to the write cursor when its visible packets were all read. Ends the
+     * current read batch.
      *
+     * @param chunk     read before this returns, so it may be reused right away
+     * @param src       the chunk's payload lives at {@code [srcOffset, srcOffset + size)}
+     * @throws NullPointerException  if {@code chunk}'s {@link ChunkCommit#producer producer} was never set
      * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
      */
-    public void copyChunkUntrusted(int producerId, ClientIdentity clientIdentity, int writerId, int chunkId,
-                                   int numFragments, int chunkFlags, boolean chunkComplete,
-                                   MemorySegment src, long srcOffset, long size) {
-        Objects.requireNonNull(clientIdentity);
+    public void copyChunkUntrusted(ChunkCommit chunk, MemorySegment src, long srcOffset, long size) {
+        ClientIdentity clientIdentity = Objects.requireNonNull(chunk.clientIdentity(), "producer not set");
+        int producerId = chunk.producerId();
+        int writerId = chunk.writerId();
+        int chunkId = chunk.chunkId();
+        int numFragments = chunk.numFragments();
+        int chunkFlags = chunk.flags();
+        boolean chunkComplete = chunk.complete();
         checkWritable();
         endReadBatch();
         if (discardWrites) {
@@ -272,16 +277,14 @@ public final class TraceBufferV2 {
      * clears its "needs patching" flag. All patches are bounds-checked before any is
      * applied.
      *
-     * @param patchOffsets payload offsets, untrusted
-     * @param patchData    the 4 bytes of each patch, little-endian (byte 0 in bits 0..7)
+     * @param patches read before this returns, so they may be reused right away
      * @return whether the chunk was found and every patch was in bounds
      * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
      */
-    public boolean tryPatchChunkContents(int producerId, int writerId, int chunkId,
-                                         long[] patchOffsets, int[] patchData, int patchCount,
+    public boolean tryPatchChunkContents(int producerId, int writerId, int chunkId, ChunkPatches patches,
                                          boolean otherPatchesPending) {
         checkWritable();
-        Objects.checkFromIndexSize(0, patchCount, Math.min(patchOffsets.length, patchData.length));
+        int patchCount = patches.size();
         boolean validIds = ((producerId | writerId) & ~0xFFFF) == 0 && (producerId | writerId) != 0;
         SequenceState sequence = validIds ? sequences.get(producerAndWriterId(producerId, writerId)) : null;
         int index = sequence == null ? -1 : indexOfChunk(sequence, chunkId);
@@ -292,7 +295,7 @@ public final class TraceBufferV2 {
         int offset = sequence.chunks.offsetAt(index);
         int payloadSize = payloadSize(buffer, offset);
         for (int i = 0; i < patchCount; i++) {
-            long patchOffset = patchOffsets[i];
+            long patchOffset = patches.offset(i);
             if (payloadSize < PATCH_SIZE || patchOffset < 0 || patchOffset > payloadSize - PATCH_SIZE) {
                 // The chunk was recycled under a slow IPC, or the producer lies.
                 counters.patchesFailed++;
@@ -300,7 +303,7 @@ public final class TraceBufferV2 {
             }
         }
         for (int i = 0; i < patchCount; i++) {
-            buffer.set(Layouts.INT_UNALIGNED, offset + HEADER_SIZE + patchOffsets[i], patchData[i]);
+            buffer.set(Layouts.INT_UNALIGNED, offset + HEADER_SIZE + patches.offset(i), patches.littleEndianBytes(i));
         }
         counters.patchesSucceeded += patchCount;
         int flags = flags(buffer, offset) | FLAG_PATCHED;

@@ -57,11 +57,15 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
  * sends makes it throw. The write and read paths allocate nothing once the sequences
  * are known and the per-sequence queues have grown to their working size.
  *
+ * <p>Memory: {@link #allocate} gives a buffer its own native memory, freed by
+ * {@link #close()}; the constructors put it over a segment the caller owns (shared
+ * memory, a test's arena), which {@code close()} leaves alone.
+ *
  * <p>Not thread-safe: the service calls it from one thread. Reads are a batch:
  * {@link #beginRead()}, then {@link #readNextTracePacket} until it returns false; a
  * chunk copied in between ends the batch.
  */
-public final class TraceBufferV2 {
+public final class TraceBufferV2 implements AutoCloseable {
     /** Largest buffer: chunk offsets are kept as {@code int}. */
     public static final long MAX_BUFFER_SIZE = Integer.MAX_VALUE & -ALIGNMENT;
     /** Size of each 4-byte patch of {@link #tryPatchChunkContents}. */
@@ -79,6 +83,8 @@ public final class TraceBufferV2 {
     private final OverwritePolicy overwritePolicy;
     private final OverwriteListener overwriteListener;
     private final boolean readOnly;
+    /** The arena of the memory {@link #allocate} made for this buffer; null over a caller's segment. */
+    private final Arena ownedArena;
 
     /** Where untrusted chunks land before they are tokenized: never parse memory a producer can change. */
     private final MemorySegment staging = MemorySegment.ofArray(new byte[MAX_SIZE]);
@@ -109,8 +115,9 @@ public final class TraceBufferV2 {
 
 
     /**
-     * A buffer over {@code buffer}, which it owns from now on. Only the bytes it writes
-     * are ever read, so the segment need not be zeroed.
+     * A buffer over {@code buffer}, which it uses alone from now on; the memory stays
+     * the caller's to free ({@link #close()} leaves it). Only the bytes it writes are ever
+     * read, so the segment need not be zeroed.
      *
      * @param buffer a segment whose size is a multiple of 16, at most {@link #MAX_BUFFER_SIZE};
      *               if native, 16-byte aligned
@@ -121,19 +128,21 @@ public final class TraceBufferV2 {
 
     /** As {@link #TraceBufferV2(MemorySegment, OverwritePolicy)}, feeding overwritten packets to {@code overwriteListener}. */
     public TraceBufferV2(MemorySegment buffer, OverwritePolicy overwritePolicy, OverwriteListener overwriteListener) {
-        long byteSize = buffer.byteSize();
-        if (byteSize < ALIGNMENT || byteSize > MAX_BUFFER_SIZE || byteSize % ALIGNMENT != 0) {
-            throw new IllegalArgumentException("buffer size must be a multiple of 16 in [16, "
-                    + MAX_BUFFER_SIZE + "]: " + byteSize);
-        }
+        this(buffer, overwritePolicy, overwriteListener, null);
+    }
+
+    private TraceBufferV2(MemorySegment buffer, OverwritePolicy overwritePolicy, OverwriteListener overwriteListener,
+                          Arena ownedArena) {
+        checkSize(buffer.byteSize());
         if (buffer.isNative() && buffer.address() % ALIGNMENT != 0) {
             throw new IllegalArgumentException("buffer must be 16-byte aligned");
         }
         this.buffer = buffer;
-        this.size = (int) byteSize;
+        this.size = (int) buffer.byteSize();
         this.overwritePolicy = Objects.requireNonNull(overwritePolicy);
         this.overwriteListener = overwriteListener;
         this.readOnly = false;
+        this.ownedArena = ownedArena;
         this.sequences = new SequenceMap();
         this.counters = new TraceBufferCounters();
         this.reader = new ChunkSequenceReader(this, buffer, sequences, counters, false);
@@ -146,6 +155,7 @@ public final class TraceBufferV2 {
         this.overwritePolicy = source.overwritePolicy;
         this.overwriteListener = null;
         this.readOnly = true;
+        this.ownedArena = null;
         this.sequences = source.sequences.copy();
         MemorySegment.copy(source.buffer, 0, target, 0, source.usedSize);
         this.writeOffset = source.writeOffset;
@@ -169,6 +179,53 @@ public final class TraceBufferV2 {
         }
         this.reader = new ChunkSequenceReader(this, target, sequences, counters, false);
         this.eraser = new ChunkSequenceReader(this, target, sequences, counters, true);
+    }
+
+    /** {@link #allocate(long, OverwritePolicy, OverwriteListener)} without a listener. */
+    public static TraceBufferV2 allocate(long size, OverwritePolicy overwritePolicy) {
+        return allocate(size, overwritePolicy, null);
+    }
+
+    /**
+     * A buffer of {@code size} bytes of native memory of its own, freed by {@link #close()}.
+     * The memory comes from a shared arena, so that the service may hand the buffer from
+     * thread to thread under its lock.
+     *
+     * @param size              a multiple of 16 in [16, {@link #MAX_BUFFER_SIZE}]
+     * @param overwriteListener gets the packets overwritten in ring-buffer mode; may be null
+     * @throws IllegalArgumentException if {@code size} is not such a size
+     */
+    public static TraceBufferV2 allocate(long size, OverwritePolicy overwritePolicy,
+                                         OverwriteListener overwriteListener) {
+        checkSize(size);
+        Objects.requireNonNull(overwritePolicy);
+        Arena arena = Arena.ofShared();
+        try {
+            return new TraceBufferV2(arena.allocate(size, ALIGNMENT), overwritePolicy, overwriteListener, arena);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static void checkSize(long byteSize) {
+        if (byteSize < ALIGNMENT || byteSize > MAX_BUFFER_SIZE || byteSize % ALIGNMENT != 0) {
+            throw new IllegalArgumentException("buffer size must be a multiple of 16 in [16, "
+                    + MAX_BUFFER_SIZE + "]: " + byteSize);
+        }
+    }
+
+    /**
+     * Frees the memory of a buffer made by {@link #allocate}; using the buffer afterwards
+     * throws {@link IllegalStateException}. Does nothing to a buffer over a caller's
+     * segment (that memory is the caller's to free) or to one already closed. Not to be
+     * called while another thread uses the buffer.
+     */
+    @Override
+    public void close() {
+        if (ownedArena != null && ownedArena.scope().isAlive()) {
+            ownedArena.close();
+        }
     }
 
     // ---------------------------------------------------------------- writing

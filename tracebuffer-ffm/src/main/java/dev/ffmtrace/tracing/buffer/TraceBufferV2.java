@@ -46,8 +46,8 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
  *
  * <p>Readback walks in two layers: the outer layer visits chunks in buffer order
  * starting at the oldest; for each it walks that chunk's sequence from its first
- * chunk in chunk-id order up to it, so out-of-order commits still read in order.
- * Fragmented packets are reassembled by looking ahead along the sequence. A sequence
+ * chunk in chunk-id order up to it (the package's {@code ChunkSequenceReader}), so
+ * out-of-order commits still read in order. Fragmented packets are reassembled by looking ahead along the sequence. A sequence
  * stalls, for the rest of a read pass, on a fragmented packet whose chunks are not
  * all there or still need patching, and on a scraped (incomplete) chunk.
  *

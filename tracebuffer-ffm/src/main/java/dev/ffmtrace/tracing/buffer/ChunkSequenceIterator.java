@@ -14,9 +14,9 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
  * without moving the reader.
  */
 final class ChunkSequenceIterator {
+    /** Told when erasing a chunk empties its sequence. */
     private final TraceBufferV2 owner;
     private final MemorySegment buffer;
-
 
     SequenceState sequence;
     int chunkOffset;

@@ -1,5 +1,6 @@
 package dev.ffmtrace.bench;
 
+import dev.ffmtrace.tracing.buffer.ChunkCommit;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
@@ -133,6 +134,8 @@ public class TraceBufferBenchmark {
     public static class SingleWriter {
         final Arena arena = Arena.ofConfined();
         final ClientIdentity identity = new ClientIdentity(1000, 100);
+        /** Reused for every copy, as the service does. */
+        final ChunkCommit chunk = new ChunkCommit().producer(1, identity).writerId(1).flags(0).complete(true);
         TraceBufferV2 buffer;
         int chunkId;
         int templateIndex;
@@ -153,6 +156,7 @@ public class TraceBufferBenchmark {
         final Arena arena = Arena.ofConfined();
         final ClientIdentity[] identities = new ClientIdentity[WRITERS];
         final int[] chunkIds = new int[WRITERS];
+        final ChunkCommit chunk = new ChunkCommit().flags(0).complete(true);
         TraceBufferV2 buffer;
         int templateIndex;
 
@@ -174,6 +178,7 @@ public class TraceBufferBenchmark {
     public static class FilledBuffer {
         final Arena arena = Arena.ofConfined();
         final ClientIdentity identity = new ClientIdentity(1000, 100);
+        final ChunkCommit chunk = new ChunkCommit().producer(1, identity).writerId(1).flags(0).complete(true);
         final TracePacketView packet = new TracePacketView();
         MemorySegment memory;
         TraceBufferV2 buffer;
@@ -206,7 +211,7 @@ public class TraceBufferBenchmark {
             int templateIndex = 0;
             for (long written = 0; written < READ_BUFFER_SIZE - CHUNK_SIZE; written += CHUNK_SIZE) {
                 int t = templateIndex++ % Templates.COUNT;
-                buffer.copyChunkUntrusted(1, identity, 1, chunkId++, templates.numFragments[t], 0, true,
+                buffer.copyChunkUntrusted(chunk.chunkId(chunkId++).numFragments(templates.numFragments[t]),
                         templates.data, templates.offsets[t], templates.sizes[t]);
             }
         }
@@ -223,9 +228,10 @@ public class TraceBufferBenchmark {
         TraceBufferV2 buffer = state.buffer;
         int chunkId = state.chunkId;
         int templateIndex = state.templateIndex;
+        ChunkCommit chunk = state.chunk;
         for (int i = 0; i < COPIES_PER_OPERATION; i++) {
             int t = templateIndex++ % Templates.COUNT;
-            buffer.copyChunkUntrusted(1, state.identity, 1, chunkId++, templates.numFragments[t], 0, true,
+            buffer.copyChunkUntrusted(chunk.chunkId(chunkId++).numFragments(templates.numFragments[t]),
                     templates.data, templates.offsets[t], templates.sizes[t]);
         }
         state.chunkId = chunkId;
@@ -238,11 +244,13 @@ public class TraceBufferBenchmark {
     public void writeMultipleWriters(Templates templates, MultipleWriters state, Throughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         int templateIndex = state.templateIndex;
+        ChunkCommit chunk = state.chunk;
         for (int writerIndex = 0; writerIndex < COPIES_PER_OPERATION; writerIndex++) {
             int w = writerIndex % WRITERS;
             int t = templateIndex++ % Templates.COUNT;
-            buffer.copyChunkUntrusted(w + 1, state.identities[w], w + 1, state.chunkIds[w]++,
-                    templates.numFragments[t], 0, true, templates.data, templates.offsets[t], templates.sizes[t]);
+            chunk.producer(w + 1, state.identities[w]).writerId(w + 1).chunkId(state.chunkIds[w]++)
+                    .numFragments(templates.numFragments[t]);
+            buffer.copyChunkUntrusted(chunk, templates.data, templates.offsets[t], templates.sizes[t]);
         }
         state.templateIndex = templateIndex;
         throughput.bytes += (long) COPIES_PER_OPERATION * CHUNK_SIZE;

@@ -143,22 +143,13 @@ public final class ProtoDecoder {
 
     private long readVarIntSlow() {
         long p = position;
-        MemorySegment d = data;
-        long result = 0;
-        for (int shift = 0; shift < 70; shift += 7) {
-            if (p >= end) {
-                fail(DecodeStatus.TRUNCATED_VARINT);
-                return 0;
-            }
-            byte b = d.get(Layouts.BYTE, p++);
-            result |= (long) (b & 0x7F) << shift;
-            if (b >= 0) {
-                position = p;
-                return result;
-            }
+        long varIntEnd = ProtoWire.varIntEnd(data, p, end);
+        if (varIntEnd < 0) {
+            fail(varIntEnd == ProtoWire.VARINT_TRUNCATED ? DecodeStatus.TRUNCATED_VARINT : DecodeStatus.VARINT_TOO_LONG);
+            return 0;
         }
-        fail(DecodeStatus.VARINT_TOO_LONG);
-        return 0;
+        position = varIntEnd;
+        return ProtoWire.varIntValue(data, p, varIntEnd);
     }
 
     private boolean fail(DecodeStatus failure) {

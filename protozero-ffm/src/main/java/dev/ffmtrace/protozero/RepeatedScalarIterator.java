@@ -74,19 +74,12 @@ public final class RepeatedScalarIterator {
                 packedPosition = p + Long.BYTES;
             }
             default -> {
-                long result = 0;
-                for (int shift = 0; ; shift += 7) {
-                    if (p >= packedEnd || shift >= 70) {
-                        return fail();
-                    }
-                    byte b = data.get(Layouts.BYTE, p++);
-                    result |= (long) (b & 0x7F) << shift;
-                    if (b >= 0) {
-                        break;
-                    }
+                long varIntEnd = ProtoWire.varIntEnd(data, p, packedEnd);
+                if (varIntEnd < 0) {
+                    return fail();
                 }
-                value = result;
-                packedPosition = p;
+                value = ProtoWire.varIntValue(data, p, varIntEnd);
+                packedPosition = varIntEnd;
             }
         }
         return true;

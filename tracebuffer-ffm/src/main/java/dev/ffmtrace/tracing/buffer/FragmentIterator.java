@@ -1,6 +1,6 @@
 package dev.ffmtrace.tracing.buffer;
 
-import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.protozero.ProtoWire;
 
 import java.lang.foreign.MemorySegment;
 
@@ -16,8 +16,6 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_LAST_PACKET_CON
 final class FragmentIterator {
     /** The drop-packet size a trace writer leaves when it abandons a fragmented packet. */
     static final long PACKET_SIZE_DROP_PACKET = 0x0FFF_FFFFL;
-    /** Longest varint the tokenizer accepts, as protozero's parser. */
-    private static final int MAX_VARINT_SIZE = 10;
 
     static final int WHOLE_PACKET = 0;
     /** Last fragment of a chunk whose packet continues on the next chunk. */
@@ -61,21 +59,14 @@ final class FragmentIterator {
         if (headerOffset >= payloadSize) {
             return false;
         }
-        long value = 0;
-        int position = headerOffset;
-        for (int shift = 0; ; shift += 7) {
-            if (position >= payloadSize || position - headerOffset >= MAX_VARINT_SIZE) {
-                corrupted = true;
-                return false;
-            }
-            int b = segment.get(Layouts.BYTE, payloadStart + position++);
-            if (shift < Long.SIZE) {
-                value |= (long) (b & 0x7F) << shift;
-            }
-            if (b >= 0) {
-                break;
-            }
+        long headerStart = payloadStart + headerOffset;
+        long headerEnd = ProtoWire.varIntEnd(segment, headerStart, payloadStart + payloadSize);
+        if (headerEnd < 0) {
+            corrupted = true;
+            return false;
         }
+        long value = ProtoWire.varIntValue(segment, headerStart, headerEnd);
+        int position = (int) (headerEnd - payloadStart);
         if (value == PACKET_SIZE_DROP_PACKET) {
             writerAbort = true;
             return false;

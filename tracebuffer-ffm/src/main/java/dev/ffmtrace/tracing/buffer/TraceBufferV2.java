@@ -46,8 +46,8 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
  *
  * <p>Readback walks in two layers: the outer layer visits chunks in buffer order
  * starting at the oldest; for each it walks that chunk's sequence from its first
- * chunk in chunk-id order up to it, so out-of-order commits still read in order.
- * Fragmented packets are reassembled by looking ahead along the sequence. A sequence
+ * chunk in chunk-id order up to it (the package's {@code ChunkSequenceReader}), so
+ * out-of-order commits still read in order. Fragmented packets are reassembled by looking ahead along the sequence. A sequence
  * stalls, for the rest of a read pass, on a fragmented packet whose chunks are not
  * all there or still need patching, and on a scraped (incomplete) chunk.
  *
@@ -57,11 +57,15 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
  * sends makes it throw. The write and read paths allocate nothing once the sequences
  * are known and the per-sequence queues have grown to their working size.
  *
+ * <p>Memory: {@link #allocate} gives a buffer its own native memory, freed by
+ * {@link #close()}; the constructors put it over a segment the caller owns (shared
+ * memory, a test's arena), which {@code close()} leaves alone.
+ *
  * <p>Not thread-safe: the service calls it from one thread. Reads are a batch:
  * {@link #beginRead()}, then {@link #readNextTracePacket} until it returns false; a
  * chunk copied in between ends the batch.
  */
-public final class TraceBufferV2 {
+public final class TraceBufferV2 implements AutoCloseable {
     /** Largest buffer: chunk offsets are kept as {@code int}. */
     public static final long MAX_BUFFER_SIZE = Integer.MAX_VALUE & -ALIGNMENT;
     /** Size of each 4-byte patch of {@link #tryPatchChunkContents}. */
@@ -72,23 +76,21 @@ public final class TraceBufferV2 {
     /** Hysteresis: sweep only past this many, so a sweep is not a sort per emptied sequence. */
     static final int EMPTY_SEQUENCES_GC_THRESHOLD = KEEP_LAST_EMPTY_SEQUENCES + 128;
 
-    private static final int REASSEMBLY_SUCCESS = 0;
-    private static final int REASSEMBLY_NOT_ENOUGH_DATA = 1;
-    private static final int REASSEMBLY_DATA_LOSS = 2;
     private static final int NOT_RELOCATED = -1;
-    private static final long CACHE_LINE_SIZE = 64;
 
     private final MemorySegment buffer;
     private final int size;
     private final OverwritePolicy overwritePolicy;
     private final OverwriteListener overwriteListener;
     private final boolean readOnly;
+    /** The arena of the memory {@link #allocate} made for this buffer; null over a caller's segment. */
+    private final Arena ownedArena;
 
     /** Where untrusted chunks land before they are tokenized: never parse memory a producer can change. */
     private final MemorySegment staging = MemorySegment.ofArray(new byte[MAX_SIZE]);
     private final FragmentIterator tokenizer = new FragmentIterator();
-    private final ChunkSequenceReader reader = new ChunkSequenceReader(false);
-    private final ChunkSequenceReader eraser = new ChunkSequenceReader(true);
+    private final ChunkSequenceReader reader;
+    private final ChunkSequenceReader eraser;
     private final TracePacketView overwrittenPacket = new TracePacketView();
     private final SequenceMap sequences;
 
@@ -104,34 +106,18 @@ public final class TraceBufferV2 {
     private boolean readerActive;
     private long readGeneration;
 
+    private final TraceBufferCounters counters;
+
     private long sequenceAge;
     private int emptySequences;
     private long[] sweepAges = new long[0];
     private int[] sweepKeys = new int[0];
 
-    private long bytesWritten;
-    private long bytesOverwritten;
-    private long bytesRead;
-    private long paddingBytesWritten;
-    private long paddingBytesCleared;
-    private long chunksWritten;
-    private long chunksRewritten;
-    private long chunksRelocated;
-    private long chunksOverwritten;
-    private long chunksDiscarded;
-    private long chunksRead;
-    private long chunksCommittedOutOfOrder;
-    private long writeWrapCount;
-    private long patchesSucceeded;
-    private long patchesFailed;
-    private long readaheadsSucceeded;
-    private long readaheadsFailed;
-    private long abiViolations;
-    private long traceWriterPacketLoss;
 
     /**
-     * A buffer over {@code buffer}, which it owns from now on. Only the bytes it writes
-     * are ever read, so the segment need not be zeroed.
+     * A buffer over {@code buffer}, which it uses alone from now on; the memory stays
+     * the caller's to free ({@link #close()} leaves it). Only the bytes it writes are ever
+     * read, so the segment need not be zeroed.
      *
      * @param buffer a segment whose size is a multiple of 16, at most {@link #MAX_BUFFER_SIZE};
      *               if native, 16-byte aligned
@@ -142,20 +128,25 @@ public final class TraceBufferV2 {
 
     /** As {@link #TraceBufferV2(MemorySegment, OverwritePolicy)}, feeding overwritten packets to {@code overwriteListener}. */
     public TraceBufferV2(MemorySegment buffer, OverwritePolicy overwritePolicy, OverwriteListener overwriteListener) {
-        long byteSize = buffer.byteSize();
-        if (byteSize < ALIGNMENT || byteSize > MAX_BUFFER_SIZE || byteSize % ALIGNMENT != 0) {
-            throw new IllegalArgumentException("buffer size must be a multiple of 16 in [16, "
-                    + MAX_BUFFER_SIZE + "]: " + byteSize);
-        }
+        this(buffer, overwritePolicy, overwriteListener, null);
+    }
+
+    private TraceBufferV2(MemorySegment buffer, OverwritePolicy overwritePolicy, OverwriteListener overwriteListener,
+                          Arena ownedArena) {
+        checkSize(buffer.byteSize());
         if (buffer.isNative() && buffer.address() % ALIGNMENT != 0) {
             throw new IllegalArgumentException("buffer must be 16-byte aligned");
         }
         this.buffer = buffer;
-        this.size = (int) byteSize;
+        this.size = (int) buffer.byteSize();
         this.overwritePolicy = Objects.requireNonNull(overwritePolicy);
         this.overwriteListener = overwriteListener;
         this.readOnly = false;
+        this.ownedArena = ownedArena;
         this.sequences = new SequenceMap();
+        this.counters = new TraceBufferCounters();
+        this.reader = new ChunkSequenceReader(this, buffer, sequences, counters, false);
+        this.eraser = new ChunkSequenceReader(this, buffer, sequences, counters, true);
     }
 
     private TraceBufferV2(TraceBufferV2 source, MemorySegment target) {
@@ -164,6 +155,7 @@ public final class TraceBufferV2 {
         this.overwritePolicy = source.overwritePolicy;
         this.overwriteListener = null;
         this.readOnly = true;
+        this.ownedArena = null;
         this.sequences = source.sequences.copy();
         MemorySegment.copy(source.buffer, 0, target, 0, source.usedSize);
         this.writeOffset = source.writeOffset;
@@ -173,22 +165,8 @@ public final class TraceBufferV2 {
         this.readGeneration = source.readGeneration;
         this.sequenceAge = source.sequenceAge;
         this.emptySequences = source.emptySequences;
-        this.bytesWritten = source.bytesWritten;
-        this.bytesOverwritten = source.bytesOverwritten;
-        this.paddingBytesWritten = source.paddingBytesWritten;
-        this.paddingBytesCleared = source.paddingBytesCleared;
-        this.chunksWritten = source.chunksWritten;
-        this.chunksRewritten = source.chunksRewritten;
-        this.chunksRelocated = source.chunksRelocated;
-        this.chunksOverwritten = source.chunksOverwritten;
-        this.chunksDiscarded = source.chunksDiscarded;
-        this.chunksCommittedOutOfOrder = source.chunksCommittedOutOfOrder;
-        this.writeWrapCount = source.writeWrapCount;
-        this.patchesSucceeded = source.patchesSucceeded;
-        this.patchesFailed = source.patchesFailed;
-        this.abiViolations = source.abiViolations;
-        this.traceWriterPacketLoss = source.traceWriterPacketLoss;
         // The read statistics start from zero, so no chunk is in them yet.
+        this.counters = source.counters.copyWithoutReads();
         for (int slot = 0; slot < sequences.capacity(); slot++) {
             SequenceState sequence = sequences.valueAt(slot);
             if (sequence == null) {
@@ -199,35 +177,89 @@ public final class TraceBufferV2 {
                 setFlags(target, offset, flags(target, offset) & ~FLAG_READ_COUNTED);
             }
         }
+        this.reader = new ChunkSequenceReader(this, target, sequences, counters, false);
+        this.eraser = new ChunkSequenceReader(this, target, sequences, counters, true);
+    }
+
+    /** {@link #allocate(long, OverwritePolicy, OverwriteListener)} without a listener. */
+    public static TraceBufferV2 allocate(long size, OverwritePolicy overwritePolicy) {
+        return allocate(size, overwritePolicy, null);
+    }
+
+    /**
+     * A buffer of {@code size} bytes of native memory of its own, freed by {@link #close()}.
+     * The memory comes from a shared arena, so that the service may hand the buffer from
+     * thread to thread under its lock.
+     *
+     * @param size              a multiple of 16 in [16, {@link #MAX_BUFFER_SIZE}]
+     * @param overwriteListener gets the packets overwritten in ring-buffer mode; may be null
+     * @throws IllegalArgumentException if {@code size} is not such a size
+     */
+    public static TraceBufferV2 allocate(long size, OverwritePolicy overwritePolicy,
+                                         OverwriteListener overwriteListener) {
+        checkSize(size);
+        Objects.requireNonNull(overwritePolicy);
+        Arena arena = Arena.ofShared();
+        try {
+            return new TraceBufferV2(arena.allocate(size, ALIGNMENT), overwritePolicy, overwriteListener, arena);
+        } catch (RuntimeException | Error e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    private static void checkSize(long byteSize) {
+        if (byteSize < ALIGNMENT || byteSize > MAX_BUFFER_SIZE || byteSize % ALIGNMENT != 0) {
+            throw new IllegalArgumentException("buffer size must be a multiple of 16 in [16, "
+                    + MAX_BUFFER_SIZE + "]: " + byteSize);
+        }
+    }
+
+    /**
+     * Frees the memory of a buffer made by {@link #allocate}; using the buffer afterwards
+     * throws {@link IllegalStateException}. Does nothing to a buffer over a caller's
+     * segment (that memory is the caller's to free) or to one already closed. Not to be
+     * called while another thread uses the buffer.
+     */
+    @Override
+    public void close() {
+        if (ownedArena != null && ownedArena.scope().isAlive()) {
+            ownedArena.close();
+        }
     }
 
     // ---------------------------------------------------------------- writing
 
-    /** {@link #copyChunkUntrusted(int, ClientIdentity, int, int, int, int, boolean, MemorySegment, long, long)} from offset 0 of {@code src}. */
-    public void copyChunkUntrusted(int producerId, ClientIdentity clientIdentity, int writerId, int chunkId,
-                                   int numFragments, int chunkFlags, boolean chunkComplete,
-                                   MemorySegment src, long size) {
-        copyChunkUntrusted(producerId, clientIdentity, writerId, chunkId, numFragments, chunkFlags, chunkComplete,
-                src, 0, size);
+    /** {@link #copyChunkUntrusted(ChunkCommit, MemorySegment, long, long)} from offset 0 of {@code src}. */
+    public void copyChunkUntrusted(ChunkCommit chunk, MemorySegment src, long size) {
+        copyChunkUntrusted(chunk, src, 0, size);
     }
 
     /**
      * Copies a chunk's payload (the fragments, after the SMB chunk header) into the
      * buffer. Called for each CommitData and for each chunk found while scraping.
      *
-     * <p>{@code producerId} and {@code clientIdentity} are the service's; everything
+     * <p>{@code chunk}'s producer id and client identity are the service's; everything
      * else comes from the producer and is checked. A complete chunk keeps its first
-     * {@code numFragments} fragments; a scraped one ({@code chunkComplete == false})
-     * hides its last one, reserves the whole {@code size}, and may be committed again
-     * with the same id to grow: in place, or moved to the write cursor when its
-     * visible packets were all read. Ends the current read batch.
+     * {@link ChunkCommit#numFragments() numFragments} fragments; a scraped one
+     * ({@link ChunkCommit#complete() complete} false) hides its last one, reserves the
+     * whole {@code size}, and may be committed again with the same id to grow: in place,
+     * or moved to the write cursor when its visible packets were all read. Ends the
+     * current read batch.
      *
+     * @param chunk     read before this returns, so it may be reused right away
+     * @param src       the chunk's payload lives at {@code [srcOffset, srcOffset + size)}
+     * @throws NullPointerException  if {@code chunk}'s {@link ChunkCommit#producer producer} was never set
      * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
      */
-    public void copyChunkUntrusted(int producerId, ClientIdentity clientIdentity, int writerId, int chunkId,
-                                   int numFragments, int chunkFlags, boolean chunkComplete,
-                                   MemorySegment src, long srcOffset, long size) {
-        Objects.requireNonNull(clientIdentity);
+    public void copyChunkUntrusted(ChunkCommit chunk, MemorySegment src, long srcOffset, long size) {
+        ClientIdentity clientIdentity = Objects.requireNonNull(chunk.clientIdentity(), "producer not set");
+        int producerId = chunk.producerId();
+        int writerId = chunk.writerId();
+        int chunkId = chunk.chunkId();
+        int numFragments = chunk.numFragments();
+        int chunkFlags = chunk.flags();
+        boolean chunkComplete = chunk.complete();
         checkWritable();
         endReadBatch();
         if (discardWrites) {
@@ -237,7 +269,7 @@ public final class TraceBufferV2 {
         if ((producerId & ~0xFFFF) != 0 || (writerId & ~0xFFFF) != 0 || (producerId | writerId) == 0
                 || (numFragments & ~0xFFFF) != 0
                 || size < 0 || size > MAX_SIZE || srcOffset < 0 || srcOffset > src.byteSize() - size) {
-            abiViolations++;
+            counters.abiViolations++;
             return;
         }
         int srcSize = (int) size;
@@ -263,7 +295,7 @@ public final class TraceBufferV2 {
                 if (tokenizer.writerAbort()) {
                     flags = (flags | FLAG_WRITER_ABORT) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
                 } else {
-                    abiViolations++;
+                    counters.abiViolations++;
                     if (tokenizer.corrupted()) {
                         flags = (flags | FLAG_CORRUPTED) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
                     }
@@ -273,12 +305,12 @@ public final class TraceBufferV2 {
             payloadSize = tokenizer.nextOffset();
         }
         if (tokenizer.writerAbort()) {
-            traceWriterPacketLoss++;
+            counters.traceWriterPacketLoss++;
         }
 
         int storedSize = chunkComplete ? payloadSize : srcSize;
         if (outerSize(storedSize) > this.size) {
-            abiViolations++;
+            counters.abiViolations++;
             return;
         }
         int key = producerAndWriterId(producerId, writerId);
@@ -302,37 +334,35 @@ public final class TraceBufferV2 {
      * clears its "needs patching" flag. All patches are bounds-checked before any is
      * applied.
      *
-     * @param patchOffsets payload offsets, untrusted
-     * @param patchData    the 4 bytes of each patch, little-endian (byte 0 in bits 0..7)
+     * @param patches read before this returns, so they may be reused right away
      * @return whether the chunk was found and every patch was in bounds
      * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
      */
-    public boolean tryPatchChunkContents(int producerId, int writerId, int chunkId,
-                                         long[] patchOffsets, int[] patchData, int patchCount,
+    public boolean tryPatchChunkContents(int producerId, int writerId, int chunkId, ChunkPatches patches,
                                          boolean otherPatchesPending) {
         checkWritable();
-        Objects.checkFromIndexSize(0, patchCount, Math.min(patchOffsets.length, patchData.length));
+        int patchCount = patches.size();
         boolean validIds = ((producerId | writerId) & ~0xFFFF) == 0 && (producerId | writerId) != 0;
         SequenceState sequence = validIds ? sequences.get(producerAndWriterId(producerId, writerId)) : null;
         int index = sequence == null ? -1 : indexOfChunk(sequence, chunkId);
         if (index < 0) {
-            patchesFailed++;
+            counters.patchesFailed++;
             return false;
         }
         int offset = sequence.chunks.offsetAt(index);
         int payloadSize = payloadSize(buffer, offset);
         for (int i = 0; i < patchCount; i++) {
-            long patchOffset = patchOffsets[i];
+            long patchOffset = patches.offset(i);
             if (payloadSize < PATCH_SIZE || patchOffset < 0 || patchOffset > payloadSize - PATCH_SIZE) {
                 // The chunk was recycled under a slow IPC, or the producer lies.
-                patchesFailed++;
+                counters.patchesFailed++;
                 return false;
             }
         }
         for (int i = 0; i < patchCount; i++) {
-            buffer.set(Layouts.INT_UNALIGNED, offset + HEADER_SIZE + patchOffsets[i], patchData[i]);
+            buffer.set(Layouts.INT_UNALIGNED, offset + HEADER_SIZE + patches.offset(i), patches.littleEndianBytes(i));
         }
-        patchesSucceeded += patchCount;
+        counters.patchesSucceeded += patchCount;
         int flags = flags(buffer, offset) | FLAG_PATCHED;
         setFlags(buffer, offset, otherPatchesPending ? flags : flags & ~FLAG_CHUNK_NEEDS_PATCHING);
         return true;
@@ -346,7 +376,7 @@ public final class TraceBufferV2 {
         if (payloadSize < oldPayloadSize || payloadSize > TBChunkDescriptor.size(buffer, offset)
                 || (oldAbiFlags & flags) != oldAbiFlags) {
             // Payload never shrinks nor outgrows the reservation; flags are only added.
-            abiViolations++;
+            counters.abiViolations++;
             return;
         }
         if (payloadSize == oldPayloadSize) {
@@ -375,7 +405,7 @@ public final class TraceBufferV2 {
         TBChunkDescriptor.setPayloadSize(buffer, offset, payloadSize);
         setPayloadAvail(buffer, offset, payloadSize - consumed);
         setFlags(buffer, offset, (oldFlags & ~FLAG_INCOMPLETE) | flags);
-        chunksRewritten++;
+        counters.chunksRewritten++;
     }
 
     /** Whether a chunk id not in the sequence's list may still be written; counts the refusals. */
@@ -386,13 +416,13 @@ public final class TraceBufferV2 {
         if (chunkId == sequence.lastChunkIdConsumed && sequence.lastConsumedIncomplete) {
             // A scraped chunk that was evicted: re-admit it past what was consumed.
             if (payloadSize < sequence.lastConsumedPayloadSize) {
-                abiViolations++;
+                counters.abiViolations++;
                 return false;
             }
             return chunkComplete || payloadSize > sequence.lastConsumedPayloadSize;
         }
         // Consumed already: too late, it would only break the order of what follows.
-        chunksDiscarded++;
+        counters.chunksDiscarded++;
         return false;
     }
 
@@ -416,7 +446,7 @@ public final class TraceBufferV2 {
         } else {
             if (wrapPending) {
                 wrapPending = false;
-                writeWrapCount++;
+                counters.writeWrapCount++;
             }
             if (outer > size - writeOffset) {
                 if (writeOffset == usedSize) {
@@ -428,7 +458,7 @@ public final class TraceBufferV2 {
                     deleteNextChunksFor(size - writeOffset);
                 }
                 writeOffset = 0;
-                writeWrapCount++;
+                counters.writeWrapCount++;
             }
             deleteNextChunksFor(outer);
             // The erase walk may have consumed this sequence past the chunk.
@@ -451,7 +481,7 @@ public final class TraceBufferV2 {
             position--;
         }
         if (position != chunks.size() && !relocation) {
-            chunksCommittedOutOfOrder++;
+            counters.chunksCommittedOutOfOrder++;
         }
         if (sequence.countedEmpty) {
             sequence.countedEmpty = false;
@@ -467,10 +497,10 @@ public final class TraceBufferV2 {
             writeOffset = 0;
             wrapPending = true;
         }
-        chunksWritten++;
-        bytesWritten += outer;
+        counters.chunksWritten++;
+        counters.bytesWritten += outer;
         if (relocation) {
-            chunksRelocated++;
+            counters.chunksRelocated++;
         }
         if (emptySequences > EMPTY_SEQUENCES_GC_THRESHOLD) {
             deleteStaleEmptySequences();
@@ -490,7 +520,7 @@ public final class TraceBufferV2 {
             int outer = outerSize(TBChunkDescriptor.size(buffer, offset));
             next = offset + outer;
             if (isPadding(buffer, offset)) {
-                paddingBytesCleared += outer;
+                counters.paddingBytesCleared += outer;
                 continue;
             }
             if (overwriteListener == null && eraseWholePacketsChunk(offset)) {
@@ -519,7 +549,7 @@ public final class TraceBufferV2 {
             int chunkEnd = offset + outerSize(TBChunkDescriptor.size(buffer, offset));
             if (clearEnd < chunkEnd) {
                 writePadding(buffer, clearEnd, chunkEnd - clearEnd - HEADER_SIZE, 0);
-                paddingBytesWritten += chunkEnd - clearEnd;
+                counters.paddingBytesWritten += chunkEnd - clearEnd;
             }
             offset = chunkEnd;
         }
@@ -582,29 +612,29 @@ public final class TraceBufferV2 {
      */
 
     /** Counts a chunk the reader has just drained, unless it was counted when drained before. */
-    private void countRead(int offset) {
+    void countRead(int offset) {
         int flags = flags(buffer, offset);
         if ((flags & FLAG_READ_COUNTED) == 0) {
             setFlags(buffer, offset, flags | FLAG_READ_COUNTED);
-            chunksRead++;
-            bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
+            counters.chunksRead++;
+            counters.bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
         }
     }
 
     /** Counts a chunk erased with unread payload, unless its bytes were already counted as read. */
-    private void countOverwritten(int offset) {
+    void countOverwritten(int offset) {
         if ((flags(buffer, offset) & FLAG_READ_COUNTED) == 0) {
-            chunksOverwritten++;
-            bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
+            counters.chunksOverwritten++;
+            counters.bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
         }
     }
 
     private void discardWrite() {
         discardWrites = true;
-        chunksDiscarded++;
+        counters.chunksDiscarded++;
     }
 
-    private void markEmpty(SequenceState sequence) {
+    void markEmpty(SequenceState sequence) {
         if (!sequence.countedEmpty) {
             sequence.countedEmpty = true;
             sequence.ageForGc = ++sequenceAge;
@@ -699,348 +729,14 @@ public final class TraceBufferV2 {
         return causes == 0 ? 0 : causes | DataLossReason.PRESENT;
     }
 
+    /** Read passes so far: a sequence stalled in the current one is skipped until the next. */
+    long readGeneration() {
+        return readGeneration;
+    }
+
     private void endReadBatch() {
         readBatchOpen = false;
         readerActive = false;
-    }
-
-    /**
-     * Walks one sequence's chunk list in chunk-id order and tells whether each step
-     * skipped an id. Copyable, so reassembly can look ahead without moving the reader.
-     */
-    private final class ChunkSequenceIterator {
-        SequenceState sequence;
-        int chunkOffset;
-        /** Index of {@link #chunkOffset} in the list; -1 right after erasing it. */
-        int listIndex;
-        boolean currentErased;
-        /** The last {@link #nextChunkInSequence()} skipped at least one chunk id. */
-        boolean lastStepGap;
-
-        void reset(SequenceState sequence) {
-            this.sequence = sequence;
-            this.chunkOffset = sequence.chunks.offsetAt(0);
-            this.listIndex = 0;
-            this.currentErased = false;
-            this.lastStepGap = false;
-        }
-
-        void copyFrom(ChunkSequenceIterator other) {
-            sequence = other.sequence;
-            chunkOffset = other.chunkOffset;
-            listIndex = other.listIndex;
-            currentErased = other.currentErased;
-            lastStepGap = other.lastStepGap;
-        }
-
-        /** Moves to the next chunk of the sequence; returns its offset, or -1 if there is none. */
-        int nextChunkInSequence() {
-            int nextIndex = listIndex + 1;
-            if (nextIndex >= sequence.chunks.size()) {
-                return -1;
-            }
-            int nextOffset = sequence.chunks.offsetAt(nextIndex);
-            int nextId = sequence.chunks.chunkIdAt(nextIndex);
-            // Once the current chunk is erased its id lives on as the last consumed one.
-            lastStepGap = currentErased
-                    ? !sequence.followsLastConsumed(nextId)
-                    : nextId != chunkId(buffer, chunkOffset) + 1;
-            chunkOffset = nextOffset;
-            listIndex = nextIndex;
-            currentErased = false;
-            return nextOffset;
-        }
-
-        /** Removes the current chunk, always the sequence's first, and turns it into padding. */
-        void eraseCurrentChunk() {
-            int offset = chunkOffset;
-            assert listIndex == 0 && sequence.chunks.offsetAt(0) == offset;
-            int payloadSize = payloadSize(buffer, offset);
-            sequence.hasLastChunkIdConsumed = true;
-            sequence.lastChunkIdConsumed = chunkId(buffer, offset);
-            sequence.lastConsumedIncomplete = (flags(buffer, offset) & FLAG_INCOMPLETE) != 0;
-            sequence.lastConsumedPayloadSize = payloadSize;
-            sequence.chunks.removeFirst();
-            if (sequence.chunks.isEmpty()) {
-                markEmpty(sequence);
-            }
-            listIndex = -1;
-            currentErased = true;
-            writePadding(buffer, offset, TBChunkDescriptor.size(buffer, offset), payloadSize);
-        }
-    }
-
-    /**
-     * The inner layer of the walk: reads one sequence's packets in chunk-id order, from
-     * its first chunk up to a target chunk, consuming fragments and erasing the chunks
-     * it finishes. In erase mode (overwrites) it never stalls and erases everything up
-     * to the target, incomplete or not.
-     */
-    private final class ChunkSequenceReader {
-        private final boolean eraseMode;
-        final ChunkSequenceIterator iterator = new ChunkSequenceIterator();
-        private final ChunkSequenceIterator lookahead = new ChunkSequenceIterator();
-        final FragmentIterator fragments = new FragmentIterator();
-        private final FragmentIterator lookaheadFragments = new FragmentIterator();
-
-        SequenceState sequence;
-        int endOffset;
-        private int chunkOffset;
-        /** The current chunk had unread payload when the walk reached it. */
-        private boolean chunkHadUnread;
-        private int touchedBytesSum;
-
-        private int pendingCount;
-        private int[] pendingChunks = new int[8];
-        private long[] pendingStarts = new long[8];
-        private int[] pendingSizes = new int[8];
-        private int[] pendingHeaderSizes = new int[8];
-        private int reassemblyLossReason;
-        private int reassembledFragments;
-
-        ChunkSequenceReader(boolean eraseMode) {
-            this.eraseMode = eraseMode;
-        }
-
-        void reset(int targetOffset) {
-            endOffset = targetOffset;
-            sequence = sequences.get(producerAndWriterId(buffer, targetOffset));
-            assert sequence != null : targetOffset;
-            iterator.reset(sequence);
-            startChunk(iterator.chunkOffset);
-            int firstId = chunkId(buffer, chunkOffset);
-            if (!sequence.followsLastConsumed(firstId)) {
-                sequence.recordReadGap(firstId);
-            }
-        }
-
-        private void startChunk(int offset) {
-            assert isChecksumValid(buffer, offset) : offset;
-            chunkOffset = offset;
-            int payloadSize = payloadSize(buffer, offset);
-            int avail = payloadAvail(buffer, offset);
-            fragments.reset(buffer, offset + HEADER_SIZE, payloadSize, payloadSize - avail, flags(buffer, offset));
-            chunkHadUnread = avail > 0;
-            if (!eraseMode) {
-                touchCacheLines(offset + HEADER_SIZE + payloadSize - avail, offset + HEADER_SIZE + payloadSize);
-            }
-        }
-
-        /**
-         * Loads one byte of every cache line in {@code [from, to)}. Each fragment's
-         * position depends on the previous fragment's size, so walking a chunk that
-         * is not in cache costs one memory latency per fragment; these loads are
-         * independent of each other, so the CPU overlaps their misses and the walk
-         * then runs from cache.
-         */
-        private void touchCacheLines(long from, long to) {
-            int sum = 0;
-            for (long at = from & -CACHE_LINE_SIZE; at < to; at += CACHE_LINE_SIZE) {
-                sum += buffer.get(Layouts.BYTE, at);
-            }
-            // Kept, so the loads are not dropped as dead code.
-            touchedBytesSum += sum;
-        }
-
-        /** Reads the next packet into {@code out} (null: consume without collecting); false when done or stalled. */
-        boolean readNextPacket(TracePacketView out) {
-            if (!eraseMode && sequence.skipInGeneration == readGeneration) {
-                return false;
-            }
-            for (;;) {
-                if (!fragments.next()) {
-                    // Every fragment of the chunk visited: move on along the sequence.
-                    boolean endReached = chunkOffset == endOffset;
-                    recordTruncation();
-                    if (!eraseMode && (flags(buffer, chunkOffset) & FLAG_INCOMPLETE) != 0) {
-                        // Scraped: its hidden last fragment may be followed by more; wait for the re-commit.
-                        sequence.skipInGeneration = readGeneration;
-                        endReached = true;
-                    } else {
-                        if (eraseMode && chunkHadUnread) {
-                            countOverwritten(chunkOffset);
-                        }
-                        iterator.eraseCurrentChunk();
-                    }
-                    if (endReached) {
-                        return false;
-                    }
-                    int next = iterator.nextChunkInSequence();
-                    if (next < 0) {
-                        return false;
-                    }
-                    if (iterator.lastStepGap) {
-                        sequence.recordReadGap(chunkId(buffer, next));
-                    }
-                    startChunk(next);
-                    continue;
-                }
-                switch (fragments.fragmentType()) {
-                    case FragmentIterator.WHOLE_PACKET -> {
-                        int fragmentSize = fragments.fragmentSize();
-                        consume(chunkOffset, fragments.fragmentHeaderSize() + fragmentSize);
-                        // Empty packets are dropped, as Perfetto does, so they cost nothing in the trace.
-                        if (fragmentSize != 0) {
-                            if (out != null) {
-                                out.addFragment(fragments.fragmentStart(), fragmentSize);
-                            }
-                            return true;
-                        }
-                    }
-                    case FragmentIterator.CONTINUE, FragmentIterator.END -> {
-                        // Its beginning was lost (or never written): drop it.
-                        sequence.dataLossReasons |= DataLossReason.ORPHAN;
-                        consume(chunkOffset, fragments.fragmentHeaderSize() + fragments.fragmentSize());
-                    }
-                    default -> {
-                        int result = reassemble(out);
-                        if (result == REASSEMBLY_SUCCESS) {
-                            readaheadsSucceeded++;
-                            if (reassembledFragments != 0) {
-                                return true;
-                            }
-                        } else {
-                            readaheadsFailed++;
-                            if (result == REASSEMBLY_NOT_ENOUGH_DATA && !eraseMode) {
-                                sequence.skipInGeneration = readGeneration;
-                                return false;
-                            }
-                            sequence.dataLossReasons |= result == REASSEMBLY_NOT_ENOUGH_DATA
-                                    ? DataLossReason.OVERWRITE
-                                    : reassemblyLossReason;
-                        }
-                    }
-                }
-            }
-        }
-
-        /** Turns fragments a chunk lost at copy time, or that no longer parse, into a loss on the sequence. */
-        private void recordTruncation() {
-            if (fragments.corrupted()) {
-                sequence.dataLossReasons |= DataLossReason.CHUNK_CORRUPTED;
-            }
-            if (fragments.writerAbort()) {
-                sequence.dataLossReasons |= DataLossReason.WRITER_ABORT;
-            }
-            int flags = flags(buffer, chunkOffset);
-            if ((flags & (FLAG_CORRUPTED | FLAG_WRITER_ABORT)) != 0) {
-                if ((flags & FLAG_CORRUPTED) != 0) {
-                    sequence.dataLossReasons |= DataLossReason.CHUNK_CORRUPTED;
-                }
-                if ((flags & FLAG_WRITER_ABORT) != 0) {
-                    sequence.dataLossReasons |= DataLossReason.WRITER_ABORT;
-                }
-                // Reported once: a stalled chunk is visited again by every read pass.
-                setFlags(buffer, chunkOffset, flags & ~(FLAG_CORRUPTED | FLAG_WRITER_ABORT));
-            }
-        }
-
-        private void consume(int offset, int bytes) {
-            int avail = payloadAvail(buffer, offset) - bytes;
-            assert avail >= 0 : avail;
-            setPayloadAvail(buffer, offset, avail);
-            if (avail == 0 && !eraseMode) {
-                countRead(offset);
-            }
-        }
-
-        /**
-         * Collects the rest of the packet begun by the current fragment from the next
-         * chunks of the sequence, without moving the reader. On success or loss the
-         * collected fragments are consumed; when data is still missing nothing is.
-         */
-        private int reassemble(TracePacketView out) {
-            if ((flags(buffer, chunkOffset) & FLAG_CHUNK_NEEDS_PATCHING) != 0) {
-                return REASSEMBLY_NOT_ENOUGH_DATA;
-            }
-            pendingCount = 0;
-            addPending(chunkOffset, fragments);
-            lookahead.copyFrom(iterator);
-            int result;
-            for (;;) {
-                int next = lookahead.nextChunkInSequence();
-                if (next < 0) {
-                    result = REASSEMBLY_NOT_ENOUGH_DATA;
-                    break;
-                }
-                // A gap is a loss whatever state the chunk after it is in: no point waiting for its patch.
-                if (lookahead.lastStepGap) {
-                    result = REASSEMBLY_DATA_LOSS;
-                    reassemblyLossReason = DataLossReason.REASSEMBLY_GAP;
-                    break;
-                }
-                if ((flags(buffer, next) & FLAG_CHUNK_NEEDS_PATCHING) != 0) {
-                    result = REASSEMBLY_NOT_ENOUGH_DATA;
-                    break;
-                }
-                int flags = flags(buffer, next);
-                int payloadSize = payloadSize(buffer, next);
-                lookaheadFragments.reset(buffer, next + HEADER_SIZE, payloadSize,
-                        payloadSize - payloadAvail(buffer, next), flags);
-                if (!lookaheadFragments.next()) {
-                    if (lookaheadFragments.corrupted() || (flags & FLAG_CORRUPTED) != 0) {
-                        result = REASSEMBLY_DATA_LOSS;
-                        reassemblyLossReason = DataLossReason.CHUNK_CORRUPTED;
-                        break;
-                    }
-                    if (lookaheadFragments.writerAbort() || (flags & FLAG_WRITER_ABORT) != 0) {
-                        result = REASSEMBLY_DATA_LOSS;
-                        reassemblyLossReason = DataLossReason.WRITER_ABORT;
-                        break;
-                    }
-                    if ((flags & FLAG_INCOMPLETE) != 0) {
-                        // The continuation is the scraped chunk's hidden fragment.
-                        result = REASSEMBLY_NOT_ENOUGH_DATA;
-                        break;
-                    }
-                    // An empty chunk inside the chain: look further.
-                    continue;
-                }
-                int type = lookaheadFragments.fragmentType();
-                if (type == FragmentIterator.CONTINUE) {
-                    addPending(next, lookaheadFragments);
-                    continue;
-                }
-                if (type == FragmentIterator.END) {
-                    addPending(next, lookaheadFragments);
-                    result = REASSEMBLY_SUCCESS;
-                    break;
-                }
-                // Contiguous ids, yet this chunk does not continue the packet. Its
-                // fragments are not ours: leave them to the main loop.
-                result = REASSEMBLY_DATA_LOSS;
-                reassemblyLossReason = DataLossReason.BROKEN_CHAIN;
-                break;
-            }
-            reassembledFragments = 0;
-            if (result != REASSEMBLY_NOT_ENOUGH_DATA) {
-                for (int i = 0; i < pendingCount; i++) {
-                    if (result == REASSEMBLY_SUCCESS && pendingSizes[i] != 0) {
-                        if (out != null) {
-                            out.addFragment(pendingStarts[i], pendingSizes[i]);
-                        }
-                        reassembledFragments++;
-                    }
-                    consume(pendingChunks[i], pendingHeaderSizes[i] + pendingSizes[i]);
-                }
-            }
-            return result;
-        }
-
-        private void addPending(int chunk, FragmentIterator fragment) {
-            if (pendingCount == pendingChunks.length) {
-                int capacity = pendingCount * 2;
-                pendingChunks = Arrays.copyOf(pendingChunks, capacity);
-                pendingStarts = Arrays.copyOf(pendingStarts, capacity);
-                pendingSizes = Arrays.copyOf(pendingSizes, capacity);
-                pendingHeaderSizes = Arrays.copyOf(pendingHeaderSizes, capacity);
-            }
-            pendingChunks[pendingCount] = chunk;
-            pendingStarts[pendingCount] = fragment.fragmentStart();
-            pendingSizes[pendingCount] = fragment.fragmentSize();
-            pendingHeaderSizes[pendingCount] = fragment.fragmentHeaderSize();
-            pendingCount++;
-        }
     }
 
     // ---------------------------------------------------------------- clone, stats
@@ -1064,11 +760,9 @@ public final class TraceBufferV2 {
         return cloneReadOnly(arena.allocate(size, ALIGNMENT));
     }
 
+    /** The counters so far, as a fresh snapshot. */
     public TraceBufferStats stats() {
-        return new TraceBufferStats(size, bytesWritten, bytesOverwritten, bytesRead, paddingBytesWritten,
-                paddingBytesCleared, chunksWritten, chunksRewritten, chunksRelocated, chunksOverwritten,
-                chunksDiscarded, chunksRead, chunksCommittedOutOfOrder, writeWrapCount, patchesSucceeded,
-                patchesFailed, readaheadsSucceeded, readaheadsFailed, abiViolations, traceWriterPacketLoss);
+        return counters.snapshot(size);
     }
 
     /**
@@ -1076,7 +770,7 @@ public final class TraceBufferV2 {
      * service that some sequence lost data, without building {@link #stats()}.
      */
     public long chunksLost() {
-        return chunksOverwritten + chunksDiscarded;
+        return counters.chunksLost();
     }
 
     public int size() {

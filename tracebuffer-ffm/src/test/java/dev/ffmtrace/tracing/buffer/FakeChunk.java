@@ -87,8 +87,8 @@ final class FakeChunk {
     int copyIntoTraceBuffer(boolean complete) {
         byte[] bytes = payload.toByteArray();
         MemorySegment src = MemorySegment.ofArray(bytes);
-        buffer.copyChunkUntrusted(producerId, identity, writerId, chunkId, numFragments, flags, complete, src,
-                bytes.length);
+        buffer.copyChunkUntrusted(new ChunkCommit().producer(producerId, identity).writerId(writerId)
+                .chunkId(chunkId).numFragments(numFragments).flags(flags).complete(complete), src, bytes.length);
         return TBChunkDescriptor.outerSize(bytes.length);
     }
 

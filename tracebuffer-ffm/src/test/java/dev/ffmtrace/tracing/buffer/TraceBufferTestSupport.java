@@ -81,8 +81,8 @@ abstract class TraceBufferTestSupport {
     }
 
     void patch(int producer, int writer, int chunkId, boolean pending, long offset, int b0, int b1, int b2, int b3) {
-        tb.tryPatchChunkContents(producer, writer, chunkId, new long[] {offset},
-                new int[] {b0 & 0xFF | (b1 & 0xFF) << 8 | (b2 & 0xFF) << 16 | (b3 & 0xFF) << 24}, 1, pending);
+        tb.tryPatchChunkContents(producer, writer, chunkId,
+                new ChunkPatches().add(offset, (byte) b0, (byte) b1, (byte) b2, (byte) b3), pending);
     }
 
     record Frag(byte[] bytes) {

@@ -28,39 +28,42 @@ class TraceBufferV2AllocationTest {
             MemorySegment begin = MemorySegment.ofArray(new FakeChunkBytes().begin());
             MemorySegment end = MemorySegment.ofArray(new FakeChunkBytes().end());
             TracePacketView view = new TracePacketView();
-            long[] patchOffsets = {4};
-            int[] patchData = {0};
+            // One descriptor and one patch list for every call, as the service keeps them.
+            ChunkCommit chunk = new ChunkCommit().producer(1, IDENTITY).complete(true);
+            ChunkPatches patches = new ChunkPatches();
             int[] chunkIds = new int[8];
             for (int round = 0; round < 40; round++) {
-                run(buffer, whole, begin, end, view, patchOffsets, patchData, chunkIds);
+                run(buffer, whole, begin, end, view, chunk, patches, chunkIds);
             }
             long before = threads.getCurrentThreadAllocatedBytes();
-            run(buffer, whole, begin, end, view, patchOffsets, patchData, chunkIds);
+            run(buffer, whole, begin, end, view, chunk, patches, chunkIds);
             long allocated = threads.getCurrentThreadAllocatedBytes() - before;
             assertTrue(allocated < OPERATIONS / 8, "allocated " + allocated + " bytes in " + OPERATIONS + " operations");
         }
     }
 
     private static void run(TraceBufferV2 buffer, MemorySegment whole, MemorySegment begin, MemorySegment end,
-                            TracePacketView view, long[] patchOffsets, int[] patchData, int[] chunkIds) {
+                            TracePacketView view, ChunkCommit chunk, ChunkPatches patches, int[] chunkIds) {
+        int patchData = 0;
         for (int i = 0; i < OPERATIONS; i++) {
             int writer = 1 + (i & 7);
+            chunk.writerId(writer);
             switch (i % 4) {
-                case 0, 1 -> buffer.copyChunkUntrusted(1, IDENTITY, writer, chunkIds[writer & 7]++, 3, 0, true,
+                case 0, 1 -> buffer.copyChunkUntrusted(chunk.chunkId(chunkIds[writer & 7]++).numFragments(3).flags(0),
                         whole, whole.byteSize());
                 case 2 -> {
-                    buffer.copyChunkUntrusted(1, IDENTITY, writer, chunkIds[writer & 7]++, 1,
-                            TBChunkDescriptor.FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK
-                                    | TBChunkDescriptor.FLAG_CHUNK_NEEDS_PATCHING, true, begin, begin.byteSize());
-                    buffer.tryPatchChunkContents(1, writer, chunkIds[writer & 7] - 1, patchOffsets, patchData, 1,
-                            false);
-                    buffer.copyChunkUntrusted(1, IDENTITY, writer, chunkIds[writer & 7]++, 1,
-                            TBChunkDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK, true, end, end.byteSize());
+                    buffer.copyChunkUntrusted(chunk.chunkId(chunkIds[writer & 7]++).numFragments(1)
+                            .flags(TBChunkDescriptor.FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK
+                                    | TBChunkDescriptor.FLAG_CHUNK_NEEDS_PATCHING), begin, begin.byteSize());
+                    buffer.tryPatchChunkContents(1, writer, chunkIds[writer & 7] - 1,
+                            patches.clear().addLittleEndian(4, patchData), false);
+                    buffer.copyChunkUntrusted(chunk.chunkId(chunkIds[writer & 7]++).numFragments(1)
+                            .flags(TBChunkDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK), end, end.byteSize());
                 }
                 default -> {
                     buffer.beginRead();
                     for (int n = 0; n < 16 && buffer.readNextTracePacket(view); n++) {
-                        patchData[0] += (int) view.size();
+                        patchData += (int) view.size();
                     }
                 }
             }

@@ -46,19 +46,19 @@ class TraceBufferV2FuzzTest {
                     switch (random.nextInt(6)) {
                         case 0, 1, 2 -> {
                             int length = randomChunk(random, src);
-                            buffer.copyChunkUntrusted(producer, IDENTITY, writer, chunkId, random.nextInt(20),
-                                    random.nextInt(256), random.nextInt(5) != 0, MemorySegment.ofArray(src), 0,
+                            ChunkCommit chunk = new ChunkCommit().producer(producer, IDENTITY).writerId(writer)
+                                    .chunkId(chunkId).numFragments(random.nextInt(20)).flags(random.nextInt(256))
+                                    .complete(random.nextInt(5) != 0);
+                            buffer.copyChunkUntrusted(chunk, MemorySegment.ofArray(src), 0,
                                     random.nextInt(50) == 0 ? random.nextInt(70_000) : length);
                         }
                         case 3 -> {
-                            long[] offsets = new long[1 + random.nextInt(3)];
-                            int[] data = new int[offsets.length];
-                            for (int i = 0; i < offsets.length; i++) {
-                                offsets[i] = random.nextInt(8) == 0 ? random.nextLong() : random.nextInt(600) - 4;
-                                data[i] = random.nextInt();
+                            ChunkPatches patches = new ChunkPatches();
+                            for (int i = 1 + random.nextInt(3); i > 0; i--) {
+                                patches.addLittleEndian(random.nextInt(8) == 0 ? random.nextLong()
+                                        : random.nextInt(600) - 4, random.nextInt());
                             }
-                            buffer.tryPatchChunkContents(producer, writer, chunkId, offsets, data, offsets.length,
-                                    random.nextBoolean());
+                            buffer.tryPatchChunkContents(producer, writer, chunkId, patches, random.nextBoolean());
                         }
                         default -> {
                             buffer.beginRead();
@@ -97,8 +97,8 @@ class TraceBufferV2FuzzTest {
                     bytes = java.util.Arrays.copyOf(bytes, bytes.length - 1);
                     expected++;
                 }
-                buffer.copyChunkUntrusted(1, IDENTITY, 1, chunkId, packets, 0, true, MemorySegment.ofArray(bytes),
-                        bytes.length);
+                buffer.copyChunkUntrusted(new ChunkCommit().producer(1, IDENTITY).writerId(1).chunkId(chunkId)
+                        .numFragments(packets).flags(0).complete(true), MemorySegment.ofArray(bytes), bytes.length);
                 assertEquals(expected, buffer.stats().abiViolations());
             }
         }

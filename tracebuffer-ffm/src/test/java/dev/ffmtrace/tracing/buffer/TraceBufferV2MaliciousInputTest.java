@@ -119,7 +119,8 @@ class TraceBufferV2MaliciousInputTest extends TraceBufferTestSupport {
                 junk[i] = (byte) ((i & 3) == 3 ? 0x7f : 0xff);
             }
             for (int copy = 0; copy < 3; copy++) {
-                tb.copyChunkUntrusted(1, FakeChunk.DEFAULT_IDENTITY, 1, copy, 0xFFFF, 0xFF, copy != 1,
+                tb.copyChunkUntrusted(new ChunkCommit().producer(1, FakeChunk.DEFAULT_IDENTITY).writerId(1)
+                        .chunkId(copy).numFragments(0xFFFF).flags(0xFF).complete(copy != 1),
                         MemorySegment.ofArray(junk), size);
             }
         }
@@ -133,13 +134,13 @@ class TraceBufferV2MaliciousInputTest extends TraceBufferTestSupport {
         reset(4096);
         chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
         for (long offset : new long[] {13, 16, 1L << 32, Long.MAX_VALUE, -1, -4}) {
-            assertFalse(tb.tryPatchChunkContents(1, 1, 0, new long[] {offset}, new int[] {-1}, 1, false));
+            assertFalse(tb.tryPatchChunkContents(1, 1, 0, new ChunkPatches().addLittleEndian(offset, -1), false));
         }
-        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new long[] {12}, new int[] {0}, 1, false));
+        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new ChunkPatches().addLittleEndian(12, 0), false));
         assertEquals(6, tb.stats().patchesFailed());
         assertEquals(1, tb.stats().patchesSucceeded());
         chunk(1, 1, 1).addPacket(3, 'b').copyIntoTraceBuffer();
-        assertFalse(tb.tryPatchChunkContents(1, 1, 1, new long[] {0}, new int[] {0}, 1, false));
+        assertFalse(tb.tryPatchChunkContents(1, 1, 1, new ChunkPatches().addLittleEndian(0, 0), false));
     }
 
     @Test
@@ -173,12 +174,16 @@ class TraceBufferV2MaliciousInputTest extends TraceBufferTestSupport {
         reset(4096);
         byte[] bytes = FakeChunk.encode(10, 'a');
         MemorySegment src = MemorySegment.ofArray(bytes);
-        tb.copyChunkUntrusted(0, FakeChunk.DEFAULT_IDENTITY, 0, 0, 1, 0, true, src, bytes.length);
-        tb.copyChunkUntrusted(1, FakeChunk.DEFAULT_IDENTITY, 1, 0, -1, 0, true, src, bytes.length);
-        tb.copyChunkUntrusted(1, FakeChunk.DEFAULT_IDENTITY, 1, 0, 1, 0, true, src, bytes.length + 1);
-        tb.copyChunkUntrusted(1, FakeChunk.DEFAULT_IDENTITY, 1, 0, 1, 0, true, src, 5, bytes.length);
-        tb.copyChunkUntrusted(1, FakeChunk.DEFAULT_IDENTITY, 1, 0, 1, 0, true, src, -1);
-        tb.copyChunkUntrusted(1 << 16, FakeChunk.DEFAULT_IDENTITY, 1, 0, 1, 0, true, src, bytes.length);
+        ChunkCommit valid = new ChunkCommit().producer(1, FakeChunk.DEFAULT_IDENTITY).writerId(1).numFragments(1);
+        tb.copyChunkUntrusted(new ChunkCommit().producer(0, FakeChunk.DEFAULT_IDENTITY).writerId(0).numFragments(1),
+                src, bytes.length);
+        tb.copyChunkUntrusted(new ChunkCommit().producer(1, FakeChunk.DEFAULT_IDENTITY).writerId(1).numFragments(-1),
+                src, bytes.length);
+        tb.copyChunkUntrusted(valid, src, bytes.length + 1);
+        tb.copyChunkUntrusted(valid, src, 5, bytes.length);
+        tb.copyChunkUntrusted(valid, src, -1);
+        tb.copyChunkUntrusted(new ChunkCommit().producer(1 << 16, FakeChunk.DEFAULT_IDENTITY).writerId(1)
+                .numFragments(1), src, bytes.length);
         assertEquals(6, tb.stats().abiViolations());
         assertEquals(0, tb.stats().chunksWritten());
     }

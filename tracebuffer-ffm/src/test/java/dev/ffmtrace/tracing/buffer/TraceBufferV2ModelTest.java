@@ -258,7 +258,8 @@ class TraceBufferV2ModelTest {
             int data = (c.bytes[c.patchOffset] & 0xFF) | (c.bytes[c.patchOffset + 1] & 0xFF) << 8
                     | (c.bytes[c.patchOffset + 2] & 0xFF) << 16 | (c.bytes[c.patchOffset + 3] & 0xFF) << 24;
             // False once the chunk was consumed by a loss; a wrong failure shows as zeros read back.
-            buffer.tryPatchChunkContents(1, writerId, c.id, new long[] {c.patchOffset}, new int[] {data}, 1, false);
+            buffer.tryPatchChunkContents(1, writerId, c.id, new ChunkPatches().addLittleEndian(c.patchOffset, data),
+                    false);
             c.patchPending = false;
             return true;
         }
@@ -278,8 +279,9 @@ class TraceBufferV2ModelTest {
         private void copy(TraceBufferV2 buffer, Chunk c, byte[] bytes, boolean complete) {
             int flags = complete ? c.flags : c.flags & ~NEEDS_PATCHING;
             TraceBufferStats before = buffer.stats();
-            buffer.copyChunkUntrusted(1, IDENTITY, writerId, c.id, c.numFragments, flags, complete,
-                    MemorySegment.ofArray(bytes), bytes.length);
+            buffer.copyChunkUntrusted(new ChunkCommit().producer(1, IDENTITY).writerId(writerId).chunkId(c.id)
+                    .numFragments(c.numFragments).flags(flags).complete(complete), MemorySegment.ofArray(bytes),
+                    bytes.length);
             TraceBufferStats after = buffer.stats();
             c.history.append(complete ? " complete" : " scraped")
                     .append(after.chunksWritten() > before.chunksWritten() ? "+written" : "")

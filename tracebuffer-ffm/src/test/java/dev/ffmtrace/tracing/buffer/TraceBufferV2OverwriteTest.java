@@ -65,16 +65,16 @@ class TraceBufferV2OverwriteTest {
                     }
                     boolean complete = random.nextInt(8) != 0;
                     for (TraceBufferV2 buffer : List.of(shortcut, walked)) {
-                        buffer.copyChunkUntrusted(1, IDENTITY, writer, id, fragments, flags, complete,
+                        buffer.copyChunkUntrusted(new ChunkCommit().producer(1, IDENTITY).writerId(writer).chunkId(id)
+                                .numFragments(fragments).flags(flags).complete(complete),
                                 MemorySegment.ofArray(bytes), bytes.length);
                     }
                 } else if (choice < 8) {
                     int id = Math.max(0, nextIds[writer] - 1 - random.nextInt(3));
-                    long[] offsets = {random.nextInt(8)};
-                    int[] data = {random.nextInt()};
+                    ChunkPatches patches = new ChunkPatches().addLittleEndian(random.nextInt(8), random.nextInt());
                     boolean pending = random.nextBoolean();
                     for (TraceBufferV2 buffer : List.of(shortcut, walked)) {
-                        buffer.tryPatchChunkContents(1, writer, id, offsets, data, 1, pending);
+                        buffer.tryPatchChunkContents(1, writer, id, patches, pending);
                     }
                 } else {
                     int limit = random.nextInt(30);

@@ -12,7 +12,8 @@ class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
     void patchShowsUpInTheDataReadBack() {
         reset(4096);
         chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
-        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new long[] {5}, new int[] {0x44332211}, 1, false));
+        assertTrue(tb.tryPatchChunkContents(1, 1, 0,
+                new ChunkPatches().add(5, (byte) 0x11, (byte) 0x22, (byte) 0x33, (byte) 0x44), false));
         tb.beginRead();
         byte[] expected = FakeChunk.fragmentPayload(16, 'a');
         expected[4] = 0x11;
@@ -28,8 +29,9 @@ class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
         reset(4096);
         chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
         // Offset 0 holds the size varint (15): the first patch keeps it and replaces 3 bytes.
-        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new long[] {0, 12},
-                new int[] {0x4342410f, 0x04030201}, 2, false));
+        assertTrue(tb.tryPatchChunkContents(1, 1, 0, new ChunkPatches()
+                .add(0, (byte) 0x0f, (byte) 0x41, (byte) 0x42, (byte) 0x43)
+                .add(12, (byte) 0x01, (byte) 0x02, (byte) 0x03, (byte) 0x04), false));
         tb.beginRead();
         byte[] expected = FakeChunk.fragmentPayload(16, 'a');
         System.arraycopy(new byte[] {0x41, 0x42, 0x43}, 0, expected, 0, 3);
@@ -43,16 +45,15 @@ class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
         reset(4096);
         chunk(1, 1, 0).addPacket(16, 'a').copyIntoTraceBuffer();
         chunk(1, 1, 1).addPacket(16, 'b').copyIntoTraceBuffer();
-        long[] at = {0};
-        int[] data = {0};
-        assertFalse(tb.tryPatchChunkContents(1, 2, 0, at, data, 1, false));
-        assertFalse(tb.tryPatchChunkContents(2, 1, 0, at, data, 1, false));
-        assertFalse(tb.tryPatchChunkContents(1, 1, 2, at, data, 1, false));
+        ChunkPatches patches = new ChunkPatches().addLittleEndian(0, 0);
+        assertFalse(tb.tryPatchChunkContents(1, 2, 0, patches, false));
+        assertFalse(tb.tryPatchChunkContents(2, 1, 0, patches, false));
+        assertFalse(tb.tryPatchChunkContents(1, 1, 2, patches, false));
         tb.beginRead();
         assertRead(frag(16, 'a'));
         assertRead(frag(16, 'b'));
         assertReadNothing();
-        assertFalse(tb.tryPatchChunkContents(1, 1, 0, at, data, 1, false));
+        assertFalse(tb.tryPatchChunkContents(1, 1, 0, patches, false));
         assertEquals(4, tb.stats().patchesFailed());
         assertEquals(0, tb.stats().patchesSucceeded());
     }

@@ -263,9 +263,10 @@ class TraceBufferV2PolicyTest extends TraceBufferTestSupport {
         TraceBufferV2 clone = tb.cloneReadOnly(arena);
         MemorySegment src = MemorySegment.ofArray(FakeChunk.encode(10, 'a'));
         assertThrows(IllegalStateException.class,
-                () -> clone.copyChunkUntrusted(1, FakeChunk.DEFAULT_IDENTITY, 1, 1, 1, 0, true, src, 10));
+                () -> clone.copyChunkUntrusted(new ChunkCommit().producer(1, FakeChunk.DEFAULT_IDENTITY).writerId(1)
+                        .chunkId(1).numFragments(1), src, 10));
         assertThrows(IllegalStateException.class,
-                () -> clone.tryPatchChunkContents(1, 1, 0, new long[] {0}, new int[] {0}, 1, false));
+                () -> clone.tryPatchChunkContents(1, 1, 0, new ChunkPatches().addLittleEndian(0, 0), false));
     }
 
     @Test

@@ -6,6 +6,8 @@ import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.packetCountOf;
 
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.buffer.ChunkCommit;
+import dev.ffmtrace.tracing.buffer.ChunkPatches;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
@@ -56,8 +58,7 @@ public final class Producer implements AutoCloseable {
     private final IntPredicate isRemoteWriter = writerId -> remoteWriters[writerId];
     /** Guarded by the reader lock. */
     private boolean hasRemoteWriters;
-    private long[] patchOffsets = new long[16];
-    private int[] patchData = new int[16];
+    private final ChunkPatches patches = new ChunkPatches();
     /** Written only by commits, which the arbiter's lock serializes. */
     private volatile long abiViolations;
 
@@ -236,13 +237,10 @@ public final class Producer implements AutoCloseable {
         for (int start = 0, end; start < request.patches(); start = end) {
             end = request.patchRunEnd(start);
             int count = end - start;
-            if (patchOffsets.length < count) {
-                patchOffsets = new long[count];
-                patchData = new int[count];
-            }
+            patches.clear();
             for (int j = 0; j < count; j++) {
-                patchOffsets[j] = Integer.toUnsignedLong(request.patchOffset(start + j));
-                patchData[j] = request.patchData(start + j);
+                patches.addLittleEndian(Integer.toUnsignedLong(request.patchOffset(start + j)),
+                        request.patchData(start + j));
             }
             ServiceBuffer buffer = grantedBuffer(request.patchTargetBuffer(start));
             if (buffer == null) {
@@ -252,7 +250,7 @@ public final class Producer implements AutoCloseable {
             buffer.lock.lock();
             try {
                 buffer.buffer.tryPatchChunkContents(id, request.patchWriterId(start), request.patchChunkId(start),
-                        patchOffsets, patchData, count, request.patchHasMorePatches(end - 1));
+                        patches, request.patchHasMorePatches(end - 1));
             } finally {
                 buffer.lock.unlock();
             }
@@ -290,6 +288,8 @@ public final class Producer implements AutoCloseable {
     /** Copies chunks into a session buffer, under that buffer's lock. */
     private final class BufferSink implements SharedMemoryReader.ChunkSink {
         private final boolean committed;
+        /** Reused: a fresh one per chunk would escape into copyChunkUntrusted and be allocated. */
+        private final ChunkCommit chunk = new ChunkCommit();
         ServiceBuffer buffer;
 
         BufferSink(boolean committed) {
@@ -308,8 +308,9 @@ public final class Producer implements AutoCloseable {
             try {
                 if (!target.memory.isClosed()) {
                     long lostBefore = target.buffer.chunksLost();
-                    target.buffer.copyChunkUntrusted(id, identity, writerId, chunkId, packetCountOf(packets),
-                            flagsOf(packets), complete, segment, offset, size);
+                    chunk.producer(id, identity).writerId(writerId).chunkId(chunkId)
+                            .numFragments(packetCountOf(packets)).flags(flagsOf(packets)).complete(complete);
+                    target.buffer.copyChunkUntrusted(chunk, segment, offset, size);
                     lostData = target.shouldClearAfterLoss(lostBefore);
                 }
             } finally {

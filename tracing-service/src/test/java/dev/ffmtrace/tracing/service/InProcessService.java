@@ -7,6 +7,8 @@ import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.CommitTransport;
 import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.tracing.buffer.ChunkCommit;
+import dev.ffmtrace.tracing.buffer.ChunkPatches;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
@@ -31,8 +33,7 @@ final class InProcessService implements CommitTransport, AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final TracePacketView view = new TracePacketView();
     private final SharedMemoryReader.ChunkSink sink;
-    private long[] offsets = new long[16];
-    private int[] data = new int[16];
+    private final ChunkPatches patches = new ChunkPatches();
     long commits;
     long patchesApplied;
     long patchesRejected;
@@ -43,8 +44,13 @@ final class InProcessService implements CommitTransport, AutoCloseable {
         reader = new SharedMemoryReader(abi);
         buffer = new TraceBufferV2(arena.allocate(bufferSize, 16), OverwritePolicy.RING_BUFFER);
         sink = (writerId, chunkId, packets, complete, smb, offset, size) -> buffer.copyChunkUntrusted(
-                PRODUCER_ID, IDENTITY, writerId, chunkId, packetCountOf(packets), flagsOf(packets), complete,
-                smb, offset, size);
+                chunk(PRODUCER_ID, writerId, chunkId, packets, complete), smb, offset, size);
+    }
+
+    /** A chunk of {@code producerId} from {@link #IDENTITY}, described by its SMB header's packets word. */
+    static ChunkCommit chunk(int producerId, int writerId, int chunkId, int packets, boolean complete) {
+        return new ChunkCommit().producer(producerId, IDENTITY).writerId(writerId).chunkId(chunkId)
+                .numFragments(packetCountOf(packets)).flags(flagsOf(packets)).complete(complete);
     }
 
     @Override
@@ -56,16 +62,12 @@ final class InProcessService implements CommitTransport, AutoCloseable {
         for (int start = 0, end; start < request.patches(); start = end) {
             end = request.patchRunEnd(start);
             int count = end - start;
-            if (offsets.length < count) {
-                offsets = new long[count];
-                data = new int[count];
-            }
+            patches.clear();
             for (int j = 0; j < count; j++) {
-                offsets[j] = request.patchOffset(start + j);
-                data[j] = request.patchData(start + j);
+                patches.addLittleEndian(request.patchOffset(start + j), request.patchData(start + j));
             }
             if (buffer.tryPatchChunkContents(PRODUCER_ID, request.patchWriterId(start), request.patchChunkId(start),
-                    offsets, data, count, request.patchHasMorePatches(end - 1))) {
+                    patches, request.patchHasMorePatches(end - 1))) {
                 patchesApplied += count;
             } else {
                 patchesRejected += count;

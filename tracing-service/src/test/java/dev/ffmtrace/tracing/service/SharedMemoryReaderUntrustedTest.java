@@ -27,8 +27,8 @@ class SharedMemoryReaderUntrustedTest {
                 assertTrue(offset >= pageStart + PAGE_HEADER_SIZE + CHUNK_HEADER_SIZE && offset + size <= pageStart + pageSize,
                         "payload stays inside its page");
                 assertTrue(writer >= 1 && writer <= MAX_WRITER_ID);
-                service.buffer.copyChunkUntrusted(1, InProcessService.IDENTITY, writer, id, packetCountOf(packets),
-                        flagsOf(packets), complete, segment, offset, size);
+                service.buffer.copyChunkUntrusted(InProcessService.chunk(1, writer, id, packets, complete),
+                        segment, offset, size);
             };
             for (int round = 0; round < 3000; round++) {
                 int mutations = 1 + random.nextInt(64);

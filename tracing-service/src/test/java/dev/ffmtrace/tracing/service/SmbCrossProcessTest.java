@@ -78,8 +78,7 @@ class SmbCrossProcessTest {
             try (UnixSocket connection = server.accept()) {
                 connection.send(new byte[] {'S'}, service.memory.fd());
                 SharedMemoryReader.ChunkSink sink = (w, id, p, complete, smb, off, size) -> service.buffer.copyChunkUntrusted(
-                        InProcessService.PRODUCER_ID, InProcessService.IDENTITY, w, id, packetCountOf(p), flagsOf(p),
-                        complete, smb, off, size);
+                        InProcessService.chunk(InProcessService.PRODUCER_ID, w, id, p, complete), smb, off, size);
                 List<ReadPacket> read = new ArrayList<>();
                 // The SMB holds 16 pages: the service must keep freeing chunks while the producer writes.
                 while (producer.process().isAlive()) {

@@ -177,11 +177,11 @@ class TraceWriterTest {
             assertTrue(writer.packetsDropped() > 0, "two pages hold fewer than 400 packets of 36 bytes");
             assertTrue(arbiter.stats().exhaustions() > 0);
             service.reader.drainCompleteChunks((w, id, packets, complete, smb, off, size) -> service.buffer.copyChunkUntrusted(
-                    1, InProcessService.IDENTITY, w, id, packetCountOf(packets), flagsOf(packets), complete, smb, off, size));
+                    InProcessService.chunk(1, w, id, packets, complete), smb, off, size));
             writer.newTracePacket().payload(new byte[] {7});
             writer.flush();
             service.reader.drainCompleteChunks((w, id, packets, complete, smb, off, size) -> service.buffer.copyChunkUntrusted(
-                    1, InProcessService.IDENTITY, w, id, packetCountOf(packets), flagsOf(packets), complete, smb, off, size));
+                    InProcessService.chunk(1, w, id, packets, complete), smb, off, size));
             List<ReadPacket> packets = service.readAll();
             byte[] last = packets.get(packets.size() - 1).bytes();
             // previous_packet_dropped = 1 (field 42, varint: d0 02 01), then the payload.
@@ -202,7 +202,7 @@ class TraceWriterTest {
             writer.flush();
             assertEquals(1, writer.fragmentsDropped());
             service.reader.drainCompleteChunks((w, id, packets, complete, smb, off, size) -> service.buffer.copyChunkUntrusted(
-                    1, InProcessService.IDENTITY, w, id, packetCountOf(packets), flagsOf(packets), complete, smb, off, size));
+                    InProcessService.chunk(1, w, id, packets, complete), smb, off, size));
             List<ReadPacket> packets = service.readAll();
             assertEquals(1, packets.size(), "the cut packet disappears, its neighbour stays");
             assertArrayEquals(contiguous(pattern(10, 1), 0), packets.get(0).bytes());

@@ -1,5 +1,6 @@
 package dev.ffmtrace.bench;
 
+import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
@@ -266,7 +267,7 @@ public class SharedRingBufferBenchmark {
         public static void main(String[] args) {
             int size = Integer.parseInt(args[1]);
             try (UnixSocket socket = UnixSocket.connect(UnixAddress.abstractName(args[0]));
-                 SharedRingBuffer buffer = SharedRingBuffer.attach(socket.receive(new byte[1], 1).fds()[0], true)) {
+                 SharedRingBuffer buffer = SharedRingBuffer.attach(socket.receive(new byte[1], 1).fds()[0], Seals.REQUIRED)) {
                 RecordSlot slot = buffer.newSlot();
                 long records = 0;
                 long checksum = 0;

@@ -1,6 +1,6 @@
 package dev.ffmtrace.bench;
 
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
@@ -64,13 +64,13 @@ public class TrackEventBenchmark {
         DISABLED.setEnabled(false);
         service = new TracingService();
         Producer producer = service.connectProducer("bench",
-                new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid()), 256 * 1024, 4096);
+                new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid()), 256 * 1024, 4096);
         DataSource events = producer.registerDataSource("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(1024);
         config.get().addDataSources().setConfig().setName("track_event");
         session = service.startSession(SessionConfig.parse(MemorySegment.ofArray(config.toByteArray())));
-        track = Track.thread(Track.process((int) ProcessHandle.current().pid(), "bench"), Native.gettid(), "bench");
+        track = Track.thread(Track.process((int) ProcessHandle.current().pid(), "bench"), Os.tid(), "bench");
         writer = events.newTrackEventWriter(BufferExhaustedPolicy.DROP, TrackEventWriter.Config.forThread(track));
     }
 

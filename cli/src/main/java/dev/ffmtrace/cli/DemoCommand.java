@@ -1,7 +1,8 @@
 package dev.ffmtrace.cli;
 
+import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.Layouts;
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.SharedMemory;
@@ -70,7 +71,7 @@ final class DemoCommand implements Callable<Integer> {
             System.out.printf("owner  pid %d: read from the shared memory: \"%s\"%n",
                     ProcessHandle.current().pid(), new String(message, StandardCharsets.UTF_8));
             System.out.printf("owner  pid %d: memfd still %d bytes%n", ProcessHandle.current().pid(),
-                    Native.fstat(memory.fd()).size());
+                    memory.file().currentSize());
             return 0;
         }
     }
@@ -83,13 +84,13 @@ final class DemoCommand implements Callable<Integer> {
                 System.err.println("peer: no memfd received");
                 return 1;
             }
-            try (SharedMemory memory = SharedMemory.attach(received.fds()[0], SIZE, true)) {
+            try (SharedMemory memory = SharedMemory.attach(received.fds()[0], SIZE, Seals.REQUIRED)) {
                 byte[] message = ("hello from pid " + pid + ", written straight into the shared mapping")
                         .getBytes(StandardCharsets.UTF_8);
                 MemorySegment.copy(message, 0, memory.segment(), Layouts.BYTE, MESSAGE_OFFSET, message.length);
                 memory.segment().set(Layouts.INT_UNALIGNED, 0, message.length);
                 try {
-                    Native.ftruncate(memory.fd(), 0);
+                    memory.file().resize(0);
                     System.out.printf("peer   pid %d: shrinking the memfd succeeded (it was not sealed)%n", pid);
                 } catch (NativeException e) {
                     System.out.printf("peer   pid %d: wrote %d bytes; tried to shrink the memfd: %s%n",

@@ -1,6 +1,6 @@
 package dev.ffmtrace.cli;
 
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
@@ -44,7 +44,7 @@ final class DemoWorkload implements Runnable {
 
     @Override
     public void run() {
-        Track thread = Track.thread(process, Native.gettid(), "demo worker " + index);
+        Track thread = Track.thread(process, Os.tid(), "demo worker " + index);
         Track queue = Track.named(process, "queue " + index);
         Track depth = Track.counter(process, "queue depth " + index);
         try (TrackEventWriter writer = events.newTrackEventWriter(BufferExhaustedPolicy.STALL,

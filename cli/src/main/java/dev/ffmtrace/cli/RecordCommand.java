@@ -1,7 +1,7 @@
 package dev.ffmtrace.cli;
 
 import com.google.protobuf.TextFormat;
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
@@ -79,7 +79,7 @@ final class RecordCommand implements Callable<Integer> {
         long duration = session.durationMs() > 0 ? session.durationMs() : 2000;
         long period = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : 250;
         long filePeriod = session.fileWritePeriodMs() > 0 ? session.fileWritePeriodMs() : period;
-        ClientIdentity self = new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid());
+        ClientIdentity self = new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid());
         int status;
         try (TracingService service = new TracingService();
              OutputStream file = new BufferedOutputStream(Files.newOutputStream(out))) {

@@ -1,6 +1,8 @@
 package dev.ffmtrace.memory;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -15,8 +17,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * be sealed, which {@link #isSealedAgainstResize()} reports.
  *
  * <p>{@link #attach} adopts an fd received from a peer after checking with
- * {@code fstat} that it is a regular shared memory file of the expected size and,
- * when asked, that the resize seals are in place.
+ * {@code fstat} that it is a regular shared memory file (of the expected size, if one is
+ * given) and, when {@link Seals#REQUIRED}, that the resize seals are in place;
+ * {@link #open} does the same for a {@code /proc/PID/fd/N} or {@code /dev/shm} path.
  */
 public final class MemoryFile implements AutoCloseable {
     /** Where the memory comes from. */
@@ -24,6 +27,8 @@ public final class MemoryFile implements AutoCloseable {
 
     /** The seals {@link #create} applies. */
     public static final int RESIZE_SEALS = Native.F_SEAL_SHRINK | Native.F_SEAL_GROW;
+
+    private static final long ANY_SIZE = -1;
 
     /** memfd names are limited to 249 bytes (NAME_MAX minus the "memfd:" prefix). */
     private static final int MAX_NAME_BYTES = 249;
@@ -75,36 +80,55 @@ public final class MemoryFile implements AutoCloseable {
     }
 
     /**
-     * Adopts {@code fd}, received from a peer: checks that it is an open regular file of
-     * exactly {@code expectedSize} bytes and, if {@code requireResizeSeals}, that it is
-     * sealed against shrinking and growing. Ownership of the fd passes to this object
-     * in every case: if a check fails the fd is closed before the exception is thrown.
+     * Adopts {@code fd}, received from a peer, at the size {@code fstat} gives; the file
+     * need not be sealed (see {@link #attach(int, long, Seals)}).
+     */
+    public static MemoryFile attach(int fd) {
+        return attach(fd, ANY_SIZE, Seals.NOT_REQUIRED);
+    }
+
+    /** Adopts {@code fd} at the size {@code fstat} gives, demanding {@code seals}. */
+    public static MemoryFile attach(int fd, Seals seals) {
+        return attach(fd, ANY_SIZE, seals);
+    }
+
+    /**
+     * Adopts {@code fd}, received from a peer: checks that it is an open, non-empty regular
+     * file of exactly {@code expectedSize} bytes and, if {@code seals} is
+     * {@link Seals#REQUIRED}, that it is sealed against shrinking and growing. Ownership of
+     * the fd passes to this object in every case: if a check fails the fd is closed before
+     * the exception is thrown. To keep your own fd, pass {@link #duplicate(int)}'s copy.
      *
-     * @throws IllegalArgumentException if the fd is negative, of the wrong kind, of the
+     * @throws IllegalArgumentException if the fd is negative, of the wrong kind, empty, of the
      *         wrong size or not sealed as required
      * @throws NativeException if {@code fstat} fails (e.g. EBADF for a closed fd, which
      *         is then not closed again)
      */
-    public static MemoryFile attach(int fd, long expectedSize, boolean requireResizeSeals) {
+    public static MemoryFile attach(int fd, long expectedSize, Seals seals) {
         if (fd < 0) {
             throw new IllegalArgumentException("not a file descriptor: " + fd);
         }
         try {
-            checkSize(expectedSize);
+            if (expectedSize != ANY_SIZE) {
+                checkSize(expectedSize);
+            }
             Native.FileStatus status = Native.fstat(fd);
             if (!status.isRegularFile()) {
                 throw new IllegalArgumentException("fd " + fd + " is not a shared memory file (st_mode 0"
                         + Integer.toOctalString(status.mode()) + ")");
             }
-            if (status.size() != expectedSize) {
+            if (status.size() == 0) {
+                throw new IllegalArgumentException("fd " + fd + " is an empty file");
+            }
+            if (expectedSize != ANY_SIZE && status.size() != expectedSize) {
                 throw new IllegalArgumentException("fd " + fd + " is " + status.size()
                         + " bytes, expected " + expectedSize);
             }
-            if (requireResizeSeals && (seals(fd) & RESIZE_SEALS) != RESIZE_SEALS) {
+            if (seals == Seals.REQUIRED && (seals(fd) & RESIZE_SEALS) != RESIZE_SEALS) {
                 throw new IllegalArgumentException("fd " + fd + " is not sealed against shrinking and growing (seals 0x"
                         + Integer.toHexString(seals(fd)) + ")");
             }
-            return new MemoryFile(fd, expectedSize, Backing.MEMFD);
+            return new MemoryFile(fd, status.size(), Backing.MEMFD);
         } catch (NativeException e) {
             if (e.errno() != Native.EBADF) {
                 closeQuietly(fd);
@@ -114,6 +138,38 @@ public final class MemoryFile implements AutoCloseable {
             closeQuietly(fd);
             throw e;
         }
+    }
+
+    /**
+     * Opens shared memory someone else created by its path: another process's fd as
+     * {@code /proc/PID/fd/N} (which needs the permission to inspect that process), or a
+     * file under {@code /dev/shm}. The file is opened read-write with its own fd, which this
+     * object owns; then checked as {@link #attach(int, Seals)} checks it.
+     *
+     * @throws NativeException if the path cannot be opened (ENOENT, EACCES, ...)
+     */
+    public static MemoryFile open(Path path, Seals seals) {
+        String name = path.toString();
+        if (name.indexOf('\0') >= 0) {
+            throw new IllegalArgumentException("path contains a NUL byte: " + name.replace('\0', '?'));
+        }
+        return attach(Native.open(name, Native.O_RDWR | Native.O_CLOEXEC, 0), ANY_SIZE, seals);
+    }
+
+    /** Opens {@code /dev/shm/<name>}, a POSIX shared memory object (see {@link #open(Path, Seals)}). */
+    public static MemoryFile openShm(String name, Seals seals) {
+        if (name.isEmpty() || name.indexOf('/') >= 0) {
+            throw new IllegalArgumentException("a /dev/shm name is one non-empty path element, got \"" + name + "\"");
+        }
+        return open(Path.of("/dev/shm", name), seals);
+    }
+
+    /**
+     * A new fd (close-on-exec) for the same open file as {@code fd}, for handing to an
+     * {@code attach} that takes ownership while the caller keeps {@code fd}.
+     */
+    public static int duplicate(int fd) {
+        return Native.fcntl(fd, Native.F_DUPFD_CLOEXEC, 0);
     }
 
     public int fd() {
@@ -133,6 +189,30 @@ public final class MemoryFile implements AutoCloseable {
     public int seals() {
         checkOpen();
         return seals(fd);
+    }
+
+    /**
+     * The file's size now, from {@code fstat}: differs from {@link #size()} only if someone
+     * resized the file, which a file sealed against resizing forbids.
+     */
+    public long currentSize() {
+        checkOpen();
+        return Native.fstat(fd).size();
+    }
+
+    /**
+     * Sets the file's size ({@code ftruncate}). Memory mapped beyond the new size faults
+     * on access, so only resize a file nobody maps past it; {@link #size()} stays the size
+     * the file was created or attached with.
+     *
+     * @throws NativeException EPERM if the file is sealed against the change
+     */
+    public void resize(long newSize) {
+        checkOpen();
+        if (newSize < 0) {
+            throw new IllegalArgumentException("a file size cannot be negative, got " + newSize);
+        }
+        Native.ftruncate(fd, newSize);
     }
 
     public boolean isSealedAgainstResize() {

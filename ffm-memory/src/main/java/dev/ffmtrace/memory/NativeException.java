@@ -1,5 +1,7 @@
 package dev.ffmtrace.memory;
 
+import dev.ffmtrace.memory.internal.Native;
+
 /**
  * A libc call failed. Carries the call (with the arguments that identify it), the
  * errno, its symbolic name and the system's message, e.g.

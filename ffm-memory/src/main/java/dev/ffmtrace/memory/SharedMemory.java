@@ -1,7 +1,9 @@
 package dev.ffmtrace.memory;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -33,9 +35,30 @@ public final class SharedMemory implements AutoCloseable {
         return map(MemoryFile.create(name, size));
     }
 
-    /** Checks and maps an fd received from a peer (see {@link MemoryFile#attach}); takes ownership of it. */
-    public static SharedMemory attach(int fd, long expectedSize, boolean requireResizeSeals) {
-        return map(MemoryFile.attach(fd, expectedSize, requireResizeSeals));
+    /**
+     * Checks and maps an fd received from a peer, at the size {@code fstat} gives, sealed
+     * or not (see {@link MemoryFile#attach(int)}); takes ownership of the fd.
+     */
+    public static SharedMemory attach(int fd) {
+        return map(MemoryFile.attach(fd));
+    }
+
+    /** Checks and maps an fd received from a peer (see {@link MemoryFile#attach(int, Seals)}); takes ownership of it. */
+    public static SharedMemory attach(int fd, Seals seals) {
+        return map(MemoryFile.attach(fd, seals));
+    }
+
+    /**
+     * Checks and maps an fd received from a peer that must be {@code expectedSize} bytes
+     * (see {@link MemoryFile#attach(int, long, Seals)}); takes ownership of it.
+     */
+    public static SharedMemory attach(int fd, long expectedSize, Seals seals) {
+        return map(MemoryFile.attach(fd, expectedSize, seals));
+    }
+
+    /** Opens and maps shared memory by its path (see {@link MemoryFile#open}). */
+    public static SharedMemory open(Path path, Seals seals) {
+        return map(MemoryFile.open(path, seals));
     }
 
     /** Maps {@code file}, taking ownership of it: it is closed with this object, or at once if mapping fails. */

@@ -1,5 +1,6 @@
 package dev.ffmtrace.memory;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;

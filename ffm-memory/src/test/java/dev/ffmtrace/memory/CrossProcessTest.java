@@ -2,6 +2,7 @@ package dev.ffmtrace.memory;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.ffmtrace.memory.internal.Native;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import java.lang.foreign.MemorySegment;
@@ -68,7 +69,7 @@ class CrossProcessTest {
             try (UnixSocket connection = server.accept()) {
                 UnixSocket.Received received = connection.receive(new byte[1], 1);
                 assertEquals(1, received.fds().length);
-                try (SharedMemory memory = SharedMemory.attach(received.fds()[0], SIZE, true)) {
+                try (SharedMemory memory = SharedMemory.attach(received.fds()[0], SIZE, Seals.REQUIRED)) {
                     assertPattern(memory.segment(), 99);
                 }
                 connection.send(new byte[] {'A'});

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Stream;
@@ -68,7 +69,7 @@ class MemoryFileTest {
         try (MemoryFile owner = MemoryFile.create("attach", 4096)) {
             int copy = Native.fcntl(owner.fd(), 1030 /* F_DUPFD_CLOEXEC */, 0);
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                    () -> MemoryFile.attach(copy, 8192, true));
+                    () -> MemoryFile.attach(copy, 8192, Seals.REQUIRED));
             assertEquals("fd " + copy + " is 4096 bytes, expected 8192", e.getMessage());
             NativeException closed = assertThrows(NativeException.class, () -> Native.fstat(copy));
             assertEquals("EBADF", closed.errnoName());
@@ -81,28 +82,28 @@ class MemoryFileTest {
         try (MemoryFile file = MemoryFile.create("closed", 4096)) {
             fd = file.fd();
         }
-        NativeException e = assertThrows(NativeException.class, () -> MemoryFile.attach(fd, 4096, false));
+        NativeException e = assertThrows(NativeException.class, () -> MemoryFile.attach(fd, 4096, Seals.NOT_REQUIRED));
         assertEquals("fstat(" + fd + ") failed: EBADF (Bad file descriptor)", e.getMessage());
     }
 
     @Test
     void attachRefusesAnFdOfTheWrongKind() {
         int socket = Native.socket(Native.AF_UNIX, Native.SOCK_STREAM | Native.SOCK_CLOEXEC, 0);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MemoryFile.attach(socket, 4096, false));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MemoryFile.attach(socket, 4096, Seals.NOT_REQUIRED));
         assertEquals("fd " + socket + " is not a shared memory file (st_mode 0140777)", e.getMessage());
         assertThrows(NativeException.class, () -> Native.fstat(socket), "the refused fd is closed");
         assertEquals("not a file descriptor: -1",
-                assertThrows(IllegalArgumentException.class, () -> MemoryFile.attach(-1, 4096, false)).getMessage());
+                assertThrows(IllegalArgumentException.class, () -> MemoryFile.attach(-1, 4096, Seals.NOT_REQUIRED)).getMessage());
     }
 
     @Test
     void attachCanRequireResizeSeals() {
         try (MemoryFile unsealed = MemoryFile.create("unsealed", 4096, MemoryFile.Backing.DEV_SHM)) {
             int copy = Native.fcntl(unsealed.fd(), 1030, 0);
-            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MemoryFile.attach(copy, 4096, true));
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> MemoryFile.attach(copy, 4096, Seals.REQUIRED));
             assertTrue(e.getMessage().startsWith("fd " + copy + " is not sealed against shrinking and growing"), e.getMessage());
             int again = Native.fcntl(unsealed.fd(), 1030, 0);
-            try (MemoryFile attached = MemoryFile.attach(again, 4096, false)) {
+            try (MemoryFile attached = MemoryFile.attach(again, 4096, Seals.NOT_REQUIRED)) {
                 assertEquals(4096, attached.size());
             }
         }

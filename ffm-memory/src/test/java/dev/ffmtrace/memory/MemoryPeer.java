@@ -1,5 +1,6 @@
 package dev.ffmtrace.memory;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -20,7 +21,7 @@ public final class MemoryPeer {
             switch (mode) {
                 case "receive" -> {
                     UnixSocket.Received received = socket.receive(new byte[1], 1);
-                    try (SharedMemory memory = SharedMemory.attach(received.fds()[0], size, true)) {
+                    try (SharedMemory memory = SharedMemory.attach(received.fds()[0], size, Seals.REQUIRED)) {
                         fill(memory.segment(), seed);
                         try {
                             Native.ftruncate(memory.fd(), size / 2);

@@ -3,6 +3,7 @@ package dev.ffmtrace.memory;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 
@@ -36,7 +37,7 @@ class RingMappingTest {
         MemoryFile file = MemoryFile.create("ring-header", 2 * PAGE);
         int copy = Native.fcntl(file.fd(), 1030 /* F_DUPFD_CLOEXEC */, 0);
         try (RingMapping mapping = RingMapping.map(file, PAGE, 0);
-             SharedMemory flat = SharedMemory.attach(copy, 2 * PAGE, true)) {
+             SharedMemory flat = SharedMemory.attach(copy, 2 * PAGE, Seals.REQUIRED)) {
             mapping.header().set(Layouts.LONG, 8, 77);
             mapping.ring().set(Layouts.LONG, PAGE + 16, 99);
             assertEquals(77, flat.segment().get(Layouts.LONG, 8));

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 
@@ -12,7 +13,7 @@ class SharedMemoryTest {
     void twoMappingsOfOneFileSeeTheSameBytes() {
         try (SharedMemory first = SharedMemory.create("two-views", 4096)) {
             int copy = Native.fcntl(first.fd(), 1030 /* F_DUPFD_CLOEXEC */, 0);
-            try (SharedMemory second = SharedMemory.attach(copy, 4096, true)) {
+            try (SharedMemory second = SharedMemory.attach(copy, 4096, Seals.REQUIRED)) {
                 first.segment().set(Layouts.LONG_UNALIGNED, 100, 0x1122334455667788L);
                 assertEquals(0x1122334455667788L, second.segment().get(Layouts.LONG_UNALIGNED, 100));
                 assertEquals((byte) 0x88, second.segment().get(Layouts.BYTE, 100), "little-endian");

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.internal.Native;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
@@ -33,8 +34,8 @@ class UnixSocketTest {
             assertEquals(5, received.bytes());
             assertEquals("hello", new String(buffer, 0, 5));
             assertEquals(2, received.fds().length);
-            try (SharedMemory a2 = SharedMemory.attach(received.fds()[0], 4096, true);
-                 SharedMemory b2 = SharedMemory.attach(received.fds()[1], 8192, true)) {
+            try (SharedMemory a2 = SharedMemory.attach(received.fds()[0], 4096, Seals.REQUIRED);
+                 SharedMemory b2 = SharedMemory.attach(received.fds()[1], 8192, Seals.REQUIRED)) {
                 a.segment().set(Layouts.INT, 0, 1234);
                 assertEquals(1234, a2.segment().get(Layouts.INT, 0));
                 b2.segment().set(Layouts.INT, 4, 5678);

@@ -5,11 +5,13 @@ import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.*;
 
 import dev.ffmtrace.memory.AtomicSegment;
 import dev.ffmtrace.memory.MemoryFile;
-import dev.ffmtrace.memory.Native;
 import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.RingMapping;
+import dev.ffmtrace.memory.Seals;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;
 
@@ -205,38 +207,55 @@ public final class SharedRingBuffer implements AutoCloseable {
     /**
      * The client side: attaches to a buffer's fd received from the service. Like Perfetto's
      * {@code Attach}, the size comes from {@code fstat} and must be one page plus a valid
-     * ring; the metadata is not checked (every later operation checks what it reads). With
-     * {@code requireResizeSeals}, the fd must be sealed against shrinking and growing, as
-     * in-tree Android builds require. Ownership of the fd passes to the buffer, also on failure
-     * (then it is closed, unless fstat found it not open).
+     * ring; the metadata is not checked (every later operation checks what it reads).
      *
-     * @throws IllegalArgumentException "Could not attach to fd" if fstat fails or the file is
-     *         empty, "SharedRingBuffer size is invalid (n)" for a bad size, or MemoryFile's
-     *         message for a file of the wrong kind or without the seals
+     * <p>The buffer maps a duplicate of {@code fd}: the caller keeps its fd and closes it
+     * when it likes, so a second handle on a ring never closes the first one's fd.
+     *
+     * @param seals {@link Seals#REQUIRED} for a memfd sealed against shrinking and growing,
+     *     as ffmtrace's {@link #create} and Perfetto's in-tree Android builds make;
+     *     {@link Seals#NOT_REQUIRED} for a ring made by Perfetto's C++ on Linux (an unlinked
+     *     temporary file, which cannot be sealed), from a service you trust not to shrink it
+     * @throws IllegalArgumentException "Could not attach to fd" if the fd is not open, not a
+     *     shared memory file, empty or unsealed when seals are required, and "SharedRingBuffer
+     *     size is invalid (n)" for a size that is not one page plus a power-of-two ring of
+     *     whole pages
      */
-    public static SharedRingBuffer attach(int fd, boolean requireResizeSeals) {
+    public static SharedRingBuffer attach(int fd, Seals seals) {
         if (fd < 0) {
             throw new IllegalArgumentException("Could not attach to fd " + fd + ": not a file descriptor");
         }
-        long fileSize;
+        MemoryFile file;
         try {
-            fileSize = Native.fstat(fd).size();
-        } catch (NativeException e) {
-            if (e.errno() != Native.EBADF) {
-                closeQuietly(fd);
-            }
+            file = MemoryFile.attach(MemoryFile.duplicate(fd), seals);
+        } catch (RuntimeException e) {
             throw new IllegalArgumentException("Could not attach to fd " + fd + ": " + e.getMessage(), e);
         }
+        return mapChecked(file);
+    }
+
+    /**
+     * Attaches to a ring by its path: another process's fd as {@code /proc/PID/fd/N}, or a
+     * file under {@code /dev/shm}; checked as {@link #attach(int, Seals)} checks an fd.
+     */
+    public static SharedRingBuffer open(Path path, Seals seals) {
+        MemoryFile file;
         try {
-            if (fileSize == 0) {
-                throw new IllegalArgumentException("Could not attach to fd " + fd + ": the file is empty");
-            }
-            checkFileSize(fileSize);
+            file = MemoryFile.open(path, seals);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("Could not attach to " + path + ": " + e.getMessage(), e);
+        }
+        return mapChecked(file);
+    }
+
+    private static SharedRingBuffer mapChecked(MemoryFile file) {
+        try {
+            checkFileSize(file.size());
         } catch (IllegalArgumentException e) {
-            closeQuietly(fd);
+            file.close();
             throw e;
         }
-        return map(MemoryFile.attach(fd, fileSize, requireResizeSeals));
+        return map(file);
     }
 
     /**
@@ -247,7 +266,7 @@ public final class SharedRingBuffer implements AutoCloseable {
      * shared with another process.
      */
     public static SharedRingBuffer allocate(long ringSize, Arena arena) {
-        long page = Native.pageSize();
+        long page = Os.pageSize();
         fileSizeFor(ringSize);
         MemorySegment memory = arena.allocate(page + 2 * ringSize, page);
         return new SharedRingBuffer(null, memory.asSlice(0, page), memory.asSlice(page, 2 * ringSize), ringSize);
@@ -255,33 +274,28 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     /** One page of metadata plus the ring, checked as Perfetto checks it. */
     private static long fileSizeFor(long ringSize) {
-        if (ringSize < 0 || ringSize > Long.MAX_VALUE / 4) {
-            throw new IllegalArgumentException("SharedRingBuffer ring size is invalid (" + ringSize + ")");
+        long page = Os.pageSize();
+        if (ringSize < page || ringSize > Long.MAX_VALUE / 4 || ringSize % page != 0
+                || (ringSize & (ringSize - 1)) != 0) {
+            throw new IllegalArgumentException("SharedRingBuffer ring size is invalid (" + ringSize
+                    + "): it must be a power of two and a multiple of the page size (" + page + ")");
         }
-        long fileSize = ringSize + Native.pageSize();
-        checkFileSize(fileSize);
-        return fileSize;
+        return ringSize + page;
     }
 
     private static void checkFileSize(long fileSize) {
-        long page = Native.pageSize();
+        long page = Os.pageSize();
         long ringSize = fileSize - page;
         if (fileSize < 2 * page || ringSize % page != 0 || (ringSize & (ringSize - 1)) != 0) {
-            throw new IllegalArgumentException("SharedRingBuffer size is invalid (" + fileSize + ")");
+            throw new IllegalArgumentException("SharedRingBuffer size is invalid (" + fileSize
+                    + "): the file must be one page (" + page + ") of metadata plus a ring whose size is"
+                    + " a power of two and a multiple of the page size");
         }
     }
 
     private static SharedRingBuffer map(MemoryFile file) {
-        RingMapping mapping = RingMapping.map(file, Native.pageSize(), GUARD_SIZE);
+        RingMapping mapping = RingMapping.map(file, Os.pageSize(), GUARD_SIZE);
         return new SharedRingBuffer(mapping, mapping.header(), mapping.ring(), mapping.ringSize());
-    }
-
-    private static void closeQuietly(int fd) {
-        try {
-            Native.close(fd);
-        } catch (NativeException ignored) {
-            // Already failing: the attach error is the one worth reporting.
-        }
     }
 
     /** The ring size S in bytes (without the metadata page or the second copy). */
@@ -394,7 +408,7 @@ public final class SharedRingBuffer implements AutoCloseable {
             return false;
         }
         try {
-            if (Native.processExists(holder)) {
+            if (Os.processExists(holder)) {
                 return false;
             }
         } catch (NativeException e) {

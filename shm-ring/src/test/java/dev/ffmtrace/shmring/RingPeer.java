@@ -1,5 +1,6 @@
 package dev.ffmtrace.shmring;
 
+import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
 
@@ -34,7 +35,7 @@ public final class RingPeer {
 
     private static SharedRingBuffer open(UnixSocket socket, String role) {
         if (role.equals("attach")) {
-            return SharedRingBuffer.attach(socket.receive(new byte[1], 1).fds()[0], true);
+            return SharedRingBuffer.attach(socket.receive(new byte[1], 1).fds()[0], Seals.REQUIRED);
         }
         SharedRingBuffer buffer = SharedRingBuffer.create(Long.parseLong(role.substring("create:".length())));
         socket.send(new byte[] {'S'}, buffer.fd());

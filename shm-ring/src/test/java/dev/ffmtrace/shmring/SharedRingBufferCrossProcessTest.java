@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
@@ -86,7 +87,7 @@ class SharedRingBufferCrossProcessTest {
         try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
             Peers.Peer peer = start.apply(new String[] {"@" + address.name(), "create:" + RING, "read-all"});
             try (UnixSocket connection = server.accept();
-                 SharedRingBuffer buffer = SharedRingBuffer.attach(connection.receive(new byte[1], 1).fds()[0], true)) {
+                 SharedRingBuffer buffer = SharedRingBuffer.attach(connection.receive(new byte[1], 1).fds()[0], Seals.REQUIRED)) {
                 assertEquals(RING, buffer.size());
                 RingRecords.writeAll(buffer);
                 assertEquals("read " + (RING - 8) + "\n", peer.awaitSuccess());

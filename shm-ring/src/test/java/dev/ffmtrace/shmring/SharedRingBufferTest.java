@@ -14,13 +14,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.MemoryFile;
-import dev.ffmtrace.memory.Native;
-import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.shmring.SharedRingBuffer.LockMode;
 import dev.ffmtrace.shmring.SharedRingBuffer.ReadResult;
 import dev.ffmtrace.shmring.SharedRingBuffer.WriteResult;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
@@ -33,7 +35,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class SharedRingBufferTest {
-    private static final long PAGE = Native.pageSize();
+    private static final long PAGE = Os.pageSize();
     private static final long RING = 4096;
 
     private SharedRingBuffer buffer;
@@ -57,9 +59,10 @@ class SharedRingBufferTest {
     void createAcceptsPerfettosValidSizesAndSealsTheMemfd(long ringSize) {
         try (SharedRingBuffer created = SharedRingBuffer.create(ringSize)) {
             assertEquals(ringSize, created.size());
-            assertEquals(ringSize + PAGE, Native.fstat(created.fd()).size());
-            int seals = Native.fcntl(created.fd(), Native.F_GET_SEALS, 0);
-            assertEquals(MemoryFile.RESIZE_SEALS, seals & MemoryFile.RESIZE_SEALS);
+            try (MemoryFile file = MemoryFile.attach(MemoryFile.duplicate(created.fd()))) {
+                assertEquals(ringSize + PAGE, file.size());
+                assertEquals(MemoryFile.RESIZE_SEALS, file.seals() & MemoryFile.RESIZE_SEALS);
+            }
             assertEquals(0, created.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
         }
     }
@@ -68,7 +71,8 @@ class SharedRingBufferTest {
     @ValueSource(longs = {0, 4095, 12288, 500L << 20})
     void createRejectsWhatPerfettoRejects(long ringSize) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.create(ringSize));
-        assertEquals("SharedRingBuffer size is invalid (" + (ringSize + PAGE) + ")", e.getMessage());
+        assertTrue(e.getMessage().startsWith("SharedRingBuffer ring size is invalid (" + ringSize + "): it must be a power"
+                + " of two and a multiple of the page size"), e.getMessage());
     }
 
     @Test
@@ -78,7 +82,7 @@ class SharedRingBufferTest {
 
     @Test
     void attachSeesTheSameMemoryAsTheCreator() {
-        try (SharedRingBuffer attached = SharedRingBuffer.attach(dupOf(buffer), true)) {
+        try (SharedRingBuffer attached = SharedRingBuffer.attach(buffer.fd(), Seals.REQUIRED)) {
             RecordSlot mine = attached.newSlot();
             assertTrue(attached.lock(LockMode.TRY));
             assertEquals(WriteResult.OK, attached.beginWrite(mine, 3));
@@ -94,58 +98,91 @@ class SharedRingBufferTest {
         }
     }
 
-    /** Attach takes ownership: the test hands it a second fd of the same memfd, opened through /proc. */
-    private static int dupOf(SharedRingBuffer created) {
-        return Native.open("/proc/self/fd/" + created.fd(), Native.O_RDWR | Native.O_CLOEXEC, 0);
+    @Test
+    void aSecondHandleNeverClosesTheCreatorsFd() throws Exception {
+        int fd = buffer.fd();
+        SharedRingBuffer.attach(fd, Seals.REQUIRED).close();
+        SharedRingBuffer.attach(fd, Seals.REQUIRED).close();
+        assertOpen(fd);
+        try (SharedRingBuffer again = SharedRingBuffer.attach(fd, Seals.REQUIRED)) {
+            assertEquals(RING, again.size());
+        }
+    }
+
+    @Test
+    void openAttachesByPath() {
+        try (SharedRingBuffer opened = SharedRingBuffer.open(Path.of("/proc/self/fd/" + buffer.fd()), Seals.REQUIRED)) {
+            assertEquals(RING, opened.size());
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SharedRingBuffer.open(Path.of("/dev/shm/ffmtrace-no-such-ring"), Seals.NOT_REQUIRED));
+        assertTrue(e.getMessage().contains("ENOENT"), e.getMessage());
     }
 
     @ParameterizedTest
     @CsvSource({"4096, 4096", "8191, 8191", "16384, 16384", "4097, 4097"})
-    void attachRejectsInvalidSizesWithPerfettosMessageAndClosesTheFd(long fileSize, long reported) {
-        int fd = memfd(fileSize);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(fd, false));
-        assertEquals("SharedRingBuffer size is invalid (" + reported + ")", e.getMessage());
-        assertClosed(fd);
+    void attachRejectsInvalidSizesWithPerfettosMessageAndLeaksNothing(long fileSize, long reported) throws Exception {
+        try (MemoryFile file = unsealed(fileSize)) {
+            long fds = openFds();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> SharedRingBuffer.attach(file.fd(), Seals.NOT_REQUIRED));
+            assertTrue(e.getMessage().startsWith("SharedRingBuffer size is invalid (" + reported + "): the file must be"
+                    + " one page"), e.getMessage());
+            assertEquals(fds, openFds(), "the duplicate fd is closed");
+            assertOpen(file.fd());
+        }
     }
 
     @Test
-    void attachRejectsAnEmptyFile() {
-        int fd = memfd(0);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(fd, false));
-        assertTrue(e.getMessage().startsWith("Could not attach to fd " + fd), e.getMessage());
-        assertClosed(fd);
+    void attachRejectsAnEmptyFile() throws Exception {
+        try (MemoryFile file = unsealed(0)) {
+            int fd = file.fd();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> SharedRingBuffer.attach(fd, Seals.NOT_REQUIRED));
+            assertTrue(e.getMessage().startsWith("Could not attach to fd " + fd), e.getMessage());
+            assertOpen(fd);
+        }
     }
 
     @Test
     void attachRejectsAClosedFd() {
-        int fd = memfd(PAGE + RING);
-        Native.close(fd);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(fd, false));
-        assertTrue(e.getMessage().startsWith("Could not attach to fd " + fd + ": fstat"), e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(-1, false));
+        MemoryFile file = unsealed(PAGE + RING);
+        int fd = file.fd();
+        file.close();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> SharedRingBuffer.attach(fd, Seals.NOT_REQUIRED));
+        assertTrue(e.getMessage().startsWith("Could not attach to fd " + fd + ": ") && e.getMessage().contains("EBADF"),
+                e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> SharedRingBuffer.attach(-1, Seals.NOT_REQUIRED));
     }
 
     @Test
-    void attachChecksSealsOnlyWhenAsked() {
-        int unsealed = memfd(PAGE + RING);
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> SharedRingBuffer.attach(unsealed, true));
-        assertTrue(e.getMessage().contains("not sealed"), e.getMessage());
-        assertClosed(unsealed);
-        try (SharedRingBuffer attached = SharedRingBuffer.attach(memfd(PAGE + RING), false)) {
-            assertEquals(RING, attached.size());
+    void attachChecksSealsOnlyWhenAsked() throws Exception {
+        try (MemoryFile unsealed = unsealed(PAGE + RING)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> SharedRingBuffer.attach(unsealed.fd(), Seals.REQUIRED));
+            assertTrue(e.getMessage().contains("not sealed"), e.getMessage());
+            try (SharedRingBuffer attached = SharedRingBuffer.attach(unsealed.fd(), Seals.NOT_REQUIRED)) {
+                assertEquals(RING, attached.size());
+            }
         }
     }
 
-    private static int memfd(long size) {
-        int fd = Native.memfdCreate("shmring-test", Native.MFD_CLOEXEC | Native.MFD_ALLOW_SEALING);
-        Native.ftruncate(fd, size);
-        return fd;
+    /** A file like the ones Perfetto's C++ makes on Linux: an unlinked /dev/shm file, unsealed. */
+    private static MemoryFile unsealed(long size) {
+        MemoryFile file = MemoryFile.create("shmring-test", Math.max(size, 1), MemoryFile.Backing.DEV_SHM);
+        file.resize(size);
+        return file;
     }
 
-    private static void assertClosed(int fd) {
-        NativeException e = assertThrows(NativeException.class, () -> Native.fstat(fd));
-        assertEquals(Native.EBADF, e.errno());
+    private static long openFds() throws Exception {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.count();
+        }
+    }
+
+    private static void assertOpen(int fd) {
+        assertTrue(Files.exists(Path.of("/proc/self/fd/" + fd)), "fd " + fd + " is still open");
     }
 
     // ---- writing and reading ----

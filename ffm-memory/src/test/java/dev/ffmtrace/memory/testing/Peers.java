@@ -3,6 +3,7 @@ package dev.ffmtrace.memory.testing;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -15,6 +16,8 @@ import java.util.concurrent.TimeoutException;
 
 /** Starts the second process of a cross-process test: a C program or another JVM, and waits for it. */
 public final class Peers {
+    private static final String NATIVE_MODULE = "dev.ffmtrace.memory";
+
     private Peers() {
     }
 
@@ -59,17 +62,48 @@ public final class Peers {
         return start(command);
     }
 
-    /** Runs {@code mainClass} in a second JVM with this JVM's class path and native access. */
+    /**
+     * Runs {@code mainClass} in a second JVM laid out as this one: the same module path and
+     * class path, and, for a test class patched into a named module (as Surefire runs
+     * tests), the same patch, so the peer sees the module's internals as the test does.
+     * Native access goes to {@code dev.ffmtrace.memory} only, as in production.
+     */
     public static Peer startJvm(Class<?> mainClass, String... args) {
         List<String> command = new ArrayList<>();
         command.add(ProcessHandle.current().info().command().orElse(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        command.add("--enable-native-access=ALL-UNNAMED");
+        command.add("--enable-native-access=" + NATIVE_MODULE);
+        String modulePath = System.getProperty("jdk.module.path");
+        if (modulePath != null) {
+            command.add("--module-path");
+            command.add(modulePath);
+            command.add("--add-modules");
+            command.add("ALL-MODULE-PATH");
+        }
         command.add("-cp");
         command.add(System.getProperty("java.class.path"));
-        command.add(mainClass.getName());
+        Module module = mainClass.getModule();
+        if (module.isNamed()) {
+            String name = module.getName();
+            command.add("--patch-module");
+            command.add(name + "=" + codeLocation(mainClass));
+            command.add("--add-reads");
+            command.add(name + "=ALL-UNNAMED");
+            command.add("-m");
+            command.add(name + "/" + mainClass.getName());
+        } else {
+            command.add(mainClass.getName());
+        }
         command.addAll(List.of(args));
         return start(command);
+    }
+
+    private static String codeLocation(Class<?> type) {
+        try {
+            return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+        } catch (URISyntaxException e) {
+            throw new AssertionError("cannot locate the classes of " + type, e);
+        }
     }
 
     private static Peer start(List<String> command) {

@@ -1,7 +1,7 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.memory.Layouts;
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.Trace;
@@ -217,19 +217,16 @@ public final class TracingSession implements AutoCloseable {
     private byte[] clockSnapshotPacket() {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TracePacket packet = trace.get().addPacket();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment scratch = arena.allocate(16, 8);
-            long boottime = Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, scratch);
-            packet.setTimestamp(boottime);
-            ClockSnapshot snapshot = packet.setClockSnapshot();
-            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
-            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, System.nanoTime());
-            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW,
-                    Native.clockGetTimeNanos(Native.CLOCK_MONOTONIC_RAW, scratch));
-            addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME,
-                    Native.clockGetTimeNanos(Native.CLOCK_REALTIME, scratch));
-            snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
-        }
+        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+        packet.setTimestamp(boottime);
+        ClockSnapshot snapshot = packet.setClockSnapshot();
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, System.nanoTime());
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW,
+                Os.clockNanos(Os.CLOCK_MONOTONIC_RAW));
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME,
+                Os.clockNanos(Os.CLOCK_REALTIME));
+        snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
         markAsService(packet);
         return trace.toByteArray();
     }
@@ -241,7 +238,7 @@ public final class TracingSession implements AutoCloseable {
     }
 
     private static void markAsService(TracePacket packet) {
-        packet.setTrustedUid(Native.getuid());
+        packet.setTrustedUid(Os.uid());
         packet.setTrustedPacketSequenceId(SERVICE_SEQUENCE_ID);
     }
 

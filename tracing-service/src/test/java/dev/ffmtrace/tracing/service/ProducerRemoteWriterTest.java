@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
@@ -37,7 +37,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * in-process writer that commits.
  */
 class ProducerRemoteWriterTest {
-    private static final ClientIdentity SELF = new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid());
+    private static final ClientIdentity SELF = new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid());
     private static final int PAGE_SIZE = 4096;
     private static final int REMOTE_WRITER = 77;
     private static final int SEED = 4242;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.Trace;
@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 class TracingServiceTest {
-    private static final ClientIdentity SELF = new ClientIdentity(Native.getuid(), (int) ProcessHandle.current().pid());
+    private static final ClientIdentity SELF = new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid());
 
     static SessionConfig twoNamedBuffers() throws InvalidConfigException {
         return SessionConfig.parse(SessionConfigTest.config(

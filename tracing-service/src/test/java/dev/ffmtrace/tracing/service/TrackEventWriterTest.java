@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.DebugAnnotation;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
@@ -27,7 +27,6 @@ import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventReader;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.io.ByteArrayOutputStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,7 +49,7 @@ class TrackEventWriterTest {
     @BeforeEach
     void start() throws Exception {
         service = new TracingService();
-        Producer producer = service.connectProducer("app", new ClientIdentity(Native.getuid(), 1), 1 << 20, 4096);
+        Producer producer = service.connectProducer("app", new ClientIdentity(Os.uid(), 1), 1 << 20, 4096);
         events = producer.registerDataSource("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(4096);
@@ -235,22 +234,17 @@ class TrackEventWriterTest {
         List<TrackEventReader.Event> events = readBack().events();
         assertEquals(200, events.get(0).timestamp());
         assertEquals(TrackEventReader.DEFAULT_CLOCK_ID, events.get(1).clockId());
-        try (Arena arena = Arena.ofConfined()) {
-            long boottime = Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, arena.allocate(16, 8));
-            assertTrue(events.get(1).timestamp() > 200 && events.get(1).timestamp() <= boottime);
-        }
+        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+        assertTrue(events.get(1).timestamp() > 200 && events.get(1).timestamp() <= boottime);
     }
 
     @Test
     void systemNanoTimeIsClockMonotonic() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment scratch = arena.allocate(16, 8);
-            for (int i = 0; i < 100; i++) {
-                long before = Native.clockGetTimeNanos(Native.CLOCK_MONOTONIC, scratch);
-                long nano = System.nanoTime();
-                long after = Native.clockGetTimeNanos(Native.CLOCK_MONOTONIC, scratch);
-                assertTrue(before <= nano && nano <= after, "TraceClock.MONOTONIC relies on this");
-            }
+        for (int i = 0; i < 100; i++) {
+            long before = Os.clockNanos(Os.CLOCK_MONOTONIC);
+            long nano = System.nanoTime();
+            long after = Os.clockNanos(Os.CLOCK_MONOTONIC);
+            assertTrue(before <= nano && nano <= after, "TraceClock.MONOTONIC relies on this");
         }
     }
 
@@ -277,7 +271,7 @@ class TrackEventWriterTest {
     void aBufferThatLosesDataMakesItsWritersClearTheirState() throws Exception {
         service.close();
         service = new TracingService();
-        Producer producer = service.connectProducer("app", new ClientIdentity(Native.getuid(), 1), 1 << 20, 4096);
+        Producer producer = service.connectProducer("app", new ClientIdentity(Os.uid(), 1), 1 << 20, 4096);
         events = producer.registerDataSource("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(64);

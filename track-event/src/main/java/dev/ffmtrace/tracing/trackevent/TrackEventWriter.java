@@ -1,6 +1,6 @@
 package dev.ffmtrace.tracing.trackevent;
 
-import dev.ffmtrace.memory.Native;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.DebugAnnotation;
 import dev.ffmtrace.perfetto.protos.InternedData;
@@ -8,8 +8,6 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.ProtoWire;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
@@ -96,8 +94,6 @@ public final class TrackEventWriter implements AutoCloseable {
     private final boolean incremental;
     /** The clock id the defaults give every packet's timestamp (0: the trace's default clock). */
     private final int defaultClockId;
-    private final Arena arena = Arena.ofConfined();
-    private final MemorySegment clockScratch = arena.allocate(16, 8);
     /**
      * A simple event's body: type, track uuid, category iid and name iid, each a tag and a
      * varint, then possibly one debug annotation (tag, length, name iid, value).
@@ -302,7 +298,6 @@ public final class TrackEventWriter implements AutoCloseable {
     @Override
     public void close() {
         sink.close();
-        arena.close();
     }
 
     // ---- internals ----
@@ -318,7 +313,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (timestamp == NO_TIMESTAMP) {
             return clock == TraceClock.MONOTONIC
                     ? System.nanoTime()
-                    : Native.clockGetTimeNanos(Native.CLOCK_BOOTTIME, clockScratch);
+                    : Os.clockNanos(Os.CLOCK_BOOTTIME);
         }
         nextTimestamp = NO_TIMESTAMP;
         return timestamp;

@@ -1,7 +1,7 @@
-package dev.ffmtrace.memory;
+package dev.ffmtrace.memory.internal;
 
 /** Symbolic names of Linux errno values (the asm-generic numbering, shared by x86-64 and AArch64). */
-final class Errno {
+public final class Errno {
     private static final String[] NAMES = {
         null, "EPERM", "ENOENT", "ESRCH", "EINTR", "EIO", "ENXIO", "E2BIG", "ENOEXEC", "EBADF",
         "ECHILD", "EAGAIN", "ENOMEM", "EACCES", "EFAULT", "ENOTBLK", "EBUSY", "EEXIST", "EXDEV", "ENODEV",
@@ -13,7 +13,7 @@ final class Errno {
     private Errno() {
     }
 
-    static String name(int errno) {
+    public static String name(int errno) {
         if (errno > 0 && errno < NAMES.length && NAMES[errno] != null) {
             return NAMES[errno];
         }

@@ -1,5 +1,6 @@
-package dev.ffmtrace.memory;
+package dev.ffmtrace.memory.internal;
 
+import dev.ffmtrace.memory.NativeException;
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -41,6 +42,7 @@ public final class Native {
     public static final int O_CREAT = 0x40;
     public static final int O_EXCL = 0x80;
     public static final int O_CLOEXEC = 0x80000;
+    public static final int F_DUPFD_CLOEXEC = 1030;
 
     // mmap(2)
     public static final int PROT_NONE = 0x0;
@@ -95,19 +97,19 @@ public final class Native {
     public static final int SUN_PATH_SIZE = 108;
 
     /** {@code struct msghdr} on LP64 Linux. */
-    static final int MSGHDR_SIZE = 56;
-    static final int MSGHDR_NAME_OFFSET = 0;
-    static final int MSGHDR_IOV_OFFSET = 16;
-    static final int MSGHDR_IOVLEN_OFFSET = 24;
-    static final int MSGHDR_CONTROL_OFFSET = 32;
-    static final int MSGHDR_CONTROLLEN_OFFSET = 40;
-    static final int MSGHDR_FLAGS_OFFSET = 48;
+    public static final int MSGHDR_SIZE = 56;
+    public static final int MSGHDR_NAME_OFFSET = 0;
+    public static final int MSGHDR_IOV_OFFSET = 16;
+    public static final int MSGHDR_IOVLEN_OFFSET = 24;
+    public static final int MSGHDR_CONTROL_OFFSET = 32;
+    public static final int MSGHDR_CONTROLLEN_OFFSET = 40;
+    public static final int MSGHDR_FLAGS_OFFSET = 48;
     /** {@code struct iovec}. */
-    static final int IOVEC_SIZE = 16;
+    public static final int IOVEC_SIZE = 16;
     /** {@code struct cmsghdr}: size_t len, int level, int type, then the data. */
-    static final int CMSG_HEADER_SIZE = 16;
-    static final int CMSG_LEVEL_OFFSET = 8;
-    static final int CMSG_TYPE_OFFSET = 12;
+    public static final int CMSG_HEADER_SIZE = 16;
+    public static final int CMSG_LEVEL_OFFSET = 8;
+    public static final int CMSG_TYPE_OFFSET = 12;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final SymbolLookup LIBC = LINKER.defaultLookup();
@@ -118,6 +120,9 @@ public final class Native {
     // Arena.ofAuto: a thread's buffer is freed with the thread (virtual threads included).
     private static final ThreadLocal<MemorySegment> CAPTURE =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(CAPTURE_LAYOUT));
+
+    private static final ThreadLocal<MemorySegment> TIMESPEC =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(16, 8));
 
     private static final ValueLayout.OfInt C_INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfLong C_LONG = ValueLayout.JAVA_LONG;
@@ -472,10 +477,11 @@ public final class Native {
         }
     }
 
-    /** {@code clock_gettime(clock)} in nanoseconds; {@code scratch} holds a 16-byte timespec. */
-    public static long clockGetTimeNanos(int clock, MemorySegment scratch) {
+    /** {@code clock_gettime(clock)} in nanoseconds; allocates nothing (a scratch timespec per thread). */
+    public static long clockGetTimeNanos(int clock) {
         try {
             MemorySegment state = CAPTURE.get();
+            MemorySegment scratch = TIMESPEC.get();
             if ((int) CLOCK_GETTIME.invokeExact(state, clock, scratch) < 0) {
                 throw failure("clock_gettime(" + clock + ")", state);
             }

@@ -1,0 +1,10 @@
+/**
+ * The producer side of Perfetto's tracing protocol: the shared memory buffer ABI, the
+ * arbiter that hands out its chunks, TraceWriter and commit requests. All a Java
+ * application needs to write a trace into an SMB; neither TraceBufferV2 nor the service.
+ */
+module dev.ffmtrace.tracing.producer {
+    requires transitive dev.ffmtrace.perfetto.protos;
+
+    exports dev.ffmtrace.tracing.smb;
+}

@@ -1,0 +1,12 @@
+/**
+ * The in-process tracing service: sessions from a TraceConfig with named buffers,
+ * producers with sealed shared memory buffers, commits, flushes with scraping, and trace
+ * files with trusted fields and stats.
+ */
+module dev.ffmtrace.tracing.service {
+    requires transitive dev.ffmtrace.tracing.buffer;
+    requires transitive dev.ffmtrace.tracing.producer;
+    requires transitive dev.ffmtrace.tracing.trackevent;
+
+    exports dev.ffmtrace.tracing.service;
+}

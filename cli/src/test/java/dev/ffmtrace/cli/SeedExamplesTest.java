@@ -108,7 +108,7 @@ class SeedExamplesTest {
         Track thread = Track.thread(process, 5678, "My thread name").withUuid(49083589894L);
         long parent = w.atTimestamp(200).beginSlice(NONE, thread, name("My special parent"));
         long child = w.atTimestamp(250).beginSlice(NONE, thread, name("My special child"));
-        w.atTimestamp(285).instant(NONE, thread, null);
+        w.atTimestamp(285).instant(NONE, thread);
         w.atTimestamp(290).endSlice(thread, child);
         w.atTimestamp(300).endSlice(thread, parent);
     }

@@ -25,9 +25,22 @@ import java.util.Objects;
  * the same type and depth. Nesting is bounded at {@value #MAX_NESTING_DEPTH} levels
  * below the root.
  *
+ * <p>A message is {@link AutoCloseable}: closing ends it (see {@link #close()}), so a
+ * try-with-resources block finalizes what it wrote, e.g. a trace writer's packet.
+ *
  * <p>Not thread-safe.
  */
-public abstract class Message {
+public abstract class Message implements AutoCloseable {
+    /**
+     * Whoever started a root message and must hear of its end: a trace writer, whose
+     * packet is finished (size field, chunk bookkeeping) rather than just finalized.
+     */
+    @FunctionalInterface
+    public interface Owner {
+        /** {@code root}, started with this owner, was closed while open. */
+        void rootClosed(Message root);
+    }
+
     /**
      * Nesting levels allowed below a root message. Perfetto's deepest trace protos
      * (debug annotations, nested values) stay well within it; protobuf-java parses at
@@ -43,6 +56,7 @@ public abstract class Message {
     private static final long REDIRECTED = -1;
 
     private ScatteredStreamWriter writer;
+    private Owner owner;
     private MessageArena arena;
     private Message nestedMessage;
     private MemorySegment sizeField;
@@ -63,6 +77,14 @@ public abstract class Message {
      * reserves its packet header before this call). Any previous content is abandoned.
      */
     public final void reset(ScatteredStreamWriter writer) {
+        reset(writer, null);
+    }
+
+    /**
+     * Like {@link #reset(ScatteredStreamWriter)}, for a root whose {@link #close()} goes to
+     * {@code owner} instead of finalizing it.
+     */
+    public final void reset(ScatteredStreamWriter writer, Owner owner) {
         if (writer == null) {
             throw new NullPointerException("writer");
         }
@@ -74,6 +96,7 @@ public abstract class Message {
             arena = new MessageArena();
         }
         this.writer = writer;
+        this.owner = owner;
         this.depth = 0;
         this.sizeField = null;
         start();
@@ -82,6 +105,7 @@ public abstract class Message {
     private void initNested(ScatteredStreamWriter writer, MessageArena arena, int depth,
                             long sizeFieldOffset) {
         this.writer = writer;
+        this.owner = null;
         this.arena = arena;
         this.depth = depth;
         this.arenaOwned = true;
@@ -377,6 +401,23 @@ public abstract class Message {
         nestedMessage.finalizeMessage();
         nestedMessage = null;
         state = OPEN;
+    }
+
+    /**
+     * Ends this message: a root started with an {@link Owner} is handed to it (a trace
+     * writer finishes its packet), any other message is finalized. Closing a message that
+     * is already finalized, or was never started, does nothing.
+     */
+    @Override
+    public final void close() {
+        if (state == FINALIZED || state == DETACHED) {
+            return;
+        }
+        if (owner != null) {
+            owner.rootClosed(this);
+        } else {
+            finalizeMessage();
+        }
     }
 
     /** Whether {@link #finalizeMessage()} has run since the last reset. */

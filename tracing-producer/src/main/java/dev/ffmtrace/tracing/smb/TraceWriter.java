@@ -45,7 +45,7 @@ import java.lang.invoke.VarHandle;
  *
  * @param <P> the root message type (normally the generated {@code TracePacket})
  */
-public final class TraceWriter<P extends Message> implements ScatteredStreamWriter.Delegate, AutoCloseable {
+public final class TraceWriter<P extends Message> implements ScatteredStreamWriter.Delegate, Message.Owner, AutoCloseable {
     /** Packets per chunk before moving on: one below the 10-bit maximum, as Perfetto's writer. */
     static final int MAX_PACKETS_PER_CHUNK = MAX_PACKET_COUNT - 1;
     /** A packet starts in a new chunk when fewer bytes than this are left. */
@@ -56,6 +56,9 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     static final int WRITING = 1;
     static final int RECLAIMING = 2;
     static final int RECLAIMED = 3;
+    /** A thread other than the writing one is closing the writer. */
+    static final int CLOSING = 4;
+    static final int CLOSED = 5;
     private static final VarHandle OWNERSHIP;
 
     static {
@@ -94,7 +97,14 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     private boolean dropping;
     private boolean retryAfterPacket;
     private boolean reachedMaxPackets;
+    /** Set under CLOSING, read by the writing thread after it sees CLOSED. */
     private boolean closed;
+    /**
+     * The thread that last entered; stored before the entry's compare-and-set, so a closer
+     * that sees WRITING also sees which thread writes, and can tell its own open packet
+     * from another thread's.
+     */
+    private Thread writingThread;
     /** Plain counter read racily by the arbiter's idle sweep: a stale value only delays a reclaim. */
     private long packetsFinished;
     private long packetsDropped;
@@ -138,7 +148,16 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
 
     /**
      * Starts a packet, finishing the previous one if it is still open, and returns the
-     * root message to write it with. The message is valid until the next call.
+     * root message to write it with. The message is valid until the next call. Closing it
+     * finishes it, as {@link #finishTracePacket()} does, so a packet can be written in a
+     * try-with-resources block:
+     *
+     * <pre>{@code
+     * try (TracePacket packet = writer.newTracePacket()) {
+     *     packet.setTimestamp(now);
+     *     packet.setTrackEvent().setNameIid(1);
+     * }
+     * }</pre>
      */
     public P newTracePacket() {
         enter();
@@ -170,7 +189,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         fragmentStart = stream.reserveBytes(PACKET_HEADER_SIZE) + PACKET_HEADER_SIZE;
         headerOffset = -1;
         fragmenting = true;
-        packet.reset(stream);
+        packet.reset(stream, this);
         packetsDropped++;
         return packet;
     }
@@ -182,7 +201,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
         fragmentStart = at + PACKET_HEADER_SIZE;
         fragmenting = true;
-        packet.reset(stream);
+        packet.reset(stream, this);
         reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
         return packet;
     }
@@ -199,6 +218,14 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         OWNERSHIP.setRelease(this, IDLE);
     }
 
+    /** A packet was closed: finishes it unless a later packet or {@link #close()} already did. */
+    @Override
+    public void rootClosed(Message root) {
+        if (!closed && root == packet && fragmenting) {
+            finishTracePacket();
+        }
+    }
+
     /** Finishes the current packet and returns the current chunk as complete, committing it. */
     public void flush() {
         enter();
@@ -213,13 +240,71 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         OWNERSHIP.setRelease(this, IDLE);
     }
 
-    /** Flushes and gives the writer id back; the writer cannot be used afterwards. */
+    /**
+     * Finishes the current packet, flushes and gives the writer id back; afterwards
+     * {@link #newTracePacket()} throws {@link IllegalStateException} and closing again does
+     * nothing. Any thread may close the writer: a thread other than the writing one waits
+     * for the packet being written to finish (so it waits for ever on a writer whose thread
+     * never finishes its packets: such a writer must be closed by its own thread).
+     */
     @Override
     public void close() {
-        if (!closed) {
-            flush();
+        if (!acquireForClose()) {
+            return;
+        }
+        try {
+            finishPacket();
+            if (chunk != SharedMemoryArbiter.NO_CHUNK) {
+                returnCurrentChunk();
+            } else if (patches.isFrontReady()) {
+                arbiter.sendPatches(this);
+            }
+        } catch (IllegalStateException e) {
+            // The producer unmapped the SMB under us: nothing is left to flush into.
+            if (smb.scope().isAlive()) {
+                throw e;
+            }
+        } finally {
             closed = true;
+            OWNERSHIP.setRelease(this, CLOSED);
             arbiter.releaseWriterId(writerId);
+        }
+    }
+
+    /**
+     * Whether packets can still reach the buffer: the writer is not closed and its shared
+     * memory is still mapped (a producer that disconnected unmaps it).
+     */
+    public boolean isOpen() {
+        return !closed && smb.scope().isAlive();
+    }
+
+    /** Takes the writer for closing; false if it is already closed or being closed. */
+    private boolean acquireForClose() {
+        while (true) {
+            int state = (int) OWNERSHIP.compareAndExchange(this, IDLE, CLOSING);
+            switch (state) {
+                case IDLE:
+                    return true;
+                case RECLAIMED:
+                    if (OWNERSHIP.compareAndSet(this, RECLAIMED, CLOSING)) {
+                        chunk = SharedMemoryArbiter.NO_CHUNK;
+                        return true;
+                    }
+                    break;
+                case WRITING:
+                    if (writingThread == Thread.currentThread()) {
+                        OWNERSHIP.setOpaque(this, CLOSING);
+                        return true;
+                    }
+                    Thread.yield();
+                    break;
+                case CLOSING:
+                case CLOSED:
+                    return false;
+                default:
+                    Thread.onSpinWait();
+            }
         }
     }
 
@@ -281,6 +366,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
 
     private void enter() {
         checkOpen();
+        writingThread = Thread.currentThread();
         if (!OWNERSHIP.compareAndSet(this, IDLE, WRITING)) {
             enterContended();
         }
@@ -304,6 +390,9 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
                 reachedMaxPackets = false;
                 OWNERSHIP.setOpaque(this, WRITING);
                 return;
+            }
+            if (state == CLOSED) {
+                throw closedException();
             }
             Thread.onSpinWait();
         }
@@ -362,7 +451,11 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
 
     private void checkOpen() {
         if (closed) {
-            throw new IllegalStateException("trace writer " + writerId + " is closed");
+            throw closedException();
         }
+    }
+
+    private IllegalStateException closedException() {
+        return new IllegalStateException("trace writer " + writerId + " is closed");
     }
 }

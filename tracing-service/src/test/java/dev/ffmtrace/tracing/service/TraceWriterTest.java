@@ -94,6 +94,70 @@ class TraceWriterTest {
     }
 
     @Test
+    void aPacketClosedByTryWithResourcesIsFinished() {
+        try (InProcessService service = new InProcessService(16 * 4096, 4096, 1 << 20)) {
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
+            List<byte[]> expected = new ArrayList<>();
+            for (int i = 0; i < 300; i++) {
+                byte[] payload = pattern(i % 40 + 3000 * (i % 7 == 0 ? 1 : 0), i);
+                try (TestPacket packet = writer.newTracePacket()) {
+                    write(packet, payload, i % 3);
+                }
+                expected.add(contiguous(payload, i % 3));
+            }
+            assertEquals(300, writer.packetsFinished(), "each block's end finished its packet");
+            TestPacket stale = writer.newTracePacket();
+            write(stale, pattern(5, 1), 0);
+            writer.finishTracePacket();
+            stale.close();
+            assertEquals(301, writer.packetsFinished(), "closing a finished packet does nothing");
+            expected.add(contiguous(pattern(5, 1), 0));
+            writer.close();
+            List<ReadPacket> read = service.readAll();
+            assertEquals(expected.size(), read.size());
+            for (int i = 0; i < expected.size(); i++) {
+                // Packets that crossed a chunk keep 4-byte size fields: compare the decoded structure.
+                assertArrayEquals(WireCanonical.of(expected.get(i)), WireCanonical.of(read.get(i).bytes()), "packet " + i);
+            }
+        }
+    }
+
+    @Test
+    void anotherThreadClosesTheWriterAfterThePacketInProgress() throws Exception {
+        try (InProcessService service = new InProcessService(64 * 4096, 4096, 64 << 20)) {
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
+            ExecutorService closer = Executors.newSingleThreadExecutor();
+            try {
+                int written = 0;
+                Future<?> closed = null;
+                try {
+                    for (; written < 1_000_000; written++) {
+                        if (written == 1000) {
+                            closed = closer.submit(writer::close);
+                        }
+                        try (TestPacket packet = writer.newTracePacket()) {
+                            write(packet, pattern(100, written), 2);
+                        }
+                    }
+                } catch (IllegalStateException e) {
+                    assertTrue(e.getMessage().contains("is closed"), e.getMessage());
+                }
+                closed.get();
+                List<ReadPacket> read = service.readAll();
+                assertEquals(written, read.size(), "every packet begun before the close was finished whole");
+                for (int i = 0; i < written; i++) {
+                    assertArrayEquals(contiguous(pattern(100, i), 2), read.get(i).bytes());
+                }
+                assertEquals(0, service.reader.abiViolations());
+            } finally {
+                closer.shutdown();
+            }
+        }
+    }
+
+    @Test
     void aPacketLargerThanManyChunksIsFragmentedAndReassembled() {
         try (InProcessService service = new InProcessService(64 * 4096, 4096, 1 << 20)) {
             SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);

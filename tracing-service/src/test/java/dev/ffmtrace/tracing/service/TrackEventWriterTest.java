@@ -414,6 +414,25 @@ class TrackEventWriterTest {
     }
 
     @Test
+    void aWriterOutlivingItsProducerNeverThrows() {
+        Track track = Track.named(null, "outlives").withUuid(5);
+        TrackEventWriter writer = newWriter(TrackEventWriter.Config.DEFAULT);
+        writer.instant(RPC, track, HANDLE);
+        assertTrue(writer.isOpen());
+        service.close();
+        writer.instant(RPC, track, HANDLE);
+        long slice = writer.beginSlice(RPC, track, HANDLE);
+        writer.endSlice(track, slice);
+        try (var scope = writer.slice(RPC, track, "dynamic")) {
+            writer.counter(Track.counter(track, "depth"), 1);
+        }
+        writer.flush();
+        writer.close();
+        assertFalse(writer.isOpen());
+        assertEquals(4, writer.discardedEvents(), "instant, begin, scoped begin, counter");
+    }
+
+    @Test
     void aDisabledCategoryWritesNothing() throws Exception {
         Category off = new Category("off");
         off.setEnabled(false);

@@ -33,7 +33,11 @@ public final class TraceFileWriter implements TracePacketSink {
     private final HeapBuffered<TracePacket> packet = new HeapBuffered<>(TracePacket.FACTORY);
     private final byte[] header = new byte[1 + 5];
     private byte[] bytes = new byte[4096];
+    /** Whether a packet is being written. */
     private boolean open;
+    private boolean closed;
+    /** The stream failed: nothing more is written. */
+    private boolean failed;
 
     /**
      * @param sequenceId the sequence's {@code trusted_packet_sequence_id} (not 0; 1 is the
@@ -49,8 +53,11 @@ public final class TraceFileWriter implements TracePacketSink {
 
     @Override
     public TracePacket newTracePacket() {
+        if (closed || failed) {
+            throw new IllegalStateException(closed ? "the trace file writer is closed" : "the trace file failed");
+        }
         if (open) {
-            throw new IllegalStateException("the previous packet is not finished");
+            finishTracePacket();
         }
         open = true;
         packet.reset();
@@ -75,6 +82,7 @@ public final class TraceFileWriter implements TracePacketSink {
             out.write(header, 0, headerSize);
             out.write(bytes, 0, size);
         } catch (IOException e) {
+            failed = true;
             throw new UncheckedIOException("writing a trace packet", e);
         }
     }
@@ -86,7 +94,15 @@ public final class TraceFileWriter implements TracePacketSink {
     }
 
     @Override
+    public boolean isOpen() {
+        return !closed && !failed;
+    }
+
+    @Override
     public void flush() {
+        if (!isOpen()) {
+            return;
+        }
         try {
             out.flush();
         } catch (IOException e) {
@@ -96,6 +112,10 @@ public final class TraceFileWriter implements TracePacketSink {
 
     @Override
     public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         try {
             out.close();
         } catch (IOException e) {

@@ -21,6 +21,9 @@ public interface TracePacketSink extends AutoCloseable {
      */
     long incrementalStateEpoch();
 
+    /** Whether packets can still be written: false once the sink, or what it writes into, is closed. */
+    boolean isOpen();
+
     /** Makes everything written so far readable. */
     void flush();
 

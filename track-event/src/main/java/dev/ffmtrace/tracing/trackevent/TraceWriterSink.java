@@ -44,6 +44,11 @@ public final class TraceWriterSink implements TracePacketSink {
     }
 
     @Override
+    public boolean isOpen() {
+        return writer.isOpen();
+    }
+
+    @Override
     public void flush() {
         writer.flush();
     }

@@ -9,6 +9,7 @@ import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.ProtoWire;
 import java.util.Arrays;
+import java.util.HashMap;
 
 /**
  * Writes TrackEvents on one sequence (one {@link TracePacketSink}, one thread at a time).
@@ -36,11 +37,57 @@ import java.util.Arrays;
  * {@link #atTimestamp} gave the next event its timestamp (traces generated offline). A
  * timestamp earlier than the previous one is written absolute, with its clock id.
  *
+ * <p><b>Scopes.</b> {@link #slice(Category, InternedName)} begins a slice that the end of a
+ * try-with-resources block ends; the scope object is one per writer, reused, so scoped
+ * slices allocate nothing either:
+ *
+ * <pre>{@code
+ * try (var slice = events.slice(RPC, HANDLE)) {
+ *     events.instant(RPC, thread, CACHE_MISS);
+ * }
+ * }</pre>
+ *
+ * <p><b>Names.</b> An {@link InternedName} is interned once per sequence by identity; keep
+ * it in a static field. Names made at run time go through the {@code String} overloads,
+ * which intern per writer up to {@value #MAX_DYNAMIC_NAMES} names per incremental state
+ * and write any further ones inline, so a stream of distinct names costs bytes, not memory.
+ *
+ * <p><b>Never throws into the application.</b> Once the writer, its TraceWriter or the
+ * producer behind it is closed (or the sink fails), every call is a no-op counted in
+ * {@link #discardedEvents()}. Only misuse throws: an {@code endSlice} out of order, a
+ * counter value on a track that is not a counter, a scope closed twice.
+ *
+ * <p><b>Threads.</b> One thread writes at a time; the writer may pass from thread to thread
+ * (an executor's tasks using it in turn, with the usual hand-off ordering). {@link #close()}
+ * may be called from any thread, e.g. a shutdown hook: over a TraceWriter it waits for the
+ * event being written to finish.
+ *
  * <p>After warm-up, events with interned names allocate nothing.
  */
 public final class TrackEventWriter implements AutoCloseable {
     /** Perfetto's first sequence-scoped clock id: the clock whose timestamps are deltas. */
     public static final int INCREMENTAL_CLOCK_ID = 64;
+    /** Names given as strings that one incremental state interns; further ones are written inline. */
+    public static final int MAX_DYNAMIC_NAMES = 1024;
+
+    /**
+     * A slice begun by {@link #slice} and ended by {@link #close()}. The writer hands out
+     * the same object for every scope, keeping a stack of the open ones: close scopes in
+     * the reverse order of opening, as try-with-resources does.
+     */
+    public static final class SliceScope implements AutoCloseable {
+        private final TrackEventWriter writer;
+
+        private SliceScope(TrackEventWriter writer) {
+            this.writer = writer;
+        }
+
+        /** Ends the innermost scoped slice. */
+        @Override
+        public void close() {
+            writer.endScope();
+        }
+    }
 
     /**
      * How a writer stamps and places its events.
@@ -68,6 +115,7 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static final long NO_TIMESTAMP = Long.MIN_VALUE;
+    private static final long INLINE_NAME = -1;
     // One-byte tags: the fields encoded by hand are all below 16.
     private static final byte TYPE_TAG =
             (byte) ProtoWire.makeTag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
@@ -99,6 +147,21 @@ public final class TrackEventWriter implements AutoCloseable {
      * varint, then possibly one debug annotation (tag, length, name iid, value).
      */
     private final byte[] eventBody = new byte[2 + 3 * (1 + 10) + 2 + 2 * (1 + 10)];
+    private final SliceScope scope = new SliceScope(this);
+    private Track[] scopeTracks = new Track[16];
+    private long[] scopeTokens = new long[16];
+    private int scopeDepth;
+    /** Per incremental state: iids of the names given as strings. */
+    private final HashMap<String, Long> dynamicIids = new HashMap<>();
+    /** The next event's string name, taken by {@link #startInternedPacket}. */
+    private String dynamicName;
+    /** The current event's string name: its iid, 0 for none, or {@link #INLINE_NAME}. */
+    private long dynamicIid;
+    /** No more events: closed, or the sink is gone. */
+    private volatile boolean closed;
+    /** Guarded by this: the sink is closed once, by whichever thread closes first. */
+    private boolean sinkClosed;
+    private long discardedEvents;
 
     private long[] nameIids = new long[64];
     private long[] annotationIids = new long[16];
@@ -146,7 +209,18 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        return beginSliceEnabled(category, track, name, 0, 0);
+        return beginSliceEnabled(category, track, name, null, 0, 0);
+    }
+
+    /**
+     * Begins a slice named by a string made at run time (see the class comment on names);
+     * returns the token {@link #endSlice} needs (0 if the category is disabled).
+     */
+    public long beginSlice(Category category, Track track, String name) {
+        if (!category.isEnabled()) {
+            return skipped();
+        }
+        return beginSliceEnabled(category, track, null, requireName(name), 0, 0);
     }
 
     /**
@@ -157,18 +231,27 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        return beginSliceEnabled(category, track, name, flowId, terminatingFlowId);
+        return beginSliceEnabled(category, track, name, null, flowId, terminatingFlowId);
     }
 
-    private long beginSliceEnabled(Category category, Track track, InternedName name, long flowId,
+    private long beginSliceEnabled(Category category, Track track, InternedName name, String stringName, long flowId,
                                    long terminatingFlowId) {
-        if (flowId == 0 && terminatingFlowId == 0) {
-            writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
-        } else {
-            TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
-            addFlows(event, flowId, terminatingFlowId);
+        if (closed) {
+            return discarded();
         }
-        return finishBegin(track);
+        try {
+            dynamicName = stringName;
+            if (flowId == 0 && terminatingFlowId == 0) {
+                writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
+            } else {
+                TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN,
+                        takeTimestamp());
+                addFlows(event, flowId, terminatingFlowId);
+            }
+            return finishBegin(track);
+        } catch (RuntimeException e) {
+            return failed(e);
+        }
     }
 
     /** Begins a slice with one integer debug annotation. */
@@ -201,10 +284,17 @@ public final class TrackEventWriter implements AutoCloseable {
      */
     private long beginAnnotatedSlice(Category category, Track track, InternedName name, InternedName argument,
                                      byte valueTag, long value, boolean fixed64) {
-        TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
-        int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
-        appendAnnotatedBody(packet, n, argument, valueTag, value, fixed64);
-        return finishBegin(track);
+        if (closed) {
+            return discarded();
+        }
+        try {
+            TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
+            int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
+            appendAnnotatedBody(packet, n, argument, valueTag, value, fixed64);
+            return finishBegin(track);
+        } catch (RuntimeException e) {
+            return failed(e);
+        }
     }
 
     /** Begins a slice with one string debug annotation. */
@@ -212,8 +302,15 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        beginAnnotated(category, track, name, argument).setStringValue(value);
-        return finishBegin(track);
+        if (closed) {
+            return discarded();
+        }
+        try {
+            beginAnnotated(category, track, name, argument).setStringValue(value);
+            return finishBegin(track);
+        } catch (RuntimeException e) {
+            return failed(e);
+        }
     }
 
     /**
@@ -224,6 +321,10 @@ public final class TrackEventWriter implements AutoCloseable {
      */
     public void endSlice(Track track, long slice) {
         if (slice == 0) {
+            return;
+        }
+        if (closed) {
+            discarded();
             return;
         }
         int depth = track.index < openSlices.length ? openSlices[track.index] : 0;
@@ -237,8 +338,38 @@ public final class TrackEventWriter implements AutoCloseable {
                     + track.uuid() + ": slices on a track must nest");
         }
         openSlices[track.index] = depth - 1;
-        writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
-        sink.finishTracePacket();
+        try {
+            writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
+            sink.finishTracePacket();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
+    }
+
+    /**
+     * Begins a slice on the writer's default track and returns the scope whose
+     * {@link SliceScope#close()} ends it.
+     *
+     * @throws IllegalStateException if the writer has no default track (see {@link Config})
+     */
+    public SliceScope slice(Category category, InternedName name) {
+        return slice(category, defaultTrackOrThrow(), name);
+    }
+
+    /** Begins a slice on {@code track} and returns the scope whose {@link SliceScope#close()} ends it. */
+    public SliceScope slice(Category category, Track track, InternedName name) {
+        return pushScope(track, beginSlice(category, track, name));
+    }
+
+    /** A scoped slice on {@code track} named by a string made at run time. */
+    public SliceScope slice(Category category, Track track, String name) {
+        return pushScope(track, beginSlice(category, track, name));
+    }
+
+    /** A scoped slice on the default track named by a string made at run time. */
+    public SliceScope slice(Category category, String name) {
+        Track track = defaultTrackOrThrow();
+        return pushScope(track, beginSlice(category, track, name));
     }
 
     /** A slice of known start and duration: a begin and an end written back to back. */
@@ -251,10 +382,18 @@ public final class TrackEventWriter implements AutoCloseable {
             throw new IllegalArgumentException("a slice cannot last " + durationNanos + " ns");
         }
         nextTimestamp = NO_TIMESTAMP;
-        writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
-        sink.finishTracePacket();
-        writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);
-        sink.finishTracePacket();
+        if (closed) {
+            discarded();
+            return;
+        }
+        try {
+            writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
+            sink.finishTracePacket();
+            writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);
+            sink.finishTracePacket();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
     }
 
     /** An instant event on {@code track}; {@code name} may be null. */
@@ -263,22 +402,65 @@ public final class TrackEventWriter implements AutoCloseable {
             skipped();
             return;
         }
-        writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
-        sink.finishTracePacket();
+        instantEnabled(category, track, name, null);
+    }
+
+    /** An instant event with no name on {@code track}. */
+    public void instant(Category category, Track track) {
+        instant(category, track, (InternedName) null);
+    }
+
+    /** An instant event named by a string made at run time (see the class comment on names). */
+    public void instant(Category category, Track track, String name) {
+        if (!category.isEnabled()) {
+            skipped();
+            return;
+        }
+        instantEnabled(category, track, null, requireName(name));
+    }
+
+    private void instantEnabled(Category category, Track track, InternedName name, String stringName) {
+        if (closed) {
+            discarded();
+            return;
+        }
+        try {
+            dynamicName = stringName;
+            writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
+            sink.finishTracePacket();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
     }
 
     /** An integer value on a counter track. */
     public void counter(Track track, long value) {
         requireCounter(track);
-        counterEvent(track).setCounterValue(value);
-        sink.finishTracePacket();
+        if (closed) {
+            discarded();
+            return;
+        }
+        try {
+            counterEvent(track).setCounterValue(value);
+            sink.finishTracePacket();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
     }
 
     /** A floating-point value on a counter track. */
     public void counter(Track track, double value) {
         requireCounter(track);
-        counterEvent(track).setDoubleCounterValue(value);
-        sink.finishTracePacket();
+        if (closed) {
+            discarded();
+            return;
+        }
+        try {
+            counterEvent(track).setDoubleCounterValue(value);
+            sink.finishTracePacket();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
     }
 
     /**
@@ -286,21 +468,119 @@ public final class TrackEventWriter implements AutoCloseable {
      * written it yet; otherwise that happens before the track's first event.
      */
     public void describe(Track track) {
-        ensureIncrementalState();
-        writeDescriptor(track);
+        if (closed) {
+            discarded();
+            return;
+        }
+        try {
+            ensureIncrementalState();
+            writeDescriptor(track);
+        } catch (RuntimeException e) {
+            failed(e);
+        }
     }
 
-    /** Flushes the sink. */
+    /** Flushes the sink; a no-op once the writer is closed. */
     public void flush() {
-        sink.flush();
+        if (closed) {
+            return;
+        }
+        try {
+            sink.flush();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
     }
 
+    /**
+     * Events not written because the writer, its sink or what the sink writes into was
+     * closed, or the sink failed.
+     */
+    public long discardedEvents() {
+        return discardedEvents;
+    }
+
+    /** Whether events can still be written. */
+    public boolean isOpen() {
+        return !closed && sink.isOpen();
+    }
+
+    /**
+     * Closes the sink; later calls are counted no-ops. Never throws: a sink already closed
+     * under the writer (its producer disconnected) is fine. Any thread may call it.
+     */
     @Override
     public void close() {
-        sink.close();
+        closed = true;
+        synchronized (this) {
+            if (sinkClosed) {
+                return;
+            }
+            sinkClosed = true;
+        }
+        try {
+            sink.close();
+        } catch (RuntimeException e) {
+            discardedEvents++;
+        }
     }
 
     // ---- internals ----
+
+    private long discarded() {
+        nextTimestamp = NO_TIMESTAMP;
+        discardedEvents++;
+        return 0;
+    }
+
+    /**
+     * An event failed below the writer. If the sink is gone (closed, unmapped, or its
+     * stream broke) the writer closes; otherwise the event alone is lost. Either way the
+     * application carries on.
+     */
+    private long failed(RuntimeException e) {
+        nextTimestamp = NO_TIMESTAMP;
+        discardedEvents++;
+        if (!sink.isOpen()) {
+            closed = true;
+        }
+        return 0;
+    }
+
+    private static String requireName(String name) {
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("an event name cannot be null or empty");
+        }
+        return name;
+    }
+
+    private Track defaultTrackOrThrow() {
+        if (defaultTrack == null) {
+            throw new IllegalStateException("slice(category, name) needs a default track: give the writer one"
+                    + " (TrackEventWriter.Config.forThread) or name the track");
+        }
+        return defaultTrack;
+    }
+
+    private SliceScope pushScope(Track track, long token) {
+        if (scopeDepth == scopeTokens.length) {
+            scopeTokens = Arrays.copyOf(scopeTokens, scopeDepth * 2);
+            scopeTracks = Arrays.copyOf(scopeTracks, scopeDepth * 2);
+        }
+        scopeTracks[scopeDepth] = track;
+        scopeTokens[scopeDepth++] = token;
+        return scope;
+    }
+
+    private void endScope() {
+        if (scopeDepth == 0) {
+            throw new IllegalStateException("a slice scope was closed with no scoped slice open (closed twice?)");
+        }
+        int top = --scopeDepth;
+        Track track = scopeTracks[top];
+        scopeTracks[top] = null;
+        endSlice(track, scopeTokens[top]);
+    }
 
     /** A disabled category's event: writes nothing, and a timestamp given for it is spent. */
     private long skipped() {
@@ -350,7 +630,14 @@ public final class TrackEventWriter implements AutoCloseable {
      * same bytes as the nested message, without reserving and compacting a size field.
      */
     private void writeSimpleEvent(Category category, Track track, InternedName name, int type, long timestamp) {
+        String inlineName = dynamicName;
         TracePacket packet = startInternedPacket(category, track, name, null, timestamp);
+        if (dynamicIid == INLINE_NAME) {
+            TrackEvent event = packet.setTrackEvent();
+            writeEventFields(event, category, track, null, type);
+            event.setName(inlineName);
+            return;
+        }
         packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, eventBody, 0, encodeEventBody(category, track, name, type));
     }
 
@@ -371,6 +658,9 @@ public final class TrackEventWriter implements AutoCloseable {
         if (name != null) {
             body[n++] = NAME_IID_TAG;
             n = ProtoWire.writeVarInt(body, n, nameIids[name.index]);
+        } else if (dynamicIid > 0) {
+            body[n++] = NAME_IID_TAG;
+            n = ProtoWire.writeVarInt(body, n, dynamicIid);
         }
         return n;
     }
@@ -402,8 +692,18 @@ public final class TrackEventWriter implements AutoCloseable {
     /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
                                   int type, long timestamp) {
+        String inlineName = dynamicName;
         TracePacket packet = startInternedPacket(category, track, name, argument, timestamp);
         TrackEvent event = packet.setTrackEvent();
+        writeEventFields(event, category, track, name, type);
+        if (dynamicIid == INLINE_NAME) {
+            event.setName(inlineName);
+        }
+        return event;
+    }
+
+    /** Type, track, category and name (interned or a string's iid), through the generated writer. */
+    private void writeEventFields(TrackEvent event, Category category, Track track, InternedName name, int type) {
         event.setType(type);
         setTrack(event, track);
         if (category != Category.NONE) {
@@ -411,8 +711,9 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         if (name != null) {
             event.setNameIid(nameIids[name.index]);
+        } else if (dynamicIid > 0) {
+            event.setNameIid(dynamicIid);
         }
-        return event;
     }
 
     /** Starts an event's packet with the interned data its names need on this sequence. */
@@ -422,7 +723,8 @@ public final class TrackEventWriter implements AutoCloseable {
         boolean newCategory = category != Category.NONE && needsIid(categoryIids, category.index);
         boolean newName = name != null && needsIid(nameIids, name.index);
         boolean newArgument = argument != null && needsIid(annotationIids, argument.index);
-        if (newCategory || newName || newArgument) {
+        boolean newDynamicName = resolveDynamicName();
+        if (newCategory || newName || newArgument || newDynamicName) {
             InternedData interned = packet.setInternedData();
             if (newCategory) {
                 categoryIids = assignIid(categoryIids, category.index);
@@ -442,8 +744,39 @@ public final class TrackEventWriter implements AutoCloseable {
                 entry.setIid(annotationIids[argument.index]);
                 entry.setName(argument.name());
             }
+            if (newDynamicName) {
+                var entry = interned.addEventNames();
+                entry.setIid(dynamicIid);
+                entry.setName(dynamicName);
+            }
         }
+        dynamicName = null;
         return packet;
+    }
+
+    /**
+     * Sets {@link #dynamicIid} for the event's string name, if it has one: its iid in this
+     * incremental state, a new one, or {@link #INLINE_NAME} once the state has interned
+     * {@value #MAX_DYNAMIC_NAMES}. Returns whether the name must be added to interned data.
+     */
+    private boolean resolveDynamicName() {
+        String name = dynamicName;
+        if (name == null) {
+            dynamicIid = 0;
+            return false;
+        }
+        Long iid = dynamicIids.get(name);
+        if (iid != null) {
+            dynamicIid = iid;
+            return false;
+        }
+        if (dynamicIids.size() >= MAX_DYNAMIC_NAMES) {
+            dynamicIid = INLINE_NAME;
+            return false;
+        }
+        dynamicIid = nextIid++;
+        dynamicIids.put(name, dynamicIid);
+        return true;
     }
 
     private void setTrack(TrackEvent event, Track track) {
@@ -490,6 +823,7 @@ public final class TrackEventWriter implements AutoCloseable {
         Arrays.fill(annotationIids, 0);
         Arrays.fill(categoryIids, 0);
         Arrays.fill(described, false);
+        dynamicIids.clear();
         nextIid = 1;
         stateValid = true;
         clockStarted = false;

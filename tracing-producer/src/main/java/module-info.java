@@ -7,4 +7,7 @@ module dev.ffmtrace.tracing.producer {
     requires transitive dev.ffmtrace.perfetto.protos;
 
     exports dev.ffmtrace.tracing.smb;
+    // The SMB's layout and chunk state machine: for the service that reads it and the
+    // buffer that stores its chunks, not for applications.
+    exports dev.ffmtrace.tracing.smb.abi to dev.ffmtrace.tracing.buffer, dev.ffmtrace.tracing.service;
 }

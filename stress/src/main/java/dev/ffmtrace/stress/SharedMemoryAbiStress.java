@@ -5,10 +5,10 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.protozero.Message;
-import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
-import dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;

@@ -1,7 +1,7 @@
 package dev.ffmtrace.tracing.buffer;
 
 import dev.ffmtrace.memory.Layouts;
-
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -56,11 +56,14 @@ public final class TBChunkDescriptor {
     /** Largest {@code size}: the field is 16 bits. */
     public static final int MAX_SIZE = 0xFFFF;
 
-    public static final int FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK = 0x01;
-    public static final int FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK = 0x02;
-    public static final int FLAG_CHUNK_NEEDS_PATCHING = 0x04;
+    // The SMB chunk flags, stored as the producer set them.
+    public static final int FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK =
+            SharedMemoryAbiDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK;
+    public static final int FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK =
+            SharedMemoryAbiDescriptor.FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
+    public static final int FLAG_CHUNK_NEEDS_PATCHING = SharedMemoryAbiDescriptor.FLAG_CHUNK_NEEDS_PATCHING;
     /** The flags a producer may set; everything above is the buffer's own. */
-    public static final int ABI_FLAGS_MASK = 0x07;
+    public static final int ABI_FLAGS_MASK = SharedMemoryAbiDescriptor.FLAGS_MASK;
     /**
      * Its stored bytes are already in the read statistics: it was drained once. A
      * re-commit that grows it in place makes it readable again without storing new

@@ -1,9 +1,11 @@
 package dev.ffmtrace.tracing.smb;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.Message;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.locks.LockSupport;

@@ -1,6 +1,6 @@
 package dev.ffmtrace.tracing.smb;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -8,6 +8,7 @@ import dev.ffmtrace.protozero.Message;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.protozero.ScatteredStreamWriter;
 import dev.ffmtrace.protozero.SizeFieldRedirector;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -45,7 +46,7 @@ import java.lang.invoke.VarHandle;
  *
  * @param <P> the root message type (normally the generated {@code TracePacket})
  */
-public final class TraceWriter<P extends Message> implements ScatteredStreamWriter.Delegate, Message.Owner, AutoCloseable {
+public final class TraceWriter<P extends Message> implements ScatteredStreamWriter.Delegate, AutoCloseable {
     /** Packets per chunk before moving on: one below the 10-bit maximum, as Perfetto's writer. */
     static final int MAX_PACKETS_PER_CHUNK = MAX_PACKET_COUNT - 1;
     /** A packet starts in a new chunk when fewer bytes than this are left. */
@@ -81,6 +82,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     private final MemorySegment garbage = MemorySegment.ofArray(new byte[GARBAGE_SIZE]);
     private final SizeFieldRedirector toPatchList = this::redirectToPatchList;
     private final SizeFieldRedirector toGarbage = message -> message.redirectSizeField(garbage, 0);
+    private final Message.Owner packetClosed = this::packetClosed;
 
     @SuppressWarnings("unused") // accessed through OWNERSHIP
     private int ownership = IDLE;
@@ -189,7 +191,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         fragmentStart = stream.reserveBytes(PACKET_HEADER_SIZE) + PACKET_HEADER_SIZE;
         headerOffset = -1;
         fragmenting = true;
-        packet.reset(stream, this);
+        packet.reset(stream, packetClosed);
         packetsDropped++;
         return packet;
     }
@@ -201,7 +203,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         smb.set(Layouts.INT_UNALIGNED, headerOffset, 0);
         fragmentStart = at + PACKET_HEADER_SIZE;
         fragmenting = true;
-        packet.reset(stream, this);
+        packet.reset(stream, packetClosed);
         reachedMaxPackets = abi.incrementPacketCount(chunkOffset) >= MAX_PACKETS_PER_CHUNK;
         return packet;
     }
@@ -219,8 +221,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     }
 
     /** A packet was closed: finishes it unless a later packet or {@link #close()} already did. */
-    @Override
-    public void rootClosed(Message root) {
+    private void packetClosed(Message root) {
         if (!closed && root == packet && fragmenting) {
             finishTracePacket();
         }

@@ -1,8 +1,8 @@
 package dev.ffmtrace.tracing.service;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.MAX_WRITER_ID;
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.flagsOf;
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.packetCountOf;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.MAX_WRITER_ID;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.flagsOf;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.packetCountOf;
 
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -10,9 +10,9 @@ import dev.ffmtrace.tracing.buffer.ChunkCommit;
 import dev.ffmtrace.tracing.buffer.ChunkPatches;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.smb.CommitRequest;
-import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

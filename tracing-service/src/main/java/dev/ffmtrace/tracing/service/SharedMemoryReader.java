@@ -1,9 +1,9 @@
 package dev.ffmtrace.tracing.service;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 
-import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
-import dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.function.IntPredicate;

@@ -1,11 +1,8 @@
 package dev.ffmtrace.tracing.service;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.flagsOf;
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.packetCountOf;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.flagsOf;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.packetCountOf;
 
-import dev.ffmtrace.tracing.smb.CommitRequest;
-import dev.ffmtrace.tracing.smb.CommitTransport;
-import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.tracing.buffer.ChunkCommit;
 import dev.ffmtrace.tracing.buffer.ChunkPatches;
@@ -13,6 +10,9 @@ import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import dev.ffmtrace.tracing.buffer.TracePacketView;
+import dev.ffmtrace.tracing.smb.CommitRequest;
+import dev.ffmtrace.tracing.smb.CommitTransport;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;

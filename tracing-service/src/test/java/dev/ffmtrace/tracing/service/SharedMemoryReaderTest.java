@@ -1,9 +1,9 @@
 package dev.ffmtrace.tracing.service;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,11 +1,11 @@
 package dev.ffmtrace.tracing.service;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.tracing.smb.SharedMemoryAbi;
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;

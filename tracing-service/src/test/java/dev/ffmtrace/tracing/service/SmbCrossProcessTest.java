@@ -1,19 +1,19 @@
 package dev.ffmtrace.tracing.service;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
-import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
+import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.HexFormat;

@@ -1,6 +1,6 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.smb.abi;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 
 import dev.ffmtrace.memory.AtomicSegment;
 import java.lang.foreign.MemorySegment;

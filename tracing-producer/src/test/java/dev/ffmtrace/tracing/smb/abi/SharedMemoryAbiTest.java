@@ -1,6 +1,6 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.smb.abi;
 
-import static dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor.*;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;

@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.smb;
+package dev.ffmtrace.tracing.smb.abi;
 
 /**
  * The byte layout of Perfetto's producer/service shared memory buffer (SMB), shared

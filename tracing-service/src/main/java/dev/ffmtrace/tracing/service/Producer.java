@@ -35,6 +35,12 @@ import java.util.function.IntPredicate;
  * commits (its writers {@linkplain #adoptRemoteWriter adopted} here) has its complete
  * chunks found by scanning the SMB at each flush, and only those writers' chunks are
  * scanned for, so in-process writers' chunks wait for their commits.
+ *
+ * <p><b>Threads:</b> {@link #registerDataSource}, the queries and the writers' commits may
+ * come from any thread. {@link #close()} is the owner's: it flushes what the producer's
+ * writers have written into the sessions' buffers, then stops its data sources; commits
+ * that arrive afterwards are dropped (their chunks freed), and the SMB stays mapped, for
+ * writers still open, until the service closes. Closing twice does nothing more.
  */
 public final class Producer implements AutoCloseable {
     private final TracingService service;
@@ -61,16 +67,18 @@ public final class Producer implements AutoCloseable {
     private final ChunkPatches patches = new ChunkPatches();
     /** Written only by commits, which the arbiter's lock serializes. */
     private volatile long abiViolations;
+    /** Set by {@link #close()} under the reader lock: later commits and flushes leave the buffers alone. */
+    private volatile boolean closed;
 
-    Producer(TracingService service, int id, String name, ClientIdentity identity, long smbSize, int pageSize) {
+    Producer(TracingService service, int id, ProducerOptions options) {
         this.service = service;
         this.id = id;
-        this.name = name;
-        this.identity = identity;
-        this.smb = SharedMemory.create("ffmtrace-smb-" + name, smbSize);
+        this.name = options.name();
+        this.identity = options.identity();
+        this.smb = SharedMemory.create("ffmtrace-smb-" + name, options.smbSize());
         SharedMemoryAbi abi;
         try {
-            abi = new SharedMemoryAbi(smb.segment(), pageSize);
+            abi = new SharedMemoryAbi(smb.segment(), options.pageSize());
         } catch (IllegalArgumentException e) {
             smb.close();
             throw e;
@@ -79,16 +87,24 @@ public final class Producer implements AutoCloseable {
         this.arbiter = new SharedMemoryArbiter(abi, this::commit);
     }
 
+    /** The producer's id in the service (1..65535), the upper half of its writers' trusted sequence ids. */
     public int id() {
         return id;
     }
 
+    /** The name it connected with. */
     public String name() {
         return name;
     }
 
+    /** The trusted uid and pid it connected with, written into its packets by the service. */
     public ClientIdentity identity() {
         return identity;
+    }
+
+    /** Whether {@link #close()} has been called, or the service closed it. */
+    public boolean isClosed() {
+        return closed;
     }
 
     /** The SMB's fd, sealed against resizing, for a producer in another process. */
@@ -96,15 +112,23 @@ public final class Producer implements AutoCloseable {
         return smb.fd();
     }
 
+    /** The arbiter in-process writers take the SMB's chunks from. */
     public SharedMemoryArbiter arbiter() {
         return arbiter;
     }
 
-    /** Offers a data source; a session naming it starts it. Registering a name twice returns the same one. */
+    /**
+     * Offers a data source; a running or later session naming it starts it, unless another
+     * session has it. Registering a name twice returns the same one. On a closed producer
+     * it returns a data source that no session will start, rather than throw.
+     */
     public synchronized DataSource registerDataSource(String dataSourceName) {
+        if (closed) {
+            return new DataSource(this, dataSourceName);
+        }
         DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
         dataSourceArray = dataSources.values().toArray(new DataSource[0]);
-        service.dataSourceRegistered(this, dataSource);
+        service.dataSourceRegistered(this);
         return dataSource;
     }
 
@@ -191,6 +215,9 @@ public final class Producer implements AutoCloseable {
         arbiter.reclaimIdleChunks();
         readerLock.lock();
         try {
+            if (closed) {
+                return;
+            }
             if (hasRemoteWriters) {
                 // A writer first seen in one scan is learned there and moved from in the next:
                 // two scans take, in order, what the remote writers had completed by the flush.
@@ -217,6 +244,13 @@ public final class Producer implements AutoCloseable {
     private void commit(CommitRequest request) {
         readerLock.lock();
         try {
+            if (closed) {
+                // Writers still open after the producer closed: free their chunks, keep nothing.
+                for (int i = 0; i < request.chunksToMove(); i++) {
+                    reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
+                }
+                return;
+            }
             for (int i = 0; i < request.chunksToMove(); i++) {
                 ServiceBuffer buffer = grantedBuffer(request.moveTargetBuffer(i));
                 if (buffer == null) {
@@ -276,10 +310,40 @@ public final class Producer implements AutoCloseable {
         }
     }
 
+    /**
+     * Disconnects the producer: takes what its writers have written into the sessions'
+     * buffers (as a flush does), stops its data sources, and leaves the sessions running.
+     * Writers still open keep writing into the SMB, which stays mapped until the service
+     * closes, but what they commit is dropped. Closing twice does nothing more.
+     */
     @Override
     public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            flush();
+            readerLock.lock();
+            try {
+                closed = true;
+            } finally {
+                readerLock.unlock();
+            }
+            for (DataSource dataSource : dataSourceArray) {
+                dataSource.stop(dataSource.targetBuffer());
+            }
+        }
         service.producerClosed(this);
-        smb.close();
+    }
+
+    /** Unmaps the SMB: called by the service once, when both it and this producer are closed. */
+    void unmap() {
+        readerLock.lock();
+        try {
+            smb.close();
+        } finally {
+            readerLock.unlock();
+        }
     }
 
     private static final SharedMemoryReader.ChunkSink DISCARD =

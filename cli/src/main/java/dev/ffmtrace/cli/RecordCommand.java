@@ -4,6 +4,7 @@ import com.google.protobuf.TextFormat;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.DataSourceWarning;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.ProducerOptions;
@@ -96,10 +97,8 @@ final class RecordCommand implements Callable<Integer> {
                 return 2;
             }
             try (cProcess) {
-                for (SessionConfig.DataSource source : session.dataSources()) {
-                    if (!source.name().equals("track_event") && !source.name().equals("counters")) {
-                        System.out.println("note: no producer offers data source \"" + source.name() + "\"");
-                    }
+                for (DataSourceWarning warning : tracing.warnings()) {
+                    System.err.println("ffmtrace record: warning: " + warning.message());
                 }
                 if (!events.isStarted() || !counters.isStarted()) {
                     System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")

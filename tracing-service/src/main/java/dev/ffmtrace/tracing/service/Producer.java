@@ -15,6 +15,7 @@ import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -65,6 +66,12 @@ public final class Producer implements AutoCloseable {
     /** Guarded by the reader lock. */
     private boolean hasRemoteWriters;
     private final ChunkPatches patches = new ChunkPatches();
+    /**
+     * Every buffer a session ever started one of its data sources into (buffer ids are
+     * never reused): a commit to one whose session has stopped is a late writer's, not a
+     * violation. Read only when a commit names a buffer not granted now.
+     */
+    private final Set<Integer> everGranted = ConcurrentHashMap.newKeySet();
     /** Written only by commits, which the arbiter's lock serializes. */
     private volatile long abiViolations;
     /** Set by {@link #close()} under the reader lock: later commits and flushes leave the buffers alone. */
@@ -132,7 +139,10 @@ public final class Producer implements AutoCloseable {
         return dataSource;
     }
 
-    /** Commits that named a buffer this producer may not write, or a chunk that was not complete. */
+    /**
+     * Commits that named a buffer this producer was never granted, or a chunk that was not
+     * complete; commits to the buffer of a session that has stopped are dropped uncounted.
+     */
     public long abiViolations() {
         return abiViolations + reader.abiViolations();
     }
@@ -254,7 +264,7 @@ public final class Producer implements AutoCloseable {
             for (int i = 0; i < request.chunksToMove(); i++) {
                 ServiceBuffer buffer = grantedBuffer(request.moveTargetBuffer(i));
                 if (buffer == null) {
-                    abiViolations++;
+                    countUnlessFormerlyGranted(request.moveTargetBuffer(i));
                     reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
                     continue;
                 }
@@ -278,7 +288,7 @@ public final class Producer implements AutoCloseable {
             }
             ServiceBuffer buffer = grantedBuffer(request.patchTargetBuffer(start));
             if (buffer == null) {
-                abiViolations++;
+                countUnlessFormerlyGranted(request.patchTargetBuffer(start));
                 continue;
             }
             buffer.lock.lock();
@@ -288,6 +298,18 @@ public final class Producer implements AutoCloseable {
             } finally {
                 buffer.lock.unlock();
             }
+        }
+    }
+
+    /** Called by the service when it starts one of this producer's data sources into buffer {@code bufferId}. */
+    void bufferGranted(int bufferId) {
+        everGranted.add(bufferId);
+    }
+
+    /** Counts a commit to a buffer not granted now as an ABI violation, unless a stopped session had granted it. */
+    private void countUnlessFormerlyGranted(int bufferId) {
+        if (!everGranted.contains(bufferId)) {
+            abiViolations++;
         }
     }
 

@@ -169,7 +169,9 @@ public final class TracingService implements AutoCloseable {
         for (SessionConfig.DataSource wanted : session.config().dataSources()) {
             DataSource offered = producer.dataSource(wanted.name());
             if (offered != null && !offered.isStarted()) {
-                offered.start(session.bufferId(wanted.targetBuffer()));
+                int bufferId = session.bufferId(wanted.targetBuffer());
+                producer.bufferGranted(bufferId);
+                offered.start(bufferId);
             }
         }
     }

@@ -108,4 +108,26 @@ class ServiceCloseTest {
             }
         }
     }
+
+    @Test
+    void aWriterThatOutlivesItsSessionIsNoViolationButAForeignBufferIs() throws Exception {
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer(ProducerOptions.of("app"));
+            DataSource events = producer.registerDataSource("track_event");
+            TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
+            try (TraceWriter<TracePacket> late = events.newTraceWriter(BufferExhaustedPolicy.STALL);
+                 TraceWriter<TracePacket> rogue = producer.arbiter().createTraceWriter(99, BufferExhaustedPolicy.DROP)) {
+                late.newTracePacket().setTimestamp(1);
+                late.finishTracePacket();
+                session.close();
+                late.flush();
+                assertEquals(0, producer.abiViolations(), "a commit into the buffer of a session that stopped is dropped");
+
+                rogue.newTracePacket().setTimestamp(2);
+                rogue.finishTracePacket();
+                rogue.flush();
+                assertEquals(1, producer.abiViolations(), "buffer 99 was never this producer's");
+            }
+        }
+    }
 }

@@ -3,9 +3,9 @@ package dev.ffmtrace.bench;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
-import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -63,8 +63,7 @@ public class TrackEventBenchmark {
     public void setUp() throws Exception {
         DISABLED.setEnabled(false);
         service = new TracingService();
-        Producer producer = service.connectProducer("bench",
-                new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid()), 256 * 1024, 4096);
+        Producer producer = service.connectProducer(ProducerOptions.of("bench"));
         DataSource events = producer.registerDataSource("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(1024);

@@ -7,6 +7,7 @@ import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.TracingService;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -131,7 +132,8 @@ final class CProducerProcess implements AutoCloseable {
                 throw new StartException("pid " + peer.pid() + ", not the C producer (pid " + process.pid()
                         + "), connected to its socket");
             }
-            producer = service.connectProducer(PRODUCER_NAME, new ClientIdentity(peer.uid(), peer.pid()), SMB_SIZE, PAGE_SIZE);
+            producer = service.connectProducer(ProducerOptions.of(PRODUCER_NAME)
+                    .withIdentity(new ClientIdentity(peer.uid(), peer.pid())).withSmbSize(SMB_SIZE).withPageSize(PAGE_SIZE));
             DataSource events = producer.registerDataSource(DATA_SOURCE);
             producer.adoptRemoteWriter(WRITER_ID, events);
             connection.send(new byte[] {'S'}, producer.smbFd());

@@ -1,12 +1,13 @@
 package dev.ffmtrace.cli;
 
 import com.google.protobuf.TextFormat;
-import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.DataSourceWarning;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -79,11 +80,11 @@ final class RecordCommand implements Callable<Integer> {
         long duration = session.durationMs() > 0 ? session.durationMs() : 2000;
         long period = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : 250;
         long filePeriod = session.fileWritePeriodMs() > 0 ? session.fileWritePeriodMs() : period;
-        ClientIdentity self = new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid());
+        ClientIdentity self = ClientIdentity.self();
         int status;
         try (TracingService service = new TracingService();
              OutputStream file = new BufferedOutputStream(Files.newOutputStream(out))) {
-            Producer producer = service.connectProducer("ffmtrace-demo", self, 4 << 20, 4096);
+            Producer producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
             DataSource events = producer.registerDataSource("track_event");
             DataSource counters = producer.registerDataSource("counters");
             TracingSession tracing = service.startSession(session);
@@ -96,10 +97,8 @@ final class RecordCommand implements Callable<Integer> {
                 return 2;
             }
             try (cProcess) {
-                for (SessionConfig.DataSource source : session.dataSources()) {
-                    if (!source.name().equals("track_event") && !source.name().equals("counters")) {
-                        System.out.println("note: no producer offers data source \"" + source.name() + "\"");
-                    }
+                for (DataSourceWarning warning : tracing.warnings()) {
+                    System.err.println("ffmtrace record: warning: " + warning.message());
                 }
                 if (!events.isStarted() || !counters.isStarted()) {
                     System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")

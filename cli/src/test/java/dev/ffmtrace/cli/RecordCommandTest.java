@@ -38,6 +38,7 @@ class RecordCommandTest {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
                 "--out", trace.toString(), "--threads", "3", "--snapshot", snapshot.toString());
         assertEquals(0, run.exit(), run.err() + run.out());
+        assertEquals("", run.err(), "the demo producer offers every data source of the config: no warning");
         Trace snapshotTrace = Trace.parseFrom(Files.readAllBytes(snapshot));
         assertTrue(snapshotTrace.getPacketCount() > 1, "the snapshot holds packets and a stats packet");
         assertTrue(run.out().contains("buffer #0 \"events\" (RING_BUFFER, 8,192 KiB)"), run.out());
@@ -187,6 +188,20 @@ class RecordCommandTest {
         assertEquals(2, run.exit());
         assertEquals("--c-producer: the config does not start data source \"track_event\", which the C producer writes\n",
                 run.err());
+    }
+
+    @Test
+    void aDataSourceNoProducerOffersIsAWarningOnStderr() throws Exception {
+        Path config = dir.resolve("unknown.pbtxt");
+        Files.writeString(config, "buffers { size_kb: 256 }\n"
+                + "data_sources { config { name: \"track_event\" } }\n"
+                + "data_sources { config { name: \"gpu.counters\" } }\n"
+                + "duration_ms: 200\nflush_period_ms: 100\n");
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
+                "--out", dir.resolve("x.pftrace").toString(), "--threads", "1");
+        assertEquals(0, run.exit(), run.err() + run.out());
+        assertEquals("ffmtrace record: warning: data source \"gpu.counters\" (#1): no connected producer has registered it"
+                + " (the session starts it when one does)\n", run.err());
     }
 
     @Test

@@ -15,6 +15,7 @@ import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -35,6 +36,12 @@ import java.util.function.IntPredicate;
  * commits (its writers {@linkplain #adoptRemoteWriter adopted} here) has its complete
  * chunks found by scanning the SMB at each flush, and only those writers' chunks are
  * scanned for, so in-process writers' chunks wait for their commits.
+ *
+ * <p><b>Threads:</b> {@link #registerDataSource}, the queries and the writers' commits may
+ * come from any thread. {@link #close()} is the owner's: it flushes what the producer's
+ * writers have written into the sessions' buffers, then stops its data sources; commits
+ * that arrive afterwards are dropped (their chunks freed), and the SMB stays mapped, for
+ * writers still open, until the service closes. Closing twice does nothing more.
  */
 public final class Producer implements AutoCloseable {
     private final TracingService service;
@@ -59,18 +66,26 @@ public final class Producer implements AutoCloseable {
     /** Guarded by the reader lock. */
     private boolean hasRemoteWriters;
     private final ChunkPatches patches = new ChunkPatches();
+    /**
+     * Every buffer a session ever started one of its data sources into (buffer ids are
+     * never reused): a commit to one whose session has stopped is a late writer's, not a
+     * violation. Read only when a commit names a buffer not granted now.
+     */
+    private final Set<Integer> everGranted = ConcurrentHashMap.newKeySet();
     /** Written only by commits, which the arbiter's lock serializes. */
     private volatile long abiViolations;
+    /** Set by {@link #close()} under the reader lock: later commits and flushes leave the buffers alone. */
+    private volatile boolean closed;
 
-    Producer(TracingService service, int id, String name, ClientIdentity identity, long smbSize, int pageSize) {
+    Producer(TracingService service, int id, ProducerOptions options) {
         this.service = service;
         this.id = id;
-        this.name = name;
-        this.identity = identity;
-        this.smb = SharedMemory.create("ffmtrace-smb-" + name, smbSize);
+        this.name = options.name();
+        this.identity = options.identity();
+        this.smb = SharedMemory.create("ffmtrace-smb-" + name, options.smbSize());
         SharedMemoryAbi abi;
         try {
-            abi = new SharedMemoryAbi(smb.segment(), pageSize);
+            abi = new SharedMemoryAbi(smb.segment(), options.pageSize());
         } catch (IllegalArgumentException e) {
             smb.close();
             throw e;
@@ -79,16 +94,24 @@ public final class Producer implements AutoCloseable {
         this.arbiter = new SharedMemoryArbiter(abi, this::commit);
     }
 
+    /** The producer's id in the service (1..65535), the upper half of its writers' trusted sequence ids. */
     public int id() {
         return id;
     }
 
+    /** The name it connected with. */
     public String name() {
         return name;
     }
 
+    /** The trusted uid and pid it connected with, written into its packets by the service. */
     public ClientIdentity identity() {
         return identity;
+    }
+
+    /** Whether {@link #close()} has been called, or the service closed it. */
+    public boolean isClosed() {
+        return closed;
     }
 
     /** The SMB's fd, sealed against resizing, for a producer in another process. */
@@ -96,19 +119,30 @@ public final class Producer implements AutoCloseable {
         return smb.fd();
     }
 
+    /** The arbiter in-process writers take the SMB's chunks from. */
     public SharedMemoryArbiter arbiter() {
         return arbiter;
     }
 
-    /** Offers a data source; a session naming it starts it. Registering a name twice returns the same one. */
+    /**
+     * Offers a data source; a running or later session naming it starts it, unless another
+     * session has it. Registering a name twice returns the same one. On a closed producer
+     * it returns a data source that no session will start, rather than throw.
+     */
     public synchronized DataSource registerDataSource(String dataSourceName) {
+        if (closed) {
+            return new DataSource(this, dataSourceName);
+        }
         DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
         dataSourceArray = dataSources.values().toArray(new DataSource[0]);
-        service.dataSourceRegistered(this, dataSource);
+        service.dataSourceRegistered(this);
         return dataSource;
     }
 
-    /** Commits that named a buffer this producer may not write, or a chunk that was not complete. */
+    /**
+     * Commits that named a buffer this producer was never granted, or a chunk that was not
+     * complete; commits to the buffer of a session that has stopped are dropped uncounted.
+     */
     public long abiViolations() {
         return abiViolations + reader.abiViolations();
     }
@@ -191,6 +225,9 @@ public final class Producer implements AutoCloseable {
         arbiter.reclaimIdleChunks();
         readerLock.lock();
         try {
+            if (closed) {
+                return;
+            }
             if (hasRemoteWriters) {
                 // A writer first seen in one scan is learned there and moved from in the next:
                 // two scans take, in order, what the remote writers had completed by the flush.
@@ -217,10 +254,17 @@ public final class Producer implements AutoCloseable {
     private void commit(CommitRequest request) {
         readerLock.lock();
         try {
+            if (closed) {
+                // Writers still open after the producer closed: free their chunks, keep nothing.
+                for (int i = 0; i < request.chunksToMove(); i++) {
+                    reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
+                }
+                return;
+            }
             for (int i = 0; i < request.chunksToMove(); i++) {
                 ServiceBuffer buffer = grantedBuffer(request.moveTargetBuffer(i));
                 if (buffer == null) {
-                    abiViolations++;
+                    countUnlessFormerlyGranted(request.moveTargetBuffer(i));
                     reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
                     continue;
                 }
@@ -244,7 +288,7 @@ public final class Producer implements AutoCloseable {
             }
             ServiceBuffer buffer = grantedBuffer(request.patchTargetBuffer(start));
             if (buffer == null) {
-                abiViolations++;
+                countUnlessFormerlyGranted(request.patchTargetBuffer(start));
                 continue;
             }
             buffer.lock.lock();
@@ -254,6 +298,18 @@ public final class Producer implements AutoCloseable {
             } finally {
                 buffer.lock.unlock();
             }
+        }
+    }
+
+    /** Called by the service when it starts one of this producer's data sources into buffer {@code bufferId}. */
+    void bufferGranted(int bufferId) {
+        everGranted.add(bufferId);
+    }
+
+    /** Counts a commit to a buffer not granted now as an ABI violation, unless a stopped session had granted it. */
+    private void countUnlessFormerlyGranted(int bufferId) {
+        if (!everGranted.contains(bufferId)) {
+            abiViolations++;
         }
     }
 
@@ -276,10 +332,40 @@ public final class Producer implements AutoCloseable {
         }
     }
 
+    /**
+     * Disconnects the producer: takes what its writers have written into the sessions'
+     * buffers (as a flush does), stops its data sources, and leaves the sessions running.
+     * Writers still open keep writing into the SMB, which stays mapped until the service
+     * closes, but what they commit is dropped. Closing twice does nothing more.
+     */
     @Override
     public void close() {
+        synchronized (this) {
+            if (closed) {
+                return;
+            }
+            flush();
+            readerLock.lock();
+            try {
+                closed = true;
+            } finally {
+                readerLock.unlock();
+            }
+            for (DataSource dataSource : dataSourceArray) {
+                dataSource.stop(dataSource.targetBuffer());
+            }
+        }
         service.producerClosed(this);
-        smb.close();
+    }
+
+    /** Unmaps the SMB: called by the service once, when both it and this producer are closed. */
+    void unmap() {
+        readerLock.lock();
+        try {
+            smb.close();
+        } finally {
+            readerLock.unlock();
+        }
     }
 
     private static final SharedMemoryReader.ChunkSink DISCARD =

@@ -22,12 +22,29 @@ import java.util.Map;
  * one config serve services that know names and services that do not. A data source
  * with neither writes to buffer 0. Every refusal is an {@link InvalidConfigException}
  * naming the offending buffer or data source.
+ *
+ * <p>A config is immutable and may be shared between threads and sessions.
+ *
+ * @param buffers the session's trace buffers, in config order
+ * @param dataSources the data sources it starts, each with the index of its buffer
+ * @param durationMs {@code duration_ms}: how long whoever runs the session records; 0 if unset
+ * @param writeIntoFile {@code write_into_file}: whether the trace is written out periodically
+ * @param fileWritePeriodMs {@code file_write_period_ms}; 0 if unset
+ * @param flushPeriodMs {@code flush_period_ms}; 0 if unset
+ * @param incrementalStateClearPeriodMs {@code incremental_state_config.clear_period_ms}; 0 if unset
  */
 public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, long durationMs,
                             boolean writeIntoFile, long fileWritePeriodMs, long flushPeriodMs,
                             long incrementalStateClearPeriodMs) {
 
-    /** A trace buffer of the session. {@code name} is null for an unnamed buffer. */
+    /**
+     * A trace buffer of the session.
+     *
+     * @param index its index in the config, which {@code target_buffer} names
+     * @param name its {@code name}, or null for an unnamed buffer
+     * @param sizeBytes its size: {@code size_kb} times 1024
+     * @param overwritePolicy what it does when full: its {@code fill_policy}
+     */
     public record Buffer(int index, String name, long sizeBytes, OverwritePolicy overwritePolicy) {
         /** How the buffer is named in messages: {@code #1 "ftrace"} or {@code #1}. */
         public String describe() {
@@ -35,10 +52,16 @@ public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, 
         }
     }
 
-    /** A data source of the session and the index of the buffer it writes to. */
+    /**
+     * A data source of the session and the index of the buffer it writes to.
+     *
+     * @param name the data source's name, which producers register
+     * @param targetBuffer the index of the buffer it writes to, resolved from its name or index
+     */
     public record DataSource(String name, int targetBuffer) {
     }
 
+    /** Copies the lists: a config never changes. */
     public SessionConfig {
         buffers = List.copyOf(buffers);
         dataSources = List.copyOf(dataSources);

@@ -26,6 +26,8 @@ public final class SharedMemoryReader {
     @FunctionalInterface
     public interface ChunkSink {
         /**
+         * Takes a chunk's payload; copy it before parsing, as the producer may still change it.
+         *
          * @param packets the chunk's packets word: count in bits 0..9, flags above (see
          *        {@link SharedMemoryAbiDescriptor#packetCountOf} and {@link SharedMemoryAbiDescriptor#flagsOf})
          * @param complete false for a chunk scraped while its writer may still be writing
@@ -50,10 +52,12 @@ public final class SharedMemoryReader {
     private long chunksScraped;
     private long abiViolations;
 
+    /** A reader of the SMB {@code abi} describes, knowing no writer yet. */
     public SharedMemoryReader(SharedMemoryAbi abi) {
         this.abi = abi;
     }
 
+    /** The SMB's layout, through which every index read from the SMB is bound-checked. */
     public SharedMemoryAbi abi() {
         return abi;
     }
@@ -252,10 +256,12 @@ public final class SharedMemoryReader {
         return writer != 0 && writer <= MAX_WRITER_ID;
     }
 
+    /** Chunks taken out whole: committed, or found complete by a scan. */
     public long chunksMoved() {
         return chunksMoved;
     }
 
+    /** Chunks scraped while their writers may still have been writing them. */
     public long chunksScraped() {
         return chunksScraped;
     }

@@ -41,10 +41,21 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * every {@code flush_period_ms}, {@link #writeTrace} every {@code file_write_period_ms}
  * and {@link #clearIncrementalState()} every {@code incremental_state_config.clear_period_ms}
  * (the {@code record} command does).
+ *
+ * <p>A data source the config names that no producer writes into the session is not an
+ * error, as in Perfetto, where a session waits for late producers: {@link #warnings()}
+ * says, at the moment it is called, which such data sources there are and why.
+ *
+ * <p><b>Threads:</b> {@link #flush()}, {@link #clearIncrementalState()},
+ * {@link #writeTrace}, {@link #writeSnapshot} and {@link #close()} are the session
+ * owner's, one thread at a time; they throw {@link IllegalStateException} once the
+ * session is closed. {@link #stats()}, {@link #warnings()}, {@link #isClosed()} and
+ * {@link #config()} may be called from any thread, also after close. Closing twice does
+ * nothing more.
  */
 public final class TracingSession implements AutoCloseable {
     private static final int TRACE_PACKET_TAG = 0x0a;
-    /** The sequence of the packets the service writes itself; producers' sequences start at 1 << 16. */
+    /** The sequence of the packets the service writes itself; producers' sequences start at {@code 1 << 16}. */
     public static final int SERVICE_SEQUENCE_ID = 1;
 
     private final TracingService service;
@@ -52,6 +63,8 @@ public final class TracingSession implements AutoCloseable {
     private final List<ServiceBuffer> buffers;
     private final TracePacketView view = new TracePacketView();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
+    private volatile List<TraceBufferStats> finalStats;
     private byte[] packetBytes = new byte[4096];
     /** The packet's tag and length, and the trusted fields appended to it. */
     private final byte[] header = new byte[1 + 5];
@@ -63,13 +76,51 @@ public final class TracingSession implements AutoCloseable {
         this.buffers = List.copyOf(buffers);
     }
 
+    /** The config the session was started from. */
     public SessionConfig config() {
         return config;
+    }
+
+    /** Whether the session is closed, by {@link #close()} or by its service's close. */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /**
+     * Each data source of the config that no producer writes into this session at this
+     * moment, and why: nobody registered it (yet: the session starts it when a producer
+     * does), another session has it (until that session stops), or the config names it
+     * twice. Empty when every data source is started, and once the session is closed.
+     */
+    public List<DataSourceWarning> warnings() {
+        if (closed.get()) {
+            return List.of();
+        }
+        return service.warnings(this);
+    }
+
+    /**
+     * How many of the config's data sources no producer writes into this session at this
+     * moment: {@code warnings().size()}. A Java-side stat only: Perfetto's
+     * {@code TraceStats} has no field for it, so the trace file does not carry it.
+     */
+    public int dataSourcesNotStarted() {
+        return warnings().size();
     }
 
     /** The service-wide id of the session's buffer at {@code index} in its config. */
     int bufferId(int index) {
         return buffers.get(index).id;
+    }
+
+    /** Whether buffer {@code bufferId} of the service is one of this session's. */
+    boolean ownsBuffer(int bufferId) {
+        for (ServiceBuffer buffer : buffers) {
+            if (buffer.id == bufferId) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
@@ -78,7 +129,7 @@ public final class TracingSession implements AutoCloseable {
      * stays hidden until the writer commits the chunk).
      */
     public void flush() {
-        checkOpen();
+        checkOpen("flush");
         for (Producer producer : service.producers()) {
             producer.flush();
         }
@@ -91,25 +142,35 @@ public final class TracingSession implements AutoCloseable {
      * follows.
      */
     public void clearIncrementalState() {
-        checkOpen();
+        checkOpen("clearIncrementalState");
         for (ServiceBuffer buffer : buffers) {
             service.clearIncrementalState(buffer.id);
         }
     }
 
-    /** The stats of each buffer, in config order. */
+    /** The stats of each buffer, in config order; once the session is closed, those it had when it closed. */
     public List<TraceBufferStats> stats() {
-        checkOpen();
+        List<TraceBufferStats> last = finalStats;
+        if (last != null) {
+            return last;
+        }
+        return readStats();
+    }
+
+    private List<TraceBufferStats> readStats() {
         List<TraceBufferStats> stats = new ArrayList<>();
         for (ServiceBuffer buffer : buffers) {
             buffer.lock.lock();
             try {
+                if (buffer.memory.isClosed()) {
+                    return finalStats;
+                }
                 stats.add(buffer.buffer.stats());
             } finally {
                 buffer.lock.unlock();
             }
         }
-        return stats;
+        return List.copyOf(stats);
     }
 
     /**
@@ -120,7 +181,7 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of packets written, the stats packet not included
      */
     public long writeTrace(OutputStream out) throws IOException {
-        checkOpen();
+        checkOpen("writeTrace");
         out.write(clockSnapshotPacket());
         long packets = 0;
         for (ServiceBuffer buffer : buffers) {
@@ -144,7 +205,7 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of packets written, the stats packet not included
      */
     public long writeSnapshot(OutputStream out) throws IOException {
-        checkOpen();
+        checkOpen("writeSnapshot");
         out.write(clockSnapshotPacket());
         long packets = 0;
         try (Arena arena = Arena.ofConfined()) {
@@ -207,7 +268,7 @@ public final class TracingSession implements AutoCloseable {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TracePacket packet = trace.get().addPacket();
         TraceStats stats = packet.setTraceStats();
-        for (TraceBufferStats bufferStats : stats()) {
+        for (TraceBufferStats bufferStats : readStats()) {
             bufferStats.writeTo(stats.addBufferStats());
         }
         markAsService(packet);
@@ -247,16 +308,21 @@ public final class TracingSession implements AutoCloseable {
                 ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
     }
 
-    private void checkOpen() {
+    private void checkOpen(String method) {
         if (closed.get()) {
-            throw new IllegalStateException("tracing session is stopped");
+            throw new IllegalStateException(method + "() called on a closed tracing session");
         }
     }
 
-    /** Stops the data sources it started and frees its buffers. */
+    /**
+     * Stops the data sources it started (a session waiting for them gets them) and frees
+     * its buffers; what they held and was not written out is lost. Closing twice does
+     * nothing more.
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            finalStats = readStats();
             service.sessionStopped(this, buffers);
         }
     }

@@ -37,7 +37,6 @@ import org.junit.jupiter.params.provider.CsvSource;
  * in-process writer that commits.
  */
 class ProducerRemoteWriterTest {
-    private static final ClientIdentity SELF = new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid());
     private static final int PAGE_SIZE = 4096;
     private static final int REMOTE_WRITER = 77;
     private static final int SEED = 4242;
@@ -94,8 +93,9 @@ class ProducerRemoteWriterTest {
             try (UnixSocket connection = server.accept()) {
                 PeerCredentials credentials = connection.peerCredentials();
                 assertEquals(peer.process().pid(), credentials.pid());
-                Producer producer = service.connectProducer("remote",
-                        new ClientIdentity(credentials.uid(), credentials.pid()), (long) pages * PAGE_SIZE, PAGE_SIZE);
+                Producer producer = service.connectProducer(ProducerOptions.of("remote")
+                        .withIdentity(new ClientIdentity(credentials.uid(), credentials.pid()))
+                        .withSmbSize((long) pages * PAGE_SIZE).withPageSize(PAGE_SIZE));
                 DataSource events = producer.registerDataSource("track_event");
                 DataSource counters = producer.registerDataSource("counters");
                 producer.adoptRemoteWriter(REMOTE_WRITER, events);
@@ -153,14 +153,14 @@ class ProducerRemoteWriterTest {
     @Test
     void onlyAStartedDataSourceOfTheSameProducerAdoptsAFreeWriterId() throws Exception {
         try (TracingService service = new TracingService()) {
-            Producer producer = service.connectProducer("remote", SELF, 16 * PAGE_SIZE, PAGE_SIZE);
+            Producer producer = service.connectProducer(ProducerOptions.of("remote").withSmbSize(16 * PAGE_SIZE).withPageSize(PAGE_SIZE));
             DataSource events = producer.registerDataSource("track_event");
             assertThrows(IllegalStateException.class, () -> producer.adoptRemoteWriter(REMOTE_WRITER, events),
                     "no session started it yet");
             service.startSession(TracingServiceTest.twoNamedBuffers());
             assertThrows(IllegalArgumentException.class, () -> producer.adoptRemoteWriter(0, events));
             assertThrows(IllegalArgumentException.class, () -> producer.adoptRemoteWriter(32768, events));
-            DataSource othersEvents = service.connectProducer("other", SELF, 16 * PAGE_SIZE, PAGE_SIZE)
+            DataSource othersEvents = service.connectProducer(ProducerOptions.of("other").withSmbSize(16 * PAGE_SIZE).withPageSize(PAGE_SIZE))
                     .registerDataSource("track_event");
             assertThrows(IllegalArgumentException.class, () -> producer.adoptRemoteWriter(REMOTE_WRITER, othersEvents));
 

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.Trace;
@@ -27,7 +26,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 class TracingServiceTest {
-    private static final ClientIdentity SELF = new ClientIdentity(Os.uid(), (int) ProcessHandle.current().pid());
+    private static final ClientIdentity SELF = ClientIdentity.self();
 
     static SessionConfig twoNamedBuffers() throws InvalidConfigException {
         return SessionConfig.parse(SessionConfigTest.config(
@@ -64,7 +63,7 @@ class TracingServiceTest {
         int threads = 4;
         int packetsPerThread = 5000;
         try (TracingService service = new TracingService()) {
-            Producer producer = service.connectProducer("app", SELF, 1 << 20, 4096);
+            Producer producer = service.connectProducer(ProducerOptions.of("app").withSmbSize(1 << 20));
             DataSource events = producer.registerDataSource("track_event");
             DataSource counters = producer.registerDataSource("counters");
             TracingSession session = service.startSession(twoNamedBuffers());
@@ -136,7 +135,7 @@ class TracingServiceTest {
     @Test
     void theStatsPacketHoldsEveryBuffer() throws Exception {
         try (TracingService service = new TracingService()) {
-            Producer producer = service.connectProducer("app", SELF, 64 * 4096, 4096);
+            Producer producer = service.connectProducer(ProducerOptions.of("app"));
             DataSource events = producer.registerDataSource("track_event");
             TracingSession session = service.startSession(twoNamedBuffers());
             try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
@@ -184,7 +183,7 @@ class TracingServiceTest {
     @Test
     void aSnapshotLeavesTheSessionRunningAndItsDataUnread() throws Exception {
         try (TracingService service = new TracingService()) {
-            Producer producer = service.connectProducer("app", SELF, 64 * 4096, 4096);
+            Producer producer = service.connectProducer(ProducerOptions.of("app"));
             DataSource events = producer.registerDataSource("track_event");
             TracingSession session = service.startSession(twoNamedBuffers());
             try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
@@ -209,7 +208,7 @@ class TracingServiceTest {
     void aDataSourceRegisteredAfterTheSessionStartedIsStartedToo() throws Exception {
         try (TracingService service = new TracingService()) {
             TracingSession session = service.startSession(twoNamedBuffers());
-            Producer late = service.connectProducer("late", SELF, 16 * 4096, 4096);
+            Producer late = service.connectProducer(ProducerOptions.of("late").withSmbSize(16 * 4096));
             DataSource counters = late.registerDataSource("counters");
             assertTrue(counters.isStarted());
             DataSource unknown = late.registerDataSource("not.in.config");

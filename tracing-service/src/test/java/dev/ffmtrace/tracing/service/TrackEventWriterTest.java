@@ -49,7 +49,7 @@ class TrackEventWriterTest {
     @BeforeEach
     void start() throws Exception {
         service = new TracingService();
-        Producer producer = service.connectProducer("app", new ClientIdentity(Os.uid(), 1), 1 << 20, 4096);
+        Producer producer = service.connectProducer(ProducerOptions.of("app").withIdentity(new ClientIdentity(Os.uid(), 1)).withSmbSize(1 << 20));
         events = producer.registerDataSource("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(4096);
@@ -271,7 +271,7 @@ class TrackEventWriterTest {
     void aBufferThatLosesDataMakesItsWritersClearTheirState() throws Exception {
         service.close();
         service = new TracingService();
-        Producer producer = service.connectProducer("app", new ClientIdentity(Os.uid(), 1), 1 << 20, 4096);
+        Producer producer = service.connectProducer(ProducerOptions.of("app").withIdentity(new ClientIdentity(Os.uid(), 1)).withSmbSize(1 << 20));
         events = producer.registerDataSource("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(64);

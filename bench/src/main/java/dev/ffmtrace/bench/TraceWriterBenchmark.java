@@ -4,6 +4,7 @@ import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.tracing.service.SharedMemoryReader;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
@@ -72,7 +73,7 @@ public class TraceWriterBenchmark {
 
         @Setup(Level.Trial)
         public void setUp(Smb smb) {
-            writer = smb.arbiter.createTraceWriter(0, SharedMemoryArbiter.BufferExhaustedPolicy.STALL);
+            writer = smb.arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL);
         }
 
         @TearDown(Level.Trial)

@@ -2,7 +2,7 @@ package dev.ffmtrace.cli;
 
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.InternedName;
 import dev.ffmtrace.tracing.trackevent.Track;

@@ -5,6 +5,7 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.protozero.Message;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
@@ -145,7 +146,7 @@ public final class SharedMemoryAbiStress {
         final SharedMemoryArbiter arbiter = new SharedMemoryArbiter(abi, SharedMemoryAbiDescriptor.LAYOUT_DIV2,
                 request -> countAtCommit = chunkZeroCount(), Duration.ofSeconds(1));
         final TraceWriter<RawPacket> writer = arbiter.createTraceWriter(0,
-                SharedMemoryArbiter.BufferExhaustedPolicy.DROP, new RawPacket());
+                BufferExhaustedPolicy.DROP, new RawPacket());
         int reclaimed;
 
         IdleChunkReclaim() {

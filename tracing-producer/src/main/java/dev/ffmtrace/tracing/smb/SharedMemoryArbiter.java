@@ -25,9 +25,6 @@ import java.util.concurrent.locks.ReentrantLock;
  * service.
  */
 public final class SharedMemoryArbiter {
-    /** What a writer does when the buffer has no free chunk. */
-    public enum BufferExhaustedPolicy { STALL, DROP }
-
     /** Returned by {@link #acquireChunk} when no chunk could be had. */
     static final long NO_CHUNK = -1;
 

@@ -75,7 +75,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     private final MemorySegment smb;
     private final int writerId;
     private final int targetBuffer;
-    private final SharedMemoryArbiter.BufferExhaustedPolicy policy;
+    private final BufferExhaustedPolicy policy;
     private final P packet;
     private final ScatteredStreamWriter stream;
     private final PatchList patches = new PatchList();
@@ -113,7 +113,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     private long fragmentsDropped;
 
     TraceWriter(SharedMemoryArbiter arbiter, int writerId, int targetBuffer,
-                SharedMemoryArbiter.BufferExhaustedPolicy policy, P packet) {
+                BufferExhaustedPolicy policy, P packet) {
         this.arbiter = arbiter;
         this.abi = arbiter.abi();
         this.smb = abi.segment();

@@ -1,7 +1,7 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
@@ -26,6 +26,7 @@ public final class DataSource {
         this.name = name;
     }
 
+    /** The name sessions use for it ({@code DataSourceConfig.name}). */
     public String name() {
         return name;
     }
@@ -51,12 +52,23 @@ public final class DataSource {
     /**
      * A TrackEvent writer for this data source's current session, on its own sequence,
      * that starts its incremental state again after its own drops and whenever the service
-     * asks this data source to clear it.
-     *
-     * @throws IllegalStateException if no session has started the data source
+     * asks this data source to clear it. Like every TrackEvent call, this never throws for
+     * the state of the service: if no session has started the data source (or its producer
+     * is closed) the writer discards its events, counting them in
+     * {@link TrackEventWriter#discardedEvents()}.
      */
     public TrackEventWriter newTrackEventWriter(BufferExhaustedPolicy policy, TrackEventWriter.Config config) {
-        return new TrackEventWriter(new TraceWriterSink(newTraceWriter(policy), this::incrementalStateClears), config);
+        int target = targetBuffer;
+        if (target == 0 || producer.isClosed()) {
+            return TrackEventWriter.discarding(config);
+        }
+        try {
+            return new TrackEventWriter(new TraceWriterSink(producer.newTraceWriter(target, policy),
+                    this::incrementalStateClears), config);
+        } catch (IllegalStateException e) {
+            // Stopped or closed between the check and the writer (e.g. all writer ids taken).
+            return TrackEventWriter.discarding(config);
+        }
     }
 
     /** How many times the service asked to clear the incremental state. */

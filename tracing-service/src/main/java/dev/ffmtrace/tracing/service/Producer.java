@@ -9,6 +9,7 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.ChunkCommit;
 import dev.ffmtrace.tracing.buffer.ChunkPatches;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
@@ -191,7 +192,7 @@ public final class Producer implements AutoCloseable {
         }
     }
 
-    TraceWriter<TracePacket> newTraceWriter(int bufferId, SharedMemoryArbiter.BufferExhaustedPolicy policy) {
+    TraceWriter<TracePacket> newTraceWriter(int bufferId, BufferExhaustedPolicy policy) {
         TraceWriter<TracePacket> writer = arbiter.createTraceWriter(bufferId, policy);
         // The arbiter does not know the remote writers' ids: pass over them.
         while (!bindInProcessWriter(writer.writerId(), bufferId)) {

@@ -1,7 +1,7 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
-import dev.ffmtrace.tracing.smb.SharedMemoryAbiDescriptor;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.util.Objects;
 
 /**

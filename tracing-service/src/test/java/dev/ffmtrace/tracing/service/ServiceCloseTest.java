@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
 import java.util.List;

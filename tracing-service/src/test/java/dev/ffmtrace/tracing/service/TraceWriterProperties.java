@@ -4,9 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
 import java.time.Duration;
 import java.util.List;
 import net.jqwik.api.Arbitraries;

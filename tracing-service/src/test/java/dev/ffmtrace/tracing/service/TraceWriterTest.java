@@ -10,7 +10,7 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.time.Duration;

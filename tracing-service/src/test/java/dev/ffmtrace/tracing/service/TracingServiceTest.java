@@ -13,7 +13,7 @@ import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;

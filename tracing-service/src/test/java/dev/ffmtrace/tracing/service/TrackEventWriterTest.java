@@ -18,7 +18,7 @@ import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.ProtoDecoder;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.InternedName;
 import dev.ffmtrace.tracing.trackevent.TraceClock;
@@ -411,6 +411,20 @@ class TrackEventWriterTest {
         }
         long ends = readBack().events().stream().filter(ev -> ev.type() == TrackEvent.Type.TYPE_SLICE_END).count();
         assertEquals(2, ends, "only the two valid ends were written");
+    }
+
+    @Test
+    void aDataSourceNoSessionStartedHandsOutADiscardingWriter() {
+        DataSource idle = service.connectProducer(ProducerOptions.of("late")).registerDataSource("not_in_the_config");
+        Track track = Track.named(null, "idle").withUuid(6);
+        try (TrackEventWriter writer = idle.newTrackEventWriter(BufferExhaustedPolicy.STALL, TrackEventWriter.Config.DEFAULT)) {
+            assertFalse(writer.isOpen());
+            writer.instant(RPC, track, HANDLE);
+            try (var scope = writer.slice(RPC, track, HANDLE)) {
+                writer.counter(Track.counter(track, "depth"), 2.5);
+            }
+            assertEquals(3, writer.discardedEvents());
+        }
     }
 
     @Test

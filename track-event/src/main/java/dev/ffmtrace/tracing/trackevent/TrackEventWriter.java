@@ -181,6 +181,14 @@ public final class TrackEventWriter implements AutoCloseable {
         this(sink, Config.DEFAULT);
     }
 
+    /**
+     * A writer with nowhere to write: every event is a counted no-op. What a data source
+     * hands out while no session has started it, so application code needs no checks.
+     */
+    public static TrackEventWriter discarding(Config config) {
+        return new TrackEventWriter(DiscardingSink.INSTANCE, config);
+    }
+
     public TrackEventWriter(TracePacketSink sink, Config config) {
         this.sink = sink;
         this.defaultTrack = config.defaultTrack();
@@ -188,6 +196,7 @@ public final class TrackEventWriter implements AutoCloseable {
         this.incremental = config.incrementalTimestamps();
         this.defaultClockId = incremental ? INCREMENTAL_CLOCK_ID : clock == TraceClock.BOOTTIME ? 0 : clock.id;
         this.epochSeen = sink.incrementalStateEpoch();
+        this.closed = !sink.isOpen();
     }
 
     /**
@@ -918,6 +927,38 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         if (terminatingFlowId != 0) {
             event.addTerminatingFlowIds(terminatingFlowId);
+        }
+    }
+
+    /** The sink of {@link #discarding}: never open, so the writer never asks it for a packet. */
+    private enum DiscardingSink implements TracePacketSink {
+        INSTANCE;
+
+        @Override
+        public TracePacket newTracePacket() {
+            throw new IllegalStateException("a discarding sink takes no packets");
+        }
+
+        @Override
+        public void finishTracePacket() {
+        }
+
+        @Override
+        public long incrementalStateEpoch() {
+            return 0;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return false;
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
         }
     }
 }

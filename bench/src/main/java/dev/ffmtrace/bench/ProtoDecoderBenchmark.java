@@ -66,7 +66,7 @@ public class ProtoDecoderBenchmark {
             p.setTimestamp(timestamp += 1000 + (i * 37) % 500);
             p.setTrustedPacketSequenceId(7);
             if (i % 100 == 0) {
-                p.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED);
+                p.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number());
                 InternedData data = p.setInternedData();
                 for (int n = 1; n <= 8; n++) {
                     var name = data.addEventNames();
@@ -85,7 +85,7 @@ public class ProtoDecoderBenchmark {
                 descriptor.setChildOrdering(TrackDescriptor.ChildTracksOrdering.CHRONOLOGICAL);
                 continue;
             }
-            p.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+            p.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number());
             TrackEvent e = p.setTrackEvent();
             e.setType(i % 2 == 0 ? TrackEvent.Type.TYPE_SLICE_BEGIN : TrackEvent.Type.TYPE_SLICE_END);
             e.setTrackUuid(0x1234_5678L);

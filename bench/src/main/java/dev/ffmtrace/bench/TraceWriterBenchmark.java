@@ -93,7 +93,7 @@ public class TraceWriterBenchmark {
         TracePacket packet = w.writer.newTracePacket();
         packet.setTimestamp(w.timestamp += 1250);
         packet.setTrustedPacketSequenceId(1);
-        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number());
         TrackEvent event = packet.setTrackEvent();
         event.setType(TrackEvent.Type.TYPE_SLICE_BEGIN);
         event.addCategoryIids(1);

@@ -4,6 +4,7 @@ import static dev.ffmtrace.memory.AtomicSegment.*;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.*;
 
 import dev.ffmtrace.memory.AtomicSegment;
+import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
@@ -13,6 +14,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -74,10 +76,12 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Threads</h2>
  * Any number of threads (in any number of processes) may write, each with its own
- * {@link RecordSlot}; one thread at a time may read, through one buffer object, which
- * keeps the reader's position between calls (a read through a second object is caught
- * when the first next hands back space, and counted corrupt). {@link #beginWrite} and
- * {@link #stats()} expect the caller to hold the spinlock, as Perfetto's do.
+ * {@link RecordSlot}, or with {@link #tryWrite(byte[])}, which needs no slot; one thread
+ * at a time may read, through one buffer object, which keeps the reader's position between
+ * calls (a read through a second object is caught when the first next hands back space,
+ * and counted corrupt). {@link #beginWrite} must be called by the thread that took the
+ * spinlock through the same buffer object, and throws otherwise; {@link #stats()} expects
+ * the caller to hold it, as Perfetto's does.
  */
 public final class SharedRingBuffer implements AutoCloseable {
     /** How {@link #lock} waits for a held spinlock. */
@@ -97,7 +101,12 @@ public final class SharedRingBuffer implements AutoCloseable {
         /** Larger than the ring can ever hold (or than the 32-bit length word); counted in num_writes_overflow. */
         TOO_BIG,
         /** The read and write positions are inconsistent; counted in num_writes_corrupt. */
-        CORRUPT
+        CORRUPT,
+        /**
+         * {@link #tryWrite} only: the spinlock was not taken (held for the whole of a
+         * {@link LockMode#TRY} wait, poisoned, or its holder died); counted in failed_spinlocks.
+         */
+        LOCK_FAILED
     }
 
     /** The outcome of {@link #beginRead}. */
@@ -162,6 +171,8 @@ public final class SharedRingBuffer implements AutoCloseable {
     private static final String MEMFD_NAME = "heapprofd_ringbuf";
     private static final long DEFAULT_UNCOMMITTED_TIMEOUT_NANOS = 5_000_000_000L;
     private static final long MAX_HAND_BACK_BATCH = 64 * 1024;
+    /** The results {@link #reserve} returns as the complement of their ordinal. */
+    private static final WriteResult[] REFUSALS = WriteResult.values();
 
     private final RingMapping mapping;
     /**
@@ -178,6 +189,13 @@ public final class SharedRingBuffer implements AutoCloseable {
     /** The locked byte set and our pid in bytes 4..7. */
     private final long lockedByUs = 1L | ((long) pid << 32);
 
+    /**
+     * The thread that holds the spinlock through this object, for {@link #beginWrite}'s check.
+     * Written only while the lock is held, so a thread finds itself here only while it holds
+     * the lock; a field of its own, padded, because it changes hands with the lock while
+     * writers read this object's fields on every record.
+     */
+    private final LockHolder lockHolder = new LockHolder();
     /** Set by the reader; where and since when a record stays uncommitted is kept in its cursor. */
     private long uncommittedTimeoutNanos = DEFAULT_UNCOMMITTED_TIMEOUT_NANOS;
     private final long handBackBatch;
@@ -342,7 +360,11 @@ public final class SharedRingBuffer implements AutoCloseable {
         // zero: no holder, no padding written) takes it with one compare-and-set; a load
         // first would fetch the cache line shared and then need a second trip to own it.
         long word = compareAndExchangeLong(meta, SPINLOCK_LOCKED_OFFSET, 0, lockedByUs);
-        return word == 0 || acquireFrom(word) || lockSlow(mode);
+        if (word == 0 || acquireFrom(word) || lockSlow(mode)) {
+            lockHolder.thread = Thread.currentThread();
+            return true;
+        }
+        return false;
     }
 
     /** One attempt of the slow path: a relaxed load, then {@link #acquireFrom}, as Perfetto tests before it exchanges. */
@@ -418,8 +440,9 @@ public final class SharedRingBuffer implements AutoCloseable {
                 && getIntVolatile(meta, SPINLOCK_HOLDER_PID_OFFSET) == holder;
     }
 
-    /** Releases the spinlock: clears the holder pid, then a release store of 0. */
+    /** Releases the spinlock: clears the holder thread and pid, then a release store of 0. */
     public void unlock() {
+        lockHolder.thread = null;
         MemorySegment meta = this.meta;
         putIntOpaque(meta, SPINLOCK_HOLDER_PID_OFFSET, 0);
         putByteRelease(meta, SPINLOCK_LOCKED_OFFSET, (byte) 0);
@@ -437,22 +460,42 @@ public final class SharedRingBuffer implements AutoCloseable {
     // ---- writer ----
 
     /**
-     * Reserves a record of {@code length} payload bytes; the caller holds the spinlock. On
-     * {@link WriteResult#OK} the slot describes the payload, which the caller fills (after
-     * unlocking, typically) and commits with {@link #endWrite}. Counts bytes_written and
-     * num_writes_succeeded on success, as Perfetto does at reservation time.
+     * Reserves a record of {@code length} payload bytes; the calling thread holds the spinlock,
+     * taken by {@link #lock} on this buffer object. On {@link WriteResult#OK} the slot
+     * describes the payload, which the caller fills (after unlocking, typically) and commits
+     * with {@link #endWrite}. Counts bytes_written and num_writes_succeeded on success, as
+     * Perfetto does at reservation time.
      *
      * @throws IllegalArgumentException if {@code length} is 0 (a committed zero-length record
      *         would look uncommitted forever) or negative, or the slot is another buffer's
-     * @throws IllegalStateException if the slot still holds a record
+     * @throws IllegalStateException if the calling thread does not hold the spinlock through
+     *         this buffer object, or the slot still holds a record
      */
     public WriteResult beginWrite(RecordSlot slot, long length) {
-        if (slot.owner != this || slot.state != RecordSlot.IDLE) {
-            throw slotMisuse(slot, "beginWrite needs an idle slot of this buffer");
+        if (slot.owner != this || slot.state != RecordSlot.IDLE || lockHolder.thread != Thread.currentThread()) {
+            throw writeMisuse(slot);
         }
         if (length <= 0) {
             throw badLength(length);
         }
+        long header = reserve(length);
+        if (header < 0) {
+            return REFUSALS[(int) ~header];
+        }
+        slot.headerOffset = header;
+        slot.length = length;
+        slot.stride = stride(length);
+        slot.state = RecordSlot.WRITING;
+        return WriteResult.OK;
+    }
+
+    /**
+     * Reserves a record of {@code length} (at least 1) payload bytes under the spinlock and
+     * returns the offset of its header in the ring, or, when refused, the complement of the
+     * result's ordinal: a long rather than a result object keeps {@link #tryWrite} free of a
+     * slot.
+     */
+    private long reserve(long length) {
         MemorySegment meta = this.meta;
         long writePos = getLongAcquire(meta, WRITE_POS_OFFSET);
         // Acquire (Perfetto: relaxed) so that the reader's last reads of the space freed by
@@ -460,7 +503,7 @@ public final class SharedRingBuffer implements AutoCloseable {
         long readPos = getLongAcquire(meta, READ_POS_OFFSET);
         long stride = stride(length);
         if (isCorrupt(readPos, writePos) || length > MAX_RECORD_LENGTH || stride > size - (writePos - readPos)) {
-            return writeRefused(readPos, writePos, length, stride);
+            return ~writeRefused(readPos, writePos, length, stride).ordinal();
         }
         long header = writePos & mask;
         addToStat(meta, STATS_BYTES_WRITTEN_OFFSET, length);
@@ -470,14 +513,10 @@ public final class SharedRingBuffer implements AutoCloseable {
         putIntOpaque(ring, header + RECORD_LENGTH_OFFSET, 0);
         // The spinlock makes this the only writer of write_pos (see the class comment).
         putLongRelease(meta, WRITE_POS_OFFSET, writePos + stride);
-        slot.headerOffset = header;
-        slot.length = length;
-        slot.stride = stride;
-        slot.state = RecordSlot.WRITING;
-        return WriteResult.OK;
+        return header;
     }
 
-    /** Why {@link #beginWrite} cannot reserve the record, counted; out of line to keep the reserving path small. */
+    /** Why {@link #reserve} cannot reserve the record, counted; out of line to keep the reserving path small. */
     private WriteResult writeRefused(long readPos, long writePos, long length, long stride) {
         if (isCorrupt(readPos, writePos)) {
             addToStat(meta, STATS_NUM_WRITES_CORRUPT_OFFSET, 1);
@@ -485,6 +524,80 @@ public final class SharedRingBuffer implements AutoCloseable {
         }
         addToStat(meta, STATS_NUM_WRITES_OVERFLOW_OFFSET, 1);
         return length > MAX_RECORD_LENGTH || stride > size ? WriteResult.TOO_BIG : WriteResult.NO_SPACE;
+    }
+
+    /**
+     * Writes {@code bytes} as one record in one call, as Perfetto's client sends a wire
+     * message: takes the spinlock in {@link LockMode#TRY} mode, reserves, drops the lock,
+     * copies and commits. TRY, as Perfetto's {@code SendWireMessage} does, so a stuck or dead
+     * holder costs this writer about a second rather than the thread; a caller that must not
+     * lose the record retries on {@link WriteResult#LOCK_FAILED} and
+     * {@link WriteResult#NO_SPACE} (heapprofd's blocking clients back off and retry). Any
+     * writer thread may call it, with no slot, and allocates nothing; the lock is never held
+     * when it returns or throws.
+     *
+     * @return {@link WriteResult#OK} when the record is committed, otherwise why nothing was
+     *         written
+     * @throws IllegalArgumentException if {@code bytes} is empty (a zero-length record would
+     *         look uncommitted forever)
+     * @throws IllegalStateException if the calling thread already holds the spinlock through
+     *         this buffer object (the lock is not reentrant: the TRY wait would only time out)
+     */
+    public WriteResult tryWrite(byte[] bytes) {
+        int length = bytes.length;
+        long header = lockAndReserve(length);
+        if (header < 0) {
+            return REFUSALS[(int) ~header];
+        }
+        // The array form of copy: a heap segment over bytes would be an allocation.
+        MemorySegment.copy(bytes, 0, ring, Layouts.BYTE, header + RECORD_HEADER_SIZE, length);
+        putIntRelease(ring, header + RECORD_LENGTH_OFFSET, length);
+        return WriteResult.OK;
+    }
+
+    /**
+     * {@link #tryWrite(byte[])} for {@code length} bytes of {@code src} from {@code offset}.
+     * The source is checked before anything is reserved; closing its arena from another thread
+     * during the call leaves a reserved record that is never committed, which the reader
+     * reports as {@link ReadResult#CORRUPT} after {@link #uncommittedRecordTimeout(Duration)}.
+     *
+     * @throws IndexOutOfBoundsException if the bytes are not all inside {@code src}
+     * @throws IllegalStateException if {@code src} is not alive, or as {@link #tryWrite(byte[])}
+     * @throws WrongThreadException if {@code src} is confined to another thread
+     */
+    public WriteResult tryWrite(MemorySegment src, long offset, long length) {
+        Objects.checkFromIndexSize(offset, length, src.byteSize());
+        if (!src.scope().isAlive()) {
+            throw new IllegalStateException("the source segment's arena is closed");
+        }
+        if (!src.isAccessibleBy(Thread.currentThread())) {
+            throw new WrongThreadException("the source segment is confined to another thread");
+        }
+        long header = lockAndReserve(length);
+        if (header < 0) {
+            return REFUSALS[(int) ~header];
+        }
+        MemorySegment.copy(src, offset, ring, header + RECORD_HEADER_SIZE, length);
+        putIntRelease(ring, header + RECORD_LENGTH_OFFSET, (int) length);
+        return WriteResult.OK;
+    }
+
+    /** {@link #tryWrite}'s locked part: {@link #reserve}'s result, or LOCK_FAILED's complement. */
+    private long lockAndReserve(long length) {
+        if (length <= 0) {
+            throw badLength(length);
+        }
+        if (lockHolder.thread == Thread.currentThread()) {
+            throw new IllegalStateException("tryWrite takes the spinlock itself: unlock() first");
+        }
+        if (!lock(LockMode.TRY)) {
+            return ~WriteResult.LOCK_FAILED.ordinal();
+        }
+        try {
+            return reserve(length);
+        } finally {
+            unlock();
+        }
     }
 
     /** Commits the record reserved in {@code slot}: a release store of its length, so the payload is visible first. */
@@ -712,6 +825,14 @@ public final class SharedRingBuffer implements AutoCloseable {
         }
         return new IllegalStateException(message + (slot.state == RecordSlot.IDLE ? " (the slot holds no record)"
                 : " (the slot still holds a record: end it first)"));
+    }
+
+    private RuntimeException writeMisuse(RecordSlot slot) {
+        if (slot.owner == this && lockHolder.thread != Thread.currentThread()) {
+            return new IllegalStateException("beginWrite needs the spinlock: call lock() on this buffer, from this"
+                    + " thread, before beginWrite, and unlock() after it");
+        }
+        return slotMisuse(slot, "beginWrite needs an idle slot of this buffer");
     }
 
     private static IllegalArgumentException badLength(long length) {

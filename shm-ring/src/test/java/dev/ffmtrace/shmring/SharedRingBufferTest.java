@@ -7,6 +7,8 @@ import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.RECORD_HEADER_SIZE
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
 import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -261,10 +263,115 @@ class SharedRingBufferTest {
 
     @Test
     void zeroAndNegativeLengthsAreRefusedWithAClearError() {
+        assertTrue(buffer.lock(LockMode.TRY));
         IllegalArgumentException zero = assertThrows(IllegalArgumentException.class, () -> buffer.beginWrite(slot, 0));
         assertTrue(zero.getMessage().contains("zero-length records cannot be written"), zero.getMessage());
         assertThrows(IllegalArgumentException.class, () -> buffer.beginWrite(slot, -8));
+        buffer.unlock();
+        assertThrows(IllegalArgumentException.class, () -> buffer.tryWrite(new byte[0]));
         assertEquals(0, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+    }
+
+    @Test
+    void beginWriteWithoutTheLockThrowsAndReservesNothing() {
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> buffer.beginWrite(slot, 8));
+        assertTrue(e.getMessage().startsWith("beginWrite needs the spinlock: call lock() on this buffer"), e.getMessage());
+        assertFalse(slot.isActive());
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+        assertTrue(buffer.lock(LockMode.TRY));
+        buffer.unlock();
+        assertThrows(IllegalStateException.class, () -> buffer.beginWrite(slot, 8), "after unlock");
+    }
+
+    @Test
+    void beginWriteNeedsTheLockHeldByTheCallingThreadThroughTheSameObject() throws Exception {
+        assertTrue(buffer.lock(LockMode.TRY));
+        try (SharedRingBuffer attached = SharedRingBuffer.attach(buffer.fd(), Seals.REQUIRED)) {
+            RecordSlot other = attached.newSlot();
+            assertThrows(IllegalStateException.class, () -> attached.beginWrite(other, 8));
+            CompletableFuture<Void> otherThread = CompletableFuture.runAsync(() ->
+                    assertThrows(IllegalStateException.class, () -> buffer.beginWrite(buffer.newSlot(), 8)));
+            otherThread.get();
+        } finally {
+            buffer.unlock();
+        }
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+    }
+
+    // ---- tryWrite ----
+
+    @Test
+    void tryWriteRoundTripsEveryByteAndLeavesTheLockFree() {
+        byte[] first = {1, 2, 3, 4, 5};
+        byte[] second = new byte[300];
+        new SplittableRandom(7).nextBytes(second);
+        assertEquals(WriteResult.OK, buffer.tryWrite(first));
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, 0), "lock word clear after tryWrite");
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment source = arena.allocate(400);
+            MemorySegment.copy(second, 0, source, Layouts.BYTE, 50, second.length);
+            assertEquals(WriteResult.OK, buffer.tryWrite(source, 50, second.length));
+        }
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, 0));
+        assertArrayEquals(first, readOne());
+        assertArrayEquals(second, readOne());
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        assertEquals(2, buffer.stats().numWritesSucceeded());
+        assertEquals(first.length + second.length, buffer.stats().bytesWritten());
+    }
+
+    @Test
+    void tryWriteWrapsAroundTheRingContiguously() {
+        write(RING - 8 - 16, (byte) 9);
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        buffer.endRead(slot);
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
+        byte[] wrapping = new byte[100];
+        new SplittableRandom(11).nextBytes(wrapping);
+        assertEquals(WriteResult.OK, buffer.tryWrite(wrapping));
+        assertArrayEquals(wrapping, readOne());
+    }
+
+    @Test
+    void tryWriteOnAFullRingReportsItAndLeavesTheLockFree() {
+        write(RING - 8, (byte) 1);
+        assertEquals(WriteResult.NO_SPACE, buffer.tryWrite(new byte[1]));
+        assertEquals(WriteResult.TOO_BIG, buffer.tryWrite(new byte[(int) RING]));
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, 0), "lock word clear after a refused tryWrite");
+        assertEquals(2, buffer.stats().numWritesOverflow());
+        assertTrue(buffer.lock(LockMode.TRY));
+        buffer.unlock();
+        positions(4, 16);
+        assertEquals(WriteResult.CORRUPT, buffer.tryWrite(new byte[1]));
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, 0));
+    }
+
+    @Test
+    void tryWriteReportsALockItCannotTake() {
+        buffer.poisonSpinlock();
+        assertEquals(WriteResult.LOCK_FAILED, buffer.tryWrite(new byte[] {1}));
+        assertEquals(1, buffer.stats().failedSpinlocks());
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+    }
+
+    @Test
+    void tryWriteRefusesBadArgumentsBeforeTakingTheLock() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment source = arena.allocate(16);
+            assertThrows(IndexOutOfBoundsException.class, () -> buffer.tryWrite(source, 8, 9));
+            assertThrows(IndexOutOfBoundsException.class, () -> buffer.tryWrite(source, -1, 4));
+            assertThrows(IllegalArgumentException.class, () -> buffer.tryWrite(source, 0, 0));
+            CompletableFuture<Void> otherThread = CompletableFuture.runAsync(() ->
+                    assertThrows(WrongThreadException.class, () -> buffer.tryWrite(source, 0, 4)));
+            assertDoesNotThrow(() -> otherThread.get());
+        }
+        assertTrue(buffer.lock(LockMode.TRY));
+        IllegalStateException e = assertThrows(IllegalStateException.class, () -> buffer.tryWrite(new byte[1]));
+        assertTrue(e.getMessage().contains("unlock() first"), e.getMessage());
+        buffer.unlock();
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, 0));
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, WRITE_POS_OFFSET));
+        assertEquals(0, buffer.stats().failedSpinlocks());
     }
 
     @Test
@@ -273,8 +380,11 @@ class SharedRingBufferTest {
         assertThrows(IllegalStateException.class, () -> buffer.endRead(slot));
         assertThrows(IllegalStateException.class, slot::offset);
         write(4, (byte) 1);
+        assertTrue(buffer.lock(LockMode.TRY));
         assertEquals(WriteResult.OK, buffer.beginWrite(slot, 4));
-        assertThrows(IllegalStateException.class, () -> buffer.beginWrite(slot, 4));
+        IllegalStateException busy = assertThrows(IllegalStateException.class, () -> buffer.beginWrite(slot, 4));
+        assertTrue(busy.getMessage().contains("the slot still holds a record"), busy.getMessage());
+        buffer.unlock();
         assertThrows(IllegalStateException.class, () -> buffer.beginRead(slot));
         assertThrows(IllegalStateException.class, () -> buffer.endRead(slot));
         buffer.endWrite(slot);
@@ -600,6 +710,14 @@ class SharedRingBufferTest {
             assertEquals(RING - 8, local.stats().numReadsSucceeded());
             assertThrows(IllegalStateException.class, local::fd);
         }
+    }
+
+    /** The payload of the next record, copied, and the record freed. */
+    private byte[] readOne() {
+        assertEquals(ReadResult.OK, buffer.beginRead(slot));
+        byte[] payload = slot.payload().toArray(Layouts.BYTE);
+        buffer.endRead(slot);
+        return payload;
     }
 
     private void write(long length, byte value) {

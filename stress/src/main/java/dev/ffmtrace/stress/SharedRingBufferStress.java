@@ -9,6 +9,7 @@ import dev.ffmtrace.shmring.SharedRingBuffer;
 import dev.ffmtrace.shmring.SharedRingBufferDescriptor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import org.openjdk.jcstress.annotations.Actor;
 import org.openjdk.jcstress.annotations.Arbiter;
 import org.openjdk.jcstress.annotations.Description;
@@ -120,6 +121,38 @@ public final class SharedRingBufferStress {
         @Actor
         public void writer() {
             writeOne(buffer, writerSlot, LENGTH, VALUE);
+        }
+
+        @Actor
+        public void reader(II_Result r) {
+            readOne(buffer, readerSlot, VALUE, r);
+        }
+    }
+
+    @JCStressTest
+    @Description("Invariant: RecordPublication through tryWrite, which reserves under the lock, unlocks, copies "
+            + "the caller's bytes and commits in one call: the reader finds nothing or the whole wrapping record.")
+    @Outcome(id = "-1, 0", expect = ACCEPTABLE, desc = "nothing committed yet")
+    @Outcome(id = "300, 1", expect = ACCEPTABLE, desc = "the whole record")
+    @Outcome(id = "300, 0", expect = FORBIDDEN, desc = "length visible before the payload it publishes")
+    @Outcome(expect = FORBIDDEN, desc = "any other length, or corrupt: a stale or torn length word")
+    @State
+    public static class TryWritePublication {
+        static final byte VALUE = 0x3C;
+        static final byte[] RECORD = filled(300, VALUE);
+
+        final SharedRingBuffer buffer = newBuffer(RING - 64);
+        final RecordSlot readerSlot = buffer.newSlot();
+
+        static byte[] filled(int length, byte value) {
+            byte[] bytes = new byte[length];
+            Arrays.fill(bytes, value);
+            return bytes;
+        }
+
+        @Actor
+        public void writer() {
+            buffer.tryWrite(RECORD);
         }
 
         @Actor

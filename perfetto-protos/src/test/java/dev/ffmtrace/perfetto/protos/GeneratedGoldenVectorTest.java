@@ -37,7 +37,8 @@ class GeneratedGoldenVectorTest {
         assertFalse(packet.hasTrustedUid());
         TrackEvent.Decoder event = new TrackEvent.Decoder();
         assertTrue(packet.trackEvent(event));
-        assertEquals(TrackEvent.Type.TYPE_SLICE_BEGIN, event.type());
+        assertEquals(TrackEvent.Type.TYPE_SLICE_BEGIN.number(), event.type());
+        assertEquals(TrackEvent.Type.TYPE_SLICE_BEGIN, event.typeEnum());
         assertEquals(49083589894L, event.trackUuid());
         assertEquals("My special parent", event.name());
     }

@@ -2,6 +2,7 @@ package dev.ffmtrace.perfetto.protos;
 
 import com.google.protobuf.ByteString;
 import com.google.protobuf.Descriptors.Descriptor;
+import com.google.protobuf.Descriptors.EnumDescriptor;
 import com.google.protobuf.Descriptors.EnumValueDescriptor;
 import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.Descriptors.FileDescriptor;
@@ -175,7 +176,7 @@ class ProtobufJavaConformanceTest {
                     write(child, (DynamicMessage) value);
                 } else {
                     Class<?> parameter = parameterType(f);
-                    type.getMethod(name, parameter).invoke(writer, writerArgument(f, value));
+                    type.getMethod(name, parameter).invoke(writer, writerArgument(parameter, f, value));
                 }
             }
         }
@@ -193,9 +194,10 @@ class ProtobufJavaConformanceTest {
                 .invoke(writer, array, 0, values.size());
     }
 
-    private static Class<?> parameterType(FieldDescriptor f) {
+    private static Class<?> parameterType(FieldDescriptor f) throws ClassNotFoundException {
         return switch (f.getJavaType()) {
-            case INT, ENUM -> int.class;
+            case ENUM -> enumClass(f.getEnumType());
+            case INT -> int.class;
             case LONG -> long.class;
             case FLOAT -> float.class;
             case DOUBLE -> double.class;
@@ -206,9 +208,10 @@ class ProtobufJavaConformanceTest {
         };
     }
 
-    private static Object writerArgument(FieldDescriptor f, Object value) {
+    private static Object writerArgument(Class<?> parameter, FieldDescriptor f, Object value)
+            throws ReflectiveOperationException {
         return switch (f.getJavaType()) {
-            case ENUM -> ((EnumValueDescriptor) value).getNumber();
+            case ENUM -> parameter.getMethod("forNumber", int.class).invoke(null, ((EnumValueDescriptor) value).getNumber());
             case BYTE_STRING -> ((ByteString) value).toByteArray();
             default -> value;
         };
@@ -272,7 +275,14 @@ class ProtobufJavaConformanceTest {
             actual = type.getMethod(getter).invoke(decoder);
             Object expectedValue = expected.getField(f);
             switch (f.getJavaType()) {
-                case ENUM -> expectedValue = ((EnumValueDescriptor) expectedValue).getNumber();
+                case ENUM -> {
+                    int number = ((EnumValueDescriptor) expectedValue).getNumber();
+                    String upper = upperCamel(f.getName());
+                    Object typed = type.getMethod(Character.toLowerCase(upper.charAt(0)) + upper.substring(1) + "Enum")
+                            .invoke(decoder);
+                    assertEquals(number, typed.getClass().getMethod("number").invoke(typed), where + "." + f.getName());
+                    expectedValue = number;
+                }
                 case BYTE_STRING -> {
                     expectedValue = ((ByteString) expectedValue).toByteArray();
                     actual = ByteString.copyFrom((byte[]) actual);
@@ -301,6 +311,11 @@ class ProtobufJavaConformanceTest {
     private static String binaryName(Descriptor d) {
         String nesting = d.getFullName().substring(d.getFile().getPackage().length() + 1).replace('.', '$');
         return "dev.ffmtrace." + d.getFile().getPackage() + "." + nesting;
+    }
+
+    private static Class<?> enumClass(EnumDescriptor e) throws ClassNotFoundException {
+        String nesting = e.getFullName().substring(e.getFile().getPackage().length() + 1).replace('.', '$');
+        return Class.forName("dev.ffmtrace." + e.getFile().getPackage() + "." + nesting);
     }
 
     static Class<?> writerClass(Descriptor d) throws ClassNotFoundException {

@@ -13,6 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -22,11 +23,16 @@ import java.util.Set;
  * of a protoc descriptor set ({@code protoc --descriptor_set_out --include_imports}).
  *
  * <p>A message {@code perfetto.protos.TracePacket} becomes the class
- * {@code <prefix>.perfetto.protos.TracePacket}; nested messages and enums become static
- * nested classes. Writers append each field as it is set: {@code setX} for singular
+ * {@code <prefix>.perfetto.protos.TracePacket}; nested messages and enums become nested
+ * types. Writers append each field as it is set: {@code setX} for singular
  * fields, {@code addX} for repeated ones, {@code setXPacked} for packed ones; message
- * fields return the child writer. Enums are classes of {@code int} constants, so enum
- * values cost nothing to pass.
+ * fields return the child writer. A proto enum becomes a Java enum whose {@code number()}
+ * is the value on the wire (never the ordinal): an enum field's setter takes the enum and
+ * writes {@code value.number()}, one load of a final field, with no allocation, lookup or
+ * branch (JDK 25's C2 does not fold final fields of an enum constant into an immediate, so
+ * that load is the whole cost over an {@code int} setter). Decoders return an enum field's raw
+ * number, as readers must keep values a newer .proto added, and the enum beside it
+ * ({@code typeEnum()} beside {@code type()}), null for such a value.
  *
  * <p>Usage: {@code ProtozeroGenerator <descriptor-set> <output-dir> <java-package-prefix>}.
  */
@@ -190,15 +196,40 @@ public final class ProtozeroGenerator {
     }
 
     private void enumeration(StringBuilder out, EnumDescriptorProto e, String indent, boolean topLevel) {
-        out.append(indent).append("/** Values of the enum {@code ").append(e.getName()).append("}. */\n");
-        out.append(indent).append(topLevel ? "public final class " : "public static final class ")
-                .append(e.getName()).append(" {\n");
-        for (EnumValueDescriptorProto v : e.getValueList()) {
-            out.append(indent).append("    public static final int ").append(v.getName()).append(" = ")
-                    .append(v.getNumber()).append(";\n");
+        String name = e.getName();
+        String in = indent + "    ";
+        out.append(indent).append("/** Values of the enum {@code ").append(name)
+                .append("}; {@link #number()} is the value on the wire. */\n");
+        out.append(indent).append("public enum ").append(name).append(" {\n");
+        for (int i = 0; i < e.getValueCount(); i++) {
+            EnumValueDescriptorProto v = e.getValue(i);
+            if (v.getName().equals("number")) {
+                throw new IllegalStateException("a value of " + name + " is named number, the name of its field");
+            }
+            out.append(in).append(v.getName()).append('(').append(v.getNumber()).append(')')
+                    .append(i == e.getValueCount() - 1 ? ";\n" : ",\n");
         }
-        out.append('\n').append(indent).append("    private ").append(e.getName()).append("() {\n")
-                .append(indent).append("    }\n").append(indent).append("}\n");
+        out.append('\n').append(in).append("private final int number;\n\n");
+        out.append(in).append(name).append("(int number) {\n").append(in).append("    this.number = number;\n")
+                .append(in).append("}\n\n");
+        out.append(in).append("/** The value on the wire. */\n");
+        out.append(in).append("public int number() {\n").append(in).append("    return number;\n")
+                .append(in).append("}\n\n");
+        out.append(in).append("/**\n").append(in)
+                .append(" * The value whose number is {@code number}, or null for a number this .proto does not\n")
+                .append(in).append(" * define (a newer producer's); the first of aliases sharing a number.\n")
+                .append(in).append(" */\n");
+        out.append(in).append("public static ").append(name).append(" forNumber(int number) {\n")
+                .append(in).append("    return switch (number) {\n");
+        Set<Integer> numbers = new HashSet<>();
+        for (EnumValueDescriptorProto v : e.getValueList()) {
+            if (numbers.add(v.getNumber())) {
+                out.append(in).append("        case ").append(v.getNumber()).append(" -> ").append(v.getName())
+                        .append(";\n");
+            }
+        }
+        out.append(in).append("        default -> null;\n").append(in).append("    };\n").append(in).append("}\n");
+        out.append(indent).append("}\n");
     }
 
     private void writerMethods(StringBuilder out, String in, FieldDescriptorProto f) {
@@ -222,19 +253,35 @@ public final class ProtozeroGenerator {
                 setter(out, in, method, "java.lang.foreign.MemorySegment", "appendBytes", id);
                 setter(out, in, method, "java.nio.ByteBuffer", "appendBytes", id);
             }
+            case TYPE_ENUM -> {
+                if (repeated && f.getOptions().getPacked()) {
+                    out.append(in).append("/** Packed values as their numbers ({@code ")
+                            .append(qualifiedJavaName(f.getTypeName())).append(".number()}). */\n");
+                    packedSetter(out, in, f, Scalar.INT32, id);
+                } else {
+                    out.append(in).append("public void ").append(method).append('(')
+                            .append(qualifiedJavaName(f.getTypeName())).append(" value) {\n").append(in)
+                            .append("    appendInt32(").append(id).append(", value.number());\n")
+                            .append(in).append("}\n\n");
+                }
+            }
             default -> {
                 Scalar s = Scalar.of(f.getType());
                 if (repeated && f.getOptions().getPacked()) {
-                    String packedMethod = "set" + upperCamel(f.getName()) + "Packed";
-                    out.append(in).append("public void ").append(packedMethod).append('(').append(s.arrayType)
-                            .append(" values, int offset, int count) {\n").append(in).append("    ")
-                            .append(s.packedAppend).append('(').append(id).append(", values, offset, count);\n")
-                            .append(in).append("}\n\n");
+                    packedSetter(out, in, f, s, id);
                 } else {
                     setter(out, in, method, s.javaType, s.append, id);
                 }
             }
         }
+    }
+
+    private static void packedSetter(StringBuilder out, String in, FieldDescriptorProto f, Scalar s, String id) {
+        String packedMethod = "set" + upperCamel(f.getName()) + "Packed";
+        out.append(in).append("public void ").append(packedMethod).append('(').append(s.arrayType)
+                .append(" values, int offset, int count) {\n").append(in).append("    ")
+                .append(s.packedAppend).append('(').append(id).append(", values, offset, count);\n")
+                .append(in).append("}\n\n");
     }
 
     private static void setter(StringBuilder out, String in, String method, String type, String append, String id) {
@@ -313,9 +360,22 @@ public final class ProtozeroGenerator {
                     .append(in).append("    return bytesValue(").append(id).append(");\n").append(in).append("}\n");
             default -> {
                 Scalar s = Scalar.of(f.getType());
+                if (f.getType() == FieldDescriptorProto.Type.TYPE_ENUM) {
+                    out.append(in).append("/** The number as written, also one a newer .proto added. */\n");
+                }
                 out.append(in).append("public ").append(s.javaType).append(' ').append(getter).append("() {\n")
                         .append(in).append("    return ").append(String.format(s.decode, "longValue(" + id + ")"))
                         .append(";\n").append(in).append("}\n");
+                if (f.getType() == FieldDescriptorProto.Type.TYPE_ENUM) {
+                    String type = qualifiedJavaName(f.getTypeName());
+                    out.append('\n').append(in).append("/** {@link #").append(getter)
+                            .append("()} as the enum; null for a number this .proto does not define. */\n");
+                    String upper = upperCamel(f.getName());
+                    out.append(in).append("public ").append(type).append(' ')
+                            .append(Character.toLowerCase(upper.charAt(0))).append(upper, 1, upper.length())
+                            .append("Enum() {\n").append(in).append("    return ").append(type)
+                            .append(".forNumber(").append(getter).append("());\n").append(in).append("}\n");
+                }
             }
         }
     }

@@ -50,10 +50,16 @@ class ProtozeroGeneratorTest {
                         .setOptions(FieldOptions.newBuilder().setPacked(true)).build())
                 .addField(field("child", 4, Type.TYPE_MESSAGE, Label.LABEL_REPEATED).toBuilder()
                         .setTypeName(".test.pkg.Sample.Child").build())
+                .addField(field("kind", 5, Type.TYPE_ENUM, Label.LABEL_OPTIONAL).toBuilder()
+                        .setTypeName(".test.pkg.Sample.Kind").build())
+                .addField(field("kinds", 6, Type.TYPE_ENUM, Label.LABEL_REPEATED).toBuilder()
+                        .setTypeName(".test.pkg.Sample.Kind").build())
                 .addNestedType(DescriptorProto.newBuilder().setName("Child")
                         .addField(field("name", 1, Type.TYPE_STRING, Label.LABEL_OPTIONAL)))
                 .addEnumType(EnumDescriptorProto.newBuilder().setName("Kind")
-                        .addValue(EnumValueDescriptorProto.newBuilder().setName("KIND_A").setNumber(7)))
+                        .addValue(EnumValueDescriptorProto.newBuilder().setName("KIND_A").setNumber(7))
+                        .addValue(EnumValueDescriptorProto.newBuilder().setName("KIND_B").setNumber(9))
+                        .addValue(EnumValueDescriptorProto.newBuilder().setName("KIND_ALIAS").setNumber(7)))
                 .build();
         assertEquals(1, ProtozeroGenerator.generate(file(message), out, "com.example"));
         String source = Files.readString(out.resolve("com/example/test/pkg/Sample.java"));
@@ -62,7 +68,16 @@ class ProtozeroGeneratorTest {
         assertTrue(source.contains("public void setValuesPacked(long[] values, int offset, int count)"));
         assertTrue(source.contains("appendPackedSInt64s(VALUES_FIELD_NUMBER"));
         assertTrue(source.contains("public com.example.test.pkg.Sample.Child addChild()"));
-        assertTrue(source.contains("public static final int KIND_A = 7;"));
+        assertTrue(source.contains("public enum Kind {"));
+        assertTrue(source.contains("KIND_A(7),"));
+        assertTrue(source.contains("case 7 -> KIND_A;"));
+        assertTrue(!source.contains("case 7 -> KIND_ALIAS;"), "an alias's number maps to the first name");
+        assertTrue(source.contains("public void setKind(com.example.test.pkg.Sample.Kind value) {\n"
+                + "        appendInt32(KIND_FIELD_NUMBER, value.number());"), "writes the number, not the ordinal");
+        assertTrue(source.contains("public void addKinds(com.example.test.pkg.Sample.Kind value)"));
+        assertTrue(source.contains("public int kind()"), "the raw number, for values a newer .proto added");
+        assertTrue(source.contains("public com.example.test.pkg.Sample.Kind kindEnum() {\n"
+                + "            return com.example.test.pkg.Sample.Kind.forNumber(kind());"));
         assertTrue(source.contains("public long countValue()"), "decoder getters do not hide count(int)");
         assertTrue(source.contains("public boolean hasErrorField()"), "nor hasError()");
         assertTrue(source.contains("public static final class Child extends dev.ffmtrace.protozero.Message"));

@@ -131,10 +131,10 @@ public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, 
                 throw new InvalidConfigException(label + " has size_kb " + Integer.toUnsignedLong(buffer.sizeKb())
                         + ", more than the " + TraceBufferV2.MAX_BUFFER_SIZE / 1024 + " a buffer can hold");
             }
-            OverwritePolicy policy = switch (buffer.fillPolicy()) {
-                case 0, TraceConfig.BufferConfig.FillPolicy.RING_BUFFER -> OverwritePolicy.RING_BUFFER;
-                case TraceConfig.BufferConfig.FillPolicy.DISCARD -> OverwritePolicy.DISCARD;
-                default -> throw new InvalidConfigException(label + " has an unknown fill_policy " + buffer.fillPolicy());
+            OverwritePolicy policy = switch (buffer.fillPolicyEnum()) {
+                case UNSPECIFIED, RING_BUFFER -> OverwritePolicy.RING_BUFFER;
+                case DISCARD -> OverwritePolicy.DISCARD;
+                case null -> throw new InvalidConfigException(label + " has an unknown fill_policy " + buffer.fillPolicy());
             };
             buffers.add(new Buffer(i, name, sizeBytes, policy));
         }

@@ -292,9 +292,9 @@ public final class TracingSession implements AutoCloseable {
         return trace.toByteArray();
     }
 
-    private static void addClock(ClockSnapshot snapshot, int clockId, long timestamp) {
+    private static void addClock(ClockSnapshot snapshot, BuiltinClock clockId, long timestamp) {
         ClockSnapshot.Clock clock = snapshot.addClocks();
-        clock.setClockId(clockId);
+        clock.setClockId(clockId.number());
         clock.setTimestamp(timestamp);
     }
 

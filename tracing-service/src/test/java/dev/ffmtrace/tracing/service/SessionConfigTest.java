@@ -153,6 +153,16 @@ class SessionConfigTest {
     }
 
     @Test
+    void aFillPolicyThisProtoDoesNotDefineIsRefused() {
+        HeapBuffered<TraceConfig> heap = new HeapBuffered<>(TraceConfig.FACTORY);
+        TraceConfig.BufferConfig buffer = heap.get().addBuffers();
+        buffer.setSizeKb(64);
+        buffer.appendInt32(TraceConfig.BufferConfig.FILL_POLICY_FIELD_NUMBER, 7);
+        assertEquals("buffer #0 has an unknown fill_policy 7", assertThrows(InvalidConfigException.class,
+                () -> SessionConfig.parse(MemorySegment.ofArray(heap.toByteArray()))).getMessage());
+    }
+
+    @Test
     void garbageIsRefusedNotThrown() {
         byte[] garbage = {0x0a, 0x7f, 0x01};
         assertEquals("TraceConfig is not a valid protobuf message: LENGTH_PAST_END",

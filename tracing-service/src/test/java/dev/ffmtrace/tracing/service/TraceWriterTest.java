@@ -87,7 +87,7 @@ class TraceWriterTest {
                 packet.reset(java.lang.foreign.MemorySegment.ofArray(packets.get(i).bytes()));
                 assertEquals(1_000_000L + i, packet.timestamp());
                 assertTrue(packet.trackEvent(event));
-                assertEquals(TrackEvent.Type.TYPE_SLICE_BEGIN, event.type());
+                assertEquals(TrackEvent.Type.TYPE_SLICE_BEGIN, event.typeEnum());
                 assertEquals("event " + i + " " + "x".repeat(i % 300), event.name());
             }
         }

@@ -153,14 +153,14 @@ class TracingServiceTest {
             packet.reset(packets.field());
             assertTrue(packet.clockSnapshot(snapshot), "readback starts with the service's clock snapshot");
             assertEquals(TracingSession.SERVICE_SEQUENCE_ID, packet.trustedPacketSequenceId());
-            assertEquals(BuiltinClock.BUILTIN_CLOCK_BOOTTIME, snapshot.primaryTraceClock());
-            List<Integer> clocks = new ArrayList<>();
+            assertEquals(BuiltinClock.BUILTIN_CLOCK_BOOTTIME, snapshot.primaryTraceClockEnum());
+            List<BuiltinClock> clocks = new ArrayList<>();
             RepeatedFieldIterator entries = snapshot.clocks(new RepeatedFieldIterator());
             ClockSnapshot.Clock.Decoder clock = new ClockSnapshot.Clock.Decoder();
             while (entries.next()) {
                 clock.reset(entries.field());
                 assertTrue(clock.timestamp() > 0);
-                clocks.add(clock.clockId());
+                clocks.add(BuiltinClock.forNumber(clock.clockId()));
             }
             assertEquals(List.of(BuiltinClock.BUILTIN_CLOCK_BOOTTIME, BuiltinClock.BUILTIN_CLOCK_MONOTONIC,
                     BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, BuiltinClock.BUILTIN_CLOCK_REALTIME), clocks);

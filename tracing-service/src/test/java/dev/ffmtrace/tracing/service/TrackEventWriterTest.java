@@ -103,7 +103,7 @@ class TrackEventWriterTest {
             kinds.add(packet.hasTrackDescriptor() ? "descriptor"
                     : packet.hasTrackEvent() ? "event"
                     : packet.hasClockSnapshot() ? "clock"
-                    : (packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED) != 0 ? "state"
+                    : (packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number()) != 0 ? "state"
                     : "?");
         }
         return kinds;
@@ -147,7 +147,7 @@ class TrackEventWriterTest {
         assertEquals(List.of(TrackEvent.Type.TYPE_SLICE_BEGIN, TrackEvent.Type.TYPE_SLICE_BEGIN,
                 TrackEvent.Type.TYPE_INSTANT, TrackEvent.Type.TYPE_SLICE_END, TrackEvent.Type.TYPE_COUNTER,
                 TrackEvent.Type.TYPE_SLICE_BEGIN, TrackEvent.Type.TYPE_SLICE_END, TrackEvent.Type.TYPE_SLICE_END),
-                events.stream().map(TrackEventReader.Event::type).toList());
+                events.stream().map(TrackEventReader.Event::typeEnum).toList());
         assertEquals(List.of("rpc"), events.get(0).categories());
         assertEquals(List.of(99L), events.get(0).flowIds());
         assertEquals(List.of("items=3"), events.get(1).debugAnnotations());
@@ -312,7 +312,7 @@ class TrackEventWriterTest {
         }
         assertEquals(List.of(List.of("items=-3"), List.of("ratio=0.25"), List.of("cached=true"), List.of("user=ada"),
                         List.of("user=grace")),
-                readBack().events().stream().filter(ev -> ev.type() == TrackEvent.Type.TYPE_SLICE_BEGIN)
+                readBack().events().stream().filter(ev -> ev.typeEnum() == TrackEvent.Type.TYPE_SLICE_BEGIN)
                         .map(TrackEventReader.Event::debugAnnotations).toList());
     }
 
@@ -361,11 +361,11 @@ class TrackEventWriterTest {
         assertEquals(List.of("items=-5"), first.debugAnnotations(), "a negative value is a 10-byte varint");
     }
 
-    private static byte[] expected(long timestamp, int type, Track track, boolean named, long annotationIid,
+    private static byte[] expected(long timestamp, TrackEvent.Type type, Track track, boolean named, long annotationIid,
                                    Consumer<DebugAnnotation> value) {
         HeapBuffered<TracePacket> packet = new HeapBuffered<>(TracePacket.FACTORY);
         packet.get().setTimestamp(timestamp);
-        packet.get().setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+        packet.get().setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number());
         TrackEvent event = packet.get().setTrackEvent();
         event.setType(type);
         event.setTrackUuid(track.uuid());
@@ -409,7 +409,7 @@ class TrackEventWriterTest {
             assertThrows(IllegalStateException.class, () -> writer.endSlice(thread, outer), "ending twice");
             assertThrows(IllegalArgumentException.class, () -> writer.counter(thread, 1));
         }
-        long ends = readBack().events().stream().filter(ev -> ev.type() == TrackEvent.Type.TYPE_SLICE_END).count();
+        long ends = readBack().events().stream().filter(ev -> ev.typeEnum() == TrackEvent.Type.TYPE_SLICE_END).count();
         assertEquals(2, ends, "only the two valid ends were written");
     }
 

@@ -19,7 +19,7 @@ public enum TraceClock {
     /** The clock's {@code BuiltinClock} id, as written in {@code timestamp_clock_id}. */
     public final int id;
 
-    TraceClock(int id) {
-        this.id = id;
+    TraceClock(BuiltinClock clock) {
+        this.id = clock.number();
     }
 }

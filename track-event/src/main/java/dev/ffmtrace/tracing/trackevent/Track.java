@@ -18,9 +18,9 @@ public final class Track {
         CHRONOLOGICAL(TrackDescriptor.ChildTracksOrdering.CHRONOLOGICAL),
         EXPLICIT(TrackDescriptor.ChildTracksOrdering.EXPLICIT);
 
-        final int value;
+        final TrackDescriptor.ChildTracksOrdering value;
 
-        ChildOrdering(int value) {
+        ChildOrdering(TrackDescriptor.ChildTracksOrdering value) {
             this.value = value;
         }
     }

@@ -39,7 +39,7 @@ import java.util.Map;
  */
 public final class TrackEventReader {
     /** Perfetto's default trace clock: where a timestamp with no clock id lies. */
-    public static final int DEFAULT_CLOCK_ID = BuiltinClock.BUILTIN_CLOCK_BOOTTIME;
+    public static final int DEFAULT_CLOCK_ID = BuiltinClock.BUILTIN_CLOCK_BOOTTIME.number();
 
     /** A track descriptor's content. {@code parentUuid} is 0 for none; absent strings are null. */
     public record TrackInfo(long uuid, long parentUuid, String name, int pid, long tid, String processName,
@@ -49,11 +49,16 @@ public final class TrackEventReader {
     /**
      * One TrackEvent with everything resolved. {@code trackUuid} comes from the packet's
      * defaults when the event has none; {@code clockId} and {@code timestamp} are absolute;
-     * debug annotations read {@code name=value}.
+     * {@code type} is the number as written, also one a newer .proto added; debug
+     * annotations read {@code name=value}.
      */
     public record Event(int clockId, long timestamp, int type, long trackUuid, String name, List<String> categories,
                         Long counterValue, Double doubleCounterValue, List<Long> flowIds,
                         List<Long> terminatingFlowIds, List<String> debugAnnotations) {
+        /** {@link #type()} as the enum; null for a number this .proto does not define. */
+        public TrackEvent.Type typeEnum() {
+            return TrackEvent.Type.forNumber(type);
+        }
     }
 
     /**
@@ -134,11 +139,11 @@ public final class TrackEventReader {
             lossMarkers++;
             sequence.stateValid = false;
         }
-        if ((packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED) != 0
+        if ((packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number()) != 0
                 || packet.incrementalStateCleared()) {
             sequence.clear();
         }
-        if ((packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE) != 0
+        if ((packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number()) != 0
                 && !sequence.stateValid) {
             undecodable++;
             return;

@@ -638,7 +638,8 @@ public final class TrackEventWriter implements AutoCloseable {
      * body is encoded here and appended as the packet's {@code track_event} bytes: the
      * same bytes as the nested message, without reserving and compacting a size field.
      */
-    private void writeSimpleEvent(Category category, Track track, InternedName name, int type, long timestamp) {
+    private void writeSimpleEvent(Category category, Track track, InternedName name, TrackEvent.Type type,
+                                  long timestamp) {
         String inlineName = dynamicName;
         TracePacket packet = startInternedPacket(category, track, name, null, timestamp);
         if (dynamicIid == INLINE_NAME) {
@@ -651,10 +652,10 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     /** Encodes type, track, category and name into {@link #eventBody}; returns the length. */
-    private int encodeEventBody(Category category, Track track, InternedName name, int type) {
+    private int encodeEventBody(Category category, Track track, InternedName name, TrackEvent.Type type) {
         byte[] body = eventBody;
         body[0] = TYPE_TAG;
-        body[1] = (byte) type;
+        body[1] = (byte) type.number();         // every Type number is below 128: a one-byte varint
         int n = 2;
         if (track != defaultTrack) {
             body[n++] = TRACK_UUID_TAG;
@@ -700,7 +701,7 @@ public final class TrackEventWriter implements AutoCloseable {
 
     /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
-                                  int type, long timestamp) {
+                                  TrackEvent.Type type, long timestamp) {
         String inlineName = dynamicName;
         TracePacket packet = startInternedPacket(category, track, name, argument, timestamp);
         TrackEvent event = packet.setTrackEvent();
@@ -712,7 +713,8 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     /** Type, track, category and name (interned or a string's iid), through the generated writer. */
-    private void writeEventFields(TrackEvent event, Category category, Track track, InternedName name, int type) {
+    private void writeEventFields(TrackEvent event, Category category, Track track, InternedName name,
+                                  TrackEvent.Type type) {
         event.setType(type);
         setTrack(event, track);
         if (category != Category.NONE) {
@@ -817,7 +819,7 @@ public final class TrackEventWriter implements AutoCloseable {
             packet.setTimestamp(timestamp);
             packet.setTimestampClockId(clock.id);
         }
-        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE);
+        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number());
         return packet;
     }
 
@@ -844,7 +846,7 @@ public final class TrackEventWriter implements AutoCloseable {
 
     private void writeStatePacket() {
         TracePacket packet = sink.newTracePacket();
-        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED);
+        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number());
         if (firstPacket) {
             packet.setFirstPacketOnSequence(true);
             firstPacket = false;

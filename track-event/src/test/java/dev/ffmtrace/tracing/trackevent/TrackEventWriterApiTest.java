@@ -40,11 +40,11 @@ class TrackEventWriterApiTest {
     }
 
     private static String describe(TrackEventReader.Event event) {
-        String kind = switch (event.type()) {
-            case TrackEvent.Type.TYPE_SLICE_BEGIN -> "B";
-            case TrackEvent.Type.TYPE_SLICE_END -> "E";
-            case TrackEvent.Type.TYPE_INSTANT -> "I";
-            default -> "?" + event.type();
+        String kind = switch (event.typeEnum()) {
+            case TYPE_SLICE_BEGIN -> "B";
+            case TYPE_SLICE_END -> "E";
+            case TYPE_INSTANT -> "I";
+            case null, default -> "?" + event.type();
         };
         return event.name() == null ? kind : kind + ":" + event.name();
     }

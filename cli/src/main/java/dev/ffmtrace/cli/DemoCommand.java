@@ -1,10 +1,9 @@
 package dev.ffmtrace.cli;
 
-import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.Layouts;
-import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.PeerCredentials;
+import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
@@ -13,6 +12,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -105,10 +105,18 @@ final class DemoCommand implements Callable<Integer> {
     private static Process startPeer(UnixAddress address) throws IOException {
         String java = ProcessHandle.current().info().command()
                 .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        return new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), FfmtraceCommand.class.getName(),
-                "demo", "--peer", address.name()))
-                .inheritIO()
-                .start();
+        List<String> command = new ArrayList<>(List.of(java));
+        Module cli = FfmtraceCommand.class.getModule();
+        if (cli.isNamed()) {
+            // Run as ./ffmtrace runs us: on the module path, native access for the one module that needs it.
+            command.addAll(List.of("--enable-native-access=dev.ffmtrace.memory",
+                    "--module-path", System.getProperty("jdk.module.path"),
+                    "-m", cli.getName() + "/" + FfmtraceCommand.class.getName()));
+        } else {
+            command.addAll(List.of("--enable-native-access=ALL-UNNAMED",
+                    "-cp", System.getProperty("java.class.path"), FfmtraceCommand.class.getName()));
+        }
+        command.addAll(List.of("demo", "--peer", address.name()));
+        return new ProcessBuilder(command).inheritIO().start();
     }
 }

@@ -1,0 +1,10 @@
+/** The ffmtrace command line: record, convert, dump and demo. */
+@SuppressWarnings("requires-automatic")
+module dev.ffmtrace.cli {
+    requires dev.ffmtrace.perfetto.protos.java;
+    requires dev.ffmtrace.tracing.service;
+    requires info.picocli;
+
+    // picocli sets the commands' annotated fields reflectively.
+    opens dev.ffmtrace.cli to info.picocli;
+}

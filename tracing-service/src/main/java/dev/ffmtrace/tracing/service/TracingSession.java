@@ -44,7 +44,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class TracingSession implements AutoCloseable {
     private static final int TRACE_PACKET_TAG = 0x0a;
-    /** The sequence of the packets the service writes itself; producers' sequences start at 1 << 16. */
+    /** The sequence of the packets the service writes itself; producers' sequences start at {@code 1 << 16}. */
     public static final int SERVICE_SEQUENCE_ID = 1;
 
     private final TracingService service;

@@ -20,6 +20,10 @@ public final class TracingService implements AutoCloseable {
     private int nextProducerId = 1;
     private int nextBufferId = 1;
 
+    /** A service with no producers, sessions or buffers yet. */
+    public TracingService() {
+    }
+
     /**
      * Connects a producer with an SMB of {@code smbSize} bytes in pages of {@code pageSize}.
      *

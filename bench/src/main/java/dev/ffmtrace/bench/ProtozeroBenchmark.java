@@ -67,7 +67,7 @@ public class ProtozeroBenchmark {
     private String string = "f".repeat(31);
     private MemorySegment stringWithNul;
     // The C++ clobber stores the address of its benchmark state in word 0.
-    private long token = System.identityHashCode(this);
+    private long token;
 
     private Arena arena;
     private MemorySegment[] windows;
@@ -79,6 +79,7 @@ public class ProtozeroBenchmark {
 
     @Setup
     public void setUp() {
+        token = System.identityHashCode(this);
         arena = Arena.ofShared();
         MemorySegment workingSet = arena.allocate(WORKING_SET, 64);
         // Slices made up front: per-iteration slicing would allocate a segment object.

@@ -31,6 +31,10 @@ public final class ProtoDecoder {
     private long fieldStart;
     private DecodeStatus status = DecodeStatus.OK;
 
+    /** A decoder of no bytes yet: {@link #reset(MemorySegment)} gives it a message. */
+    public ProtoDecoder() {
+    }
+
     /** Decodes all of {@code data}. */
     public ProtoDecoder reset(MemorySegment data) {
         return reset(data, 0, data.byteSize());

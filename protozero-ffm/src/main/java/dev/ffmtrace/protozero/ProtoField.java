@@ -17,6 +17,10 @@ public final class ProtoField {
     private long value;
     private long length;
 
+    /** An empty field, for a decoder to point at one. */
+    public ProtoField() {
+    }
+
     void set(MemorySegment data, int id, int wireType, long value, long length) {
         this.data = data;
         this.id = id;

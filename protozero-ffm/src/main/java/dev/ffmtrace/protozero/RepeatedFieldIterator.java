@@ -11,6 +11,10 @@ public final class RepeatedFieldIterator {
     private int fieldId;
     private int remaining;
 
+    /** An iterator over nothing, for a decoder to point at a repeated field. */
+    public RepeatedFieldIterator() {
+    }
+
     void reset(MemorySegment data, long from, long end, int fieldId, int count) {
         decoder.reset(data, from, end - from);
         this.fieldId = fieldId;

@@ -21,6 +21,10 @@ public final class RepeatedScalarIterator {
     private long value;
     private boolean error;
 
+    /** An iterator over nothing, for a decoder to point at a repeated field. */
+    public RepeatedScalarIterator() {
+    }
+
     void reset(MemorySegment data, long from, long end, int fieldId, int count, int elementWireType) {
         decoder.reset(data, from, end - from);
         this.data = data;

@@ -159,6 +159,9 @@ public final class ProtozeroGenerator {
         out.append(in).append("public static final dev.ffmtrace.protozero.MessageFactory<").append(name)
                 .append("> FACTORY =\n").append(in).append("        dev.ffmtrace.protozero.MessageFactory.of(")
                 .append(name).append("::new);\n\n");
+        // An explicit constructor: javac -Xlint warns of a default one in an exported package.
+        out.append(in).append("/** A writer of {@code ").append(name).append("}. */\n");
+        out.append(in).append("public ").append(name).append("() {\n").append(in).append("}\n\n");
         for (FieldDescriptorProto f : m.getFieldList()) {
             if (f.getType() == FieldDescriptorProto.Type.TYPE_GROUP) {
                 throw new IllegalStateException("groups are not supported: " + name + "." + f.getName());

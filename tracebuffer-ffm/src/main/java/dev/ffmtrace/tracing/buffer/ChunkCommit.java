@@ -25,6 +25,10 @@ public final class ChunkCommit {
     private int flags;
     private boolean complete = true;
 
+    /** An empty commit, to fill with the setters and reuse. */
+    public ChunkCommit() {
+    }
+
     /** Sets the sender: the service's id of the producer and the identity its connection proved. */
     public ChunkCommit producer(int producerId, ClientIdentity clientIdentity) {
         this.clientIdentity = Objects.requireNonNull(clientIdentity, "clientIdentity");

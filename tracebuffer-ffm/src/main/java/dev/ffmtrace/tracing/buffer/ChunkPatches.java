@@ -18,6 +18,10 @@ public final class ChunkPatches {
     private int[] data = new int[8];
     private int size;
 
+    /** An empty list of patches. */
+    public ChunkPatches() {
+    }
+
     /** Removes every patch; keeps the storage. */
     public ChunkPatches clear() {
         size = 0;

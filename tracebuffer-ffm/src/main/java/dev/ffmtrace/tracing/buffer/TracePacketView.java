@@ -26,6 +26,10 @@ public final class TracePacketView {
     private int clientPid;
     private int previousPacketDroppedReasons;
 
+    /** An empty view, for a read of the buffer to point at a packet. */
+    public TracePacketView() {
+    }
+
     /** The segment the fragment offsets refer to. */
     public MemorySegment buffer() {
         return buffer;

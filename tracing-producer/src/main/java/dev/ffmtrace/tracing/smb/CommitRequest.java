@@ -27,6 +27,10 @@ public final class CommitRequest {
     private boolean[] patchHasMore = new boolean[8];
     private final byte[] patchBytes = new byte[4];
 
+    /** An empty request. */
+    public CommitRequest() {
+    }
+
     public void addChunkToMove(int page, int chunk, int targetBuffer) {
         if (moveCount == movePage.length) {
             int capacity = moveCount * 2;

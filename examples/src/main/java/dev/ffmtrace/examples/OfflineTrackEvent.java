@@ -28,16 +28,16 @@ public final class OfflineTrackEvent {
         var file = new BufferedOutputStream(Files.newOutputStream(Path.of(args[0])));
         try (var events = new TrackEventWriter(new TraceFileWriter(file, 1), config)) {
             for (int i = 0; i < 3; i++) {
-                try (var _ = events.slice(APP, REQUEST)) {        // ends with the block
+                try (var _ = events.slice(APP, REQUEST)) {          // ends with the block
                     events.counter(QUEUE, 3 - i);
-                    try (var _ = events.slice(APP, "step " + i)) {   // a name made at run time
+                    try (var _ = events.slice(APP, "step " + i)) {  // a name made at run time
                         if (i == 1) {
                             events.instant(APP, main, CACHE_MISS);
                         }
                     }
                 }
             }
-        }                                                               // closes the file
+        }                                                           // closes the file
         System.out.println("wrote " + args[0]);
     }
 }

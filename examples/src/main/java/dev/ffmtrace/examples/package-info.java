@@ -1,0 +1,6 @@
+/**
+ * Complete programs, each a class with a {@code main}, that use ffmtrace the way an
+ * application would; the README's "Use as a library" section shows them verbatim.
+ * The module's tests run every one of them and decode what it wrote.
+ */
+package dev.ffmtrace.examples;

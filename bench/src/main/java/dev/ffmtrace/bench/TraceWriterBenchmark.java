@@ -3,7 +3,7 @@ package dev.ffmtrace.bench;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
-import dev.ffmtrace.tracing.service.SharedMemoryReader;
+import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
@@ -52,7 +52,7 @@ public class TraceWriterBenchmark {
             SharedMemoryAbi abi = new SharedMemoryAbi(memory.segment(), 4096);
             SharedMemoryReader service = new SharedMemoryReader(abi);
             SharedMemoryReader.ChunkSink free = (writer, chunk, packets, complete, smb, offset, size) -> { };
-            arbiter = new SharedMemoryArbiter(abi, request -> {
+            arbiter = new SharedMemoryArbiter(abi.segment(), abi.pageSize(), request -> {
                 for (int i = 0; i < request.chunksToMove(); i++) {
                     service.moveChunk(request.movePage(i), request.moveChunk(i), free);
                 }

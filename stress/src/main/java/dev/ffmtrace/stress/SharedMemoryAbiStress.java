@@ -143,7 +143,7 @@ public final class SharedMemoryAbiStress {
     public static class IdleChunkReclaim {
         final SharedMemoryAbi abi = newSmb(SharedMemoryAbiDescriptor.LAYOUT_DIV2);
         int countAtCommit = -1;
-        final SharedMemoryArbiter arbiter = new SharedMemoryArbiter(abi, SharedMemoryAbiDescriptor.LAYOUT_DIV2,
+        final SharedMemoryArbiter arbiter = new SharedMemoryArbiter(abi.segment(), abi.pageSize(), 2,
                 request -> countAtCommit = chunkZeroCount(), Duration.ofSeconds(1));
         final TraceWriter<RawPacket> writer = arbiter.createTraceWriter(0,
                 BufferExhaustedPolicy.DROP, new RawPacket());

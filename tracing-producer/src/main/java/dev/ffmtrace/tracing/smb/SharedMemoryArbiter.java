@@ -56,21 +56,31 @@ public final class SharedMemoryArbiter {
     private long stalls;
     private long exhaustions;
 
-    /** An arbiter with Perfetto's default layout (one chunk per page) and a 30 s stall timeout. */
-    public SharedMemoryArbiter(SharedMemoryAbi abi, CommitTransport transport) {
-        this(abi, LAYOUT_DIV1, transport, Duration.ofSeconds(30));
+    /**
+     * An arbiter over the shared memory buffer {@code smb}, cut into pages of
+     * {@code pageSize} bytes, with Perfetto's default layout (one chunk per page) and a
+     * 30 s stall timeout.
+     *
+     * @param transport where commits go: the service in this process, or an IPC channel
+     * @throws IllegalArgumentException if the page size or the buffer's size breaks the ABI's rules
+     */
+    public SharedMemoryArbiter(MemorySegment smb, int pageSize, CommitTransport transport) {
+        this(smb, pageSize, 1, transport, Duration.ofSeconds(30));
     }
 
     /**
-     * @param pageLayout one of the {@code LAYOUT_DIV*} constants of {@link SharedMemoryAbiDescriptor}
+     * @param chunksPerPage how pages are cut into chunks: 1, 2, 4, 7 or 14 (Perfetto's page layouts)
      * @param stallTimeout how long a stalling writer waits for a free chunk before it drops
      */
-    public SharedMemoryArbiter(SharedMemoryAbi abi, int pageLayout, CommitTransport transport, Duration stallTimeout) {
-        if (chunksPerLayout(pageLayout) == 0) {
-            throw new IllegalArgumentException("not a chunk layout: " + pageLayout);
-        }
+    public SharedMemoryArbiter(MemorySegment smb, int pageSize, int chunksPerPage, CommitTransport transport,
+                               Duration stallTimeout) {
+        this(new SharedMemoryAbi(smb, pageSize), layoutFor(chunksPerPage), transport, stallTimeout);
+    }
+
+    private SharedMemoryArbiter(SharedMemoryAbi abi, int pageLayout, CommitTransport transport, Duration stallTimeout) {
         if (SharedMemoryAbiDescriptor.chunkSize(abi.pageSize(), pageLayout) < CHUNK_HEADER_SIZE + PACKET_HEADER_SIZE + 8) {
-            throw new IllegalArgumentException("layout " + pageLayout + " makes chunks too small to hold a packet");
+            throw new IllegalArgumentException("pages of " + abi.pageSize() + " bytes cut into "
+                    + chunksPerLayout(pageLayout) + " chunks are too small to hold a packet");
         }
         this.abi = abi;
         this.pageLayout = pageLayout;
@@ -80,7 +90,27 @@ public final class SharedMemoryArbiter {
         this.slicedLayouts = new byte[abi.numPages()];
     }
 
-    public SharedMemoryAbi abi() {
+    private static int layoutFor(int chunksPerPage) {
+        for (int layout = LAYOUT_DIV1; layout <= LAYOUT_DIV14; layout++) {
+            if (chunksPerLayout(layout) == chunksPerPage) {
+                return layout;
+            }
+        }
+        throw new IllegalArgumentException("chunksPerPage must be 1, 2, 4, 7 or 14 (Perfetto's page layouts), got "
+                + chunksPerPage);
+    }
+
+    /** The SMB's page size. */
+    public int pageSize() {
+        return abi.pageSize();
+    }
+
+    /** The SMB's number of pages. */
+    public int numPages() {
+        return abi.numPages();
+    }
+
+    SharedMemoryAbi abi() {
         return abi;
     }
 

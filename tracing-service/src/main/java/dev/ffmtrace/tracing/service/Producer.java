@@ -9,6 +9,7 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.ChunkCommit;
 import dev.ffmtrace.tracing.buffer.ChunkPatches;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
@@ -92,7 +93,7 @@ public final class Producer implements AutoCloseable {
             throw e;
         }
         this.reader = new SharedMemoryReader(abi);
-        this.arbiter = new SharedMemoryArbiter(abi, this::commit);
+        this.arbiter = new SharedMemoryArbiter(smb.segment(), options.pageSize(), this::commit);
     }
 
     /** The producer's id in the service (1..65535), the upper half of its writers' trusted sequence ids. */

@@ -32,10 +32,6 @@ public final class TracingService implements AutoCloseable {
     public TracingService() {
     }
 
-    /** A service with no producers, sessions or buffers yet. */
-    public TracingService() {
-    }
-
     /**
      * Connects a producer with a sealed SMB memfd as {@code options} say.
      *

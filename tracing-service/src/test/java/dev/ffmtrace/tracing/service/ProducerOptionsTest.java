@@ -50,8 +50,8 @@ class ProducerOptionsTest {
             Producer producer = service.connectProducer(ProducerOptions.of("app").withSmbSize(32 * 8192).withPageSize(8192));
             assertEquals("app", producer.name());
             assertEquals(ClientIdentity.self(), producer.identity());
-            assertEquals(8192, producer.arbiter().abi().pageSize());
-            assertEquals(32, producer.arbiter().abi().numPages());
+            assertEquals(8192, producer.arbiter().pageSize());
+            assertEquals(32, producer.arbiter().numPages());
         }
     }
 }

@@ -96,7 +96,7 @@ class ServiceCloseTest {
                     writer.finishTracePacket();
                 }
                 writer.flush();
-                assertTrue(leaving.arbiter().stats().chunksAcquired() > 2 * leaving.arbiter().abi().numPages());
+                assertTrue(leaving.arbiter().stats().chunksAcquired() > 2 * leaving.arbiter().numPages());
                 assertEquals(0, leaving.arbiter().stats().stalls());
                 assertEquals(0, leaving.arbiter().stats().exhaustions());
                 counters.newTracePacket().setTimestamp(5);

@@ -3,6 +3,7 @@ package dev.ffmtrace.tracing.service;
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;

@@ -11,6 +11,7 @@ import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
+import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
@@ -114,7 +115,7 @@ class SmbCrossProcessTest {
             // Nothing is moved to the service: complete chunks stay in the SMB for the
             // scanner. Patches are kept to apply to what the scanner prints.
             List<int[]> patches = new ArrayList<>();
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, layout, request -> {
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), chunksPerLayout(layout), request -> {
                 for (int i = 0; i < request.patches(); i++) {
                     patches.add(new int[] {request.patchWriterId(i), request.patchChunkId(i), request.patchOffset(i),
                             request.patchData(i)});

@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.service;
 
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.chunksPerLayout;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -41,7 +42,7 @@ class TraceWriterProperties {
                                              @ForAll("packets") List<PacketSpec> specs) {
         int pageSize = pagesOf4k * 4096;
         try (InProcessService service = new InProcessService(32 * pageSize, pageSize, 64 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, layout, service, Duration.ofSeconds(10));
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), chunksPerLayout(layout), service, Duration.ofSeconds(10));
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             for (int i = 0; i < specs.size(); i++) {
                 TraceWriterTest.write(writer.newTracePacket(), TraceWriterTest.pattern(specs.get(i).size(), i), specs.get(i).depth());

@@ -50,7 +50,7 @@ class TraceWriterTest {
     @Test
     void packetsThatFitAreReadBackWhole() {
         try (InProcessService service = new InProcessService(64 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             List<byte[]> expected = new ArrayList<>();
             for (int i = 0; i < 500; i++) {
@@ -68,7 +68,7 @@ class TraceWriterTest {
     @Test
     void perfettoTracePacketsDecodeAfterTheRoundTrip() {
         try (InProcessService service = new InProcessService(16 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TracePacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL);
             for (int i = 0; i < 1000; i++) {
                 TracePacket packet = writer.newTracePacket();
@@ -96,7 +96,7 @@ class TraceWriterTest {
     @Test
     void aPacketClosedByTryWithResourcesIsFinished() {
         try (InProcessService service = new InProcessService(16 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             List<byte[]> expected = new ArrayList<>();
             for (int i = 0; i < 300; i++) {
@@ -126,7 +126,7 @@ class TraceWriterTest {
     @Test
     void anotherThreadClosesTheWriterAfterThePacketInProgress() throws Exception {
         try (InProcessService service = new InProcessService(64 * 4096, 4096, 64 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             ExecutorService closer = Executors.newSingleThreadExecutor();
             try {
@@ -160,7 +160,7 @@ class TraceWriterTest {
     @Test
     void aPacketLargerThanManyChunksIsFragmentedAndReassembled() {
         try (InProcessService service = new InProcessService(64 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             byte[] big = pattern(5 * 4096 + 123, 1);
             writer.newTracePacket().payload(new byte[] {1, 2, 3});
@@ -176,7 +176,7 @@ class TraceWriterTest {
     @Test
     void sizeFieldsLeftInReturnedChunksArePatchedToTheContiguousBytes() {
         try (InProcessService service = new InProcessService(64 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             // Nested bodies over 127 bytes keep 4-byte sizes everywhere, so the patched
             // packet must equal the contiguous encoding byte for byte.
@@ -197,7 +197,7 @@ class TraceWriterTest {
     @Test
     void smallNestedMessagesCompactInsideAChunkAndStillDecodeAcrossChunks() {
         try (InProcessService service = new InProcessService(16 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             List<byte[]> expected = new ArrayList<>();
             for (int i = 0; i < 300; i++) {
@@ -232,7 +232,7 @@ class TraceWriterTest {
         try (InProcessService service = new InProcessService(2 * 4096, 4096, 1 << 20)) {
             ConcurrentLinkedQueue<Integer> committed = new ConcurrentLinkedQueue<>();
             // The service does not move chunks until told to: the SMB fills up.
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, request -> committed.add(request.chunksToMove()));
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), request -> committed.add(request.chunksToMove()));
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.DROP, new TestPacket());
             for (int i = 0; i < 400; i++) {
                 writer.newTracePacket().payload(pattern(30, i));
@@ -259,7 +259,7 @@ class TraceWriterTest {
     @Test
     void aFragmentCutShortByAFullBufferCarriesTheDropMarker() {
         try (InProcessService service = new InProcessService(2 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, request -> { });
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), request -> { });
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.DROP, new TestPacket());
             writer.newTracePacket().payload(pattern(10, 1));
             writer.newTracePacket().payload(pattern(3 * 4096, 2));
@@ -277,7 +277,7 @@ class TraceWriterTest {
     @Test
     void anIdleWritersChunkIsReclaimedWhenTheBufferRunsOut() {
         try (InProcessService service = new InProcessService(4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, LAYOUT_DIV1, service, Duration.ofSeconds(5));
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), 1, service, Duration.ofSeconds(5));
             TraceWriter<TestPacket> first = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             TraceWriter<TestPacket> second = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             first.newTracePacket().payload(new byte[] {1});
@@ -303,7 +303,7 @@ class TraceWriterTest {
     @Test
     void aSweepReturnsTheChunksOfWritersThatStoppedWriting() {
         try (InProcessService service = new InProcessService(8 * 4096, 4096, 1 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> quiet = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             TraceWriter<TestPacket> busy = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             quiet.newTracePacket().payload(new byte[] {1});
@@ -327,7 +327,7 @@ class TraceWriterTest {
         int threads = 2000;
         int packetsPerThread = 20;
         try (InProcessService service = new InProcessService(4 << 20, 4096, 16 << 20)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, LAYOUT_DIV1, service, Duration.ofSeconds(30));
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), 1, service, Duration.ofSeconds(30));
             List<Future<Integer>> results = new ArrayList<>();
             try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor()) {
                 for (int t = 0; t < threads; t++) {
@@ -357,7 +357,7 @@ class TraceWriterTest {
     @Test
     void aClosedWriterRefusesPacketsAndItsIdComesBackOnlyAfterTheOthers() {
         try (InProcessService service = new InProcessService(4 * 4096, 4096, 1 << 16)) {
-            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi, service);
+            SharedMemoryArbiter arbiter = new SharedMemoryArbiter(service.abi.segment(), service.abi.pageSize(), service);
             TraceWriter<TestPacket> writer = arbiter.createTraceWriter(0, BufferExhaustedPolicy.STALL, new TestPacket());
             writer.close();
             writer.close();

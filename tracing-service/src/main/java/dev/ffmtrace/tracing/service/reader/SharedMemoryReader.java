@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.service;
+package dev.ffmtrace.tracing.service.reader;
 
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.*;
 

@@ -58,6 +58,8 @@ public class TrackEventBenchmark {
     private TracingSession session;
     private TrackEventWriter writer;
     private Track track;
+    /** Not a constant, as a name made at run time would not be. */
+    private String stringName = "Event from a string";
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
@@ -88,6 +90,26 @@ public class TrackEventBenchmark {
     @Benchmark
     public long eventWithDebugAnnotation() {
         return writer.beginSlice(BENCHMARK, track, EVENT, VALUE, 42);
+    }
+
+    /** A slice begun and ended with explicit calls: the baseline of {@link #scopedSlice}. */
+    @Benchmark
+    public void beginEndSlice() {
+        writer.endSlice(track, writer.beginSlice(BENCHMARK, track, EVENT));
+    }
+
+    /** The same slice as a try-with-resources scope on the default track: one reused scope object, no allocation. */
+    @Benchmark
+    public void scopedSlice() {
+        try (var _ = writer.slice(BENCHMARK, EVENT)) {
+            // The block's end ends the slice.
+        }
+    }
+
+    /** A name given as a String, interned per writer after its first use. */
+    @Benchmark
+    public long eventStringName() {
+        return writer.beginSlice(BENCHMARK, track, stringName);
     }
 
     /** The category check alone, in the same harness: {@code eventDisabled} costs the call beyond it. */

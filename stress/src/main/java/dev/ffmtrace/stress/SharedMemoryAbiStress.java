@@ -19,13 +19,15 @@ import org.openjdk.jcstress.annotations.Description;
 import org.openjdk.jcstress.annotations.JCStressTest;
 import org.openjdk.jcstress.annotations.Outcome;
 import org.openjdk.jcstress.annotations.State;
+import org.openjdk.jcstress.infra.results.IIII_Result;
 import org.openjdk.jcstress.infra.results.III_Result;
 import org.openjdk.jcstress.infra.results.II_Result;
 
 /**
  * The shared memory buffer's lock-free protocols: chunk acquisition, packet-count
  * publication against a scraper, completion against the service's read, and the
- * TraceWriter's idle-chunk reclaim handshake.
+ * TraceWriter's ownership word: the idle-chunk reclaim handshake and a close from
+ * another thread.
  */
 public final class SharedMemoryAbiStress {
     private SharedMemoryAbiStress() {
@@ -177,6 +179,66 @@ public final class SharedMemoryAbiStress {
             r.r1 = chunkZeroCount() + chunkOne;
             r.r2 = reclaimed;
             r.r3 = countAtCommit < 0 ? 0 : chunkZeroCount() - countAtCommit;
+        }
+    }
+
+    @JCStressTest
+    @Description("Invariant: a TraceWriter closed by another thread while its owner starts a packet: the close waits for the "
+            + "packet in progress, so the chunk it commits holds only finished packets and nothing is written after the "
+            + "commit; a packet refused by the closed writer is not in the chunk (r1 = the owner's packet was written, "
+            + "r2 = packets in the chunk at commit, r3 = packets in it now, r4 = an unfinished size field at commit).")
+    @Outcome(id = "1, 2, 2, 0", expect = ACCEPTABLE, desc = "the packet came first and was finished before the commit")
+    @Outcome(id = "0, 1, 1, 0", expect = ACCEPTABLE, desc = "the close came first; the packet was refused")
+    @Outcome(expect = FORBIDDEN, desc = "anything else: a packet committed unfinished, written after the commit, or lost")
+    @State
+    public static class CloseWhileWriting {
+        static final int SECOND_HEADER_OFFSET = SharedMemoryAbiDescriptor.CHUNK_HEADER_SIZE
+                + SharedMemoryAbiDescriptor.PACKET_HEADER_SIZE + 3;
+        final SharedMemoryAbi abi = newSmb(SharedMemoryAbiDescriptor.LAYOUT_DIV2);
+        final long chunk = abi.chunkOffset(0, 0, SharedMemoryAbiDescriptor.LAYOUT_DIV2);
+        int countAtCommit = -1;
+        int unfinishedAtCommit;
+        final SharedMemoryArbiter arbiter = new SharedMemoryArbiter(abi.segment(), abi.pageSize(), 2,
+                request -> {
+                    countAtCommit = chunkCount();
+                    unfinishedAtCommit = countAtCommit == 2
+                            && abi.segment().get(Layouts.INT_UNALIGNED, chunk + SECOND_HEADER_OFFSET) == 0 ? 1 : 0;
+                }, Duration.ofSeconds(1));
+        final TraceWriter<RawPacket> writer = arbiter.createTraceWriter(0,
+                BufferExhaustedPolicy.DROP, new RawPacket());
+        int written;
+
+        CloseWhileWriting() {
+            writer.newTracePacket().bytes(new byte[] {1});
+            writer.finishTracePacket();
+        }
+
+        int chunkCount() {
+            return SharedMemoryAbiDescriptor.packetCountOf(abi.packetsAcquire(chunk));
+        }
+
+        @Actor
+        public void owner() {
+            try {
+                writer.newTracePacket().bytes(new byte[] {2, 2, 2});
+                writer.finishTracePacket();
+                written = 1;
+            } catch (IllegalStateException closed) {
+                written = 0;
+            }
+        }
+
+        @Actor
+        public void closer() {
+            writer.close();
+        }
+
+        @Arbiter
+        public void arbiter(IIII_Result r) {
+            r.r1 = written;
+            r.r2 = countAtCommit;
+            r.r3 = chunkCount();
+            r.r4 = unfinishedAtCommit;
         }
     }
 }

@@ -24,6 +24,7 @@ import java.util.Objects;
  */
 public final class ProtoDecoder {
     private final ProtoField field = new ProtoField();
+    private final VarIntReader varInt = new VarIntReader();
     private MemorySegment data = MemorySegment.NULL;
     private long begin;
     private long position;
@@ -146,14 +147,13 @@ public final class ProtoDecoder {
     }
 
     private long readVarIntSlow() {
-        long p = position;
-        long varIntEnd = ProtoWire.varIntEnd(data, p, end);
+        long varIntEnd = varInt.read(data, position, end);
         if (varIntEnd < 0) {
-            fail(varIntEnd == ProtoWire.VARINT_TRUNCATED ? DecodeStatus.TRUNCATED_VARINT : DecodeStatus.VARINT_TOO_LONG);
+            fail(varIntEnd == VarIntReader.TRUNCATED ? DecodeStatus.TRUNCATED_VARINT : DecodeStatus.VARINT_TOO_LONG);
             return 0;
         }
         position = varIntEnd;
-        return ProtoWire.varIntValue(data, p, varIntEnd);
+        return varInt.value();
     }
 
     private boolean fail(DecodeStatus failure) {

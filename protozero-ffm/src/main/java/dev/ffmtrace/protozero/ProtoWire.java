@@ -17,10 +17,6 @@ public final class ProtoWire {
     public static final int MAX_FIELD_ID = (1 << 29) - 1;
     /** A 64-bit varint takes at most this many bytes. */
     public static final int MAX_VARINT_SIZE = 10;
-    /** {@link #varIntEnd}: the limit comes before the varint's last byte. */
-    public static final long VARINT_TRUNCATED = -1;
-    /** {@link #varIntEnd}: {@value #MAX_VARINT_SIZE} bytes, and the last one still continues. */
-    public static final long VARINT_TOO_LONG = -2;
     /** A tag (field id and wire type) takes at most this many bytes. */
     public static final int MAX_TAG_SIZE = 5;
     /** Bytes reserved for the length of every nested message before its body is known. */
@@ -86,41 +82,5 @@ public final class ProtoWire {
                 | ((((value >>> 14) & 0x7F) | 0x80) << 16)
                 | (((value >>> 21) & 0x7F) << 24);
         segment.set(Layouts.INT_UNALIGNED, offset, encoded);
-    }
-
-    /**
-     * Where the varint at {@code offset} ends: the offset just past its last byte, or
-     * {@link #VARINT_TOO_LONG} if its first {@value #MAX_VARINT_SIZE} bytes all continue,
-     * or {@link #VARINT_TRUNCATED} if {@code limit} comes before its last byte. The one
-     * bounds check every decoder of untrusted bytes shares; read the value with
-     * {@link #varIntValue} once the end is known.
-     *
-     * @param limit offset just past the last byte that may be read
-     */
-    public static long varIntEnd(MemorySegment segment, long offset, long limit) {
-        for (long p = offset; ; p++) {
-            if (p - offset >= MAX_VARINT_SIZE) {
-                return VARINT_TOO_LONG;
-            }
-            if (p >= limit) {
-                return VARINT_TRUNCATED;
-            }
-            if (segment.get(Layouts.BYTE, p) >= 0) {
-                return p + 1;
-            }
-        }
-    }
-
-    /**
-     * The value, as unsigned 64 bits, of the varint in {@code [offset, end)}, where
-     * {@code end} came from {@link #varIntEnd}: bits past the 64th are dropped, as
-     * protozero does.
-     */
-    public static long varIntValue(MemorySegment segment, long offset, long end) {
-        long value = 0;
-        for (int shift = 0; offset < end; shift += 7) {
-            value |= (long) (segment.get(Layouts.BYTE, offset++) & 0x7F) << shift;
-        }
-        return value;
     }
 }

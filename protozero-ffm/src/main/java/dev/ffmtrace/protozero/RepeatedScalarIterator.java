@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
  */
 public final class RepeatedScalarIterator {
     private final ProtoDecoder decoder = new ProtoDecoder();
+    private final VarIntReader varInt = new VarIntReader();
     private MemorySegment data = MemorySegment.NULL;
     private int fieldId;
     private int remaining;
@@ -78,11 +79,11 @@ public final class RepeatedScalarIterator {
                 packedPosition = p + Long.BYTES;
             }
             default -> {
-                long varIntEnd = ProtoWire.varIntEnd(data, p, packedEnd);
+                long varIntEnd = varInt.read(data, p, packedEnd);
                 if (varIntEnd < 0) {
                     return fail();
                 }
-                value = ProtoWire.varIntValue(data, p, varIntEnd);
+                value = varInt.value();
                 packedPosition = varIntEnd;
             }
         }

@@ -1,18 +1,19 @@
 package dev.ffmtrace.protozero;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import com.google.protobuf.CodedOutputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import org.junit.jupiter.api.Test;
 
-import java.io.ByteArrayOutputStream;
-import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-
-/** {@link ProtoWire#varIntEnd} and {@link ProtoWire#varIntValue}, the decoders' shared varint reader. */
+/** {@link VarIntReader}, the one varint decoder every decoder of untrusted bytes shares. */
 class VarIntDecodeTest {
+    private final VarIntReader reader = new VarIntReader();
 
     @Property
     void decodesWhatProtobufJavaEncodes(@ForAll long value) throws IOException {
@@ -21,34 +22,41 @@ class VarIntDecodeTest {
         out.writeUInt64NoTag(value);
         out.flush();
         MemorySegment segment = MemorySegment.ofArray(bytes.toByteArray());
-        long end = ProtoWire.varIntEnd(segment, 0, segment.byteSize());
-        assertEquals(segment.byteSize(), end);
-        assertEquals(value, ProtoWire.varIntValue(segment, 0, end));
+        assertEquals(segment.byteSize(), reader.read(segment, 0, segment.byteSize()));
+        assertEquals(value, reader.value());
     }
 
     @Test
     void stopsAtTheLimit() {
         MemorySegment segment = MemorySegment.ofArray(new byte[] {(byte) 0x81, (byte) 0x81, 0x01, 0x05});
-        assertEquals(ProtoWire.VARINT_TRUNCATED, ProtoWire.varIntEnd(segment, 0, 2));
-        assertEquals(ProtoWire.VARINT_TRUNCATED, ProtoWire.varIntEnd(segment, 3, 3));
-        assertEquals(3, ProtoWire.varIntEnd(segment, 0, 3));
-        assertEquals(1 + (1 << 7) + (1 << 14), ProtoWire.varIntValue(segment, 0, 3));
-        assertEquals(4, ProtoWire.varIntEnd(segment, 3, 4));
-        assertEquals(5, ProtoWire.varIntValue(segment, 3, 4));
+        assertEquals(VarIntReader.TRUNCATED, reader.read(segment, 0, 2));
+        assertEquals(VarIntReader.TRUNCATED, reader.read(segment, 3, 3));
+        assertEquals(3, reader.read(segment, 0, 3));
+        assertEquals(1 + (1 << 7) + (1 << 14), reader.value());
+        assertEquals(4, reader.read(segment, 3, 4));
+        assertEquals(5, reader.value());
+    }
+
+    @Test
+    void redundantEncodingsKeepTheirLength() {
+        // A 4-byte size field as ProtoZero reserves it, holding 5.
+        MemorySegment segment = MemorySegment.ofArray(new byte[] {(byte) 0x85, (byte) 0x80, (byte) 0x80, 0x00});
+        assertEquals(4, reader.read(segment, 0, 4));
+        assertEquals(5, reader.value());
     }
 
     @Test
     void acceptsTenBytesAndRejectsEleven() {
         byte[] bytes = new byte[12];
-        java.util.Arrays.fill(bytes, (byte) 0xFF);
+        Arrays.fill(bytes, (byte) 0xFF);
         bytes[9] = 0x01;
         MemorySegment segment = MemorySegment.ofArray(bytes);
-        assertEquals(10, ProtoWire.varIntEnd(segment, 0, bytes.length));
-        assertEquals(-1L, ProtoWire.varIntValue(segment, 0, 10));
+        assertEquals(10, reader.read(segment, 0, bytes.length));
+        assertEquals(-1L, reader.value());
         // Ten continuing bytes are too long even when the limit follows them.
         MemorySegment continuing = MemorySegment.ofArray(new byte[] {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1});
-        assertEquals(ProtoWire.VARINT_TOO_LONG, ProtoWire.varIntEnd(continuing, 0, 10));
-        assertEquals(ProtoWire.VARINT_TOO_LONG, ProtoWire.varIntEnd(continuing, 0, 11));
-        assertEquals(ProtoWire.VARINT_TRUNCATED, ProtoWire.varIntEnd(continuing, 0, 9));
+        assertEquals(VarIntReader.TOO_LONG, reader.read(continuing, 0, 10));
+        assertEquals(VarIntReader.TOO_LONG, reader.read(continuing, 0, 11));
+        assertEquals(VarIntReader.TRUNCATED, reader.read(continuing, 0, 9));
     }
 }

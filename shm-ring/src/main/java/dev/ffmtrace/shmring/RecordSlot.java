@@ -1,5 +1,7 @@
 package dev.ffmtrace.shmring;
 
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
+
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -44,7 +46,7 @@ public final class RecordSlot extends RecordSlotFields {
     /** Offset of the first payload byte in {@link #buffer()}. */
     public long offset() {
         checkActive();
-        return headerOffset + SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
+        return headerOffset + RECORD_HEADER_SIZE;
     }
 
     /** Payload length in bytes, at least 1. */

@@ -1,7 +1,7 @@
 package dev.ffmtrace.shmring;
 
 import static dev.ffmtrace.memory.AtomicSegment.*;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.*;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.*;
 
 import dev.ffmtrace.memory.AtomicSegment;
 import dev.ffmtrace.memory.Layouts;
@@ -20,7 +20,7 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * heapprofd's SharedRingBuffer: a multi-writer, single-reader FIFO of length-prefixed
  * records in shared memory, byte-compatible with Perfetto's C++ (layout in
- * {@link SharedRingBufferDescriptor}).
+ * {@code SharedRingBufferDescriptor} in the unexported {@code abi} package).
  *
  * <p>The service {@link #create creates} the buffer in a sealed memfd and sends {@link #fd()}
  * to the client, which {@link #attach attaches}. Writers take the spinlock, reserve a

@@ -1,7 +1,7 @@
 package dev.ffmtrace.shmring;
 
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

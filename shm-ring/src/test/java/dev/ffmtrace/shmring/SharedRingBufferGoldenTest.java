@@ -1,7 +1,7 @@
 package dev.ffmtrace.shmring;
 
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.METADATA_SIZE;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.METADATA_SIZE;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;

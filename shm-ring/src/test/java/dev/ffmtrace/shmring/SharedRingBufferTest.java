@@ -1,12 +1,12 @@
 package dev.ffmtrace.shmring;
 
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.ERROR_STATE_OFFSET;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.READ_POS_OFFSET;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.RECORD_ALIGNMENT;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
-import static dev.ffmtrace.shmring.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.ERROR_STATE_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.READ_POS_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.RECORD_ALIGNMENT;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -21,6 +21,7 @@ import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.shmring.SharedRingBuffer.LockMode;
 import dev.ffmtrace.shmring.SharedRingBuffer.ReadResult;
 import dev.ffmtrace.shmring.SharedRingBuffer.WriteResult;
+import dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;

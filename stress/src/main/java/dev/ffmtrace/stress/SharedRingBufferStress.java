@@ -6,7 +6,7 @@ import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
-import dev.ffmtrace.shmring.SharedRingBufferDescriptor;
+import dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;

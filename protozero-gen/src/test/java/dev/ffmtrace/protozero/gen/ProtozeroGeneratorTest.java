@@ -69,7 +69,9 @@ class ProtozeroGeneratorTest {
         assertTrue(source.contains("appendPackedSInt64s(VALUES_FIELD_NUMBER"));
         assertTrue(source.contains("public com.example.test.pkg.Sample.Child addChild()"));
         assertTrue(source.contains("public enum Kind {"));
-        assertTrue(source.contains("KIND_A(7),"));
+        assertTrue(source.contains("KIND_A,\n"));
+        assertTrue(source.contains("case 0 -> 7;\n") && source.contains("case 1 -> 9;\n") && source.contains("case 2 -> 7;\n"),
+                "number() maps each ordinal to its wire number");
         assertTrue(source.contains("case 7 -> KIND_A;"));
         assertTrue(!source.contains("case 7 -> KIND_ALIAS;"), "an alias's number maps to the first name");
         assertTrue(source.contains("public void setKind(com.example.test.pkg.Sample.Kind value) {\n"

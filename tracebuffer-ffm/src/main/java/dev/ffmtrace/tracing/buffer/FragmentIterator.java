@@ -1,7 +1,6 @@
 package dev.ffmtrace.tracing.buffer;
 
-import dev.ffmtrace.protozero.ProtoWire;
-
+import dev.ffmtrace.protozero.VarIntReader;
 import java.lang.foreign.MemorySegment;
 
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK;
@@ -25,6 +24,7 @@ final class FragmentIterator {
     /** First fragment of a chunk, continuing the previous chunk's packet. */
     static final int END = 3;
 
+    private final VarIntReader varInt = new VarIntReader();
     private MemorySegment segment;
     private long payloadStart;
     private int payloadSize;
@@ -60,12 +60,12 @@ final class FragmentIterator {
             return false;
         }
         long headerStart = payloadStart + headerOffset;
-        long headerEnd = ProtoWire.varIntEnd(segment, headerStart, payloadStart + payloadSize);
+        long headerEnd = varInt.read(segment, headerStart, payloadStart + payloadSize);
         if (headerEnd < 0) {
             corrupted = true;
             return false;
         }
-        long value = ProtoWire.varIntValue(segment, headerStart, headerEnd);
+        long value = varInt.value();
         int position = (int) (headerEnd - payloadStart);
         if (value == PACKET_SIZE_DROP_PACKET) {
             writerAbort = true;

@@ -41,7 +41,7 @@ import java.lang.foreign.MemorySegment;
  * detail of the buffer, not an ABI, but it stays identical so that a buffer mapped
  * from a memfd can be inspected by either implementation.
  */
-public final class TBChunkDescriptor {
+final class TBChunkDescriptor {
     public static final int CHUNK_ID_OFFSET = 0;
     public static final int PRODUCER_AND_WRITER_ID_OFFSET = 4;
     public static final int SIZE_OFFSET = 8;

@@ -1,4 +1,4 @@
-package dev.ffmtrace.shmring;
+package dev.ffmtrace.shmring.abi;
 
 /**
  * The bytes heapprofd's SharedRingBuffer shares between its client and its service,

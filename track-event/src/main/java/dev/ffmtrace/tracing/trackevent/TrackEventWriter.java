@@ -444,28 +444,28 @@ public final class TrackEventWriter implements AutoCloseable {
 
     /** An integer value on a counter track. */
     public void counter(Track track, long value) {
-        requireCounter(track);
-        if (closed) {
-            discarded();
-            return;
-        }
-        try {
-            counterEvent(track).setCounterValue(value);
-            sink.finishTracePacket();
-        } catch (RuntimeException e) {
-            failed(e);
-        }
+        counterValue(track, value, false);
     }
 
     /** A floating-point value on a counter track. */
     public void counter(Track track, double value) {
+        counterValue(track, Double.doubleToRawLongBits(value), true);
+    }
+
+    /** Both counter overloads: the value's bits, and whether they are a double's. */
+    private void counterValue(Track track, long bits, boolean isDouble) {
         requireCounter(track);
         if (closed) {
             discarded();
             return;
         }
         try {
-            counterEvent(track).setDoubleCounterValue(value);
+            TrackEvent event = counterEvent(track);
+            if (isDouble) {
+                event.setDoubleCounterValue(Double.longBitsToDouble(bits));
+            } else {
+                event.setCounterValue(bits);
+            }
             sink.finishTracePacket();
         } catch (RuntimeException e) {
             failed(e);

@@ -31,6 +31,7 @@ public final class CommitRequest {
     public CommitRequest() {
     }
 
+    /** Asks the service to move the complete chunk {@code chunk} of page {@code page} into buffer {@code targetBuffer}. */
     public void addChunkToMove(int page, int chunk, int targetBuffer) {
         if (moveCount == movePage.length) {
             int capacity = moveCount * 2;
@@ -121,55 +122,68 @@ public final class CommitRequest {
         return end;
     }
 
+    /** Whether the request holds neither a chunk to move nor a patch. */
     public boolean isEmpty() {
         return moveCount == 0 && patchCount == 0;
     }
 
+    /** Empties the request for reuse. */
     public void clear() {
         moveCount = 0;
         patchCount = 0;
     }
 
+    /** The number of chunks to move. */
     public int chunksToMove() {
         return moveCount;
     }
 
+    /** The page of the {@code i}-th chunk to move. */
     public int movePage(int i) {
         return movePage[check(i, moveCount)];
     }
 
+    /** The index in its page of the {@code i}-th chunk to move. */
     public int moveChunk(int i) {
         return moveChunk[check(i, moveCount)];
     }
 
+    /** The target buffer of the {@code i}-th chunk to move. */
     public int moveTargetBuffer(int i) {
         return moveTargetBuffer[check(i, moveCount)];
     }
 
+    /** The number of patches. */
     public int patches() {
         return patchCount;
     }
 
+    /** The target buffer of the chunk the {@code i}-th patch applies to. */
     public int patchTargetBuffer(int i) {
         return patchTargetBuffer[check(i, patchCount)];
     }
 
+    /** The writer id of the chunk the {@code i}-th patch applies to. */
     public int patchWriterId(int i) {
         return patchWriterId[check(i, patchCount)];
     }
 
+    /** The chunk id of the chunk the {@code i}-th patch applies to. */
     public int patchChunkId(int i) {
         return patchChunkId[check(i, patchCount)];
     }
 
+    /** The offset in the chunk's payload of the {@code i}-th patch's four bytes. */
     public int patchOffset(int i) {
         return patchOffset[check(i, patchCount)];
     }
 
+    /** The {@code i}-th patch's four bytes, as a little-endian int. */
     public int patchData(int i) {
         return patchData[check(i, patchCount)];
     }
 
+    /** Whether more patches for the {@code i}-th patch's chunk follow in a later request. */
     public boolean patchHasMorePatches(int i) {
         return patchHasMore[check(i, patchCount)];
     }

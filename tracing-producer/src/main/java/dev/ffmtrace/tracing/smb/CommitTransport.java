@@ -7,5 +7,6 @@ package dev.ffmtrace.tracing.smb;
  */
 @FunctionalInterface
 public interface CommitTransport {
+    /** Sends {@code request} to the service; called under the arbiter's lock, and {@code request} is reused once it returns. */
     void commit(CommitRequest request);
 }

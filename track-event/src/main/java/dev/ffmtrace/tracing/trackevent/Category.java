@@ -34,6 +34,7 @@ public final class Category {
      */
     private boolean enabled = true;
 
+    /** A category of this name, enabled; keep it in a static final field. */
     public Category(String name) {
         if (name == null || name.isEmpty()) {
             throw new IllegalArgumentException("a category needs a name");
@@ -45,14 +46,17 @@ public final class Category {
         this.name = "";
     }
 
+    /** The category's name as written in the trace. */
     public String name() {
         return name;
     }
 
+    /** Whether events of this category are written: one volatile load, so disabled events cost almost nothing. */
     public boolean isEnabled() {
         return (boolean) ENABLED.getOpaque(this);
     }
 
+    /** Turns this category's events on or off, for every writer, from any thread. */
     public void setEnabled(boolean enabled) {
         if (this == NONE) {
             throw new UnsupportedOperationException("Category.NONE is always enabled");

@@ -9,8 +9,10 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
  * {@link #newTracePacket()} and {@link #finishTracePacket()}.
  */
 public interface TracePacketSink extends AutoCloseable {
+    /** Starts the next packet, finishing the previous one if it is still open, and returns its root message. */
     TracePacket newTracePacket();
 
+    /** Finishes the packet started last. */
     void finishTracePacket();
 
     /**

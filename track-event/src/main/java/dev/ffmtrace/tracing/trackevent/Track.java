@@ -13,9 +13,13 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class Track {
     /** How the UI orders a track's children ({@code TrackDescriptor.ChildTracksOrdering}). */
     public enum ChildOrdering {
+        /** The UI's default order. */
         UNSPECIFIED(TrackDescriptor.ChildTracksOrdering.UNKNOWN),
+        /** By name. */
         LEXICOGRAPHIC(TrackDescriptor.ChildTracksOrdering.LEXICOGRAPHIC),
+        /** By the time of each child's first event. */
         CHRONOLOGICAL(TrackDescriptor.ChildTracksOrdering.CHRONOLOGICAL),
+        /** By each child's sibling order rank. */
         EXPLICIT(TrackDescriptor.ChildTracksOrdering.EXPLICIT);
 
         final TrackDescriptor.ChildTracksOrdering value;
@@ -59,10 +63,12 @@ public final class Track {
                 siblingOrderRank);
     }
 
+    /** The track of process {@code pid}, named {@code processName}, with a random uuid ({@link #withUuid} fixes one). */
     public static Track process(int pid, String processName) {
         return new Track(Kind.PROCESS, null, processName, pid, 0, ChildOrdering.UNSPECIFIED, null);
     }
 
+    /** The track of thread {@code tid} of {@code process}, named {@code threadName}. */
     public static Track thread(Track process, long tid, String threadName) {
         requireKind(process, Kind.PROCESS, "a thread track's parent must be a process track");
         return new Track(Kind.THREAD, process, threadName, process.pid, tid, ChildOrdering.UNSPECIFIED, null);
@@ -117,14 +123,17 @@ public final class Track {
         return new Track(kind, uuid, parent, name, trackName, pid, tid, childOrdering, siblingOrderRank);
     }
 
+    /** The track's uuid, as events and descriptors carry it. */
     public long uuid() {
         return uuid;
     }
 
+    /** The parent track, or null for a top-level one. */
     public Track parent() {
         return parent;
     }
 
+    /** Whether this is a counter track, which takes counter values rather than slices. */
     public boolean isCounter() {
         return kind == Kind.COUNTER;
     }

@@ -123,6 +123,11 @@ public final class Track {
         return new Track(kind, uuid, parent, name, trackName, pid, tid, childOrdering, siblingOrderRank);
     }
 
+    /** The track's name, or null for an unnamed one. */
+    public String name() {
+        return name;
+    }
+
     /** The track's uuid, as events and descriptors carry it. */
     public long uuid() {
         return uuid;

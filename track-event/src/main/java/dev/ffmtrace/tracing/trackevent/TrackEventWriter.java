@@ -339,12 +339,14 @@ public final class TrackEventWriter implements AutoCloseable {
         int depth = track.index < openSlices.length ? openSlices[track.index] : 0;
         if (depth == 0) {
             nextTimestamp = NO_TIMESTAMP;
-            throw new IllegalStateException("endSlice on a track with no open slice (track " + track.uuid() + ")");
+            throw new IllegalStateException("endSlice on " + label(track) + ", which has no open slice");
         }
         if (slice != token(track, depth)) {
             nextTimestamp = NO_TIMESTAMP;
-            throw new IllegalStateException("endSlice of a slice that is not the innermost open one on track "
-                    + track.uuid() + ": slices on a track must nest");
+            String which = (int) (slice >>> 32) != track.index ? "a slice begun on another track"
+                    : "the slice at depth " + (int) slice + " while the innermost open one is at depth " + depth;
+            throw new IllegalStateException("endSlice on " + label(track) + " of " + which
+                    + ": slices on a track must nest");
         }
         openSlices[track.index] = depth - 1;
         try {
@@ -623,6 +625,11 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         int depth = ++openSlices[index];
         return token(track, depth);
+    }
+
+    private static String label(Track track) {
+        String uuid = Long.toUnsignedString(track.uuid());
+        return track.name() == null ? "track " + uuid : "track \"" + track.name() + "\" (" + uuid + ")";
     }
 
     private static long token(Track track, int depth) {

@@ -142,7 +142,8 @@ class TrackEventWriterApiTest {
             long outer = events.beginSlice(APP, THREAD, OUTER);
             events.beginSlice(APP, THREAD, INNER);
             IllegalStateException e = assertThrows(IllegalStateException.class, () -> events.endSlice(THREAD, outer));
-            assertTrue(e.getMessage().contains("track " + THREAD.uuid()), e.getMessage());
+            assertEquals("endSlice on track \"main\" (" + Long.toUnsignedString(THREAD.uuid()) + ") of the slice at depth 1"
+                    + " while the innermost open one is at depth 2: slices on a track must nest", e.getMessage());
         }
     }
 

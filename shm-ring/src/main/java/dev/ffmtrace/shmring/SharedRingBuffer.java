@@ -293,8 +293,7 @@ public final class SharedRingBuffer implements AutoCloseable {
     /** One page of metadata plus the ring, checked as Perfetto checks it. */
     private static long fileSizeFor(long ringSize) {
         long page = Os.pageSize();
-        if (ringSize < page || ringSize > Long.MAX_VALUE / 4 || ringSize % page != 0
-                || (ringSize & (ringSize - 1)) != 0) {
+        if (ringSize > Long.MAX_VALUE / 4 || !isValidRingSize(ringSize, page)) {
             throw new IllegalArgumentException("SharedRingBuffer ring size is invalid (" + ringSize
                     + "): it must be a power of two and a multiple of the page size (" + page + ")");
         }
@@ -303,12 +302,16 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     private static void checkFileSize(long fileSize) {
         long page = Os.pageSize();
-        long ringSize = fileSize - page;
-        if (fileSize < 2 * page || ringSize % page != 0 || (ringSize & (ringSize - 1)) != 0) {
+        if (!isValidRingSize(fileSize - page, page)) {
             throw new IllegalArgumentException("SharedRingBuffer size is invalid (" + fileSize
                     + "): the file must be one page (" + page + ") of metadata plus a ring whose size is"
                     + " a power of two and a multiple of the page size");
         }
+    }
+
+    /** Perfetto's rule: at least one page, a whole number of pages, and a power of two. */
+    private static boolean isValidRingSize(long ringSize, long page) {
+        return ringSize >= page && ringSize % page == 0 && (ringSize & (ringSize - 1)) == 0;
     }
 
     private static SharedRingBuffer map(MemoryFile file) {

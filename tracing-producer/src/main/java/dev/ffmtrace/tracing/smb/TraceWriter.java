@@ -230,6 +230,12 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     /** Finishes the current packet and returns the current chunk as complete, committing it. */
     public void flush() {
         enter();
+        finishAndReturnChunk();
+        OWNERSHIP.setRelease(this, IDLE);
+    }
+
+    /** What flushing and closing share, with the writer owned: the packet finished, the chunk committed. */
+    private void finishAndReturnChunk() {
         finishPacket();
         if (chunk != SharedMemoryArbiter.NO_CHUNK) {
             returnCurrentChunk();
@@ -238,7 +244,6 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         } else if (patches.isFrontReady()) {
             arbiter.sendPatches(this);
         }
-        OWNERSHIP.setRelease(this, IDLE);
     }
 
     /**
@@ -254,12 +259,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
             return;
         }
         try {
-            finishPacket();
-            if (chunk != SharedMemoryArbiter.NO_CHUNK) {
-                returnCurrentChunk();
-            } else if (patches.isFrontReady()) {
-                arbiter.sendPatches(this);
-            }
+            finishAndReturnChunk();
         } catch (IllegalStateException e) {
             // The producer unmapped the SMB under us: nothing is left to flush into.
             if (smb.scope().isAlive()) {

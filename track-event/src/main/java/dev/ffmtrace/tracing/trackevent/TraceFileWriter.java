@@ -23,7 +23,9 @@ import java.lang.foreign.MemorySegment;
  * }
  * }</pre>
  *
- * <p>Write failures surface as {@link UncheckedIOException}. Closing closes the stream.
+ * <p>Write failures surface from this sink as {@link UncheckedIOException} and leave it
+ * closed; a {@link TrackEventWriter} over it counts them in {@code discardedEvents()} rather
+ * than passing them on. Closing closes the stream.
  */
 public final class TraceFileWriter implements TracePacketSink {
     private static final int TRACE_PACKET_TAG = 0x0a;

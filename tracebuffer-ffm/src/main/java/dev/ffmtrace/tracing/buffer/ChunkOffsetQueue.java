@@ -63,19 +63,6 @@ final class ChunkOffsetQueue {
         size++;
     }
 
-    void removeAt(int index) {
-        assert index >= 0 && index < size : index;
-        if (index == 0) {
-            removeFirst();
-            return;
-        }
-        int mask = items.length - 1;
-        for (int i = index; i < size - 1; i++) {
-            items[(head + i) & mask] = items[(head + i + 1) & mask];
-        }
-        size--;
-    }
-
     private long item(int index) {
         assert index >= 0 && index < size : index;
         return items[(head + index) & (items.length - 1)];

@@ -45,8 +45,6 @@ final class ChunkSequenceReader {
     SequenceState sequence;
     int endOffset;
     private int chunkOffset;
-    /** The current chunk had unread payload when the walk reached it. */
-    private boolean chunkHadUnread;
     private int touchedBytesSum;
 
     private int pendingCount;
@@ -87,7 +85,6 @@ final class ChunkSequenceReader {
         int payloadSize = payloadSize(buffer, offset);
         int avail = payloadAvail(buffer, offset);
         fragments.reset(buffer, offset + HEADER_SIZE, payloadSize, payloadSize - avail, flags(buffer, offset));
-        chunkHadUnread = avail > 0;
         if (!eraseMode) {
             touchCacheLines(offset + HEADER_SIZE + payloadSize - avail, offset + HEADER_SIZE + payloadSize);
         }
@@ -124,9 +121,8 @@ final class ChunkSequenceReader {
                     sequence.skipInGeneration = owner.readGeneration();
                     endReached = true;
                 } else {
-                    if (eraseMode && chunkHadUnread) {
-                        owner.countOverwritten(chunkOffset);
-                    }
+                    // Counted already when its last byte was consumed, unless it had none to consume.
+                    count(chunkOffset);
                     iterator.eraseCurrentChunk();
                 }
                 if (endReached) {
@@ -206,7 +202,15 @@ final class ChunkSequenceReader {
         int avail = payloadAvail(buffer, offset) - bytes;
         assert avail >= 0 : avail;
         setPayloadAvail(buffer, offset, avail);
-        if (avail == 0 && !eraseMode) {
+        if (avail == 0) {
+            count(offset);
+        }
+    }
+
+    private void count(int offset) {
+        if (eraseMode) {
+            owner.countOverwritten(offset);
+        } else {
             owner.countRead(offset);
         }
     }
@@ -214,7 +218,9 @@ final class ChunkSequenceReader {
     /**
      * Collects the rest of the packet begun by the current fragment from the next
      * chunks of the sequence, without moving the reader. On success or loss the
-     * collected fragments are consumed; when data is still missing nothing is.
+     * collected fragments are consumed; when data is still missing nothing is, except
+     * in erase mode: the packet's beginning is about to go, so the continuations found
+     * are consumed (and counted overwritten) rather than left to be read as orphans.
      */
     private int reassemble(TracePacketView out) {
         if ((flags(buffer, chunkOffset) & FLAG_CHUNK_NEEDS_PATCHING) != 0) {
@@ -280,7 +286,7 @@ final class ChunkSequenceReader {
             break;
         }
         reassembledFragments = 0;
-        if (result != REASSEMBLY_NOT_ENOUGH_DATA) {
+        if (result != REASSEMBLY_NOT_ENOUGH_DATA || eraseMode) {
             for (int i = 0; i < pendingCount; i++) {
                 if (result == REASSEMBLY_SUCCESS && pendingSizes[i] != 0) {
                     if (out != null) {

@@ -32,7 +32,7 @@ import java.lang.foreign.MemorySegment;
  *       fragment header is at {@code payload_size - payload_avail}.</li>
  *   <li>{@code flags} are the SMB chunk flags (bits 0..2) plus flags the buffer
  *       adds: {@link #FLAG_INCOMPLETE}, {@link #FLAG_WRITER_ABORT},
- *       {@link #FLAG_CORRUPTED}, {@link #FLAG_PATCHED}, {@link #FLAG_READ_COUNTED}.</li>
+ *       {@link #FLAG_CORRUPTED}, {@link #FLAG_PATCHED}, {@link #FLAG_COUNTED}.</li>
  *   <li>{@code checksum} is {@link #checksum(long, int)} of the chunk's offset in
  *       the buffer and its size; it is 0 for offset 0 and size 0.</li>
  * </ul>
@@ -65,11 +65,12 @@ final class TBChunkDescriptor {
     /** The flags a producer may set; everything above is the buffer's own. */
     public static final int ABI_FLAGS_MASK = SharedMemoryAbiDescriptor.FLAGS_MASK;
     /**
-     * Its stored bytes are already in the read statistics: it was drained once. A
-     * re-commit that grows it in place makes it readable again without storing new
-     * bytes, so draining it again, or overwriting it, must not count it a second time.
+     * Its stored bytes have left the accounting: they are in the read or in the
+     * overwritten statistics, each chunk in one of them once. A re-commit that grows it
+     * in place makes it readable again without storing new bytes, so draining it again,
+     * or overwriting it, must not count it a second time.
      */
-    public static final int FLAG_READ_COUNTED = 0x08;
+    public static final int FLAG_COUNTED = 0x08;
     /** Patched since it was copied: its fragments may no longer be the ones validated then. */
     public static final int FLAG_PATCHED = 0x10;
     /** Copied with a truncated fragment list because the tokenizer found corruption. */

@@ -11,11 +11,11 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.ABI_FLAGS_MASK;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.ALIGNMENT;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_CHUNK_NEEDS_PATCHING;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_CORRUPTED;
+import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_COUNTED;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_INCOMPLETE;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_PATCHED;
-import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_READ_COUNTED;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.FLAG_WRITER_ABORT;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.HEADER_SIZE;
 import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.MAX_SIZE;
@@ -95,7 +95,7 @@ public final class TraceBufferV2 implements AutoCloseable {
     private final SequenceMap sequences;
 
     private int writeOffset;
-    /** High watermark of written bytes; {@code size} once the writer has wrapped. */
+    /** High watermark of written bytes: chunks tile [0, usedSize), the reader wraps there. */
     private int usedSize;
     /** The writer filled the buffer exactly: its next chunk, at 0, is a wrap. */
     private boolean wrapPending;
@@ -173,8 +173,12 @@ public final class TraceBufferV2 implements AutoCloseable {
                 continue;
             }
             for (int i = 0; i < sequence.chunks.size(); i++) {
+                // A drained chunk stays counted (the clone's reader only erases it);
+                // one with payload left is the clone's to read and count.
                 int offset = sequence.chunks.offsetAt(i);
-                setFlags(target, offset, flags(target, offset) & ~FLAG_READ_COUNTED);
+                if (payloadAvail(target, offset) > 0) {
+                    setFlags(target, offset, flags(target, offset) & ~FLAG_COUNTED);
+                }
             }
         }
         this.reader = new ChunkSequenceReader(this, target, sequences, counters, false);
@@ -386,12 +390,15 @@ public final class TraceBufferV2 implements AutoCloseable {
             return;
         }
         int avail = payloadAvail(buffer, offset);
-        if (chunkComplete && (oldFlags & FLAG_INCOMPLETE) != 0 && avail == 0
+        if (chunkComplete && (oldFlags & FLAG_INCOMPLETE) != 0 && avail == 0 && index == 0
                 && overwritePolicy == OverwritePolicy.RING_BUFFER) {
             // Everything visible was read: give the final version a fresh place at the
-            // cursor instead of leaving it where the writer will soon overwrite it.
+            // cursor instead of leaving it where the writer will soon overwrite it. Only
+            // the sequence's first chunk moves, as in Perfetto: a later one waits behind
+            // chunks that the reader has not drained yet, so it is not about to be lost.
             int chunkId = chunkId(buffer, offset);
-            sequence.chunks.removeAt(index);
+            countRead(offset);
+            sequence.chunks.removeFirst();
             writePadding(buffer, offset, TBChunkDescriptor.size(buffer, offset), oldPayloadSize);
             if (sequence.chunks.isEmpty()) {
                 markEmpty(sequence);
@@ -449,14 +456,9 @@ public final class TraceBufferV2 implements AutoCloseable {
                 counters.writeWrapCount++;
             }
             if (outer > size - writeOffset) {
-                if (writeOffset == usedSize) {
-                    // End of the first lap: close it with one padding chunk so that
-                    // every byte of the buffer belongs to a chunk from now on.
-                    writePadding(buffer, writeOffset, size - writeOffset - HEADER_SIZE, 0);
-                    usedSize = size;
-                } else {
-                    deleteNextChunksFor(size - writeOffset);
-                }
+                // At the end of the first lap the tail past usedSize holds no chunk and
+                // stays out of use (readers stop at usedSize), as in Perfetto.
+                deleteNextChunksFor(size - writeOffset);
                 writeOffset = 0;
                 counters.writeWrapCount++;
             }
@@ -480,7 +482,7 @@ public final class TraceBufferV2 implements AutoCloseable {
         while (position > 0 && compareChunkIds(chunkId, chunks.chunkIdAt(position - 1)) < 0) {
             position--;
         }
-        if (position != chunks.size() && !relocation) {
+        if (position != chunks.size()) {
             counters.chunksCommittedOutOfOrder++;
         }
         if (sequence.countedEmpty) {
@@ -580,8 +582,8 @@ public final class TraceBufferV2 implements AutoCloseable {
         if (!sequence.followsLastConsumed(chunkId)) {
             sequence.recordReadGap(chunkId);
         }
+        countOverwritten(offset);
         if (avail > 0) {
-            countOverwritten(offset);
             FragmentIterator fragments = eraser.fragments;
             fragments.reset(buffer, offset + HEADER_SIZE, payloadSize, unreadOffset, flags);
             while (fragments.next()) {
@@ -605,25 +607,30 @@ public final class TraceBufferV2 implements AutoCloseable {
     /*
      * Byte and chunk accounting: a stored chunk enters bytes_written once, when it is
      * written at the cursor (a relocated or re-admitted chunk is a new stored chunk),
-     * and leaves through bytes_read or bytes_overwritten at most once, so neither can
-     * outgrow bytes_written. A re-commit in place stores nothing new, yet it can make a
-     * drained chunk readable again; FLAG_READ_COUNTED keeps such a chunk from being
-     * counted again when it is drained again or overwritten.
+     * and leaves through bytes_read or bytes_overwritten exactly once: when its last
+     * payload byte is consumed (by the reader, or by the overwrite walk, which may also
+     * consume chunks ahead of the one it erases while it reassembles a packet), or when
+     * it is erased with nothing to consume (no payload, or payload that no longer
+     * parses). So bytes_written = bytes_read + bytes_overwritten + the stored chunks not
+     * yet counted, at every step. A re-commit in place stores nothing new, yet it can
+     * make a drained chunk readable again; FLAG_COUNTED keeps it from being counted again.
      */
 
-    /** Counts a chunk the reader has just drained, unless it was counted when drained before. */
+    /** Counts a chunk the reader drained or erased, unless it was counted before. */
     void countRead(int offset) {
         int flags = flags(buffer, offset);
-        if ((flags & FLAG_READ_COUNTED) == 0) {
-            setFlags(buffer, offset, flags | FLAG_READ_COUNTED);
+        if ((flags & FLAG_COUNTED) == 0) {
+            setFlags(buffer, offset, flags | FLAG_COUNTED);
             counters.chunksRead++;
             counters.bytesRead += outerSize(TBChunkDescriptor.size(buffer, offset));
         }
     }
 
-    /** Counts a chunk erased with unread payload, unless its bytes were already counted as read. */
+    /** Counts a chunk the overwrite walk drained or erased, unless it was counted before. */
     void countOverwritten(int offset) {
-        if ((flags(buffer, offset) & FLAG_READ_COUNTED) == 0) {
+        int flags = flags(buffer, offset);
+        if ((flags & FLAG_COUNTED) == 0) {
+            setFlags(buffer, offset, flags | FLAG_COUNTED);
             counters.chunksOverwritten++;
             counters.bytesOverwritten += outerSize(TBChunkDescriptor.size(buffer, offset));
         }
@@ -777,7 +784,11 @@ public final class TraceBufferV2 implements AutoCloseable {
         return size;
     }
 
-    /** Bytes written before the first wrap; {@link #size()} after it. */
+    /**
+     * The high watermark of written bytes: chunks tile {@code [0, usedSize)}, and the
+     * reader wraps there. A tail too short for the chunk that first wrapped stays out of
+     * use, as in Perfetto, until a later chunk small enough reaches it.
+     */
     public int usedSize() {
         return usedSize;
     }

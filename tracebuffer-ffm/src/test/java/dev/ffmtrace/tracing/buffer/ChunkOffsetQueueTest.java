@@ -20,11 +20,7 @@ class ChunkOffsetQueueTest {
             if (choice == 0 && !model.isEmpty()) {
                 model.removeFirst();
                 queue.removeFirst();
-            } else if (choice == 1 && !model.isEmpty()) {
-                int index = random.nextInt(model.size());
-                model.remove(index);
-                queue.removeAt(index);
-            } else if (choice == 2) {
+            } else if (choice == 1) {
                 int index = random.nextInt(model.size() + 1);
                 model.add(index, op);
                 queue.insert(index, op, ~op);

@@ -62,25 +62,46 @@ final class SequenceState {
     }
 
     /**
-     * Records the loss of the ids before {@code nextChunkId} once: they count as
-     * consumed, so a stalled chunk met again by the next read pass is not a new gap,
-     * and a late arrival among them is refused.
+     * Records, once, the loss before {@code nextChunkId}: the ids missing before it, or
+     * the unseen tail of the last consumed chunk when that one was scraped and then
+     * overwritten before its final commit. The missing ids count as consumed, so a
+     * stalled chunk met again by the next read pass is not a new gap, and a late
+     * arrival among them is refused.
      */
     void recordReadGap(int nextChunkId) {
-        dataLossReasons |= DataLossReason.READ_GAP;
+        boolean scrapedTailLost = hasLastChunkIdConsumed && lastConsumedIncomplete
+                && nextChunkId == lastChunkIdConsumed + 1;
+        dataLossReasons |= scrapedTailLost ? DataLossReason.OVERWRITE : DataLossReason.READ_GAP;
         hasLastChunkIdConsumed = true;
         lastChunkIdConsumed = nextChunkId - 1;
         lastConsumedIncomplete = false;
     }
 
     /**
-     * Whether {@code chunkId} may follow the last consumed chunk without a gap: the
-     * next id, or the same id again when that chunk was scraped and evicted and now
-     * comes back with more payload.
+     * Records that {@code chunkId} was refused for lack of room, if no read would find
+     * the gap it leaves: that is when it comes before every chunk of the sequence still
+     * in the buffer (a chunk committed out of order got in first). A gap between
+     * buffered chunks is found by the walk; a refused chunk after all of them is
+     * followed by nothing, since a buffer that refuses one chunk refuses all the next.
+     */
+    void recordDiscarded(int chunkId) {
+        boolean consumedAlready = hasLastChunkIdConsumed
+                && TraceBufferV2.compareChunkIds(chunkId, lastChunkIdConsumed) <= 0;
+        boolean walkFindsGap = !chunks.isEmpty() && TraceBufferV2.compareChunkIds(chunkId, chunks.chunkIdAt(0)) > 0;
+        if (!consumedAlready && !walkFindsGap) {
+            recordReadGap(chunkId + 1);
+        }
+    }
+
+    /**
+     * Whether {@code chunkId} may follow the last consumed chunk without a loss: the
+     * next id after a chunk consumed whole, or the same id again when that chunk was
+     * scraped and evicted and now comes back with more payload. The next id after such
+     * an evicted scraped chunk is a loss: what its writer added after the scrape
+     * (at least the fragment the scrape hid) is gone.
      */
     boolean followsLastConsumed(int chunkId) {
         return !hasLastChunkIdConsumed
-                || chunkId == lastChunkIdConsumed + 1
-                || (chunkId == lastChunkIdConsumed && lastConsumedIncomplete);
+                || (lastConsumedIncomplete ? chunkId == lastChunkIdConsumed : chunkId == lastChunkIdConsumed + 1);
     }
 }

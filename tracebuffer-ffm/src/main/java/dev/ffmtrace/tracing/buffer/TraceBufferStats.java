@@ -8,9 +8,11 @@ import dev.ffmtrace.perfetto.protos.TraceStats;
  * (field numbers in the comments). Byte counts are stored sizes: a chunk's header
  * plus payload rounded up to 16.
  *
- * <p>Each stored chunk counts once in the written figures and at most once in the read
- * or the overwritten ones, also when a scraped chunk is committed again in place after
- * it was read: read plus overwritten never exceeds written.
+ * <p>Each stored chunk counts once in the written figures and, once it leaves the
+ * buffer, once in the read or the overwritten ones, also when a scraped chunk is
+ * committed again in place after it was read, and also when it had nothing to consume:
+ * written = read + overwritten + the stored chunks not yet counted, at every step.
+ * Discarded chunks were refused before they were written, so they are in no other figure.
  *
  * <p>{@link #writeTo} encodes it as the generated {@code TraceStats.BufferStats}.
  */

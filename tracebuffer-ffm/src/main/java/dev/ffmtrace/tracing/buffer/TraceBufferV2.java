@@ -267,7 +267,7 @@ public final class TraceBufferV2 implements AutoCloseable {
         checkWritable();
         endReadBatch();
         if (discardWrites) {
-            discardWrite();
+            discardWrite(producerId, writerId, chunkId);
             return;
         }
         if ((producerId & ~0xFFFF) != 0 || (writerId & ~0xFFFF) != 0 || (producerId | writerId) == 0
@@ -447,7 +447,7 @@ public final class TraceBufferV2 implements AutoCloseable {
         SequenceState sequence = knownSequence;
         if (overwritePolicy == OverwritePolicy.DISCARD) {
             if (outer > size - writeOffset) {
-                discardWrite();
+                discardWrite(producerId, writerId, chunkId);
                 return;
             }
         } else {
@@ -636,9 +636,16 @@ public final class TraceBufferV2 implements AutoCloseable {
         }
     }
 
-    private void discardWrite() {
+    /** Refuses a chunk for lack of room, from now on every chunk; its sequence, if known, learns of the loss. */
+    private void discardWrite(int producerId, int writerId, int chunkId) {
         discardWrites = true;
         counters.chunksDiscarded++;
+        if (((producerId | writerId) & ~0xFFFF) == 0) {
+            SequenceState sequence = sequences.get(producerAndWriterId(producerId, writerId));
+            if (sequence != null) {
+                sequence.recordDiscarded(chunkId);
+            }
+        }
     }
 
     void markEmpty(SequenceState sequence) {

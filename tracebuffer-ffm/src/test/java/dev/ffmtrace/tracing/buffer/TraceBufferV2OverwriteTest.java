@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.buffer;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -12,6 +13,7 @@ import java.util.List;
 import java.util.Random;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Overwrites take a shortcut for chunks that hold only whole packets when nobody
@@ -102,5 +104,28 @@ class TraceBufferV2OverwriteTest {
             out.add(view.writerId() + ":" + Arrays.hashCode(view.toByteArray()) + ":"
                     + view.previousPacketDroppedReasons());
         }
+    }
+
+    /**
+     * A packet begins in chunk 0 and continues in chunk 1; its end has not arrived when
+     * chunk 0 is overwritten. The erase walk consumes chunk 1's continuation too, and
+     * counts chunk 1 overwritten, rather than leaving it to be read later as an orphan
+     * (the C++ does the same).
+     */
+    @Test
+    void eraseWalkConsumesTheContinuationsOfAPacketWhoseEndIsMissing() {
+        List<String> out = BufferScript.run(List.of(
+                "# Buffer: 4096 overwrite",
+                "copy 1 1 0 2 1 1 ee07+30*1006",
+                "copy 1 1 1 3 1 1 ee07+31*1006",
+                "copy 2 1 0 0 1 1 ee07+40*1006",
+                "copy 2 1 1 0 1 1 ee07+41*1006",
+                "copy 2 1 2 0 1 1 03424242",
+                "readv",
+                "stats"));
+        assertTrue(out.containsAll(List.of("bytes_overwritten 2048", "chunks_overwritten 2", "bytes_read 2080",
+                "chunks_read 3", "readaheads_failed 1")), () -> String.join("\n", out));
+        assertEquals(List.of("pkt 2 1 0", "pkt 2 1 0", "pkt 2 1 0"),
+                out.stream().filter(line -> line.startsWith("pkt")).map(line -> line.substring(0, 9)).toList());
     }
 }

@@ -2,18 +2,24 @@ package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
+import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * What a tracing session is made of, read from a binary {@code TraceConfig} and checked:
- * its buffers, and its data sources each bound to the index of the buffer it writes to.
+ * its buffers, its data sources each bound to the index of the buffer it writes to, and
+ * the periods the session keeps. Made by {@link #parse} from a TraceConfig, or by a
+ * {@link #builder()} for Java users; both check the same way, and a config that exists
+ * is known good, so a session started from it allocates nothing in vain.
  *
  * <p>Buffers may be named ({@code BufferConfig.name}) and data sources may address them
  * by name ({@code DataSourceConfig.target_buffer_name}), by index ({@code target_buffer})
@@ -21,21 +27,30 @@ import java.util.Map;
  * a buffer; an index must be in range; when both are given they must agree, which lets
  * one config serve services that know names and services that do not. A data source
  * with neither writes to buffer 0. Every refusal is an {@link InvalidConfigException}
- * naming the offending buffer or data source.
+ * naming the offending field, buffer or data source.
+ *
+ * <p>Periods, as Perfetto's service keeps them: {@code duration_ms} 0 runs until the
+ * session is stopped; {@code file_write_period_ms} applies with {@code write_into_file},
+ * 0 meaning {@value #DEFAULT_FILE_WRITE_PERIOD_MS} ms and less than
+ * {@value #MIN_FILE_WRITE_PERIOD_MS} ms meaning {@value #MIN_FILE_WRITE_PERIOD_MS}.
  *
  * <p>A config is immutable and may be shared between threads and sessions.
- *
- * @param buffers the session's trace buffers, in config order
- * @param dataSources the data sources it starts, each with the index of its buffer
- * @param durationMs {@code duration_ms}: how long whoever runs the session records; 0 if unset
- * @param writeIntoFile {@code write_into_file}: whether the trace is written out periodically
- * @param fileWritePeriodMs {@code file_write_period_ms}; 0 if unset
- * @param flushPeriodMs {@code flush_period_ms}; 0 if unset
- * @param incrementalStateClearPeriodMs {@code incremental_state_config.clear_period_ms}; 0 if unset
  */
-public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, long durationMs,
-                            boolean writeIntoFile, long fileWritePeriodMs, long flushPeriodMs,
-                            long incrementalStateClearPeriodMs) {
+public final class SessionConfig {
+    /** Perfetto's default {@code file_write_period_ms}. */
+    public static final long DEFAULT_FILE_WRITE_PERIOD_MS = 5000;
+    /** Perfetto's shortest {@code file_write_period_ms}: shorter asks are raised to it. */
+    public static final long MIN_FILE_WRITE_PERIOD_MS = 100;
+
+    private final List<Buffer> buffers;
+    private final List<DataSource> dataSources;
+    private final long durationMs;
+    private final boolean writeIntoFile;
+    private final long fileWritePeriodMs;
+    private final long maxFileSizeBytes;
+    private final long flushPeriodMs;
+    private final long incrementalStateClearPeriodMs;
+    private final byte[] traceConfig;
 
     /**
      * A trace buffer of the session.
@@ -61,10 +76,73 @@ public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, 
     public record DataSource(String name, int targetBuffer) {
     }
 
-    /** Copies the lists: a config never changes. */
-    public SessionConfig {
-        buffers = List.copyOf(buffers);
-        dataSources = List.copyOf(dataSources);
+    private SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, TraceConfig.Decoder config,
+                          long incrementalStateClearPeriodMs, byte[] traceConfig) {
+        this.buffers = List.copyOf(buffers);
+        this.dataSources = List.copyOf(dataSources);
+        this.durationMs = Integer.toUnsignedLong(config.durationMs());
+        this.writeIntoFile = config.writeIntoFile();
+        this.fileWritePeriodMs = Integer.toUnsignedLong(config.fileWritePeriodMs());
+        this.maxFileSizeBytes = config.maxFileSizeBytes();
+        this.flushPeriodMs = Integer.toUnsignedLong(config.flushPeriodMs());
+        this.incrementalStateClearPeriodMs = incrementalStateClearPeriodMs;
+        this.traceConfig = traceConfig;
+    }
+
+    /** A builder of a config, for Java users: {@link Builder#build()} checks it as {@link #parse} does. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** The session's trace buffers, in config order. */
+    public List<Buffer> buffers() {
+        return buffers;
+    }
+
+    /** The data sources it starts, each with the index of its buffer. */
+    public List<DataSource> dataSources() {
+        return dataSources;
+    }
+
+    /** {@code duration_ms}: how long the session records; 0 if unset (until stopped). */
+    public long durationMs() {
+        return durationMs;
+    }
+
+    /** {@code write_into_file}: whether the trace is written out periodically while the session runs. */
+    public boolean writeIntoFile() {
+        return writeIntoFile;
+    }
+
+    /** {@code file_write_period_ms} as the config says it; 0 if unset. */
+    public long fileWritePeriodMs() {
+        return fileWritePeriodMs;
+    }
+
+    /** How often the service writes the trace out with {@code write_into_file}, defaults and minimum applied. */
+    public long effectiveFileWritePeriodMs() {
+        return fileWritePeriodMs == 0 ? DEFAULT_FILE_WRITE_PERIOD_MS
+                : Math.max(fileWritePeriodMs, MIN_FILE_WRITE_PERIOD_MS);
+    }
+
+    /** {@code max_file_size_bytes}: with {@code write_into_file}, the session stops before the file would reach it; 0 if unset. */
+    public long maxFileSizeBytes() {
+        return maxFileSizeBytes;
+    }
+
+    /** {@code flush_period_ms}; 0 if unset. */
+    public long flushPeriodMs() {
+        return flushPeriodMs;
+    }
+
+    /** {@code incremental_state_config.clear_period_ms}; 0 if unset. */
+    public long incrementalStateClearPeriodMs() {
+        return incrementalStateClearPeriodMs;
+    }
+
+    /** The binary {@code TraceConfig} this config was read from (or the builder wrote), for the trace's {@code trace_config} packet. */
+    public MemorySegment traceConfig() {
+        return MemorySegment.ofArray(traceConfig).asReadOnly();
     }
 
     /** Reads and checks a binary {@code TraceConfig}. */
@@ -107,9 +185,7 @@ public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, 
             }
             clearPeriodMs = Integer.toUnsignedLong(incrementalState.clearPeriodMs());
         }
-        return new SessionConfig(buffers, dataSources, Integer.toUnsignedLong(config.durationMs()),
-                config.writeIntoFile(), Integer.toUnsignedLong(config.fileWritePeriodMs()),
-                Integer.toUnsignedLong(config.flushPeriodMs()), clearPeriodMs);
+        return new SessionConfig(buffers, dataSources, config, clearPeriodMs, traceConfig.toArray(ValueLayout.JAVA_BYTE));
     }
 
     private static List<Buffer> parseBuffers(TraceConfig.Decoder config) throws InvalidConfigException {
@@ -169,5 +245,141 @@ public record SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, 
                     + "\" is buffer " + buffers.get(byName).describe());
         }
         return (int) byIndex;
+    }
+
+    /**
+     * Builds a {@link SessionConfig} field by field, as a TraceConfig would say it: at least
+     * one buffer, data sources addressing buffers by name or index, and the periods.
+     * {@link #build()} writes the TraceConfig and checks it as {@link #parse} does; values
+     * a TraceConfig field cannot hold are refused there too, naming the field.
+     */
+    public static final class Builder {
+        private record BufferEntry(String name, long sizeKb, OverwritePolicy policy) {
+        }
+
+        private record SourceEntry(String name, Long targetBuffer, String targetBufferName) {
+        }
+
+        private final List<BufferEntry> buffers = new ArrayList<>();
+        private final List<SourceEntry> dataSources = new ArrayList<>();
+        private long durationMs;
+        private boolean writeIntoFile;
+        private long fileWritePeriodMs;
+        private long maxFileSizeBytes;
+        private long flushPeriodMs;
+        private long clearPeriodMs;
+
+        private Builder() {
+        }
+
+        /** Adds an unnamed buffer of {@code sizeKb} KiB. */
+        public Builder buffer(long sizeKb, OverwritePolicy policy) {
+            return buffer(null, sizeKb, policy);
+        }
+
+        /** Adds a buffer of {@code sizeKb} KiB, named {@code name} (null for none). */
+        public Builder buffer(String name, long sizeKb, OverwritePolicy policy) {
+            buffers.add(new BufferEntry(name, sizeKb, Objects.requireNonNull(policy, "policy")));
+            return this;
+        }
+
+        /** Adds a data source writing to buffer 0. */
+        public Builder dataSource(String name) {
+            dataSources.add(new SourceEntry(name, null, null));
+            return this;
+        }
+
+        /** Adds a data source writing to the buffer named {@code targetBufferName}. */
+        public Builder dataSource(String name, String targetBufferName) {
+            dataSources.add(new SourceEntry(name, null, Objects.requireNonNull(targetBufferName, "targetBufferName")));
+            return this;
+        }
+
+        /** Adds a data source writing to buffer {@code targetBuffer}, by index. */
+        public Builder dataSource(String name, long targetBuffer) {
+            dataSources.add(new SourceEntry(name, targetBuffer, null));
+            return this;
+        }
+
+        /** Sets {@code duration_ms}: the session stops itself after it (0, the default: when told). */
+        public Builder durationMs(long durationMs) {
+            this.durationMs = durationMs;
+            return this;
+        }
+
+        /** Sets {@code flush_period_ms}: the session flushes its producers this often (0: only when told). */
+        public Builder flushPeriodMs(long flushPeriodMs) {
+            this.flushPeriodMs = flushPeriodMs;
+            return this;
+        }
+
+        /** Sets {@code incremental_state_config.clear_period_ms} (0: never). */
+        public Builder incrementalStateClearPeriodMs(long clearPeriodMs) {
+            this.clearPeriodMs = clearPeriodMs;
+            return this;
+        }
+
+        /**
+         * Sets {@code write_into_file} with {@code file_write_period_ms} (0: the default) and
+         * {@code max_file_size_bytes} (0: no limit): the session writes its trace out to the
+         * output it is started with while it runs.
+         */
+        public Builder writeIntoFile(long fileWritePeriodMs, long maxFileSizeBytes) {
+            this.writeIntoFile = true;
+            this.fileWritePeriodMs = fileWritePeriodMs;
+            this.maxFileSizeBytes = maxFileSizeBytes;
+            return this;
+        }
+
+        /** Checks and makes the config. */
+        public SessionConfig build() throws InvalidConfigException {
+            HeapBuffered<TraceConfig> heap = new HeapBuffered<>(TraceConfig.FACTORY);
+            TraceConfig config = heap.get();
+            for (int i = 0; i < buffers.size(); i++) {
+                BufferEntry entry = buffers.get(i);
+                TraceConfig.BufferConfig buffer = config.addBuffers();
+                buffer.setSizeKb(uint32("buffers[" + i + "].size_kb", entry.sizeKb()));
+                buffer.setFillPolicy(entry.policy() == OverwritePolicy.DISCARD
+                        ? TraceConfig.BufferConfig.FillPolicy.DISCARD : TraceConfig.BufferConfig.FillPolicy.RING_BUFFER);
+                if (entry.name() != null) {
+                    buffer.setName(entry.name());
+                }
+            }
+            for (int i = 0; i < dataSources.size(); i++) {
+                SourceEntry entry = dataSources.get(i);
+                DataSourceConfig source = config.addDataSources().setConfig();
+                if (entry.name() != null) {
+                    source.setName(entry.name());
+                }
+                if (entry.targetBuffer() != null) {
+                    source.setTargetBuffer(uint32("data_sources[" + i + "].config.target_buffer", entry.targetBuffer()));
+                }
+                if (entry.targetBufferName() != null) {
+                    source.setTargetBufferName(entry.targetBufferName());
+                }
+            }
+            config.setDurationMs(uint32("duration_ms", durationMs));
+            config.setFlushPeriodMs(uint32("flush_period_ms", flushPeriodMs));
+            if (clearPeriodMs != 0) {
+                config.setIncrementalStateConfig().setClearPeriodMs(
+                        uint32("incremental_state_config.clear_period_ms", clearPeriodMs));
+            }
+            if (writeIntoFile) {
+                config.setWriteIntoFile(true);
+                config.setFileWritePeriodMs(uint32("file_write_period_ms", fileWritePeriodMs));
+                if (maxFileSizeBytes < 0) {
+                    throw new InvalidConfigException("max_file_size_bytes: " + maxFileSizeBytes + " is negative");
+                }
+                config.setMaxFileSizeBytes(maxFileSizeBytes);
+            }
+            return parse(heap.toSegment());
+        }
+
+        private static int uint32(String field, long value) throws InvalidConfigException {
+            if (value < 0 || value > 0xFFFF_FFFFL) {
+                throw new InvalidConfigException(field + ": " + value + " is not in [0, 4294967295]");
+            }
+            return (int) value;
+        }
     }
 }

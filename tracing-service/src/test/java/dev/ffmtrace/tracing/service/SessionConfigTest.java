@@ -168,4 +168,55 @@ class SessionConfigTest {
         assertEquals("TraceConfig is not a valid protobuf message: LENGTH_PAST_END",
                 assertThrows(InvalidConfigException.class, () -> SessionConfig.parse(MemorySegment.ofArray(garbage))).getMessage());
     }
+
+    @Test
+    void theBuilderWritesATraceConfigAndChecksItAsParseDoes() throws Exception {
+        SessionConfig built = SessionConfig.builder()
+                .buffer("main", 1024, OverwritePolicy.RING_BUFFER)
+                .buffer("late", 256, OverwritePolicy.DISCARD)
+                .dataSource("track_event", "main")
+                .dataSource("linux.ftrace", 1)
+                .dataSource("counters")
+                .durationMs(10_000).flushPeriodMs(1000).incrementalStateClearPeriodMs(5000)
+                .writeIntoFile(20, 1 << 20)
+                .build();
+        assertEquals(List.of(new SessionConfig.Buffer(0, "main", 1 << 20, OverwritePolicy.RING_BUFFER),
+                new SessionConfig.Buffer(1, "late", 256 << 10, OverwritePolicy.DISCARD)), built.buffers());
+        assertEquals(List.of(new SessionConfig.DataSource("track_event", 0), new SessionConfig.DataSource("linux.ftrace", 1),
+                new SessionConfig.DataSource("counters", 0)), built.dataSources());
+        assertEquals(10_000, built.durationMs());
+        assertEquals(1000, built.flushPeriodMs());
+        assertEquals(5000, built.incrementalStateClearPeriodMs());
+        assertTrue(built.writeIntoFile());
+        assertEquals(20, built.fileWritePeriodMs());
+        assertEquals(SessionConfig.MIN_FILE_WRITE_PERIOD_MS, built.effectiveFileWritePeriodMs());
+        assertEquals(1 << 20, built.maxFileSizeBytes());
+
+        SessionConfig reparsed = SessionConfig.parse(built.traceConfig());
+        assertEquals(built.buffers(), reparsed.buffers());
+        assertEquals(built.dataSources(), reparsed.dataSources());
+        assertEquals(built.maxFileSizeBytes(), reparsed.maxFileSizeBytes());
+        assertEquals(SessionConfig.DEFAULT_FILE_WRITE_PERIOD_MS, SessionConfig.builder()
+                .buffer(64, OverwritePolicy.RING_BUFFER).writeIntoFile(0, 0).build().effectiveFileWritePeriodMs());
+    }
+
+    @Test
+    void theBuilderNamesTheFieldItRefuses() {
+        assertEquals("TraceConfig has no buffers",
+                assertThrows(InvalidConfigException.class, () -> SessionConfig.builder().build()).getMessage());
+        assertEquals("buffer #0 \"main\" has no size_kb", assertThrows(InvalidConfigException.class,
+                () -> SessionConfig.builder().buffer("main", 0, OverwritePolicy.RING_BUFFER).build()).getMessage());
+        assertEquals("buffers[0].size_kb: 4294967296 is not in [0, 4294967295]", assertThrows(InvalidConfigException.class,
+                () -> SessionConfig.builder().buffer(1L << 32, OverwritePolicy.RING_BUFFER).build()).getMessage());
+        assertEquals("duration_ms: -1 is not in [0, 4294967295]", assertThrows(InvalidConfigException.class,
+                () -> SessionConfig.builder().buffer(64, OverwritePolicy.RING_BUFFER).durationMs(-1).build()).getMessage());
+        assertEquals("data source \"track_event\" (#0): target_buffer_name \"mian\" matches no buffer (named buffers: "
+                + "[main])", assertThrows(InvalidConfigException.class, () -> SessionConfig.builder()
+                .buffer("main", 64, OverwritePolicy.RING_BUFFER).dataSource("track_event", "mian").build()).getMessage());
+        assertEquals("data source #0 has no name", assertThrows(InvalidConfigException.class,
+                () -> SessionConfig.builder().buffer(64, OverwritePolicy.RING_BUFFER).dataSource(null).build()).getMessage());
+        assertEquals("max_file_size_bytes: -5 is negative", assertThrows(InvalidConfigException.class,
+                () -> SessionConfig.builder().buffer(64, OverwritePolicy.RING_BUFFER).writeIntoFile(0, -5).build())
+                .getMessage());
+    }
 }

@@ -30,7 +30,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
  * {@code previous_packet_dropped} when the buffer lost data of that sequence before the
  * packet. Each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
- * MONOTONIC_RAW and REALTIME read together, which lets the trace processor place
+ * MONOTONIC_RAW and REALTIME read back to back, which lets the trace processor place
  * timestamps of any of those clocks on its BOOTTIME timeline, and ends with a
  * {@code trace_stats} packet holding every buffer's stats; both are the service's own
  * packets, on sequence {@value #SERVICE_SEQUENCE_ID} as in Perfetto.
@@ -276,17 +276,21 @@ public final class TracingSession implements AutoCloseable {
     }
 
     private byte[] clockSnapshotPacket() {
+        // Every clock is read before anything is encoded, so that the snapshot's clocks
+        // describe one instant. MONOTONIC goes first: BOOTTIME is MONOTONIC plus the time
+        // suspended, and read right after it can never come out smaller.
+        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
+        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
+        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TracePacket packet = trace.get().addPacket();
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
         packet.setTimestamp(boottime);
         ClockSnapshot snapshot = packet.setClockSnapshot();
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, System.nanoTime());
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW,
-                Os.clockNanos(Os.CLOCK_MONOTONIC_RAW));
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME,
-                Os.clockNanos(Os.CLOCK_REALTIME));
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
         snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
         markAsService(packet);
         return trace.toByteArray();

@@ -29,7 +29,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * packet's own): {@code trusted_uid} and {@code trusted_pid} from the producer's
  * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
  * {@code previous_packet_dropped} when the buffer lost data of that sequence before the
- * packet. Each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
+ * packet, as Perfetto's DataLossReason bits: PRESENT with the causes the buffer found
+ * (65 for an overwrite). Each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
  * MONOTONIC_RAW and REALTIME read back to back, which lets the trace processor place
  * timestamps of any of those clocks on its BOOTTIME timeline, and ends with a
  * {@code trace_stats} packet holding every buffer's stats; both are the service's own
@@ -249,8 +250,10 @@ public final class TracingSession implements AutoCloseable {
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER,
                 Integer.toUnsignedLong(sequenceId(view.producerId(), view.writerId())));
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
-        if (view.previousPacketDropped()) {
-            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
+        int loss = view.previousPacketDroppedReasons();
+        if (loss != 0) {
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,
+                    Integer.toUnsignedLong(loss));
         }
         int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
                 size + trailerSize);

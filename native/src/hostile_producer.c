@@ -2,7 +2,7 @@
 // that writes into its SMB packets only the service may write, or that do not parse,
 // between valid ones.
 //
-//   hostile_producer <socket> <page_size> <smb_size> <writer_id>
+//   hostile_producer <socket> <page_size> <smb_size> <writer_id> [forge|die]
 //
 // It connects to <socket> (a path, or @name for the abstract namespace), receives the
 // SMB memfd and writes as writer <writer_id>, without commits (the service scans for
@@ -16,7 +16,12 @@
 // written well-formed, then, before its chunk is released, the length of its last field
 // is raised to cover the trusted fields the service appends after it. It prints
 // "forgery <timestamp> <name>" for each forgery, releases its last chunk and exits 0.
+//
+// With "die" it writes valid packets 1000..1004 into one chunk, starts packet 1005 as a
+// writer does (counted, its size not yet written, half its bytes) and kills itself with
+// SIGKILL: a producer dead mid-write, its chunk left being written.
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,9 +172,22 @@ static const char* forge(struct packet* p, int k) {
   }
 }
 
+// Starts packet `p` in the current chunk as a writer does, writes half of it and dies.
+static void die_mid_packet(struct smb_writer* w, const struct packet* p) {
+  if (w->chunk == NULL || (size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + p->size) {
+    fprintf(stderr, "hostile_producer: no room to die in\n");
+    exit(2);
+  }
+  memset(w->cursor, 0, SMB_PACKET_HEADER_SIZE);
+  smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) + 1));
+  memcpy(w->cursor + SMB_PACKET_HEADER_SIZE, p->bytes, p->size / 2);
+  raise(SIGKILL);
+}
+
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: hostile_producer <socket> <page_size> <smb_size> <writer_id>\n");
+  int die = argc == 6 && strcmp(argv[5], "die") == 0;
+  if (argc != 5 && !(argc == 6 && (die || strcmp(argv[5], "forge") == 0))) {
+    fprintf(stderr, "usage: hostile_producer <socket> <page_size> <smb_size> <writer_id> [forge|die]\n");
     return 2;
   }
   uint32_t page_size = (uint32_t)strtoul(argv[2], NULL, 10);
@@ -183,6 +201,12 @@ int main(int argc, char** argv) {
   struct smb_writer w;
   smb_writer_init(&w, &smb, (uint16_t)atoi(argv[4]), LAYOUT);
 
+  if (die) {
+    for (int k = 0; k < 5; k++) write_valid(&w, (uint64_t)(VALID_BASE + k));
+    struct packet last = marked(VALID_BASE + 5);
+    put_bytes_field(&last, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+    die_mid_packet(&w, &last);
+  }
   write_valid(&w, VALID_BASE);
   for (int k = 1;; k++) {
     struct packet p = marked((uint64_t)k);

@@ -32,10 +32,11 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
  * {@code previous_packet_dropped} when data of that sequence was lost before the packet
  * (Perfetto's DataLossReason bits: PRESENT with the causes the buffer found, and the
- * producer's own SMB_FULL). A packet that fails Perfetto's packet validation (see
- * {@link PacketValidator}: malformed at the top level, or holding a field only the
- * service may write) is dropped, counted in {@code trace_stats}' {@code invalid_packets}
- * and reported as a loss on the next packet of its sequence. Each readback starts with a
+ * producer's own SMB_FULL). A packet that fails validation, as in Perfetto's service
+ * (malformed at the top level, or holding a field only the service may write), is dropped, counted in {@code trace_stats}' {@code invalid_packets}
+ * and reported as a loss on the next packet of its sequence; a chunk still being written
+ * when its producer disconnected is counted in {@code chunks_discarded}. Each readback
+ * starts with a
  * {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW and REALTIME read back to
  * back, which lets the trace processor place timestamps of any of those clocks on its
  * BOOTTIME timeline, and ends with a {@code trace_stats} packet holding every buffer's
@@ -56,9 +57,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p><b>Threads:</b> {@link #flush()}, {@link #clearIncrementalState()},
  * {@link #writeTrace}, {@link #writeSnapshot} and {@link #close()} are the session
  * owner's, one thread at a time; they throw {@link IllegalStateException} once the
- * session is closed. {@link #stats()}, {@link #invalidPackets()}, {@link #warnings()},
- * {@link #isClosed()} and {@link #config()} may be called from any thread, also after
- * close. Closing twice does nothing more.
+ * session is closed. {@link #stats()}, {@link #invalidPackets()},
+ * {@link #chunksDiscarded()}, {@link #warnings()}, {@link #isClosed()} and
+ * {@link #config()} may be called from any thread, also after close. Closing twice does
+ * nothing more.
  */
 public final class TracingSession implements AutoCloseable {
     private static final int TRACE_PACKET_TAG = 0x0a;
@@ -175,6 +177,24 @@ public final class TracingSession implements AutoCloseable {
      */
     public long invalidPackets() {
         return consumed.invalidPackets;
+    }
+
+    /**
+     * Chunks of this session's buffers still being written when their producer
+     * disconnected (see {@link Producer}): each lost its last packet. What the trace's
+     * {@code trace_stats} carries as {@code chunks_discarded}.
+     */
+    public long chunksDiscarded() {
+        long discarded = 0;
+        for (ServiceBuffer buffer : buffers) {
+            buffer.lock.lock();
+            try {
+                discarded += buffer.chunksDiscarded;
+            } finally {
+                buffer.lock.unlock();
+            }
+        }
+        return discarded;
     }
 
     private List<TraceBufferStats> readStats() {
@@ -311,6 +331,7 @@ public final class TracingSession implements AutoCloseable {
         for (TraceBufferStats bufferStats : readStats()) {
             bufferStats.writeTo(stats.addBufferStats());
         }
+        stats.setChunksDiscarded(chunksDiscarded());
         stats.setInvalidPackets(invalidPackets);
         markAsService(packet);
         return trace.toByteArray();

@@ -19,8 +19,10 @@ import java.lang.foreign.MemorySegment;
  * {@code DATA_LOSS_PRESENT}); the causes the service's buffer finds are the service's.
  *
  * <p>Only the top level is checked, as Perfetto does: nested messages are the trace
- * reader's to parse. The packet is the service's own copy, so it cannot change while
- * it is checked. One instance per reading thread: it reuses its decoder.
+ * reader's to parse. The parse is {@link ProtoDecoder}'s, a little stricter than
+ * Perfetto's: a field id of 0 or above protobuf's 2^29 - 1 fails too. The packet is the
+ * service's own copy, so it cannot change while it is checked. One instance per reading
+ * thread: it reuses its decoder.
  */
 final class PacketValidator {
     /** {@link #validate}: the packet must be dropped and counted. */

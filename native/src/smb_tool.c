@@ -2,10 +2,12 @@
 // shared, not just similar.
 //
 //   smb_tool produce <socket> <page_size> <smb_size> <writer_id> <packets> <seed>
-//                    <max_packet_size> <layout> <shrink>
+//                    <max_packet_size> <layout> <shrink> [wrap]
 //       receive the SMB memfd over <socket>, write <packets> packets generated from
 //       <seed> (see below) as writer <writer_id>, fragmenting them over chunks, then
-//       release the last chunk and send "D".
+//       release the last chunk and send "D". With wrap 1, each packet's bytes go in a
+//       TracePacket field 900 (Perfetto's for_testing), making it a packet the tracing
+//       service's validation lets through.
 //   smb_tool scan <socket> <page_size> <smb_size>
 //       receive the SMB memfd and print every page and chunk, and the fragments of
 //       complete chunks:
@@ -35,7 +37,16 @@ static uint32_t xorshift32(uint32_t* state) {
   return *state = x;
 }
 
-static int produce(int sock, struct smb* smb, char** argv) {
+enum { FOR_TESTING_TAG = (900 << 3) | 2, WRAP_HEADER_MAX = 10 };
+
+static size_t put_varint(uint8_t* at, uint32_t value) {
+  size_t n = 0;
+  for (; value >= 0x80; value >>= 7) at[n++] = (uint8_t)(value | 0x80);
+  at[n++] = (uint8_t)value;
+  return n;
+}
+
+static int produce(int sock, struct smb* smb, int wrap, char** argv) {
   uint16_t writer_id = (uint16_t)atoi(argv[0]);
   long packets = atol(argv[1]);
   uint32_t seed = (uint32_t)strtoul(argv[2], NULL, 10);
@@ -44,18 +55,21 @@ static int produce(int sock, struct smb* smb, char** argv) {
   struct smb_writer w;
   smb_writer_init(&w, smb, writer_id, layout);
   w.shrink_small_sizes = atoi(argv[5]);
-  uint8_t* data = malloc(max_size + 1);
+  uint8_t* packet = malloc(WRAP_HEADER_MAX + max_size + 1);
   uint32_t rng = seed == 0 ? 1 : seed;
   for (long k = 0; k < packets; k++) {
     uint32_t size = xorshift32(&rng) % (max_size + 1);
+    size_t header = wrap ? put_varint(packet, FOR_TESTING_TAG) : 0;
+    if (wrap) header += put_varint(packet + header, size);
+    uint8_t* data = packet + header;
     for (uint32_t i = 0; i < size; i++) data[i] = (uint8_t)(k * 131 + i * 7 + seed);
-    if (smb_writer_write_packet(&w, data, size) != 0) {
+    if (smb_writer_write_packet(&w, packet, header + size) != 0) {
       fprintf(stderr, "smb_tool: no free chunk for packet %ld\n", k);
       return 2;
     }
   }
   smb_writer_flush(&w);
-  free(data);
+  free(packet);
   if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) peer_die("send");
   return 0;
 }
@@ -117,7 +131,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "smb_tool: invalid page size %u or SMB size %zu\n", page_size, size);
     return 2;
   }
-  if (strcmp(argv[1], "produce") == 0 && argc == 11) return produce(sock, &smb, argv + 5);
+  if (strcmp(argv[1], "produce") == 0 && (argc == 11 || argc == 12)) {
+    return produce(sock, &smb, argc == 12 && atoi(argv[11]) != 0, argv + 5);
+  }
   if (strcmp(argv[1], "scan") == 0 && argc == 5) return scan(sock, &smb);
   fprintf(stderr, "smb_tool: bad arguments\n");
   return 2;

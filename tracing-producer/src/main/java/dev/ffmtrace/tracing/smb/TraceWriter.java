@@ -27,7 +27,8 @@ import java.lang.invoke.VarHandle;
  * is flagged "needs patching"); patches are committed once the messages finish. When no
  * chunk can be had, the writer drops: a fragment in flight gets Perfetto's drop-packet
  * size, later packets go to a scratch area, and the first packet after recovery carries
- * {@code previous_packet_dropped}.
+ * {@code previous_packet_dropped} with Perfetto's DataLossReason bits PRESENT and
+ * SMB_FULL (257), the one cause a producer reports itself.
  *
  * <p>The fast path, a packet that fits in the current chunk, takes no lock and allocates
  * nothing. Chunk changes go through the {@link SharedMemoryArbiter}'s lock.
@@ -52,6 +53,9 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     /** A packet starts in a new chunk when fewer bytes than this are left. */
     static final int MIN_PACKET_ROOM = PACKET_HEADER_SIZE + 8;
     private static final int GARBAGE_SIZE = 1024;
+    /** {@code previous_packet_dropped} of the first packet after a drop: data was lost, for want of a chunk. */
+    private static final int SMB_FULL_LOSS = TracePacket.DataLossReason.DATA_LOSS_PRESENT.number()
+            | TracePacket.DataLossReason.DATA_LOSS_SMB_FULL.number();
 
     static final int IDLE = 0;
     static final int WRITING = 1;
@@ -184,7 +188,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         if (!dropping) {
             P started = startPacketInChunk();
             if (wasDropping) {
-                started.appendVarInt(TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
+                started.appendVarInt(TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, SMB_FULL_LOSS);
             }
             return started;
         }

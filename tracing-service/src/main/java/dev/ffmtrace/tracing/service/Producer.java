@@ -44,6 +44,12 @@ import java.util.function.IntPredicate;
  * writers have written into the sessions' buffers, then stops its data sources; commits
  * that arrive afterwards are dropped (their chunks freed), and the SMB stays mapped, for
  * writers still open, until the service closes. Closing twice does nothing more.
+ *
+ * <p>A producer in another process that dies (killed mid-write) leaves chunks being
+ * written that will never complete. Its owner closes the producer when the connection
+ * ends: the closing flush takes what those chunks show, and counts each as discarded in
+ * its session's {@code trace_stats} ({@code chunks_discarded}), since its last packet,
+ * perhaps cut short, is lost.
  */
 public final class Producer implements AutoCloseable {
     private final TracingService service;
@@ -59,9 +65,11 @@ public final class Producer implements AutoCloseable {
     private volatile DataSource[] dataSourceArray = new DataSource[0];
     /** Writer id to the buffer its writer was created or adopted for: where scraped and scanned chunks go. */
     private final AtomicIntegerArray writerTargets = new AtomicIntegerArray(MAX_WRITER_ID + 1);
-    private final BufferSink commitSink = new BufferSink(true);
+    private final BufferSink commitSink = new BufferSink(true, false);
     /** Sends each chunk to its writer's target: for scraped chunks and those of remote writers. */
-    private final BufferSink writerSink = new BufferSink(false);
+    private final BufferSink writerSink = new BufferSink(false, false);
+    /** {@link #writerSink} for the last scrape, at close: the chunks it takes will never complete. */
+    private final BufferSink lastScrapeSink = new BufferSink(false, true);
     /** Writer ids of remote writers, whose complete chunks are found by scanning; guarded by the reader lock. */
     private final boolean[] remoteWriters = new boolean[MAX_WRITER_ID + 1];
     private final IntPredicate isRemoteWriter = writerId -> remoteWriters[writerId];
@@ -224,6 +232,11 @@ public final class Producer implements AutoCloseable {
      * a flush can take without the writers' threads.
      */
     void flush() {
+        flush(writerSink);
+    }
+
+    /** {@link #flush()}, with chunks still being written going to {@code scrapeSink}. */
+    private void flush(BufferSink scrapeSink) {
         arbiter.reclaimIdleChunks();
         readerLock.lock();
         try {
@@ -236,7 +249,7 @@ public final class Producer implements AutoCloseable {
                 reader.moveCompleteChunks(writerSink, isRemoteWriter);
                 reader.moveCompleteChunks(writerSink, isRemoteWriter);
             }
-            reader.scrapeChunksBeingWritten(writerSink);
+            reader.scrapeChunksBeingWritten(scrapeSink);
         } finally {
             readerLock.unlock();
         }
@@ -336,7 +349,8 @@ public final class Producer implements AutoCloseable {
 
     /**
      * Disconnects the producer: takes what its writers have written into the sessions'
-     * buffers (as a flush does), stops its data sources, and leaves the sessions running.
+     * buffers (as a flush does, counting each chunk still being written as discarded),
+     * stops its data sources, and leaves the sessions running.
      * Writers still open keep writing into the SMB, which stays mapped until the service
      * closes, but what they commit is dropped. Closing twice does nothing more.
      */
@@ -346,7 +360,7 @@ public final class Producer implements AutoCloseable {
             if (closed) {
                 return;
             }
-            flush();
+            flush(lastScrapeSink);
             readerLock.lock();
             try {
                 closed = true;
@@ -376,12 +390,15 @@ public final class Producer implements AutoCloseable {
     /** Copies chunks into a session buffer, under that buffer's lock. */
     private final class BufferSink implements SharedMemoryReader.ChunkSink {
         private final boolean committed;
+        /** Whether each chunk is the last version the service will take: counted as discarded. */
+        private final boolean last;
         /** Reused: a fresh one per chunk would escape into copyChunkUntrusted and be allocated. */
         private final ChunkCommit chunk = new ChunkCommit();
         ServiceBuffer buffer;
 
-        BufferSink(boolean committed) {
+        BufferSink(boolean committed, boolean last) {
             this.committed = committed;
+            this.last = last;
         }
 
         @Override
@@ -400,6 +417,9 @@ public final class Producer implements AutoCloseable {
                             .numFragments(packetCountOf(packets)).flags(flagsOf(packets)).complete(complete);
                     target.buffer.copyChunkUntrusted(chunk, segment, offset, size);
                     lostData = target.shouldClearAfterLoss(lostBefore);
+                    if (last) {
+                        target.chunksDiscarded++;
+                    }
                 }
             } finally {
                 target.lock.unlock();

@@ -22,6 +22,12 @@ final class ServiceBuffer {
      * so the first loss clears); guarded by {@link #lock}.
      */
     private long lastLossClear = System.nanoTime() - LOSS_CLEAR_INTERVAL_NANOS;
+    /**
+     * Chunks still being written when their producer disconnected, which can never
+     * complete: their last packet, perhaps cut short, is lost (Perfetto's TraceStats
+     * {@code chunks_discarded}). Guarded by {@link #lock}.
+     */
+    long chunksDiscarded;
 
     ServiceBuffer(int id, SessionConfig.Buffer config) {
         this.id = id;

@@ -17,7 +17,9 @@ import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -28,12 +30,18 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * only the service can vouch for appended to it (protobuf lets a field follow the
  * packet's own): {@code trusted_uid} and {@code trusted_pid} from the producer's
  * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
- * {@code previous_packet_dropped} when the buffer lost data of that sequence before the
- * packet. Each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
- * MONOTONIC_RAW and REALTIME read together, which lets the trace processor place
- * timestamps of any of those clocks on its BOOTTIME timeline, and ends with a
- * {@code trace_stats} packet holding every buffer's stats; both are the service's own
- * packets, on sequence {@value #SERVICE_SEQUENCE_ID} as in Perfetto.
+ * {@code previous_packet_dropped} when data of that sequence was lost before the packet
+ * (Perfetto's DataLossReason bits: PRESENT with the causes the buffer found, and the
+ * producer's own SMB_FULL). A packet that fails validation, as in Perfetto's service
+ * (malformed at the top level, or holding a field only the service may write), is dropped, counted in {@code trace_stats}' {@code invalid_packets}
+ * and reported as a loss on the next packet of its sequence; a chunk still being written
+ * when its producer disconnected is counted in {@code chunks_discarded}. Each readback
+ * starts with a
+ * {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW and REALTIME read back to
+ * back, which lets the trace processor place timestamps of any of those clocks on its
+ * BOOTTIME timeline, and ends with a {@code trace_stats} packet holding every buffer's
+ * stats; both are the service's own packets, on sequence {@value #SERVICE_SEQUENCE_ID}
+ * as in Perfetto.
  * {@link #writeSnapshot} writes the same from read-only clones, leaving the session
  * running and its data unread. Readback is for one thread at a time.
  *
@@ -49,7 +57,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p><b>Threads:</b> {@link #flush()}, {@link #clearIncrementalState()},
  * {@link #writeTrace}, {@link #writeSnapshot} and {@link #close()} are the session
  * owner's, one thread at a time; they throw {@link IllegalStateException} once the
- * session is closed. {@link #stats()}, {@link #warnings()}, {@link #isClosed()} and
+ * session is closed. {@link #stats()}, {@link #invalidPackets()},
+ * {@link #chunksDiscarded()}, {@link #warnings()}, {@link #isClosed()} and
  * {@link #config()} may be called from any thread, also after close. Closing twice does
  * nothing more.
  */
@@ -62,10 +71,14 @@ public final class TracingSession implements AutoCloseable {
     private final SessionConfig config;
     private final List<ServiceBuffer> buffers;
     private final TracePacketView view = new TracePacketView();
+    private final PacketValidator validator = new PacketValidator();
+    /** What consuming reads carry from one readback to the next. */
+    private final Readback consumed = new Readback();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
     private volatile List<TraceBufferStats> finalStats;
     private byte[] packetBytes = new byte[4096];
+    private MemorySegment packetSegment = MemorySegment.ofArray(packetBytes);
     /** The packet's tag and length, and the trusted fields appended to it. */
     private final byte[] header = new byte[1 + 5];
     private final byte[] trailer = new byte[64];
@@ -157,6 +170,33 @@ public final class TracingSession implements AutoCloseable {
         return readStats();
     }
 
+    /**
+     * Packets read back so far and dropped because they failed validation: malformed at
+     * the top level, or holding a field only the service may write. What the trace's
+     * {@code trace_stats} carries as {@code invalid_packets}.
+     */
+    public long invalidPackets() {
+        return consumed.invalidPackets;
+    }
+
+    /**
+     * Chunks of this session's buffers still being written when their producer
+     * disconnected (see {@link Producer}): each lost its last packet. What the trace's
+     * {@code trace_stats} carries as {@code chunks_discarded}.
+     */
+    public long chunksDiscarded() {
+        long discarded = 0;
+        for (ServiceBuffer buffer : buffers) {
+            buffer.lock.lock();
+            try {
+                discarded += buffer.chunksDiscarded;
+            } finally {
+                buffer.lock.unlock();
+            }
+        }
+        return discarded;
+    }
+
     private List<TraceBufferStats> readStats() {
         List<TraceBufferStats> stats = new ArrayList<>();
         for (ServiceBuffer buffer : buffers) {
@@ -187,12 +227,12 @@ public final class TracingSession implements AutoCloseable {
         for (ServiceBuffer buffer : buffers) {
             buffer.lock.lock();
             try {
-                packets += writePackets(buffer.buffer, out);
+                packets += writePackets(buffer.buffer, out, consumed);
             } finally {
                 buffer.lock.unlock();
             }
         }
-        out.write(statsPacket());
+        out.write(statsPacket(consumed.invalidPackets));
         return packets;
     }
 
@@ -208,6 +248,8 @@ public final class TracingSession implements AutoCloseable {
         checkOpen("writeSnapshot");
         out.write(clockSnapshotPacket());
         long packets = 0;
+        // The clones' packets are read again by consuming reads: the snapshot counts on a copy.
+        Readback snapshot = consumed.copy();
         try (Arena arena = Arena.ofConfined()) {
             for (ServiceBuffer buffer : buffers) {
                 TraceBufferV2 clone;
@@ -217,46 +259,64 @@ public final class TracingSession implements AutoCloseable {
                 } finally {
                     buffer.lock.unlock();
                 }
-                packets += writePackets(clone, out);
+                packets += writePackets(clone, out, snapshot);
             }
         }
-        out.write(statsPacket());
+        out.write(statsPacket(snapshot.invalidPackets));
         return packets;
     }
 
-    private long writePackets(TraceBufferV2 buffer, OutputStream out) throws IOException {
+    private long writePackets(TraceBufferV2 buffer, OutputStream out, Readback readback) throws IOException {
         long packets = 0;
         buffer.beginRead();
         while (buffer.readNextTracePacket(view)) {
-            writePacket(out);
-            packets++;
+            if (writePacket(out, readback)) {
+                packets++;
+            }
         }
         return packets;
     }
 
-    private void writePacket(OutputStream out) throws IOException {
+    /** Writes the packet in {@link #view} unless it fails validation; returns whether it wrote it. */
+    private boolean writePacket(OutputStream out, Readback readback) throws IOException {
         int size = (int) view.size();
         if (packetBytes.length < size) {
             packetBytes = new byte[Math.max(size, packetBytes.length * 2)];
+            packetSegment = MemorySegment.ofArray(packetBytes);
         }
         int at = 0;
         for (int i = 0; i < view.fragmentCount(); i++) {
             MemorySegment.copy(view.buffer(), Layouts.BYTE, view.fragmentOffset(i), packetBytes, at, view.fragmentSize(i));
             at += view.fragmentSize(i);
         }
+        int sequenceId = sequenceId(view.producerId(), view.writerId());
+        int loss = view.previousPacketDroppedReasons();
+        int producerLoss = validator.validate(packetSegment, size);
+        if (producerLoss == PacketValidator.INVALID) {
+            readback.invalidPackets++;
+            readback.pendingLoss.merge(sequenceId, loss | PacketValidator.LOSS_PRESENT, (a, b) -> a | b);
+            return false;
+        }
+        if (!readback.pendingLoss.isEmpty()) {
+            Integer pending = readback.pendingLoss.remove(sequenceId);
+            loss |= pending == null ? 0 : pending;
+        }
         int trailerSize = 0;
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_UID_FIELD_NUMBER, view.clientUid());
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER,
-                Integer.toUnsignedLong(sequenceId(view.producerId(), view.writerId())));
+                Integer.toUnsignedLong(sequenceId));
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
-        if (view.previousPacketDropped()) {
-            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER, 1);
+        if (loss != 0) {
+            // Readers keep the last value of the field: the service's, which must then carry the producer's cause too.
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,
+                    Integer.toUnsignedLong(loss | producerLoss));
         }
         int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
                 size + trailerSize);
         out.write(header, 0, headerSize);
         out.write(packetBytes, 0, size);
         out.write(trailer, 0, trailerSize);
+        return true;
     }
 
     /** The trusted sequence id of a producer's writer: unique within the service. */
@@ -264,29 +324,35 @@ public final class TracingSession implements AutoCloseable {
         return (producerId << 16) | writerId;
     }
 
-    private byte[] statsPacket() {
+    private byte[] statsPacket(long invalidPackets) {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TracePacket packet = trace.get().addPacket();
         TraceStats stats = packet.setTraceStats();
         for (TraceBufferStats bufferStats : readStats()) {
             bufferStats.writeTo(stats.addBufferStats());
         }
+        stats.setChunksDiscarded(chunksDiscarded());
+        stats.setInvalidPackets(invalidPackets);
         markAsService(packet);
         return trace.toByteArray();
     }
 
     private byte[] clockSnapshotPacket() {
+        // Every clock is read before anything is encoded, so that the snapshot's clocks
+        // describe one instant. MONOTONIC goes first: BOOTTIME is MONOTONIC plus the time
+        // suspended, and read right after it can never come out smaller.
+        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
+        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
+        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TracePacket packet = trace.get().addPacket();
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
         packet.setTimestamp(boottime);
         ClockSnapshot snapshot = packet.setClockSnapshot();
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, System.nanoTime());
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW,
-                Os.clockNanos(Os.CLOCK_MONOTONIC_RAW));
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME,
-                Os.clockNanos(Os.CLOCK_REALTIME));
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
         snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
         markAsService(packet);
         return trace.toByteArray();
@@ -306,6 +372,23 @@ public final class TracingSession implements AutoCloseable {
     private static int putTagAndVarint(byte[] into, int at, int field, long value) {
         return ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, at,
                 ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
+    }
+
+    /**
+     * What reading packets carries from one to the next: the packets dropped as invalid,
+     * and the loss each left on its sequence, reported by that sequence's next packet.
+     * Written by the reading thread only.
+     */
+    private static final class Readback {
+        volatile long invalidPackets;
+        final Map<Integer, Integer> pendingLoss = new HashMap<>();
+
+        Readback copy() {
+            Readback copy = new Readback();
+            copy.invalidPackets = invalidPackets;
+            copy.pendingLoss.putAll(pendingLoss);
+            return copy;
+        }
     }
 
     private void checkOpen(String method) {

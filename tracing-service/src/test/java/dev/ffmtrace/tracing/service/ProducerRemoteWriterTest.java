@@ -15,6 +15,7 @@ import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
@@ -41,6 +42,8 @@ class ProducerRemoteWriterTest {
     private static final int REMOTE_WRITER = 77;
     private static final int SEED = 4242;
     private static final int MAX_PACKET = 300;
+    /** Perfetto's TracePacket.for_testing, which {@code smb_tool produce ... wrap} writes. */
+    private static final int FOR_TESTING_FIELD_NUMBER = 900;
     private static Path tool;
 
     @BeforeAll
@@ -48,26 +51,25 @@ class ProducerRemoteWriterTest {
         tool = CPrograms.program("smb_tool");
     }
 
-    /** The packets {@code smb_tool produce} writes for a seed, empty ones left out (buffers skip them). */
+    /**
+     * The packets {@code smb_tool produce ... wrap} writes for a seed: each generated
+     * packet as the bytes of field 900, so that the service's validation keeps them.
+     */
     private static List<byte[]> generatedPackets(int count) {
         List<byte[]> packets = new ArrayList<>();
-        int state = SEED;
-        for (int k = 0; k < count; k++) {
-            state ^= state << 13;
-            state ^= state >>> 17;
-            state ^= state << 5;
-            byte[] packet = new byte[(int) (Integer.toUnsignedLong(state) % (MAX_PACKET + 1))];
-            for (int i = 0; i < packet.length; i++) {
-                packet[i] = (byte) (k * 131 + i * 7 + SEED);
-            }
-            if (packet.length > 0) {
-                packets.add(packet);
-            }
+        for (byte[] bytes : SmbCrossProcessTest.generatedPackets(count, SEED, MAX_PACKET)) {
+            byte[] packet = new byte[2 * ProtoWire.MAX_VARINT_SIZE + bytes.length];
+            int at = ProtoWire.writeVarInt(packet, 0, ProtoWire.makeTag(FOR_TESTING_FIELD_NUMBER,
+                    ProtoWire.WIRE_TYPE_LENGTH_DELIMITED));
+            at = ProtoWire.writeVarInt(packet, at, bytes.length);
+            System.arraycopy(bytes, 0, packet, at, bytes.length);
+            packets.add(Arrays.copyOf(packet, at + bytes.length));
         }
         return packets;
     }
 
-    private static List<byte[]> rawPackets(byte[] trace) {
+    /** Each packet of a trace file, as its bytes. */
+    static List<byte[]> rawPackets(byte[] trace) {
         Trace.Decoder decoder = new Trace.Decoder();
         decoder.reset(MemorySegment.ofArray(trace));
         RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
@@ -89,7 +91,7 @@ class ProducerRemoteWriterTest {
             TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
             Peers.Peer peer = Peers.startNative(tool, "produce", "@" + server.address().name(),
                     Integer.toString(PAGE_SIZE), Integer.toString(pages * PAGE_SIZE), Integer.toString(REMOTE_WRITER),
-                    Integer.toString(packets), Integer.toString(SEED), Integer.toString(MAX_PACKET), "3", "1");
+                    Integer.toString(packets), Integer.toString(SEED), Integer.toString(MAX_PACKET), "3", "1", "1");
             try (UnixSocket connection = server.accept()) {
                 PeerCredentials credentials = connection.peerCredentials();
                 assertEquals(peer.process().pid(), credentials.pid());

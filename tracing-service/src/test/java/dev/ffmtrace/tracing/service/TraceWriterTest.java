@@ -248,8 +248,8 @@ class TraceWriterTest {
                     InProcessService.chunk(1, w, id, packets, complete), smb, off, size));
             List<ReadPacket> packets = service.readAll();
             byte[] last = packets.get(packets.size() - 1).bytes();
-            // previous_packet_dropped = 1 (field 42, varint: d0 02 01), then the payload.
-            assertArrayEquals(new byte[] {(byte) 0xd0, 0x02, 0x01, 0x0a, 0x01, 0x07}, last);
+            // previous_packet_dropped = PRESENT | SMB_FULL = 257 (field 42, varint: d0 02 81 02), then the payload.
+            assertArrayEquals(new byte[] {(byte) 0xd0, 0x02, (byte) 0x81, 0x02, 0x0a, 0x01, 0x07}, last);
             assertEquals(400 - writer.packetsDropped() - writer.fragmentsDropped(), packets.size() - 1,
                     "every packet neither dropped nor cut by the drop marker is read");
             assertEquals(1, writer.fragmentsDropped(), "the packet in flight when the SMB ran out");

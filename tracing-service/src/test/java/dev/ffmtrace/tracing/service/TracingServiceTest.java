@@ -205,6 +205,47 @@ class TracingServiceTest {
     }
 
     @Test
+    void aWrappedRingBufferReportsTheOverwriteAsTheCauseOfTheLoss() throws Exception {
+        SessionConfig config = SessionConfig.parse(SessionConfigTest.config(List.of(new SessionConfigTest.B(64, "events")),
+                List.of(new SessionConfigTest.D("track_event", null, "events")), c -> { }));
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer(ProducerOptions.of("app"));
+            DataSource events = producer.registerDataSource("track_event");
+            TracingSession session = service.startSession(config);
+            try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                for (int i = 0; i < 2000; i++) {
+                    TracePacket packet = writer.newTracePacket();
+                    packet.setTimestamp(i);
+                    packet.setTrackEvent().setName("event " + i + " ".repeat(200));
+                    writer.finishTracePacket();
+                    if (i % 50 == 0) {
+                        session.flush();
+                    }
+                }
+            }
+            session.flush();
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            session.writeTrace(file);
+            Trace.Decoder trace = new Trace.Decoder();
+            trace.reset(MemorySegment.ofArray(file.toByteArray()));
+            RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
+            TracePacket.Decoder packet = new TracePacket.Decoder();
+            List<Integer> losses = new ArrayList<>();
+            while (packets.next()) {
+                packet.reset(packets.field());
+                if (packet.previousPacketDropped() != 0) {
+                    losses.add(packet.previousPacketDropped());
+                }
+            }
+            int overwrite = TracePacket.DataLossReason.DATA_LOSS_PRESENT.number()
+                    | TracePacket.DataLossReason.DATA_LOSS_OVERWRITE.number();
+            assertEquals(65, overwrite);
+            // 800 KB through a 64 KB ring: the first packet read says what was lost before it, and why.
+            assertEquals(List.of(overwrite), losses);
+        }
+    }
+
+    @Test
     void aDataSourceRegisteredAfterTheSessionStartedIsStartedToo() throws Exception {
         try (TracingService service = new TracingService()) {
             TracingSession session = service.startSession(twoNamedBuffers());

@@ -1,0 +1,238 @@
+// A hostile producer for the tracing service's validation tests: a process of its own
+// that writes into its SMB packets only the service may write, or that do not parse,
+// between valid ones.
+//
+//   hostile_producer <socket> <page_size> <smb_size> <writer_id> [forge|die]
+//
+// It connects to <socket> (a path, or @name for the abstract namespace), receives the
+// SMB memfd and writes as writer <writer_id>, without commits (the service scans for
+// complete chunks):
+//   valid packet, timestamp 1000
+//   for each forgery k = 1..N: the forgery (timestamp k), then a valid packet (1000 + k)
+//   forgery 1 again (timestamp 1999), then a packet whose previous_packet_dropped says
+//   the SMB was full (PRESENT | SMB_FULL, the one loss a producer may report; timestamp
+//   2000), then a valid packet (2001)
+// Valid packets hold a timestamp and an instant TrackEvent. Forgery "length raised" is
+// written well-formed, then, before its chunk is released, the length of its last field
+// is raised to cover the trusted fields the service appends after it. It prints
+// "forgery <timestamp> <name>" for each forgery, releases its last chunk and exits 0.
+//
+// With "die" it writes valid packets 1000..1004 into one chunk, starts packet 1005 as a
+// writer does (counted, its size not yet written, half its bytes) and kills itself with
+// SIGKILL: a producer dead mid-write, its chunk left being written.
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "smb_abi.h"
+#include "unix_peer.h"
+
+enum {
+  LAYOUT = SMB_DIV4,
+  PACKET_BYTES = 128,
+  VALID_BASE = 1000,
+  SMB_FULL_MARKER = 2000,
+};
+
+// Perfetto's TracePacket field numbers and wire types.
+enum {
+  WIRE_VARINT = 0,
+  WIRE_LENGTH_DELIMITED = 2,
+  WIRE_START_GROUP = 3,
+  PACKET_TRUSTED_UID = 3,
+  PACKET_TIMESTAMP = 8,
+  PACKET_TRUSTED_PACKET_SEQUENCE_ID = 10,
+  PACKET_TRACK_EVENT = 11,
+  PACKET_TRACE_CONFIG = 33,
+  PACKET_TRACE_STATS = 35,
+  PACKET_SYNCHRONIZATION_MARKER = 36,
+  PACKET_PREVIOUS_PACKET_DROPPED = 42,
+  PACKET_COMPRESSED_PACKETS = 50,
+  PACKET_SERVICE_EVENT = 69,
+  PACKET_TRUSTED_PID = 79,
+  PACKET_MACHINE_ID = 98,
+  PACKET_TRACE_PROVENANCE = 124,
+  PACKET_PROTOVMS = 125,
+  EVENT_TYPE = 9,
+  TYPE_INSTANT = 3,
+  STATS_INVALID_PACKETS = 10,
+  SERVICE_EVENT_TRACING_STARTED = 2,
+  LOSS_PRESENT = 1,
+  LOSS_OVERWRITE = 64,
+  LOSS_SMB_FULL = 256,
+};
+
+struct packet {
+  uint8_t bytes[PACKET_BYTES];
+  size_t size;
+};
+
+static void put_byte(struct packet* p, uint8_t byte) {
+  if (p->size == PACKET_BYTES) {
+    fprintf(stderr, "hostile_producer: packet buffer too small\n");
+    exit(2);
+  }
+  p->bytes[p->size++] = byte;
+}
+
+static void put_varint(struct packet* p, uint64_t value) {
+  do {
+    uint8_t byte = value & 0x7f;
+    value >>= 7;
+    put_byte(p, value != 0 ? (uint8_t)(byte | 0x80) : byte);
+  } while (value != 0);
+}
+
+static void put_tag(struct packet* p, uint32_t field, uint32_t wire_type) {
+  put_varint(p, ((uint64_t)field << 3) | wire_type);
+}
+
+static void put_varint_field(struct packet* p, uint32_t field, uint64_t value) {
+  put_tag(p, field, WIRE_VARINT);
+  put_varint(p, value);
+}
+
+static void put_bytes_field(struct packet* p, uint32_t field, const uint8_t* data, size_t size) {
+  put_tag(p, field, WIRE_LENGTH_DELIMITED);
+  put_varint(p, size);
+  for (size_t i = 0; i < size; i++) put_byte(p, data[i]);
+}
+
+// A packet that starts with its marker timestamp.
+static struct packet marked(uint64_t timestamp) {
+  struct packet p = {.size = 0};
+  put_varint_field(&p, PACKET_TIMESTAMP, timestamp);
+  return p;
+}
+
+static const uint8_t INSTANT_EVENT[] = {EVENT_TYPE << 3, TYPE_INSTANT};
+
+static void write_packet(struct smb_writer* w, const struct packet* p) {
+  if (smb_writer_write_packet(w, p->bytes, p->size) != 0) {
+    fprintf(stderr, "hostile_producer: no free chunk\n");
+    exit(2);
+  }
+}
+
+static void write_valid(struct smb_writer* w, uint64_t timestamp) {
+  struct packet p = marked(timestamp);
+  put_bytes_field(&p, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+  write_packet(w, &p);
+}
+
+// A top-level field of a message holding one varint field.
+static void put_message_with_varint(struct packet* p, uint32_t field, uint32_t inner_field, uint64_t value) {
+  struct packet inner = {.size = 0};
+  put_varint_field(&inner, inner_field, value);
+  put_bytes_field(p, field, inner.bytes, inner.size);
+}
+
+// Builds forgery `k` after its marker; returns its name, or NULL past the last one.
+static const char* forge(struct packet* p, int k) {
+  static const uint8_t marker[16] = {0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba,
+                                     0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79};
+  switch (k) {
+    case 1: put_varint_field(p, PACKET_MACHINE_ID, 7); return "machine_id";
+    case 2: put_message_with_varint(p, PACKET_TRACE_STATS, STATS_INVALID_PACKETS, 0); return "trace_stats";
+    case 3: put_bytes_field(p, PACKET_COMPRESSED_PACKETS, marker, 4); return "compressed_packets";
+    case 4: put_varint_field(p, PACKET_TRUSTED_UID, 0); return "trusted_uid";
+    case 5: put_varint_field(p, PACKET_TRUSTED_PACKET_SEQUENCE_ID, 1); return "trusted_packet_sequence_id";
+    case 6: put_varint_field(p, PACKET_TRUSTED_PID, 1); return "trusted_pid";
+    case 7: put_bytes_field(p, PACKET_TRACE_CONFIG, NULL, 0); return "trace_config";
+    case 8: put_bytes_field(p, PACKET_SYNCHRONIZATION_MARKER, marker, sizeof(marker)); return "synchronization_marker";
+    case 9:
+      put_message_with_varint(p, PACKET_SERVICE_EVENT, SERVICE_EVENT_TRACING_STARTED, 1);
+      return "service_event";
+    case 10: put_bytes_field(p, PACKET_TRACE_PROVENANCE, NULL, 0); return "trace_provenance";
+    case 11: put_bytes_field(p, PACKET_PROTOVMS, NULL, 0); return "protovms";
+    case 12:
+      put_varint_field(p, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_OVERWRITE);
+      return "previous_packet_dropped_with_a_service_cause";
+    case 13: {
+      const uint8_t loss = LOSS_PRESENT;
+      put_bytes_field(p, PACKET_PREVIOUS_PACKET_DROPPED, &loss, 1);
+      return "previous_packet_dropped_not_a_varint";
+    }
+    case 14:
+      put_bytes_field(p, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+      return "length_raised";
+    case 15:
+      put_tag(p, PACKET_TIMESTAMP, WIRE_VARINT);
+      put_byte(p, 0x80);
+      return "truncated_varint";
+    case 16: put_tag(p, PACKET_TIMESTAMP, WIRE_START_GROUP); return "group_wire_type";
+    case 17:
+      put_tag(p, PACKET_TIMESTAMP, WIRE_VARINT);
+      for (int i = 0; i < 10; i++) put_byte(p, 0xff);
+      put_byte(p, 0x01);
+      return "varint_over_10_bytes";
+    default: return NULL;
+  }
+}
+
+// Starts packet `p` in the current chunk as a writer does, writes half of it and dies.
+static void die_mid_packet(struct smb_writer* w, const struct packet* p) {
+  if (w->chunk == NULL || (size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + p->size) {
+    fprintf(stderr, "hostile_producer: no room to die in\n");
+    exit(2);
+  }
+  memset(w->cursor, 0, SMB_PACKET_HEADER_SIZE);
+  smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) + 1));
+  memcpy(w->cursor + SMB_PACKET_HEADER_SIZE, p->bytes, p->size / 2);
+  raise(SIGKILL);
+}
+
+int main(int argc, char** argv) {
+  int die = argc == 6 && strcmp(argv[5], "die") == 0;
+  if (argc != 5 && !(argc == 6 && (die || strcmp(argv[5], "forge") == 0))) {
+    fprintf(stderr, "usage: hostile_producer <socket> <page_size> <smb_size> <writer_id> [forge|die]\n");
+    return 2;
+  }
+  uint32_t page_size = (uint32_t)strtoul(argv[2], NULL, 10);
+  size_t size = (size_t)strtoull(argv[3], NULL, 10);
+  int sock = peer_connect(argv[1]);
+  struct smb smb;
+  if (smb_init(&smb, peer_map_received(sock, size), size, page_size) != 0) {
+    fprintf(stderr, "hostile_producer: invalid page size %u or SMB size %zu\n", page_size, size);
+    return 2;
+  }
+  struct smb_writer w;
+  smb_writer_init(&w, &smb, (uint16_t)atoi(argv[4]), LAYOUT);
+
+  if (die) {
+    for (int k = 0; k < 5; k++) write_valid(&w, (uint64_t)(VALID_BASE + k));
+    struct packet last = marked(VALID_BASE + 5);
+    put_bytes_field(&last, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+    die_mid_packet(&w, &last);
+  }
+  write_valid(&w, VALID_BASE);
+  for (int k = 1;; k++) {
+    struct packet p = marked((uint64_t)k);
+    const char* name = forge(&p, k);
+    if (name == NULL) break;
+    if (strcmp(name, "length_raised") == 0) {
+      // In a fresh chunk, so that the packet is one fragment, contiguous in the SMB.
+      smb_writer_flush(&w);
+      write_packet(&w, &p);
+      uint8_t* written = w.cursor - p.size;
+      // The last field is [tag][length 2][2 bytes]: its length now runs 20 bytes past the packet.
+      written[p.size - 1 - sizeof(INSTANT_EVENT)] = (uint8_t)(sizeof(INSTANT_EVENT) + 20);
+    } else {
+      write_packet(&w, &p);
+    }
+    printf("forgery %d %s\n", k, name);
+    write_valid(&w, (uint64_t)(VALID_BASE + k));
+  }
+  struct packet again = marked(SMB_FULL_MARKER - 1);
+  printf("forgery %d %s\n", SMB_FULL_MARKER - 1, forge(&again, 1));
+  write_packet(&w, &again);
+  struct packet smb_full = marked(SMB_FULL_MARKER);
+  put_varint_field(&smb_full, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_SMB_FULL);
+  write_packet(&w, &smb_full);
+  write_valid(&w, SMB_FULL_MARKER + 1);
+  smb_writer_flush(&w);
+  fflush(stdout);
+  return 0;
+}

@@ -152,7 +152,7 @@ final class ChunkSequenceReader {
                 }
                 case FragmentIterator.CONTINUE, FragmentIterator.END -> {
                     // Its beginning was lost (or never written): drop it.
-                    sequence.dataLossReasons |= DataLossReason.ORPHAN;
+                    sequence.dataLossReasons |= DataLossReason.ORPHAN_CONTINUATION;
                     consume(chunkOffset, fragments.fragmentHeaderSize() + fragments.fragmentSize());
                 }
                 default -> {
@@ -282,7 +282,7 @@ final class ChunkSequenceReader {
             // Contiguous ids, yet this chunk does not continue the packet. Its
             // fragments are not ours: leave them to the main loop.
             result = REASSEMBLY_DATA_LOSS;
-            reassemblyLossReason = DataLossReason.BROKEN_CHAIN;
+            reassemblyLossReason = DataLossReason.REASSEMBLY_BROKEN_CHAIN;
             break;
         }
         reassembledFragments = 0;

@@ -2,11 +2,11 @@ package dev.ffmtrace.tracing.buffer;
 
 import org.junit.jupiter.api.Test;
 
-import static dev.ffmtrace.tracing.buffer.DataLossReason.BROKEN_CHAIN;
-import static dev.ffmtrace.tracing.buffer.DataLossReason.ORPHAN;
+import static dev.ffmtrace.tracing.buffer.DataLossReason.ORPHAN_CONTINUATION;
 import static dev.ffmtrace.tracing.buffer.DataLossReason.OVERWRITE;
 import static dev.ffmtrace.tracing.buffer.DataLossReason.PRESENT;
 import static dev.ffmtrace.tracing.buffer.DataLossReason.READ_GAP;
+import static dev.ffmtrace.tracing.buffer.DataLossReason.REASSEMBLY_BROKEN_CHAIN;
 import static dev.ffmtrace.tracing.buffer.DataLossReason.REASSEMBLY_GAP;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
@@ -56,7 +56,7 @@ class TraceBufferV2DataLossTest extends TraceBufferTestSupport {
         tb.beginRead();
         Packet b = read();
         assertEquals(frags(frag(20, 'b')), b.fragments());
-        assertEquals(PRESENT | ORPHAN, b.dropped());
+        assertEquals(PRESENT | ORPHAN_CONTINUATION, b.dropped());
         assertEquals(9, b.dropped());
     }
 
@@ -68,7 +68,7 @@ class TraceBufferV2DataLossTest extends TraceBufferTestSupport {
         tb.beginRead();
         Packet b = read();
         assertEquals(frags(frag(20, 'b')), b.fragments());
-        assertEquals(PRESENT | BROKEN_CHAIN, b.dropped());
+        assertEquals(PRESENT | REASSEMBLY_BROKEN_CHAIN, b.dropped());
         assertEquals(33, b.dropped());
         assertEquals(1, tb.stats().readaheadsFailed());
     }
@@ -81,7 +81,7 @@ class TraceBufferV2DataLossTest extends TraceBufferTestSupport {
         tb.beginRead();
         Packet c = read();
         assertEquals(frags(frag(30, 'c')), c.fragments());
-        assertEquals(PRESENT | READ_GAP | ORPHAN | REASSEMBLY_GAP, c.dropped());
+        assertEquals(PRESENT | READ_GAP | ORPHAN_CONTINUATION | REASSEMBLY_GAP, c.dropped());
         assertEquals(27, c.dropped());
         assertReadNothing();
     }

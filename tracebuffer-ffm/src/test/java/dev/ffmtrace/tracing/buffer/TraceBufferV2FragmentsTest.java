@@ -20,7 +20,7 @@ class TraceBufferV2FragmentsTest extends TraceBufferTestSupport {
         tb.beginRead();
         Packet b = read();
         assertEquals(frags(frag(20, 'b')), b.fragments());
-        assertEquals(DataLossReason.PRESENT | DataLossReason.ORPHAN, b.dropped());
+        assertEquals(DataLossReason.PRESENT | DataLossReason.ORPHAN_CONTINUATION, b.dropped());
         Packet cd = read();
         assertEquals(frags(frag(30, 'c'), frag(40, 'd')), cd.fragments());
         assertEquals(0, cd.dropped());

@@ -124,7 +124,7 @@ class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
         tb.beginRead();
         Packet c = read();
         assertEquals(frags(frag(1024 - 16, 'c')), c.fragments());
-        assertEquals(DataLossReason.PRESENT | DataLossReason.OVERWRITE | DataLossReason.ORPHAN, c.dropped());
+        assertEquals(DataLossReason.PRESENT | DataLossReason.OVERWRITE | DataLossReason.ORPHAN_CONTINUATION, c.dropped());
         Packet d = read();
         assertEquals(frags(frag(1024 - 16, 'd')), d.fragments());
         assertEquals(0, d.dropped());

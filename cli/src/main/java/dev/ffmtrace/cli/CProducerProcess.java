@@ -137,7 +137,18 @@ final class CProducerProcess implements AutoCloseable {
             DataSource events = producer.registerDataSource(DATA_SOURCE);
             producer.adoptRemoteWriter(WRITER_ID, events);
             connection.send(new byte[] {'S'}, producer.smbFd());
-            return new CProducerProcess(process, connection, producer);
+            CProducerProcess started = new CProducerProcess(process, connection, producer);
+            // When the session stops, the process stops first, so that its last chunk is in the trace.
+            events.onStop(done -> Thread.ofPlatform().name("c producer stop").start(() -> {
+                try {
+                    started.stop();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    done.run();
+                }
+            }));
+            return started;
         } catch (StartException | RuntimeException e) {
             if (connection != null) {
                 connection.close();
@@ -172,10 +183,12 @@ final class CProducerProcess implements AutoCloseable {
 
     /**
      * Asks the process to stop and waits: it releases its last chunk as complete, reports
-     * and exits (or is killed after {@value #STOP_TIMEOUT_SECONDS} s). Once this returns,
-     * a flush takes everything it wrote.
+     * and exits (or is killed after {@value #STOP_TIMEOUT_SECONDS} s); then its producer
+     * closes, which takes the chunks it left (one it was still writing, if it was killed,
+     * counts as lost). Once this returns, everything it wrote is in the session's buffer.
+     * The session's stop calls it; later calls return the same result.
      */
-    Result stop() throws InterruptedException {
+    synchronized Result stop() throws InterruptedException {
         if (result != null) {
             return result;
         }
@@ -193,6 +206,7 @@ final class CProducerProcess implements AutoCloseable {
         boolean reported = reply.matches();
         result = new Result(process.exitValue(), killed, reported ? Long.parseLong(reply.group(1)) : -1,
                 reported ? Long.parseLong(reply.group(2)) : -1);
+        producer.close();
         return result;
     }
 

@@ -118,6 +118,20 @@ final class RecordCommand implements Callable<Integer> {
                                 .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
                     }
                 }
+                // When the service stops the session (its duration), the workers end their slices first.
+                DataSource.StopHandler stopWorkers = done -> Thread.ofPlatform().name("demo stop").start(() -> {
+                    stop.set(true);
+                    for (Thread worker : workers) {
+                        try {
+                            worker.join();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                    done.run();
+                });
+                events.onStop(stopWorkers);
+                counters.onStop(stopWorkers);
                 long packets = 0;
                 long start = System.nanoTime();
                 long lastFileWrite = 0;

@@ -55,7 +55,9 @@ class RecordCommandTest {
                     statsPackets++;
                     assertEquals(2, packet.getTraceStats().getBufferStatsCount());
                 } else {
-                    assertTrue(packet.hasClockSnapshot(), "the service writes only clock snapshots and stats");
+                    assertTrue(packet.hasClockSnapshot() || packet.hasTraceConfig() || packet.hasTraceUuid()
+                            || packet.hasSystemInfo() || packet.hasServiceEvent(),
+                            "the service writes clock snapshots, the config, the uuid, the system, its events and stats");
                 }
                 continue;
             }

@@ -16,10 +16,24 @@ import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
  * then write that state anew before their next event.
  */
 public final class DataSource {
+    /**
+     * What a data source does when its session stops, before the service takes the
+     * writers' last chunks, as Perfetto's data sources do on {@code StopDataSource}: end
+     * what the writers are writing (close open slices, write final state), close them,
+     * then call {@code done}, from any thread. The session waits for {@code done} at most
+     * its {@code data_source_stop_timeout_ms}.
+     */
+    @FunctionalInterface
+    public interface StopHandler {
+        /** Called once per stop, on the thread that stops the session; must not block for long. */
+        void onStop(Runnable done);
+    }
+
     private final Producer producer;
     private final String name;
     private volatile int targetBuffer;
     private volatile long incrementalStateClears;
+    private volatile StopHandler stopHandler;
 
     DataSource(Producer producer, String name) {
         this.producer = producer;
@@ -69,6 +83,15 @@ public final class DataSource {
             // Stopped or closed between the check and the writer (e.g. all writer ids taken).
             return TrackEventWriter.discarding(config);
         }
+    }
+
+    /** Sets what the data source does when its session stops (null: nothing, the session stops at once). */
+    public void onStop(StopHandler handler) {
+        this.stopHandler = handler;
+    }
+
+    StopHandler stopHandler() {
+        return stopHandler;
     }
 
     /** How many times the service asked to clear the incremental state. */

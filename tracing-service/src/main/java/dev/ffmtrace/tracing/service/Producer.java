@@ -255,6 +255,11 @@ public final class Producer implements AutoCloseable {
         }
     }
 
+    /** Returns the chunks of in-process writers idle since the previous sweep (the service's timer calls it). */
+    void sweepIdleWriters() {
+        arbiter.sweepIdleWriters();
+    }
+
     /** Chunks taken out of the SMB whole: committed, or found complete for remote writers. */
     public long chunksMoved() {
         readerLock.lock();

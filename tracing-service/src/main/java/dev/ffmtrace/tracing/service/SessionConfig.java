@@ -41,6 +41,8 @@ public final class SessionConfig {
     public static final long DEFAULT_FILE_WRITE_PERIOD_MS = 5000;
     /** Perfetto's shortest {@code file_write_period_ms}: shorter asks are raised to it. */
     public static final long MIN_FILE_WRITE_PERIOD_MS = 100;
+    /** Perfetto's default {@code data_source_stop_timeout_ms}. */
+    public static final long DEFAULT_DATA_SOURCE_STOP_TIMEOUT_MS = 5000;
 
     private final List<Buffer> buffers;
     private final List<DataSource> dataSources;
@@ -50,6 +52,7 @@ public final class SessionConfig {
     private final long maxFileSizeBytes;
     private final long flushPeriodMs;
     private final long incrementalStateClearPeriodMs;
+    private final long dataSourceStopTimeoutMs;
     private final byte[] traceConfig;
 
     /**
@@ -86,6 +89,7 @@ public final class SessionConfig {
         this.maxFileSizeBytes = config.maxFileSizeBytes();
         this.flushPeriodMs = Integer.toUnsignedLong(config.flushPeriodMs());
         this.incrementalStateClearPeriodMs = incrementalStateClearPeriodMs;
+        this.dataSourceStopTimeoutMs = Integer.toUnsignedLong(config.dataSourceStopTimeoutMs());
         this.traceConfig = traceConfig;
     }
 
@@ -138,6 +142,16 @@ public final class SessionConfig {
     /** {@code incremental_state_config.clear_period_ms}; 0 if unset. */
     public long incrementalStateClearPeriodMs() {
         return incrementalStateClearPeriodMs;
+    }
+
+    /** {@code data_source_stop_timeout_ms}; 0 if unset. */
+    public long dataSourceStopTimeoutMs() {
+        return dataSourceStopTimeoutMs;
+    }
+
+    /** How long stopping waits for the data sources' stop handlers, the default applied. */
+    public long effectiveDataSourceStopTimeoutMs() {
+        return dataSourceStopTimeoutMs == 0 ? DEFAULT_DATA_SOURCE_STOP_TIMEOUT_MS : dataSourceStopTimeoutMs;
     }
 
     /** The binary {@code TraceConfig} this config was read from (or the builder wrote), for the trace's {@code trace_config} packet. */
@@ -268,6 +282,7 @@ public final class SessionConfig {
         private long maxFileSizeBytes;
         private long flushPeriodMs;
         private long clearPeriodMs;
+        private long dataSourceStopTimeoutMs;
 
         private Builder() {
         }
@@ -319,6 +334,12 @@ public final class SessionConfig {
             return this;
         }
 
+        /** Sets {@code data_source_stop_timeout_ms}: how long stopping waits for the data sources' stop handlers (0: the default). */
+        public Builder dataSourceStopTimeoutMs(long timeoutMs) {
+            this.dataSourceStopTimeoutMs = timeoutMs;
+            return this;
+        }
+
         /**
          * Sets {@code write_into_file} with {@code file_write_period_ms} (0: the default) and
          * {@code max_file_size_bytes} (0: no limit): the session writes its trace out to the
@@ -360,6 +381,7 @@ public final class SessionConfig {
             }
             config.setDurationMs(uint32("duration_ms", durationMs));
             config.setFlushPeriodMs(uint32("flush_period_ms", flushPeriodMs));
+            config.setDataSourceStopTimeoutMs(uint32("data_source_stop_timeout_ms", dataSourceStopTimeoutMs));
             if (clearPeriodMs != 0) {
                 config.setIncrementalStateConfig().setClearPeriodMs(
                         uint32("incremental_state_config.clear_period_ms", clearPeriodMs));

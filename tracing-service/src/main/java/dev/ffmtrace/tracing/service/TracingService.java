@@ -1,10 +1,18 @@
 package dev.ffmtrace.tracing.service;
 
+import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The in-process tracing service: producers connect and offer data sources; a session
@@ -13,14 +21,31 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * offers them, bound to the buffer the config resolved. A data source registered later,
  * or released by a session that stops, is started then for a running session that names it.
  *
+ * <p>The service keeps its sessions' time: their {@code duration_ms}, flush, file write
+ * and incremental state periods run on its timer, a daemon thread of its own or an
+ * executor its owner gives. While any session runs, it also returns every
+ * {@value #IDLE_WRITER_SWEEP_PERIOD_MS} ms the chunks of in-process writers that finished
+ * no packet since the last sweep, so that a thread that stopped tracing does not keep a
+ * chunk for good.
+ *
  * <p><b>Threads:</b> every method may be called from any thread; the service's own lock
  * serializes connecting, starting, registering and stopping. The service belongs to its
  * owner, who {@linkplain #close() closes} it once the application's writers are closed:
  * closing unmaps the producers' SMBs.
  */
 public final class TracingService implements AutoCloseable {
+    /** How often idle in-process writers' chunks are swept while a session runs. */
+    public static final long IDLE_WRITER_SWEEP_PERIOD_MS = 1000;
+
+    /** The owner's executor, or null: the service then makes {@link #ownTimer} when a session first needs it. */
+    private final ScheduledExecutorService givenTimer;
+    private ScheduledThreadPoolExecutor ownTimer;
+    private ScheduledFuture<?> idleWriterSweep;
     private final List<Producer> producers = new CopyOnWriteArrayList<>();
+    /** The running sessions: those that start data sources. */
     private final List<TracingSession> sessions = new CopyOnWriteArrayList<>();
+    /** The sessions not closed yet, running or stopped: their buffers are the service's to free. */
+    private final List<TracingSession> openSessions = new CopyOnWriteArrayList<>();
     /** Producers closed before the service: their SMBs stay mapped until the service closes. */
     private final List<Producer> closedProducers = new ArrayList<>();
     private final Map<Integer, ServiceBuffer> buffers = new ConcurrentHashMap<>();
@@ -28,8 +53,18 @@ public final class TracingService implements AutoCloseable {
     private int nextBufferId = 1;
     private boolean closed;
 
-    /** A service with no producers and no sessions. */
+    /** A service with no producers and no sessions, keeping time on a daemon thread of its own. */
     public TracingService() {
+        this.givenTimer = null;
+    }
+
+    /**
+     * A service with no producers and no sessions, keeping time on {@code timer}, which
+     * stays the owner's: the service never shuts it down. Its tasks are short; a timer
+     * with one thread is enough.
+     */
+    public TracingService(ScheduledExecutorService timer) {
+        this.givenTimer = Objects.requireNonNull(timer, "timer");
     }
 
     /**
@@ -48,14 +83,33 @@ public final class TracingService implements AutoCloseable {
     }
 
     /**
-     * Starts a session: allocates its buffers and starts the data sources it names on
-     * every producer that offers them and has them free; {@link TracingSession#warnings()}
-     * says which it could not start.
+     * Starts a session whose trace its owner reads with {@link TracingSession#writeTrace}.
      *
+     * @throws IllegalArgumentException if the config says {@code write_into_file}: that needs an output
+     * @throws IllegalStateException if the service is closed
+     * @see #startSession(SessionConfig, WritableByteChannel)
+     */
+    public TracingSession startSession(SessionConfig config) {
+        return startSession(config, null);
+    }
+
+    /**
+     * Starts a session: allocates its buffers, starts the data sources it names on every
+     * producer that offers them and has them free ({@link TracingSession#warnings()} says
+     * which it could not start), and starts its timers. With {@code write_into_file} the
+     * session writes its trace into {@code output} while it runs and when it stops; the
+     * session never closes {@code output}.
+     *
+     * @param output a blocking channel for {@code write_into_file}; may be null without it
+     * @throws IllegalArgumentException if the config says {@code write_into_file} and {@code output} is null
      * @throws IllegalStateException if the service is closed
      */
-    public synchronized TracingSession startSession(SessionConfig config) {
+    public synchronized TracingSession startSession(SessionConfig config, WritableByteChannel output) {
         checkOpen("startSession");
+        Objects.requireNonNull(config, "config");
+        if (config.writeIntoFile() && output == null) {
+            throw new IllegalArgumentException("the config says write_into_file: start the session with an output");
+        }
         List<ServiceBuffer> sessionBuffers = new ArrayList<>();
         try {
             for (SessionConfig.Buffer buffer : config.buffers()) {
@@ -67,12 +121,45 @@ public final class TracingService implements AutoCloseable {
             sessionBuffers.forEach(this::release);
             throw e;
         }
-        TracingSession session = new TracingSession(this, config, sessionBuffers);
+        TracingSession session = new TracingSession(this, config, sessionBuffers, output);
         sessions.add(session);
+        openSessions.add(session);
         for (Producer producer : producers) {
             startDataSources(session, producer);
         }
+        session.dataSourcesChanged();
+        ScheduledExecutorService timer = timer();
+        session.startTimers(timer);
+        if (idleWriterSweep == null) {
+            idleWriterSweep = timer.scheduleAtFixedRate(this::sweepIdleWriters, IDLE_WRITER_SWEEP_PERIOD_MS,
+                    IDLE_WRITER_SWEEP_PERIOD_MS, TimeUnit.MILLISECONDS);
+        }
         return session;
+    }
+
+    private ScheduledExecutorService timer() {
+        if (givenTimer != null) {
+            return givenTimer;
+        }
+        if (ownTimer == null) {
+            ownTimer = new ScheduledThreadPoolExecutor(1, task -> {
+                Thread thread = new Thread(task, "ffmtrace-service-timer");
+                thread.setDaemon(true);
+                return thread;
+            });
+            ownTimer.setRemoveOnCancelPolicy(true);
+        }
+        return ownTimer;
+    }
+
+    private void sweepIdleWriters() {
+        for (Producer producer : producers) {
+            try {
+                producer.sweepIdleWriters();
+            } catch (RuntimeException e) {
+                // A producer closing under the sweep; the next sweep does not see it.
+            }
+        }
     }
 
     /** Whether {@link #close()} has been called. */
@@ -101,6 +188,7 @@ public final class TracingService implements AutoCloseable {
     synchronized void dataSourceRegistered(Producer producer) {
         for (TracingSession session : sessions) {
             startDataSources(session, producer);
+            session.dataSourcesChanged();
         }
     }
 
@@ -136,22 +224,71 @@ public final class TracingService implements AutoCloseable {
         return warnings;
     }
 
-    synchronized void sessionStopped(TracingSession session, List<ServiceBuffer> sessionBuffers) {
+    /**
+     * Tells the data sources writing into {@code session}'s buffers that it stops, and
+     * waits until each {@linkplain DataSource#onStop handler} said it is done, or
+     * {@code timeoutMs} passed.
+     */
+    void awaitDataSourceStops(TracingSession session, long timeoutMs) {
+        List<DataSource.StopHandler> handlers = new ArrayList<>();
+        synchronized (this) {
+            for (Producer producer : producers) {
+                for (DataSource dataSource : producer.dataSources()) {
+                    DataSource.StopHandler handler = dataSource.stopHandler();
+                    if (handler != null && dataSource.isStarted() && session.ownsBuffer(dataSource.targetBuffer())) {
+                        handlers.add(handler);
+                    }
+                }
+            }
+        }
+        CountDownLatch stopped = new CountDownLatch(handlers.size());
+        for (DataSource.StopHandler handler : handlers) {
+            AtomicBoolean done = new AtomicBoolean();
+            Runnable once = () -> {
+                if (done.compareAndSet(false, true)) {
+                    stopped.countDown();
+                }
+            };
+            try {
+                handler.onStop(once);
+            } catch (RuntimeException e) {
+                // A failing handler is done: its session must stop all the same.
+                once.run();
+            }
+        }
+        try {
+            stopped.await(timeoutMs, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A session stopped: its data sources stop, and go to the sessions still waiting for them. */
+    synchronized void stopDataSources(TracingSession session) {
         sessions.remove(session);
-        for (ServiceBuffer buffer : sessionBuffers) {
+        for (ServiceBuffer buffer : session.buffers()) {
             for (Producer producer : producers) {
                 for (DataSource dataSource : producer.dataSources()) {
                     dataSource.stop(buffer.id);
                 }
             }
-            release(buffer);
         }
-        // The data sources it released go to the sessions still waiting for them.
         for (TracingSession waiting : sessions) {
             for (Producer producer : producers) {
                 startDataSources(waiting, producer);
             }
+            waiting.dataSourcesChanged();
         }
+        if (sessions.isEmpty() && idleWriterSweep != null) {
+            idleWriterSweep.cancel(false);
+            idleWriterSweep = null;
+        }
+    }
+
+    /** A stopped session closed: its buffers go. */
+    synchronized void sessionClosed(TracingSession session) {
+        openSessions.remove(session);
+        session.buffers().forEach(this::release);
     }
 
     /** Called by a closing producer: it has stopped its data sources; its SMB is unmapped when the service closes. */
@@ -201,7 +338,7 @@ public final class TracingService implements AutoCloseable {
             }
             closed = true;
         }
-        for (TracingSession session : List.copyOf(sessions)) {
+        for (TracingSession session : List.copyOf(openSessions)) {
             session.close();
         }
         for (Producer producer : List.copyOf(producers)) {
@@ -210,6 +347,9 @@ public final class TracingService implements AutoCloseable {
         synchronized (this) {
             closedProducers.forEach(Producer::unmap);
             closedProducers.clear();
+            if (ownTimer != null) {
+                ownTimer.shutdownNow();
+            }
         }
     }
 }

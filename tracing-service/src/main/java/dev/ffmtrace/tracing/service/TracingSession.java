@@ -2,12 +2,8 @@ package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.perfetto.protos.BuiltinClock;
-import dev.ffmtrace.perfetto.protos.ClockSnapshot;
-import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.perfetto.protos.TraceStats;
-import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.perfetto.protos.TracingServiceEvent;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
@@ -16,77 +12,152 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.Channels;
+import java.nio.channels.WritableByteChannel;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * A running tracing session: its buffers, a flush that takes what producers have
- * written, and readback into a trace file.
+ * A tracing session: its buffers, flushes that take what producers have written, and
+ * readback into a trace. The service runs its lifecycle as the config says, on the
+ * service's timer: it flushes every {@code flush_period_ms}, clears the writers'
+ * incremental state every {@code incremental_state_config.clear_period_ms}, with
+ * {@code write_into_file} writes the trace into the session's output every
+ * {@code file_write_period_ms} (stopping before the output would reach
+ * {@code max_file_size_bytes}), and {@linkplain #stop() stops} itself after
+ * {@code duration_ms}, whatever the other periods. {@link #completion()} completes when
+ * the session stops, by any of these or by {@link #stop()} or {@link #close()}.
  *
- * <p>A trace file is Perfetto's {@code Trace}: each packet as field 1, with the fields
- * only the service can vouch for appended to it (protobuf lets a field follow the
- * packet's own): {@code trusted_uid} and {@code trusted_pid} from the producer's
- * connection, {@code trusted_packet_sequence_id} unique per producer and writer, and
+ * <p>A trace is Perfetto's {@code Trace}: each packet as field 1, with the fields only
+ * the service can vouch for appended to it (protobuf lets a field follow the packet's
+ * own): {@code trusted_uid} and {@code trusted_pid} from the producer's connection,
+ * {@code trusted_packet_sequence_id} unique per producer and writer, and
  * {@code previous_packet_dropped} when data of that sequence was lost before the packet
  * (Perfetto's DataLossReason bits: PRESENT with the causes the buffer found, and the
  * producer's own SMB_FULL). A packet that fails validation, as in Perfetto's service
- * (malformed at the top level, or holding a field only the service may write), is dropped, counted in {@code trace_stats}' {@code invalid_packets}
- * and reported as a loss on the next packet of its sequence; a chunk still being written
- * when its producer disconnected is counted in {@code chunks_discarded}. Each readback
- * starts with a
- * {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW and REALTIME read back to
- * back, which lets the trace processor place timestamps of any of those clocks on its
- * BOOTTIME timeline, and ends with a {@code trace_stats} packet holding every buffer's
- * stats; both are the service's own packets, on sequence {@value #SERVICE_SEQUENCE_ID}
- * as in Perfetto.
- * {@link #writeSnapshot} writes the same from read-only clones, leaving the session
- * running and its data unread. Readback is for one thread at a time.
+ * (malformed at the top level, or holding a field only the service may write), is
+ * dropped, counted in {@code trace_stats}' {@code invalid_packets} and reported as a loss
+ * on the next packet of its sequence; a chunk still being written when its producer
+ * disconnected is counted in {@code chunks_discarded}.
  *
- * <p>The service has no timer thread: whoever runs the session calls {@link #flush()}
- * every {@code flush_period_ms}, {@link #writeTrace} every {@code file_write_period_ms}
- * and {@link #clearIncrementalState()} every {@code incremental_state_config.clear_period_ms}
- * (the {@code record} command does).
+ * <p>The service adds its own packets, on sequence {@value #SERVICE_SEQUENCE_ID} as in
+ * Perfetto: each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
+ * MONOTONIC_RAW and REALTIME read back to back (the first trace also has the one taken
+ * when the session started), then, in the first readback, {@code trace_config},
+ * {@code trace_uuid} and {@code system_info}; {@code service_event} packets mark tracing
+ * started, all data sources started, all data sources flushed, tracing disabled and read
+ * buffers completed; each readback ends with {@code trace_stats}. {@link #writeSnapshot}
+ * writes a whole trace of what the buffers hold, from read-only clones, leaving the
+ * session running and its data unread; its stats are those taken when it cloned.
+ *
+ * <p>Readback copies packets out of a buffer under the buffer's lock, a bounded batch at
+ * a time, and writes them to the output without it: a slow output never stalls the
+ * producers' commits.
  *
  * <p>A data source the config names that no producer writes into the session is not an
  * error, as in Perfetto, where a session waits for late producers: {@link #warnings()}
  * says, at the moment it is called, which such data sources there are and why.
  *
- * <p><b>Threads:</b> {@link #flush()}, {@link #clearIncrementalState()},
- * {@link #writeTrace}, {@link #writeSnapshot} and {@link #close()} are the session
- * owner's, one thread at a time; they throw {@link IllegalStateException} once the
- * session is closed. {@link #stats()}, {@link #invalidPackets()},
- * {@link #chunksDiscarded()}, {@link #warnings()}, {@link #isClosed()} and
- * {@link #config()} may be called from any thread, also after close. Closing twice does
- * nothing more.
+ * <p><b>Threads:</b> every method may be called from any thread. Readbacks
+ * ({@link #writeTrace}, {@link #writeSnapshot}, and the service's own writes into the
+ * output) take turns. {@link #flush()}, {@link #clearIncrementalState()},
+ * {@link #writeTrace} and {@link #writeSnapshot} throw {@link IllegalStateException} once
+ * the session is closed; after {@link #stop()} the buffers can still be read. Stopping
+ * or closing twice does nothing more.
  */
 public final class TracingSession implements AutoCloseable {
-    private static final int TRACE_PACKET_TAG = 0x0a;
     /** The sequence of the packets the service writes itself; producers' sequences start at {@code 1 << 16}. */
     public static final int SERVICE_SEQUENCE_ID = 1;
+    private static final int TRACE_PACKET_TAG = 0x0a;
+    /** Bytes of packets copied out of a buffer per turn of its lock. */
+    private static final int STAGING_BATCH = 1 << 20;
+
+    private enum State { RUNNING, STOPPED, CLOSED }
 
     private final TracingService service;
     private final SessionConfig config;
     private final List<ServiceBuffer> buffers;
+    /** Where {@code write_into_file} writes; null without it. */
+    private final TraceSink fileSink;
+    private final CompletableFuture<TracingSession> completion = new CompletableFuture<>();
+    private final List<ScheduledFuture<?>> timers = new ArrayList<>();
+    private volatile State state = State.RUNNING;
+    /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
+    private volatile List<TraceBufferStats> finalStats;
+
+    private final long uuidMsb;
+    private final long uuidLsb;
+    /** The clock snapshot taken when the session started, for the first trace. */
+    private byte[] initialClockSnapshot;
+    /** Lifecycle events not written yet by a consuming readback; guarded by itself. */
+    private final List<LifecycleEvent> pendingEvents = new ArrayList<>();
+    /** The last flush's event, if not written yet: flushes are periodic, only the last one is told. */
+    private LifecycleEvent pendingFlushEvent;
+    /** The events that happen once (started, all data sources started, disabled), for snapshots. */
+    private final List<LifecycleEvent> milestones = new ArrayList<>();
+    private boolean allDataSourcesStartedRecorded;
+
+    /** Serializes readbacks: the fields below are theirs. */
+    private final ReentrantLock readbackLock = new ReentrantLock();
     private final TracePacketView view = new TracePacketView();
     private final PacketValidator validator = new PacketValidator();
     /** What consuming reads carry from one readback to the next. */
     private final Readback consumed = new Readback();
-    private final AtomicBoolean closed = new AtomicBoolean();
-    /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
-    private volatile List<TraceBufferStats> finalStats;
+    private boolean initialPacketsWritten;
     private byte[] packetBytes = new byte[4096];
     private MemorySegment packetSegment = MemorySegment.ofArray(packetBytes);
     /** The packet's tag and length, and the trusted fields appended to it. */
     private final byte[] header = new byte[1 + 5];
     private final byte[] trailer = new byte[64];
+    private byte[] staging = new byte[64 << 10];
+    private int stagingSize;
 
-    TracingSession(TracingService service, SessionConfig config, List<ServiceBuffer> buffers) {
+    TracingSession(TracingService service, SessionConfig config, List<ServiceBuffer> buffers,
+                   WritableByteChannel output) {
         this.service = service;
         this.config = config;
         this.buffers = List.copyOf(buffers);
+        this.fileSink = config.writeIntoFile() ? new TraceSink(output,
+                config.maxFileSizeBytes() > 0 ? config.maxFileSizeBytes() : Long.MAX_VALUE) : null;
+        UUID uuid = UUID.randomUUID();
+        this.uuidMsb = uuid.getMostSignificantBits();
+        this.uuidLsb = uuid.getLeastSignificantBits();
+        this.initialClockSnapshot = ServicePackets.clockSnapshot();
+        recordEvent(TracingServiceEvent.TRACING_STARTED_FIELD_NUMBER);
+    }
+
+    /** Starts the config's timers on {@code timer}; called once, by the service, after the data sources started. */
+    void startTimers(ScheduledExecutorService timer) {
+        synchronized (timers) {
+            if (config.flushPeriodMs() > 0) {
+                timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::flush), config.flushPeriodMs(),
+                        config.flushPeriodMs(), TimeUnit.MILLISECONDS));
+            }
+            if (config.incrementalStateClearPeriodMs() > 0) {
+                timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::clearIncrementalState),
+                        config.incrementalStateClearPeriodMs(), config.incrementalStateClearPeriodMs(),
+                        TimeUnit.MILLISECONDS));
+            }
+            if (fileSink != null) {
+                long period = config.effectiveFileWritePeriodMs();
+                timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::writeIntoFile), period, period,
+                        TimeUnit.MILLISECONDS));
+            }
+            if (config.durationMs() > 0) {
+                timers.add(timer.schedule(() -> runTimed(this::stop), config.durationMs(), TimeUnit.MILLISECONDS));
+            }
+        }
     }
 
     /** The config the session was started from. */
@@ -94,19 +165,34 @@ public final class TracingSession implements AutoCloseable {
         return config;
     }
 
+    /** Whether the session has stopped: by {@link #stop()}, its duration, a full output, or closing. */
+    public boolean isStopped() {
+        return state != State.RUNNING;
+    }
+
     /** Whether the session is closed, by {@link #close()} or by its service's close. */
     public boolean isClosed() {
-        return closed.get();
+        return state == State.CLOSED;
+    }
+
+    /**
+     * Completes with this session when it stops (by {@link #stop()}, its
+     * {@code duration_ms}, {@code max_file_size_bytes} reached, or closing), once what
+     * {@code write_into_file} had to write is written; completes exceptionally if writing
+     * into the output failed, which also stops the session.
+     */
+    public CompletableFuture<TracingSession> completion() {
+        return completion.copy();
     }
 
     /**
      * Each data source of the config that no producer writes into this session at this
      * moment, and why: nobody registered it (yet: the session starts it when a producer
      * does), another session has it (until that session stops), or the config names it
-     * twice. Empty when every data source is started, and once the session is closed.
+     * twice. Empty when every data source is started, and once the session is stopped.
      */
     public List<DataSourceWarning> warnings() {
-        if (closed.get()) {
+        if (state != State.RUNNING) {
             return List.of();
         }
         return service.warnings(this);
@@ -136,6 +222,19 @@ public final class TracingSession implements AutoCloseable {
         return false;
     }
 
+    /** The session's buffers, for the service. */
+    List<ServiceBuffer> buffers() {
+        return buffers;
+    }
+
+    /** Called by the service, under its lock, after it started data sources: records when all are. */
+    void dataSourcesChanged() {
+        if (!allDataSourcesStartedRecorded && state == State.RUNNING && service.warnings(this).isEmpty()) {
+            allDataSourcesStartedRecorded = true;
+            recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_STARTED_FIELD_NUMBER);
+        }
+    }
+
     /**
      * Takes everything producers have written: idle writers' chunks are committed, and
      * chunks still being written are scraped (their last, possibly unfinished, packet
@@ -146,6 +245,18 @@ public final class TracingSession implements AutoCloseable {
         for (Producer producer : service.producers()) {
             producer.flush();
         }
+        recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER);
+    }
+
+    /**
+     * {@link #flush()}, waiting for it at most {@code timeout}.
+     *
+     * @return whether the flush completed in time; if not, it goes on in the background
+     */
+    public boolean flush(Duration timeout) throws InterruptedException {
+        checkOpen("flush");
+        Thread flusher = Thread.ofVirtual().name("ffmtrace-flush").start(() -> runTimed(this::flush));
+        return flusher.join(timeout);
     }
 
     /**
@@ -213,72 +324,193 @@ public final class TracingSession implements AutoCloseable {
         return List.copyOf(stats);
     }
 
-    /**
-     * Reads every packet the buffers hold into {@code out} as a {@code Trace}, then a
-     * {@code trace_stats} packet. Reading consumes: a second call writes only what came
-     * in between (periodic streaming calls it repeatedly).
-     *
-     * @return the number of packets written, the stats packet not included
-     */
+    /** {@link #writeTrace(WritableByteChannel)} into a stream. */
     public long writeTrace(OutputStream out) throws IOException {
-        checkOpen("writeTrace");
-        out.write(clockSnapshotPacket());
-        long packets = 0;
-        for (ServiceBuffer buffer : buffers) {
-            buffer.lock.lock();
-            try {
-                packets += writePackets(buffer.buffer, out, consumed);
-            } finally {
-                buffer.lock.unlock();
-            }
-        }
-        out.write(statsPacket(consumed.invalidPackets));
-        return packets;
+        return writeTrace(Channels.newChannel(out));
     }
 
     /**
-     * Writes what the buffers hold now into {@code out} as a {@code Trace} with a closing
-     * {@code trace_stats} packet, without consuming it and without stopping the session:
-     * each buffer is cloned read-only under its lock (producers wait only for the copy)
-     * and the clone is read.
+     * Reads every packet the buffers hold into {@code out} as a {@code Trace}, with the
+     * service's packets around them and a {@code trace_stats} packet at the end. Reading
+     * consumes: a second call writes only what came in between, so calls may stream a
+     * trace piece by piece into one output.
      *
-     * @return the number of packets written, the stats packet not included
+     * @param out a blocking channel; the session does not close it
+     * @return the number of producers' packets written
      */
+    public long writeTrace(WritableByteChannel out) throws IOException {
+        checkOpen("writeTrace");
+        readbackLock.lock();
+        try {
+            return readBack(new TraceSink(out, Long.MAX_VALUE));
+        } finally {
+            readbackLock.unlock();
+        }
+    }
+
+    /** {@link #writeSnapshot(WritableByteChannel)} into a stream. */
     public long writeSnapshot(OutputStream out) throws IOException {
+        return writeSnapshot(Channels.newChannel(out));
+    }
+
+    /**
+     * Writes what the buffers hold now into {@code out} as a whole {@code Trace}, without
+     * consuming it and without stopping the session: each buffer is cloned read-only under
+     * its lock (producers wait only for the copy) and the clone is read. Its
+     * {@code trace_stats} are those the buffers had when cloned.
+     *
+     * @param out a blocking channel; the session does not close it
+     * @return the number of producers' packets written
+     */
+    public long writeSnapshot(WritableByteChannel out) throws IOException {
         checkOpen("writeSnapshot");
-        out.write(clockSnapshotPacket());
-        long packets = 0;
-        // The clones' packets are read again by consuming reads: the snapshot counts on a copy.
-        Readback snapshot = consumed.copy();
+        TraceSink sink = new TraceSink(out, Long.MAX_VALUE);
+        readbackLock.lock();
         try (Arena arena = Arena.ofConfined()) {
+            List<TraceBufferV2> clones = new ArrayList<>();
+            List<TraceBufferStats> clonedStats = new ArrayList<>();
+            long chunksDiscarded = 0;
             for (ServiceBuffer buffer : buffers) {
-                TraceBufferV2 clone;
                 buffer.lock.lock();
                 try {
-                    clone = buffer.buffer.cloneReadOnly(arena);
+                    clones.add(buffer.buffer.cloneReadOnly(arena));
+                    clonedStats.add(buffer.buffer.stats());
+                    chunksDiscarded += buffer.chunksDiscarded;
                 } finally {
                     buffer.lock.unlock();
                 }
-                packets += writePackets(clone, out, snapshot);
             }
+            sink.write(ServicePackets.clockSnapshot());
+            UUID uuid = UUID.randomUUID();
+            writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+            List<LifecycleEvent> events;
+            synchronized (pendingEvents) {
+                events = List.copyOf(milestones);
+            }
+            for (LifecycleEvent event : events) {
+                sink.write(event.packet());
+            }
+            // The clones' packets are read again by consuming reads: the snapshot counts on a copy.
+            Readback snapshot = consumed.copy();
+            long packets = 0;
+            for (TraceBufferV2 clone : clones) {
+                boolean more = true;
+                while (more) {
+                    more = stage(clone, snapshot, sink);
+                    packets += snapshot.stagedPackets;
+                    sink.write(staging, stagingSize);
+                }
+            }
+            sink.write(ServicePackets.stats(clonedStats, chunksDiscarded, snapshot.invalidPackets));
+            return packets;
+        } finally {
+            readbackLock.unlock();
         }
-        out.write(statsPacket(snapshot.invalidPackets));
-        return packets;
     }
 
-    private long writePackets(TraceBufferV2 buffer, OutputStream out, Readback readback) throws IOException {
+    /** One consuming readback into {@code sink}; the caller holds {@link #readbackLock}. */
+    private long readBack(TraceSink sink) throws IOException {
+        if (initialClockSnapshot != null) {
+            sink.write(initialClockSnapshot);
+            initialClockSnapshot = null;
+        }
+        sink.write(ServicePackets.clockSnapshot());
+        if (!initialPacketsWritten) {
+            writeInitialPackets(sink, uuidMsb, uuidLsb);
+            initialPacketsWritten = true;
+        }
+        writeNewLifecycleEvents(sink);
         long packets = 0;
-        buffer.beginRead();
-        while (buffer.readNextTracePacket(view)) {
-            if (writePacket(out, readback)) {
-                packets++;
+        for (ServiceBuffer buffer : buffers) {
+            boolean more = true;
+            while (more && !sink.isFull()) {
+                buffer.lock.lock();
+                try {
+                    more = stage(buffer.buffer, consumed, sink);
+                } finally {
+                    buffer.lock.unlock();
+                }
+                packets += consumed.stagedPackets;
+                sink.write(staging, stagingSize);
             }
         }
+        recordEvent(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
+        writeNewLifecycleEvents(sink);
+        sink.write(ServicePackets.stats(readStats(), chunksDiscarded(), consumed.invalidPackets));
         return packets;
     }
 
-    /** Writes the packet in {@link #view} unless it fails validation; returns whether it wrote it. */
-    private boolean writePacket(OutputStream out, Readback readback) throws IOException {
+    private void writeInitialPackets(TraceSink sink, long msb, long lsb) throws IOException {
+        sink.write(ServicePackets.traceConfig(config));
+        sink.write(ServicePackets.traceUuid(msb, lsb));
+        sink.write(ServicePackets.systemInfo());
+    }
+
+    /** Writes the lifecycle events not written yet, in the order they happened. */
+    private void writeNewLifecycleEvents(TraceSink sink) throws IOException {
+        List<LifecycleEvent> events;
+        synchronized (pendingEvents) {
+            if (pendingFlushEvent != null) {
+                pendingEvents.add(pendingFlushEvent);
+                pendingFlushEvent = null;
+            }
+            pendingEvents.sort(Comparator.comparingLong(LifecycleEvent::bootTimeNanos));
+            events = List.copyOf(pendingEvents);
+            pendingEvents.clear();
+        }
+        for (LifecycleEvent event : events) {
+            sink.write(event.packet());
+        }
+    }
+
+    private void recordEvent(int eventField) {
+        long now = Os.clockNanos(Os.CLOCK_BOOTTIME);
+        LifecycleEvent event = new LifecycleEvent(now, ServicePackets.serviceEvent(eventField, now));
+        synchronized (pendingEvents) {
+            switch (eventField) {
+                case TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER -> pendingFlushEvent = event;
+                case TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER -> pendingEvents.add(event);
+                default -> {
+                    pendingEvents.add(event);
+                    milestones.add(event);
+                }
+            }
+        }
+    }
+
+    /** A {@code service_event} packet and when it happened. */
+    private record LifecycleEvent(long bootTimeNanos, byte[] packet) {
+    }
+
+    /**
+     * Copies packets of {@code buffer} into {@link #staging}, up to about
+     * {@link #STAGING_BATCH} bytes and as long as they fit {@code sink}; counts them in
+     * {@code readback.stagedPackets}.
+     *
+     * @return whether the buffer may hold more (the batch ended first)
+     */
+    private boolean stage(TraceBufferV2 buffer, Readback readback, TraceSink sink) {
+        stagingSize = 0;
+        readback.stagedPackets = 0;
+        buffer.beginRead();
+        while (stagingSize < STAGING_BATCH) {
+            if (!buffer.readNextTracePacket(view)) {
+                return false;
+            }
+            if (stagePacket(readback, sink)) {
+                readback.stagedPackets++;
+            } else if (sink.isFull()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Stages the packet in {@link #view} unless it fails validation or does not fit the
+     * sink (it is then lost, as in Perfetto, and the sink is full); returns whether it did.
+     */
+    private boolean stagePacket(Readback readback, TraceSink sink) {
         int size = (int) view.size();
         if (packetBytes.length < size) {
             packetBytes = new byte[Math.max(size, packetBytes.length * 2)];
@@ -313,9 +545,17 @@ public final class TracingSession implements AutoCloseable {
         }
         int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
                 size + trailerSize);
-        out.write(header, 0, headerSize);
-        out.write(packetBytes, 0, size);
-        out.write(trailer, 0, trailerSize);
+        int encoded = headerSize + size + trailerSize;
+        if (!sink.fits((long) stagingSize + encoded)) {
+            return false;
+        }
+        if (staging.length - stagingSize < encoded) {
+            staging = Arrays.copyOf(staging, Math.max(staging.length * 2, stagingSize + encoded));
+        }
+        System.arraycopy(header, 0, staging, stagingSize, headerSize);
+        System.arraycopy(packetBytes, 0, staging, stagingSize + headerSize, size);
+        System.arraycopy(trailer, 0, staging, stagingSize + headerSize + size, trailerSize);
+        stagingSize += encoded;
         return true;
     }
 
@@ -324,64 +564,95 @@ public final class TracingSession implements AutoCloseable {
         return (producerId << 16) | writerId;
     }
 
-    private byte[] statsPacket(long invalidPackets) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TracePacket packet = trace.get().addPacket();
-        TraceStats stats = packet.setTraceStats();
-        for (TraceBufferStats bufferStats : readStats()) {
-            bufferStats.writeTo(stats.addBufferStats());
-        }
-        stats.setChunksDiscarded(chunksDiscarded());
-        stats.setInvalidPackets(invalidPackets);
-        markAsService(packet);
-        return trace.toByteArray();
-    }
-
-    private byte[] clockSnapshotPacket() {
-        // Every clock is read before anything is encoded, so that the snapshot's clocks
-        // describe one instant. MONOTONIC goes first: BOOTTIME is MONOTONIC plus the time
-        // suspended, and read right after it can never come out smaller.
-        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
-        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
-        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TracePacket packet = trace.get().addPacket();
-        packet.setTimestamp(boottime);
-        ClockSnapshot snapshot = packet.setClockSnapshot();
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
-        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
-        snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
-        markAsService(packet);
-        return trace.toByteArray();
-    }
-
-    private static void addClock(ClockSnapshot snapshot, BuiltinClock clockId, long timestamp) {
-        ClockSnapshot.Clock clock = snapshot.addClocks();
-        clock.setClockId(clockId.number());
-        clock.setTimestamp(timestamp);
-    }
-
-    private static void markAsService(TracePacket packet) {
-        packet.setTrustedUid(Os.uid());
-        packet.setTrustedPacketSequenceId(SERVICE_SEQUENCE_ID);
-    }
-
     private static int putTagAndVarint(byte[] into, int at, int field, long value) {
         return ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, at,
                 ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
     }
 
+    /** The {@code write_into_file} timer: one readback into the output; a full output stops the session. */
+    private void writeIntoFile() throws IOException {
+        readbackLock.lock();
+        try {
+            if (state != State.RUNNING) {
+                // stop() writes the rest.
+                return;
+            }
+            readBack(fileSink);
+        } finally {
+            readbackLock.unlock();
+        }
+        if (fileSink.isFull()) {
+            stop();
+        }
+    }
+
+    /**
+     * Stops the session: its timers, then its data sources (each {@linkplain
+     * DataSource#onStop stop handler} runs and is waited for, at most
+     * {@code data_source_stop_timeout_ms}; a session waiting for the data sources then
+     * gets them), then takes what the producers had written with a last flush; with
+     * {@code write_into_file}, writes everything left into the output. The buffers stay
+     * readable until {@link #close()}. Completes {@link #completion()}.
+     */
+    public void stop() {
+        synchronized (timers) {
+            if (state != State.RUNNING) {
+                return;
+            }
+            state = State.STOPPED;
+            timers.forEach(timer -> timer.cancel(false));
+            timers.clear();
+        }
+        service.awaitDataSourceStops(this, config.effectiveDataSourceStopTimeoutMs());
+        service.stopDataSources(this);
+        for (Producer producer : service.producers()) {
+            producer.flush();
+        }
+        recordEvent(TracingServiceEvent.TRACING_DISABLED_FIELD_NUMBER);
+        if (fileSink != null) {
+            readbackLock.lock();
+            try {
+                readBack(fileSink);
+            } catch (IOException | RuntimeException e) {
+                completion.completeExceptionally(e);
+                return;
+            } finally {
+                readbackLock.unlock();
+            }
+        }
+        completion.complete(this);
+    }
+
+    /**
+     * Runs a timer's task; a failure stops the session and completes {@link #completion()}
+     * with it, since nobody else would see it.
+     */
+    private void runTimed(TimedTask task) {
+        try {
+            if (state == State.RUNNING) {
+                task.run();
+            }
+        } catch (IOException | RuntimeException e) {
+            completion.completeExceptionally(e);
+            stop();
+        }
+    }
+
+    @FunctionalInterface
+    private interface TimedTask {
+        void run() throws IOException;
+    }
+
     /**
      * What reading packets carries from one to the next: the packets dropped as invalid,
      * and the loss each left on its sequence, reported by that sequence's next packet.
-     * Written by the reading thread only.
+     * Used under {@link #readbackLock}.
      */
     private static final class Readback {
         volatile long invalidPackets;
         final Map<Integer, Integer> pendingLoss = new HashMap<>();
+        /** Packets the last {@link #stage} call staged. */
+        int stagedPackets;
 
         Readback copy() {
             Readback copy = new Readback();
@@ -392,21 +663,31 @@ public final class TracingSession implements AutoCloseable {
     }
 
     private void checkOpen(String method) {
-        if (closed.get()) {
+        if (state == State.CLOSED) {
             throw new IllegalStateException(method + "() called on a closed tracing session");
         }
     }
 
     /**
-     * Stops the data sources it started (a session waiting for them gets them) and frees
-     * its buffers; what they held and was not written out is lost. Closing twice does
-     * nothing more.
+     * {@linkplain #stop() Stops} the session if it runs (with {@code write_into_file}, the
+     * rest is written into the output first), then frees its buffers; what they held and
+     * was not read is lost. Closing twice does nothing more.
      */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            finalStats = readStats();
-            service.sessionStopped(this, buffers);
+        stop();
+        readbackLock.lock();
+        try {
+            synchronized (timers) {
+                if (state == State.CLOSED) {
+                    return;
+                }
+                finalStats = readStats();
+                state = State.CLOSED;
+            }
+        } finally {
+            readbackLock.unlock();
         }
+        service.sessionClosed(this);
     }
 }

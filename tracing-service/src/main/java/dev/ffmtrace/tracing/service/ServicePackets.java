@@ -1,0 +1,170 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.perfetto.protos.BuiltinClock;
+import dev.ffmtrace.perfetto.protos.ClockSnapshot;
+import dev.ffmtrace.perfetto.protos.SystemInfo;
+import dev.ffmtrace.perfetto.protos.Trace;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TraceStats;
+import dev.ffmtrace.perfetto.protos.TraceUuid;
+import dev.ffmtrace.perfetto.protos.Utsname;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The packets the service writes itself, each a one-packet {@code Trace} ready to be
+ * appended to a trace file, on sequence {@link TracingSession#SERVICE_SEQUENCE_ID} with
+ * the service's uid and, as Perfetto's service does, timestamps declared BOOTTIME.
+ */
+final class ServicePackets {
+    /** What this machine is, read once: it does not change while the process runs. */
+    private static final byte[] SYSTEM_INFO = systemInfoPacket();
+
+    private ServicePackets() {
+    }
+
+    /**
+     * A {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW and REALTIME. Every
+     * clock is read before anything is encoded, so that they describe one instant.
+     * MONOTONIC goes first: BOOTTIME is MONOTONIC plus the time suspended, and read right
+     * after it can never come out smaller.
+     */
+    static byte[] clockSnapshot() {
+        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
+        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
+        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TracePacket packet = service(trace, boottime);
+        ClockSnapshot snapshot = packet.setClockSnapshot();
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
+        snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
+        return trace.toByteArray();
+    }
+
+    /** The session's {@code trace_config}, as given. */
+    static byte[] traceConfig(SessionConfig config) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TracePacket packet = service(trace, -1);
+        packet.appendBytes(TracePacket.TRACE_CONFIG_FIELD_NUMBER, config.traceConfig());
+        return trace.toByteArray();
+    }
+
+    /** The session's {@code trace_uuid}. */
+    static byte[] traceUuid(long msb, long lsb) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TraceUuid uuid = service(trace, -1).setTraceUuid();
+        uuid.setMsb(msb);
+        uuid.setLsb(lsb);
+        return trace.toByteArray();
+    }
+
+    /** {@code system_info}: uname, page size, CPUs, time zone and the service's version. */
+    static byte[] systemInfo() {
+        return SYSTEM_INFO;
+    }
+
+    /**
+     * A {@code service_event} with the bool field {@code eventField} of
+     * {@code TracingServiceEvent} set, stamped {@code bootTimeNanos}.
+     */
+    static byte[] serviceEvent(int eventField, long bootTimeNanos) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        service(trace, bootTimeNanos).setServiceEvent().appendVarInt(eventField, 1);
+        return trace.toByteArray();
+    }
+
+    /** {@code trace_stats}: every buffer's stats, in config order, and the session's own counts. */
+    static byte[] stats(List<TraceBufferStats> buffers, long chunksDiscarded, long invalidPackets) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TraceStats stats = service(trace, -1).setTraceStats();
+        for (TraceBufferStats bufferStats : buffers) {
+            bufferStats.writeTo(stats.addBufferStats());
+        }
+        stats.setChunksDiscarded(chunksDiscarded);
+        stats.setInvalidPackets(invalidPackets);
+        return trace.toByteArray();
+    }
+
+    /** A new packet of {@code trace} with the service's trusted fields, and {@code timestamp} unless negative. */
+    private static TracePacket service(HeapBuffered<Trace> trace, long timestamp) {
+        TracePacket packet = trace.get().addPacket();
+        if (timestamp >= 0) {
+            packet.setTimestamp(timestamp);
+            packet.setTimestampClockId(BuiltinClock.BUILTIN_CLOCK_BOOTTIME.number());
+        }
+        packet.setTrustedUid(Os.uid());
+        packet.setTrustedPacketSequenceId(TracingSession.SERVICE_SEQUENCE_ID);
+        return packet;
+    }
+
+    private static void addClock(ClockSnapshot snapshot, BuiltinClock clockId, long timestamp) {
+        ClockSnapshot.Clock clock = snapshot.addClocks();
+        clock.setClockId(clockId.number());
+        clock.setTimestamp(timestamp);
+    }
+
+    private static byte[] systemInfoPacket() {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        SystemInfo info = service(trace, -1).setSystemInfo();
+        Package pkg = ServicePackets.class.getPackage();
+        String version = pkg.getImplementationVersion();
+        info.setTracingServiceVersion(version == null ? "ffmtrace" : "ffmtrace " + version);
+        info.setTimezoneOffMins(ZoneId.systemDefault().getRules().getOffset(Instant.now()).getTotalSeconds() / 60);
+        Utsname utsname = info.setUtsname();
+        utsname.setSysname(kernelValue("ostype", System.getProperty("os.name")));
+        utsname.setVersion(kernelValue("version", ""));
+        utsname.setRelease(kernelValue("osrelease", System.getProperty("os.version")));
+        utsname.setMachine(kernelValue("arch", machineOf(System.getProperty("os.arch"))));
+        info.setPageSize((int) Os.pageSize());
+        info.setNumCpus(cpuCount());
+        return trace.toByteArray();
+    }
+
+    /** What {@code uname(2)} says as {@code name}, from /proc/sys/kernel; {@code fallback} where it cannot be read. */
+    private static String kernelValue(String name, String fallback) {
+        try {
+            // Lines, not readString: a /proc file's size is 0, and some of them read short that way.
+            return String.join("\n", Files.readAllLines(Path.of("/proc/sys/kernel", name))).strip();
+        } catch (IOException | RuntimeException e) {
+            return fallback;
+        }
+    }
+
+    /** uname's machine for a JVM os.arch: the JVM says amd64 where the kernel says x86_64. */
+    private static String machineOf(String osArch) {
+        return switch (osArch.toLowerCase(Locale.ROOT)) {
+            case "amd64" -> "x86_64";
+            case "x86" -> "i686";
+            default -> osArch;
+        };
+    }
+
+    /**
+     * The CPUs the system has (the kernel's {@code present} list), as Perfetto reports
+     * {@code sysconf(_SC_NPROCESSORS_CONF)}; those the JVM may use where the list cannot be read.
+     */
+    static int cpuCount() {
+        try {
+            int count = 0;
+            for (String range : Files.readAllLines(Path.of("/sys/devices/system/cpu/present")).getFirst().strip().split(",")) {
+                int dash = range.indexOf('-');
+                count += dash < 0 ? 1 : Integer.parseInt(range.substring(dash + 1)) - Integer.parseInt(range.substring(0, dash)) + 1;
+            }
+            return count;
+        } catch (IOException | RuntimeException e) {
+            return Runtime.getRuntime().availableProcessors();
+        }
+    }
+}

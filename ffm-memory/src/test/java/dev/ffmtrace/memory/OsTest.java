@@ -80,7 +80,8 @@ class OsTest {
 
     /** The state letter of /proc/PID/stat (after the command name, which may hold spaces and parentheses). */
     private static String state(int pid) throws IOException {
-        String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+        // Lines, not readString: a JDK read of a /proc file by its size can stop short.
+        String stat = Files.readAllLines(Path.of("/proc/" + pid + "/stat")).getFirst();
         return stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
     }
 }

@@ -115,7 +115,8 @@ class SharedRingBufferDeadHolderTest {
         try (Session session = new Session()) {
             Helper holder = session.startInPidNamespace(innerPid, "hold-and-die");
             assertEquals("holding", holder.line());
-            assertEquals(0, holder.process.waitFor(VERDICT_SECONDS, TimeUnit.SECONDS) ? holder.process.exitValue() : -1);
+            assertTrue(holder.process.waitFor(VERDICT_SECONDS, TimeUnit.SECONDS), "the holder's namespace ends with it");
+            assertEquals(0, holder.process.exitValue());
             assertHeldFromAnotherNamespace(session.buffer, innerPid);
 
             long start = System.nanoTime();

@@ -1,9 +1,11 @@
 // A C implementation of heapprofd's SharedRingBuffer, written from the layout in
 // SharedRingBufferDescriptor.java: the other side of shm-ring's cross-process tests.
 // Same offsets, same memory orders (C11 atomics), same checks on the peer's data, and
-// the same holder-pid convention for the spinlock. The lock is taken as Perfetto takes it,
-// by exchanging the locked byte, and the pid is stored right after; the Java side sets both
-// in one 8-byte compare-and-set, so the cross-process tests mix the two styles.
+// the same holder convention for the spinlock: the holder's pid in bytes 4..7 and its PID
+// namespace's slot in bytes 2..3, both in one atomic step (see the Java class comment,
+// "Dead lock holders"). The lock is taken as Perfetto takes it, by exchanging the locked
+// byte, and the holder written right after; the Java side sets all three in one 8-byte
+// compare-and-set, so the cross-process tests mix the two styles.
 #ifndef FFMTRACE_SHARED_RING_BUFFER_H_
 #define FFMTRACE_SHARED_RING_BUFFER_H_
 
@@ -13,6 +15,7 @@
 enum {
   SRB_LOCKED_OFFSET = 0,
   SRB_POISONED_OFFSET = 1,
+  SRB_HOLDER_NAMESPACE_OFFSET = 2,  // u16: 1 + the holder's index in the PID namespace table, 0 unknown
   SRB_HOLDER_PID_OFFSET = 4,
   SRB_READ_POS_OFFSET = 8,
   SRB_WRITE_POS_OFFSET = 16,
@@ -29,6 +32,10 @@ enum {
   SRB_STATS_READS_CORRUPT_OFFSET = 104,
   SRB_STATS_READS_NODATA_OFFSET = 112,
   SRB_METADATA_SIZE = 144,
+  // After Perfetto's metadata, in bytes it leaves unused: u64 inode numbers of the PID
+  // namespaces of the processes attached, each set once from 0, never changed.
+  SRB_PID_NAMESPACES_OFFSET = 144,
+  SRB_PID_NAMESPACE_SLOTS = 32,
   SRB_HEADER_SIZE = 8,
 };
 
@@ -47,7 +54,8 @@ typedef struct {
   uint8_t* ring;
   uint64_t size;  // ring size S
   size_t outer_size;
-  int pid;
+  int pid;  // set again by a forked child that takes the lock
+  uint16_t ns_slot;  // our PID namespace's slot (1-based), 0 if it could not be recorded
 } srb;
 
 typedef struct {
@@ -64,7 +72,8 @@ int srb_create(srb* b, uint64_t ring_size, char* err, size_t err_len);
 void srb_close(srb* b);
 
 // Try mode (blocking = 0) gives up after 1000 rounds of 1024 tries and a 1 ms sleep.
-// Returns 1 when locked.
+// Returns 1 when locked. Either mode poisons the lock and fails when its holder is found
+// dead: a process of our PID namespace that no longer exists or is a zombie.
 int srb_lock(srb* b, int blocking);
 void srb_unlock(srb* b);
 void srb_poison(srb* b);

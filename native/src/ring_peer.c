@@ -10,6 +10,15 @@
 //                  random lengths >= 12: u32 seq, u32 writer id, random bytes, u32 FNV-1a
 //                  of everything before it; prints "wrote <count>"
 //   hold-and-die   take the spinlock and exit holding it
+//   hold-until-told
+//                  take the spinlock, print "holding <pid>", release it when a byte (or EOF)
+//                  arrives on the socket, print "released"
+//   zombie-holder  fork a child that takes the spinlock, SIGKILL it and leave it unreaped
+//                  (a zombie, which kill(pid, 0) still finds); print "zombie <pid>", reap it
+//                  when a byte (or EOF) arrives on the socket, print "reaped"
+//   lock try|blocking
+//                  take the spinlock in that mode and release it; print "locked", "poisoned"
+//                  or "failed" (held throughout a try), then the milliseconds it took
 //   golden         the operation sequence of SharedRingBufferGoldenTest, then send "G"
 // <socket> is a path or @name (abstract). Exit 0 on success, 1 on a check failure.
 #define _GNU_SOURCE
@@ -21,8 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -128,6 +140,61 @@ static void stress_write(srb* b, double seconds, uint32_t id, uint64_t seed, uin
   printf("wrote %u\n", seq);
 }
 
+// Blocks until the test sends a byte or closes the connection.
+static void await_word(int sock) {
+  char c;
+  while (recv(sock, &c, 1, 0) < 0 && errno == EINTR) {
+  }
+}
+
+static void hold_until_told(srb* b, int sock) {
+  if (!srb_lock(b, 1)) fail("spinlock not acquired", 0, 0);
+  printf("holding %d\n", b->pid);
+  fflush(stdout);
+  await_word(sock);
+  srb_unlock(b);
+  printf("released\n");
+}
+
+// A holder that died but whose parent does not reap it: the JVM reaps its own children at
+// once, so the tests need this process as the parent that does not.
+static void zombie_holder(srb* b, int sock) {
+  int ready[2];
+  if (pipe(ready) != 0) peer_die("pipe");
+  pid_t parent = getpid();
+  pid_t child = fork();
+  if (child < 0) peer_die("fork");
+  if (child == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlive a helper that failed
+    if (getppid() != parent) _exit(5);
+    b->pid = (int)getpid();
+    if (!srb_lock(b, 0)) _exit(3);
+    if (write(ready[1], "L", 1) != 1) _exit(4);
+    for (;;) pause();
+  }
+  char c;
+  if (read(ready[0], &c, 1) != 1) fail("the child did not take the spinlock", (uint64_t)child, 0);
+  if (kill(child, SIGKILL) != 0) peer_die("kill");
+  siginfo_t info;
+  memset(&info, 0, sizeof(info));
+  // WNOWAIT: wait until it is a zombie, and leave it one.
+  if (waitid(P_PID, (id_t)child, &info, WEXITED | WNOWAIT) != 0) peer_die("waitid");
+  printf("zombie %d\n", (int)child);
+  fflush(stdout);
+  await_word(sock);
+  if (waitpid(child, NULL, 0) != child) peer_die("waitpid");
+  printf("reaped\n");
+}
+
+static void lock_and_report(srb* b, const char* mode) {
+  double start = now_seconds();
+  int locked = srb_lock(b, strcmp(mode, "blocking") == 0);
+  long ms = (long)((now_seconds() - start) * 1000);
+  if (locked) srb_unlock(b);
+  int poisoned = atomic_load((_Atomic uint8_t*)(b->meta + SRB_POISONED_OFFSET)) != 0;
+  printf("%s %ld\n", locked ? "locked" : poisoned ? "poisoned" : "failed", ms);
+}
+
 // Keep in step with SharedRingBufferGoldenTest.runSequence.
 static void golden(srb* b, int sock) {
   srb_record r;
@@ -201,6 +268,13 @@ int main(int argc, char** argv) {
     printf("holding\n");
     fflush(stdout);
     _exit(0);
+  } else if (strcmp(action, "hold-until-told") == 0) {
+    hold_until_told(&b, sock);
+  } else if (strcmp(action, "zombie-holder") == 0) {
+    zombie_holder(&b, sock);
+  } else if (strcmp(action, "lock") == 0 && argc == 5 &&
+             (strcmp(argv[4], "try") == 0 || strcmp(argv[4], "blocking") == 0)) {
+    lock_and_report(&b, argv[4]);
   } else if (strcmp(action, "golden") == 0) {
     golden(&b, sock);
   } else {

@@ -3,22 +3,53 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434  // the same on every architecture
+#endif
 
 #define GUARD_SIZE ((size_t)64 * 1024 * 1024)
 #define ATTEMPTS_PER_SLEEP 1024u
 #define SLEEPS 1000u
 
 #define A8(b, off) ((_Atomic uint8_t*)((b)->meta + (off)))
+#define A16(b, off) ((_Atomic uint16_t*)((b)->meta + (off)))
 #define A32(p) ((_Atomic uint32_t*)(p))
 #define A64(b, off) ((_Atomic uint64_t*)((b)->meta + (off)))
 #define STAT(b, off) ((uint64_t*)((b)->meta + (off)))
+// Bytes 0..7 as one word: locked, poisoned, namespace slot (u16), holder pid (u32).
+#define LOCK_WORD(b) ((_Atomic uint64_t*)(b)->meta)
+#define HOLDER_SHIFT 16
+
+// The inode of our PID namespace, which every pid we pass to the kernel belongs to; 0 if
+// /proc cannot tell.
+static uint64_t pid_namespace_id(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+// Our namespace's slot in the table after the metadata: the first entry holding it, or the
+// first free one, claimed. 0 when unknown or the table is full: then the holder we record
+// is never judged, and nobody judges ours.
+static uint16_t register_pid_namespace(uint8_t* meta) {
+  uint64_t ns = pid_namespace_id();
+  if (ns == 0) return 0;
+  for (int i = 0; i < SRB_PID_NAMESPACE_SLOTS; i++) {
+    _Atomic uint64_t* entry = (_Atomic uint64_t*)(meta + SRB_PID_NAMESPACES_OFFSET + 8 * i);
+    uint64_t seen = 0;
+    if (atomic_compare_exchange_strong(entry, &seen, ns) || seen == ns) return (uint16_t)(i + 1);
+  }
+  return 0;
+}
 
 static int map_fd(srb* b, int fd, size_t file_size, char* err, size_t err_len) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -46,6 +77,7 @@ static int map_fd(srb* b, int fd, size_t file_size, char* err, size_t err_len) {
   b->size = size;
   b->outer_size = outer;
   b->pid = (int)getpid();
+  b->ns_slot = register_pid_namespace(region);
   return 0;
 }
 
@@ -96,22 +128,48 @@ void srb_close(srb* b) {
   close(b->fd);
 }
 
+// Perfetto's exchange of the locked byte, then the holder. The last holder cleared both of
+// its fields before unlocking (a Perfetto peer never writes them), so whatever a waiter sees
+// in between, a slot and a pid both set are this holder's.
 static int try_take(srb* b) {
   if (atomic_exchange_explicit(A8(b, SRB_LOCKED_OFFSET), 1, memory_order_acquire) == 0) {
+    atomic_store_explicit(A16(b, SRB_HOLDER_NAMESPACE_OFFSET), b->ns_slot, memory_order_relaxed);
     atomic_store_explicit(A32(b->meta + SRB_HOLDER_PID_OFFSET), (uint32_t)b->pid, memory_order_relaxed);
     return 1;
   }
   return 0;
 }
 
-// The holder clears its pid before unlocking: a pid still there after its process is
-// gone died holding the lock.
+// Gone, or a zombie: a pidfd turns readable when its process exits, reaped or not, whoever
+// its parent is (kill(pid, 0) still succeeds on a zombie). Without pidfd_open (Linux < 5.3,
+// a seccomp filter), only a process that no longer exists counts.
+static int process_exited(int pid) {
+  int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+  if (fd >= 0) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int ready;
+    do {
+      ready = poll(&p, 1, 0);
+    } while (ready < 0 && errno == EINTR);
+    close(fd);
+    return ready > 0 && (p.revents & (POLLIN | POLLHUP));
+  }
+  if (errno == ESRCH) return 1;
+  if (errno == EINVAL) return 0;  // a thread other than a main one: not a holder we recorded
+  return kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+// A holder clears itself before unlocking, so one still recorded, unchanged, after its
+// process was found exited died holding the lock. Its pid is only read when it is of our
+// PID namespace (the same slot): a pid of another namespace names another process here.
 static int holder_died(srb* b) {
-  int holder = (int)atomic_load(A32(b->meta + SRB_HOLDER_PID_OFFSET));
-  if (holder <= 0 || holder == b->pid) return 0;
-  if (kill(holder, 0) == 0 || errno != ESRCH) return 0;
-  return atomic_load(A8(b, SRB_LOCKED_OFFSET)) != 0 &&
-         (int)atomic_load(A32(b->meta + SRB_HOLDER_PID_OFFSET)) == holder;
+  uint64_t word = atomic_load(LOCK_WORD(b));
+  int holder = (int)(uint32_t)(word >> 32);
+  uint16_t slot = (uint16_t)(word >> HOLDER_SHIFT);
+  if (b->ns_slot == 0 || slot != b->ns_slot || holder <= 0 || holder == b->pid) return 0;
+  if (!process_exited(holder)) return 0;
+  uint64_t now = atomic_load(LOCK_WORD(b));
+  return (now & 0xFF) != 0 && now >> HOLDER_SHIFT == word >> HOLDER_SHIFT;
 }
 
 int srb_lock(srb* b, int blocking) {
@@ -142,6 +200,7 @@ int srb_lock(srb* b, int blocking) {
 
 void srb_unlock(srb* b) {
   atomic_store_explicit(A32(b->meta + SRB_HOLDER_PID_OFFSET), 0, memory_order_relaxed);
+  atomic_store_explicit(A16(b, SRB_HOLDER_NAMESPACE_OFFSET), 0, memory_order_relaxed);
   atomic_store_explicit(A8(b, SRB_LOCKED_OFFSET), 0, memory_order_release);
 }
 

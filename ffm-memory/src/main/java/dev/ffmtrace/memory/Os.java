@@ -56,4 +56,70 @@ public final class Os {
     public static boolean processExists(int pid) {
         return Native.processExists(pid);
     }
+
+    /**
+     * Whether process {@code pid} of this process's PID namespace is known to have exited: it
+     * no longer exists, or it is a zombie, dead but not yet reaped by its parent (which
+     * {@link #processExists} still counts). A pidfd of the process becomes readable when it
+     * exits, whoever its parent is. False while it runs, for a pid that is not a process's
+     * (0, negative, a thread other than the main one), and whenever the answer is unsure;
+     * where {@code pidfd_open(2)} is missing (Linux before 5.3) or filtered, only a process
+     * that no longer exists counts as exited.
+     */
+    public static boolean processExited(int pid) {
+        if (pid <= 0) {
+            return false;
+        }
+        int pidfd = Native.pidfdOpen(pid);
+        if (pidfd >= 0) {
+            try {
+                return Native.pollReadable(pidfd);
+            } catch (NativeException e) {
+                return false;
+            } finally {
+                Native.close(pidfd);
+            }
+        }
+        if (pidfd == -Native.ESRCH) {
+            return true;
+        }
+        if (pidfd == -Native.EINVAL) {
+            return false;
+        }
+        try {
+            return !Native.processExists(pid);
+        } catch (NativeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The identity of this process's PID namespace, the one its pid and every pid it passes
+     * to the kernel belong to: the inode number of {@code /proc/self/ns/pid}, unique among
+     * the namespaces that exist. 0 if it cannot be read (no {@code /proc}, or one that does
+     * not show this process). Read once: a process never changes its own PID namespace.
+     */
+    public static long pidNamespaceId() {
+        return PidNamespace.ID;
+    }
+
+    private static final class PidNamespace {
+        static final long ID = read();
+
+        private static long read() {
+            int fd;
+            try {
+                fd = Native.open("/proc/self/ns/pid", Native.O_RDONLY | Native.O_CLOEXEC, 0);
+            } catch (NativeException e) {
+                return 0;
+            }
+            try {
+                return Native.fstat(fd).inode();
+            } catch (NativeException e) {
+                return 0;
+            } finally {
+                Native.close(fd);
+            }
+        }
+    }
 }

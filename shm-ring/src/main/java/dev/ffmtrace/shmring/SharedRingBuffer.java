@@ -6,7 +6,6 @@ import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.*;
 import dev.ffmtrace.memory.AtomicSegment;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.MemoryFile;
-import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.RingMapping;
 import dev.ffmtrace.memory.Seals;
@@ -51,19 +50,40 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <h2>Dead lock holders</h2>
  * Perfetto's spinlock stays held for good when its holder dies, and every later try costs
- * its writer about a second. Here the holder writes its pid into bytes 4..7 (Perfetto's
- * padding) in the same compare-and-set that takes the lock, and clears it before releasing
- * (a peer that exchanges the lock byte and then stores its pid, like the C library of the
- * tests, works too, with a short window of no recorded holder). A waiter checks, at each
- * of its sleeps, whether the recorded holder still exists; if it does not and its pid is
- * still recorded after the check, it died holding the lock, and the waiter <em>poisons</em>
- * the lock and fails. Poisoning rather than taking the lock over is deliberate: the dead
+ * its writer about a second. Here the holder writes who it is into bytes 2..7 (Perfetto's
+ * padding) in the same compare-and-set that takes the lock: its pid, and the slot of its
+ * PID namespace in a table ffmtrace keeps after Perfetto's metadata (see
+ * {@code SharedRingBufferDescriptor}); it clears both before releasing. (A peer that
+ * exchanges the lock byte and then stores the two, like the C library of the tests, works
+ * too, with a short window of no recorded holder.) A waiter checks, at each of its sleeps,
+ * whether the recorded holder has exited; if it has and it is still recorded after the
+ * check, it died holding the lock, and the waiter <em>poisons</em> the lock and fails, in
+ * either {@link LockMode}. Poisoning rather than taking the lock over is deliberate: the dead
  * holder may have stopped half-way through {@code beginWrite}, leaving a reserved record
  * that will never be committed, so the reader could never get past it anyway; a poisoned
  * lock makes every later attempt, by ffmtrace or by Perfetto's C++, fail at once instead of
- * after a second, which is the clean way to end the session. A holder that is one of our
- * own threads, a Perfetto peer (which records no pid) or a peer that died between taking
- * the lock and writing its pid are not detected, and the lock behaves as Perfetto's does.
+ * after a second, which is the clean way to end the session.
+ *
+ * <p><b>Exited</b> means gone or a zombie: a process killed but not yet reaped by its parent
+ * still answers {@code kill(pid, 0)}, and a parent that never reaps would otherwise keep a
+ * {@link LockMode#BLOCKING} waiter waiting for good. The waiter asks with a pidfd
+ * ({@code pidfd_open}, then {@code poll}), which turns readable when its process exits,
+ * reaped or not, whoever the parent is, and which needs no {@code /proc}. Where pidfds are
+ * missing (Linux before 5.3) or filtered, only a holder that no longer exists is found dead.
+ *
+ * <p><b>PID namespaces.</b> A pid is a number in its process's PID namespace; the same
+ * number names another process, or none, in another namespace, so a waiter that read it
+ * there could judge a live holder dead. So every process that maps the buffer enters the
+ * id of its PID namespace (the inode of {@code /proc/self/ns/pid}) in the table, once, and
+ * a holder records its namespace's slot next to its pid, in the same atomic step: a waiter
+ * looks at the pid only when the slot is its own namespace's. A holder of another
+ * namespace is never judged, and the lock behaves there as Perfetto's does: a
+ * {@link LockMode#TRY} wait gives up after about a second, a BLOCKING one waits. The same
+ * goes for a holder whose namespace could not be recorded (no {@code /proc}, a full table),
+ * for one that is one of our own threads, a Perfetto peer (which records no holder), or a
+ * peer that died between taking the lock and recording itself. A peer can write anything
+ * into the metadata page, but at worst that makes a waiter poison the lock, which such a
+ * peer can do anyway.
  *
  * <h2>Uncommitted records</h2>
  * A committed zero-length record cannot be told from a reserved one, and it blocks
@@ -164,9 +184,9 @@ public final class SharedRingBuffer implements AutoCloseable {
     static final int LOCK_SLEEPS = 1000;
     static final long LOCK_SLEEP_MICROS = 1000;
 
-    /** In the first 8 bytes read as one little-endian long: the locked and poisoned bytes, and the padding kept. */
+    /** In the first 8 bytes read as one little-endian long: the locked and poisoned bytes, then the holder. */
     private static final long LOCK_AND_POISON_MASK = 0xFFFFL;
-    private static final long PADDING_MASK = 0xFFFF_0000L;
+    private static final int HOLDER_SHIFT = 8 * SPINLOCK_HOLDER_NAMESPACE_OFFSET;
 
     private static final String MEMFD_NAME = "heapprofd_ringbuf";
     private static final long DEFAULT_UNCOMMITTED_TIMEOUT_NANOS = 5_000_000_000L;
@@ -185,9 +205,11 @@ public final class SharedRingBuffer implements AutoCloseable {
     private final MemorySegment ring;
     private final long size;
     private final long mask;
-    private final int pid = (int) ProcessHandle.current().pid();
-    /** The locked byte set and our pid in bytes 4..7. */
-    private final long lockedByUs = 1L | ((long) pid << 32);
+    private final int pid = Os.pid();
+    /** Our PID namespace's slot in the metadata page's table (1-based), 0 if it could not be recorded. */
+    private final int namespaceSlot;
+    /** The locked byte set, our namespace's slot in bytes 2..3 and our pid in bytes 4..7. */
+    private final long lockedByUs;
 
     /**
      * The thread that holds the spinlock through this object, for {@link #beginWrite}'s check.
@@ -209,6 +231,29 @@ public final class SharedRingBuffer implements AutoCloseable {
         this.size = size;
         this.mask = size - 1;
         this.handBackBatch = Math.min(size / 16, MAX_HAND_BACK_BATCH);
+        this.namespaceSlot = registerPidNamespace(metadata);
+        this.lockedByUs = 1L | ((long) namespaceSlot << HOLDER_SHIFT) | ((long) pid << 32);
+    }
+
+    /**
+     * Our PID namespace's slot in the table after Perfetto's metadata: the first entry that
+     * holds its id, or the first free one, claimed with a compare-and-set. Entries are set once
+     * and never changed, so every process of one namespace finds the same slot. 0 when the id
+     * is unknown or the table is full (or filled with garbage by a peer): our holds are then
+     * never judged, and we judge nobody's.
+     */
+    private static int registerPidNamespace(MemorySegment meta) {
+        long namespace = Os.pidNamespaceId();
+        if (namespace == 0) {
+            return 0;
+        }
+        for (int i = 0; i < PID_NAMESPACE_SLOTS; i++) {
+            long seen = compareAndExchangeLong(meta, PID_NAMESPACES_OFFSET + 8L * i, 0, namespace);
+            if (seen == 0 || seen == namespace) {
+                return i + 1;
+            }
+        }
+        return 0;
     }
 
     /**
@@ -377,15 +422,14 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     /**
      * If {@code word}, the first 8 bytes as last seen, is neither locked nor poisoned, a
-     * compare-and-set that sets the locked byte and writes our pid in the same atomic step,
-     * leaving the poisoned byte and Perfetto's padding as they were. Perfetto exchanges the
+     * compare-and-set that sets the locked byte and writes us as the holder (namespace slot
+     * and pid) in the same atomic step; the poisoned byte is 0 in both. Perfetto exchanges the
      * locked byte alone; a CAS of the enclosing word is the same acquisition to a peer that
      * does (the AtomicSegment byte RMWs work the same way), and it leaves no moment in which
      * the lock is held with no holder recorded.
      */
     private boolean acquireFrom(long word) {
-        return (word & LOCK_AND_POISON_MASK) == 0
-                && compareAndSetLong(meta, SPINLOCK_LOCKED_OFFSET, word, (word & PADDING_MASK) | lockedByUs);
+        return (word & LOCK_AND_POISON_MASK) == 0 && compareAndSetLong(meta, SPINLOCK_LOCKED_OFFSET, word, lockedByUs);
     }
 
     private boolean lockSlow(LockMode mode) {
@@ -423,31 +467,33 @@ public final class SharedRingBuffer implements AutoCloseable {
     }
 
     /**
-     * Whether the lock is held by a process that no longer exists. A holder clears its pid
-     * before releasing, so a pid still recorded after its process was found gone means that
-     * process died holding the lock (a pid reused since then only delays the verdict).
+     * Whether the lock is held by a process of our PID namespace that has exited (gone, or a
+     * zombie not yet reaped). The holder's slot and pid are read in one load, so they are one
+     * holder's; a pid of another namespace (another slot) would name another process here and
+     * is not looked at. A holder clears itself before releasing, so one still recorded,
+     * unchanged, after its process was found exited died holding the lock (a pid reused since
+     * then only delays the verdict).
      */
     private boolean holderDied() {
-        int holder = getIntVolatile(meta, SPINLOCK_HOLDER_PID_OFFSET);
-        if (holder <= 0 || holder == pid) {
+        long word = getLongVolatile(meta, SPINLOCK_LOCKED_OFFSET);
+        int holder = (int) (word >>> 32);
+        int slot = (int) (word >>> HOLDER_SHIFT) & 0xFFFF;
+        if (namespaceSlot == 0 || slot != namespaceSlot || holder <= 0 || holder == pid) {
             return false;
         }
-        try {
-            if (Os.processExists(holder)) {
-                return false;
-            }
-        } catch (NativeException e) {
+        if (!Os.processExited(holder)) {
             return false;
         }
-        return getByteVolatile(meta, SPINLOCK_LOCKED_OFFSET) != 0
-                && getIntVolatile(meta, SPINLOCK_HOLDER_PID_OFFSET) == holder;
+        long now = getLongVolatile(meta, SPINLOCK_LOCKED_OFFSET);
+        return (now & 0xFF) != 0 && now >>> HOLDER_SHIFT == word >>> HOLDER_SHIFT;
     }
 
-    /** Releases the spinlock: clears the holder thread and pid, then a release store of 0. */
+    /** Releases the spinlock: clears the holder thread, pid and namespace slot, then a release store of 0. */
     public void unlock() {
         lockHolder.thread = null;
         MemorySegment meta = this.meta;
         putIntOpaque(meta, SPINLOCK_HOLDER_PID_OFFSET, 0);
+        putShortOpaque(meta, SPINLOCK_HOLDER_NAMESPACE_OFFSET, (short) 0);
         putByteRelease(meta, SPINLOCK_LOCKED_OFFSET, (byte) 0);
     }
 

@@ -1,12 +1,16 @@
 package dev.ffmtrace.shmring;
 
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.METADATA_SIZE;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.PID_NAMESPACES_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.PID_NAMESPACE_SLOTS;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
@@ -120,6 +124,11 @@ class SharedRingBufferGoldenTest {
     private static void assertGolden(SharedRingBuffer buffer) {
         HexFormat hex = HexFormat.of();
         assertEquals(METADATA, hex.formatHex(buffer.metadata().asSlice(0, METADATA_SIZE).toArray(Layouts.BYTE)));
+        // ffmtrace's table after Perfetto's bytes: one entry, our namespace, whoever attached.
+        long[] namespaces = buffer.metadata().asSlice(PID_NAMESPACES_OFFSET, 8L * PID_NAMESPACE_SLOTS).toArray(Layouts.LONG);
+        long[] ours = new long[PID_NAMESPACE_SLOTS];
+        ours[0] = Os.pidNamespaceId();
+        assertArrayEquals(ours, namespaces);
         assertEquals(RING_START, hex.formatHex(ringStart(buffer)));
         assertEquals(new SharedRingBuffer.Stats(105, 2, 1, 2, 2, 1, 1, 1, 0, 1), buffer.stats());
         assertEquals(SharedRingBuffer.ErrorState.HIT_TIMEOUT, buffer.errorState());

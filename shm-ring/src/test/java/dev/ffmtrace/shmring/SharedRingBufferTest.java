@@ -1,9 +1,11 @@
 package dev.ffmtrace.shmring;
 
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.ERROR_STATE_OFFSET;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.PID_NAMESPACES_OFFSET;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.READ_POS_OFFSET;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.RECORD_ALIGNMENT;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.RECORD_HEADER_SIZE;
+import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_HOLDER_NAMESPACE_OFFSET;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_HOLDER_PID_OFFSET;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET;
 import static dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor.WRITE_POS_OFFSET;
@@ -627,9 +629,13 @@ class SharedRingBufferTest {
     // ---- spinlock ----
 
     @Test
-    void theHolderRecordsItsPidAndClearsItOnUnlock() {
+    void theHolderRecordsItsPidAndNamespaceAndClearsThemOnUnlock() {
+        assertEquals(Os.pidNamespaceId(), buffer.metadata().get(Layouts.LONG, PID_NAMESPACES_OFFSET),
+                "our PID namespace, entered when the buffer was made");
+        assertEquals(0, buffer.metadata().get(Layouts.LONG, PID_NAMESPACES_OFFSET + 8));
         assertTrue(buffer.lock(LockMode.TRY));
         assertEquals(1, buffer.metadata().get(Layouts.BYTE, SPINLOCK_LOCKED_OFFSET));
+        assertEquals(1, buffer.metadata().get(Layouts.SHORT, SPINLOCK_HOLDER_NAMESPACE_OFFSET), "slot 1: the first entry");
         assertEquals(ProcessHandle.current().pid(), buffer.metadata().get(Layouts.INT, SPINLOCK_HOLDER_PID_OFFSET));
         buffer.unlock();
         assertEquals(0, buffer.metadata().get(Layouts.LONG, 0));

@@ -3,7 +3,9 @@ package dev.ffmtrace.stress;
 import static org.openjdk.jcstress.annotations.Expect.ACCEPTABLE;
 import static org.openjdk.jcstress.annotations.Expect.FORBIDDEN;
 
+import dev.ffmtrace.memory.AtomicSegment;
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import dev.ffmtrace.shmring.abi.SharedRingBufferDescriptor;
@@ -18,11 +20,12 @@ import org.openjdk.jcstress.annotations.Outcome;
 import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 import org.openjdk.jcstress.infra.results.II_Result;
+import org.openjdk.jcstress.infra.results.I_Result;
 
 /**
  * heapprofd's SharedRingBuffer between threads: publication of a record by its length
- * word, the hand-back of freed space by read_pos, and the spinlock that serialises
- * reservations. Each state is a one-page ring in
+ * word, the hand-back of freed space by read_pos, the spinlock that serialises
+ * reservations, and the record of its holder. Each state is a one-page ring in
  * native memory ({@link SharedRingBuffer#allocate}), whose bytes start out as stale
  * non-zero garbage, so a reader that took a stale length word for a record would show it.
  */
@@ -369,6 +372,45 @@ public final class SharedRingBufferStress {
             r.r1 = count;
             r.r2 = order[0];
             r.r3 = order[1];
+        }
+    }
+
+    @JCStressTest
+    @Description("Invariant: the spinlock's holder record (namespace slot in bytes 2..3, pid in 4..7), on which "
+            + "dead-holder detection reads the pid only with its slot: a waiter loading the lock word while a writer "
+            + "takes and releases the lock never sees the pid without the slot it was recorded with.")
+    @Outcome(id = "0", expect = ACCEPTABLE, desc = "free")
+    @Outcome(id = "1", expect = ACCEPTABLE, desc = "held, the holder recorded whole")
+    @Outcome(id = "2", expect = ACCEPTABLE, desc = "being released: the pid cleared, the slot not yet")
+    @Outcome(id = "3", expect = ACCEPTABLE, desc = "being released: both cleared, the locked byte not yet")
+    @Outcome(id = "-1", expect = FORBIDDEN, desc = "a pid without its slot, or anything else")
+    @State
+    public static class HolderRecord {
+        final SharedRingBuffer buffer = newBuffer(0);
+        /** Slot 1, the first entry of the buffer's table, unless the namespace could not be read. */
+        final long slot = Os.pidNamespaceId() == 0 ? 0 : 1L << 16;
+        final long holder = (long) Os.pid() << 32 | slot;
+
+        @Actor
+        public void writer() {
+            if (buffer.lock(SharedRingBuffer.LockMode.TRY)) {
+                buffer.unlock();
+            }
+        }
+
+        @Actor
+        public void waiter(I_Result r) {
+            MemorySegment meta = buffer.metadata();
+            long word = AtomicSegment.getLongVolatile(meta, SharedRingBufferDescriptor.SPINLOCK_LOCKED_OFFSET);
+            if (word == 0) {
+                r.r1 = 0;
+            } else if (word == (holder | 1)) {
+                r.r1 = 1;
+            } else if (word == (slot | 1)) {
+                r.r1 = 2;
+            } else {
+                r.r1 = word == 1 ? 3 : -1;
+            }
         }
     }
 }

@@ -38,6 +38,7 @@ public final class Native {
     public static final int F_SEAL_WRITE = 0x8;
 
     // open(2)
+    public static final int O_RDONLY = 0x0;
     public static final int O_RDWR = 0x2;
     public static final int O_CREAT = 0x40;
     public static final int O_EXCL = 0x80;
@@ -71,6 +72,17 @@ public final class Native {
     public static final int MSG_NOSIGNAL = 0x4000;
     public static final int MSG_CMSG_CLOEXEC = 0x40000000;
     public static final int SHUT_RDWR = 2;
+
+    // poll(2)
+    public static final short POLLIN = 0x1;
+    public static final short POLLHUP = 0x10;
+    /** {@code struct pollfd}: int fd, short events, short revents. */
+    private static final int POLLFD_SIZE = 8;
+    private static final int POLLFD_EVENTS_OFFSET = 4;
+    private static final int POLLFD_REVENTS_OFFSET = 6;
+
+    /** pidfd_open(2)'s number, the same on every architecture (Linux 5.3 numbered new calls alike). */
+    private static final long SYS_PIDFD_OPEN = 434;
 
     // clocks
     public static final int CLOCK_REALTIME = 0;
@@ -123,7 +135,10 @@ public final class Native {
 
     private static final ThreadLocal<MemorySegment> TIMESPEC =
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(16, 8));
+    private static final ThreadLocal<MemorySegment> POLLFD =
+            ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(POLLFD_SIZE, 4));
 
+    private static final ValueLayout.OfShort C_SHORT = ValueLayout.JAVA_SHORT;
     private static final ValueLayout.OfInt C_INT = ValueLayout.JAVA_INT;
     private static final ValueLayout.OfLong C_LONG = ValueLayout.JAVA_LONG;
     private static final AddressLayout C_POINTER = ValueLayout.ADDRESS;
@@ -168,6 +183,11 @@ public final class Native {
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle KILL = downcall("kill",
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    // glibc's syscall(2) reads every argument as a long.
+    private static final MethodHandle SYSCALL_2 = downcall("syscall",
+            FunctionDescriptor.of(C_LONG, C_LONG, C_LONG, C_LONG), Linker.Option.firstVariadicArg(1));
+    private static final MethodHandle POLL = downcall("poll",
+            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_INT));
     private static final MethodHandle CLOCK_GETTIME = downcall("clock_gettime",
             FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
     private static final MethodHandle GETTID = downcall("gettid",
@@ -183,6 +203,8 @@ public final class Native {
     private static final long PAGE_SIZE = sysconf(SC_PAGESIZE);
 
     private static final StatLayout STAT = StatLayout.forArchitecture(System.getProperty("os.arch"));
+    /** st_ino follows the 8-byte st_dev on every architecture ffmtrace knows. */
+    private static final long STAT_INODE_OFFSET = 8;
 
     private Native() {
     }
@@ -266,8 +288,8 @@ public final class Native {
         }
     }
 
-    /** The file type and size of an open file, as {@code fstat(2)} reports them. */
-    public record FileStatus(int mode, long size) {
+    /** The file type, size and inode number of an open file, as {@code fstat(2)} reports them. */
+    public record FileStatus(int mode, long size, long inode) {
         public boolean isRegularFile() {
             return (mode & S_IFMT) == S_IFREG;
         }
@@ -280,7 +302,8 @@ public final class Native {
             if ((int) FSTAT.invokeExact(state, fd, buf) < 0) {
                 throw failure("fstat(" + fd + ")", state);
             }
-            return new FileStatus(buf.get(C_INT, STAT.modeOffset()), buf.get(C_LONG, STAT.sizeOffset()));
+            return new FileStatus(buf.get(C_INT, STAT.modeOffset()), buf.get(C_LONG, STAT.sizeOffset()),
+                    buf.get(C_LONG, STAT_INODE_OFFSET));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -472,6 +495,49 @@ public final class Native {
                 return true;
             }
             throw failure("kill(" + pid + ", 0)", state);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code pidfd_open(pid, 0)}: a file descriptor for process {@code pid} of the caller's PID
+     * namespace, or {@code -errno} (ESRCH: no such process; ENOSYS or EPERM: the call is missing
+     * or filtered; EINVAL: not a process, e.g. a thread other than the main one), which callers
+     * handle as results.
+     */
+    public static int pidfdOpen(int pid) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            long fd = (long) SYSCALL_2.invokeExact(state, SYS_PIDFD_OPEN, (long) pid, 0L);
+            return fd >= 0 ? (int) fd : -errno(state);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Whether {@code fd} is readable or hung up now ({@code poll} with a timeout of 0), retried
+     * on EINTR. A pidfd becomes readable when its process exits, zombie or reaped. Allocates
+     * nothing after a thread's first call.
+     */
+    public static boolean pollReadable(int fd) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            MemorySegment pollfd = POLLFD.get();
+            while (true) {
+                pollfd.set(C_INT, 0, fd);
+                pollfd.set(C_SHORT, POLLFD_EVENTS_OFFSET, POLLIN);
+                pollfd.set(C_SHORT, POLLFD_REVENTS_OFFSET, (short) 0);
+                int ready = (int) POLL.invokeExact(state, pollfd, 1L, 0);
+                if (ready >= 0) {
+                    short revents = pollfd.get(C_SHORT, POLLFD_REVENTS_OFFSET);
+                    return ready > 0 && (revents & (POLLIN | POLLHUP)) != 0;
+                }
+                if (errno(state) != EINTR) {
+                    throw failure("poll(" + fd + ")", state);
+                }
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }

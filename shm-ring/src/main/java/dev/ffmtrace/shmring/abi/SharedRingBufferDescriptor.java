@@ -5,14 +5,16 @@ package dev.ffmtrace.shmring.abi;
  * laid out exactly as Perfetto's C++ lays them out (all little-endian).
  *
  * <p>The file is one metadata page (the runtime page size P) followed by the ring of S
- * bytes, S a power of two, a multiple of P and at least P. Only the first 144 bytes of
- * the metadata page are used:
+ * bytes, S a power of two, a multiple of P and at least P. Perfetto uses only the first
+ * 144 bytes of the metadata page; ffmtrace adds the spinlock's holder and a table after
+ * them (*):
  *
  * <pre>
- *  byte  0        1          2        4                  8
- *        +--------+----------+--------+------------------+
- *     0  | locked | poisoned | unused | holder pid (*)   |  spinlock
- *        +--------+----------+--------+------------------+
+ *  byte  0        1          2             4                  8
+ *        +--------+----------+-------------+------------------+
+ *     0  | locked | poisoned | holder ns   | holder pid (*)   |  spinlock
+ *        |        |          | slot (*)    |                  |
+ *        +--------+----------+-------------+------------------+
  *     8  | read_pos                         (u64, free-running) |
  *    16  | write_pos                        (u64, free-running) |
  *    24  | client_spinlock_blocked_us                     (u64) |
@@ -32,13 +34,25 @@ package dev.ffmtrace.shmring.abi;
  *   128  | stats.client_spinlock_blocked_us (never written; 0)|
  *   136  | stats.error_state               (never written; 0) |
  *        +----------------------------------------------------+
- *   144    end of the metadata; bytes 144..P-1 unused
+ *   144    end of Perfetto's metadata; Perfetto leaves bytes 144..P-1 unused
+ *        +----------------------------------------------------+
+ *   144  | PID namespace 1 (u64 inode of /proc/PID/ns/pid) (*) |
+ *   152  | PID namespace 2                                    |
+ *        | ...                                                |
+ *   392  | PID namespace 32                                   |
+ *        +----------------------------------------------------+
+ *   400    bytes 400..P-1 unused
  * </pre>
  *
- * (*) The holder pid is ffmtrace's addition: Perfetto leaves bytes 2..7 as padding and
- * never reads them, so a Perfetto peer neither writes it nor is disturbed by it. ffmtrace
- * takes the lock with one 8-byte compare-and-set that sets the locked byte and this pid
- * together, leaving bytes 1..3 as they were.
+ * (*) ffmtrace's additions, in bytes Perfetto leaves as padding (2..7) or unused (144 on)
+ * and never reads, so a Perfetto peer neither writes them nor is disturbed by them. The
+ * holder of the spinlock records its pid and its PID namespace's slot (1 + its index in the
+ * table at 144; 0 for unknown), and clears both before it unlocks; ffmtrace takes the lock
+ * with one 8-byte compare-and-set that sets the locked byte and both together. The pid is
+ * a number in the holder's PID namespace, so a waiter reads it only when the slot is its
+ * own namespace's. Every process that maps the buffer enters its namespace in the table
+ * (a compare-and-set of the first free entry, unless an entry already holds it); entries
+ * are never changed or freed, and a full table leaves later namespaces at slot 0.
  *
  * <p>A record in the ring starts at an 8-aligned position:
  *
@@ -56,7 +70,9 @@ public final class SharedRingBufferDescriptor {
     public static final int SPINLOCK_LOCKED_OFFSET = 0;
     /** {@code std::atomic<uint8_t>}: 1 once the spinlock is poisoned; never cleared. */
     public static final int SPINLOCK_POISONED_OFFSET = 1;
-    /** u32 in Perfetto's padding: the pid of the process holding the lock, 0 if unknown. */
+    /** u16 in Perfetto's padding: the holder's PID namespace, 1 + its index in the table; 0 unknown. */
+    public static final int SPINLOCK_HOLDER_NAMESPACE_OFFSET = 2;
+    /** u32 in Perfetto's padding: the pid of the process holding the lock, in its namespace; 0 if unknown. */
     public static final int SPINLOCK_HOLDER_PID_OFFSET = 4;
     public static final int READ_POS_OFFSET = 8;
     public static final int WRITE_POS_OFFSET = 16;
@@ -85,6 +101,10 @@ public final class SharedRingBufferDescriptor {
 
     /** {@code sizeof(MetadataPage)}. */
     public static final int METADATA_SIZE = STATS_OFFSET + STATS_SIZE;
+
+    /** After Perfetto's metadata: the table of PID namespaces, u64 inode numbers, 0 for a free entry. */
+    public static final int PID_NAMESPACES_OFFSET = METADATA_SIZE;
+    public static final int PID_NAMESPACE_SLOTS = 32;
 
     /** Record header: the u32 length word, then 4 bytes nobody writes. */
     public static final int RECORD_LENGTH_OFFSET = 0;

@@ -1,0 +1,87 @@
+package dev.ffmtrace.memory;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** Os's questions about processes: exited (zombies included) and the PID namespace. */
+class OsTest {
+    @Test
+    void aRunningProcessHasNotExitedAndAReapedOneHas() throws Exception {
+        assertFalse(Os.processExited(Os.pid()));
+        Process child = new ProcessBuilder("sleep", "60").start();
+        try {
+            assertFalse(Os.processExited((int) child.pid()));
+        } finally {
+            child.destroyForcibly();
+        }
+        assertTrue(child.waitFor(10, TimeUnit.SECONDS));
+        assertTrue(Os.processExited((int) child.pid()), "the JDK has reaped it: no such process");
+    }
+
+    @Test
+    void aZombieHasExitedThoughKillStillFindsIt() throws Exception {
+        // The background child exits at once; its parent then becomes `sleep`, which never reaps it.
+        Process parent = new ProcessBuilder("sh", "-c", "sleep 0 & echo $!; exec sleep 60").start();
+        try {
+            BufferedReader out = new BufferedReader(new InputStreamReader(parent.getInputStream(), StandardCharsets.UTF_8));
+            int zombie = Integer.parseInt(out.readLine().trim());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!state(zombie).equals("Z") && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertEquals("Z", state(zombie), "the child is a zombie");
+            assertTrue(Os.processExists(zombie), "kill(pid, 0) still succeeds on a zombie");
+            assertTrue(Os.processExited(zombie));
+        } finally {
+            parent.destroyForcibly();
+            parent.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void aThreadIdOtherThanTheMainThreadsIsNoProcessThatExited() throws Exception {
+        CountDownLatch done = new CountDownLatch(1);
+        CompletableFuture<Integer> tid = new CompletableFuture<>();
+        Thread thread = Thread.ofPlatform().start(() -> {
+            tid.complete(Os.tid());
+            try {
+                done.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try {
+            assertFalse(Os.processExited(tid.get(10, TimeUnit.SECONDS)));
+        } finally {
+            done.countDown();
+            thread.join();
+        }
+        assertFalse(Os.processExited(0));
+        assertFalse(Os.processExited(-1));
+    }
+
+    @Test
+    void thePidNamespaceIdIsTheInodeOfProcSelfNsPid() throws IOException {
+        long inode = (Long) Files.getAttribute(Path.of("/proc/self/ns/pid"), "unix:ino");
+        assertEquals(inode, Os.pidNamespaceId());
+    }
+
+    /** The state letter of /proc/PID/stat (after the command name, which may hold spaces and parentheses). */
+    private static String state(int pid) throws IOException {
+        // Lines, not readString: a JDK read of a /proc file by its size can stop short.
+        String stat = Files.readAllLines(Path.of("/proc/" + pid + "/stat")).getFirst();
+        return stat.substring(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    }
+}

@@ -81,6 +81,21 @@ class ExamplesTest {
     }
 
     @Test
+    void sessionLifecycleStreamsTicksUntilTheServiceStopsTheSession() throws Exception {
+        Path file = dir.resolve("lifecycle.pftrace");
+        String out = Traces.stdout(() -> SessionLifecycle.main(new String[] {file.toString()}));
+        assertEquals("stopped after 300 ms; trace in " + file + "\n", out);
+        TrackEventReader.Decoded trace = Traces.read(file);
+        TrackEventReader.TrackInfo worker = trace.tracks().values().stream()
+                .filter(track -> "worker".equals(track.threadName())).findFirst().orElseThrow();
+        List<String> ticks = Traces.eventsOn(trace, worker.uuid());
+        assertTrue(ticks.size() > 5, "ticks for about 300 ms: " + ticks.size());
+        for (int i = 0; i < ticks.size(); i++) {
+            assertEquals("I:tick " + i, ticks.get(i), "every tick the service took, in order");
+        }
+    }
+
+    @Test
     void ringBufferPairReadsBackWhatTheSecondHandleWrote() throws Exception {
         String out = Traces.stdout(() -> RingBufferPair.main(new String[0]));
         assertEquals("read: record 0\nread: record 1\nread: record 2\n", out);

@@ -11,7 +11,6 @@ import dev.ffmtrace.memory.UnixSocket;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -103,19 +102,7 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private static Process startPeer(UnixAddress address) throws IOException {
-        String java = ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> command = new ArrayList<>(List.of(java));
-        Module cli = FfmtraceCommand.class.getModule();
-        if (cli.isNamed()) {
-            // Run as ./ffmtrace runs us: on the module path, native access for the one module that needs it.
-            command.addAll(List.of("--enable-native-access=dev.ffmtrace.memory",
-                    "--module-path", System.getProperty("jdk.module.path"),
-                    "-m", cli.getName() + "/" + FfmtraceCommand.class.getName()));
-        } else {
-            command.addAll(List.of("--enable-native-access=ALL-UNNAMED",
-                    "-cp", System.getProperty("java.class.path"), FfmtraceCommand.class.getName()));
-        }
+        List<String> command = new ArrayList<>(FfmtraceCommand.javaCommand());
         command.addAll(List.of("demo", "--peer", address.name()));
         return new ProcessBuilder(command).inheritIO().start();
     }

@@ -1,6 +1,7 @@
 package dev.ffmtrace.cli;
 
 import com.google.protobuf.TextFormat;
+import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
@@ -12,9 +13,7 @@ import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.trackevent.Track;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -56,112 +55,172 @@ final class RecordCommand implements Callable<Integer> {
     String cProducer;
 
     @Override
-    public Integer call() throws IOException, InterruptedException {
-        SessionConfig session;
-        try {
-            session = SessionConfig.parse(MemorySegment.ofArray(readConfig()));
-        } catch (TextFormat.ParseException e) {
-            System.err.println(config + ":" + e.getLine() + ":" + e.getColumn() + ": " + e.getMessage());
-            return 2;
-        } catch (InvalidConfigException e) {
-            System.err.println(config + ": invalid TraceConfig: " + e.getMessage());
-            return 2;
-        }
+    public Integer call() throws IOException, InterruptedException, CliFailure {
+        SessionConfig session = readSession();
         if (threads < 1) {
-            System.err.println("--threads must be at least 1");
-            return 2;
+            throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);
         }
         if (cProducer != null && session.dataSources().stream()
                 .noneMatch(source -> source.name().equals(CProducerProcess.DATA_SOURCE))) {
             System.err.println("--c-producer: the config does not start data source \"" + CProducerProcess.DATA_SOURCE
                     + "\", which the C producer writes");
-            return 2;
+            return CliFailure.USAGE;
         }
+        // The signal hook comes after the outputs: a FIFO's open waits for a reader, and a signal then just exits.
+        try (TraceOutput output = TraceOutput.open(out, "--out");
+             TraceOutput snapshotOutput = snapshot == null ? null : TraceOutput.open(snapshot, "--snapshot");
+             StopOnSignal signal = new StopOnSignal();
+             TracingService service = new TracingService()) {
+            int status = record(session, service, signal, output, snapshotOutput);
+            System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
+            return status;
+        }
+    }
+
+    private SessionConfig readSession() throws CliFailure {
+        if (Files.isDirectory(config)) {
+            throw new CliFailure("--config " + config + ": is a directory", CliFailure.USAGE);
+        }
+        try {
+            return SessionConfig.parse(MemorySegment.ofArray(readConfig()));
+        } catch (TextFormat.ParseException e) {
+            // The message starts with the line and column when the parser knows them.
+            throw new CliFailure(config + (e.getLine() >= 0 ? ":" : ": ") + e.getMessage(), CliFailure.USAGE);
+        } catch (InvalidConfigException e) {
+            throw new CliFailure(config + ": invalid TraceConfig: " + e.getMessage(), CliFailure.USAGE);
+        } catch (IOException e) {
+            throw new CliFailure("--config " + config + ": " + ErrorReporter.reason(e), CliFailure.USAGE);
+        }
+    }
+
+    private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
+                       TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
         long duration = session.durationMs() > 0 ? session.durationMs() : 2000;
         long period = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : 250;
         long filePeriod = session.fileWritePeriodMs() > 0 ? session.fileWritePeriodMs() : period;
-        ClientIdentity self = ClientIdentity.self();
-        int status;
-        try (TracingService service = new TracingService();
-             OutputStream file = new BufferedOutputStream(Files.newOutputStream(out))) {
-            Producer producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
-            DataSource events = producer.registerDataSource("track_event");
-            DataSource counters = producer.registerDataSource("counters");
-            TracingSession tracing = service.startSession(session);
-            CProducerProcess cProcess;
-            try {
-                cProcess = cProducer == null ? null : CProducerProcess.start(
-                        cProducer.isEmpty() ? CProducerProcess.defaultProgram() : Path.of(cProducer), service);
-            } catch (CProducerProcess.StartException e) {
-                System.err.println("ffmtrace record: " + e.getMessage());
-                return 2;
+        TraceStream file = output.stream();
+        Producer producer;
+        DataSource events;
+        DataSource counters;
+        TracingSession tracing;
+        try {
+            producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
+            events = producer.registerDataSource("track_event");
+            counters = producer.registerDataSource("counters");
+            tracing = service.startSession(session);
+        } catch (NativeException e) {
+            throw new CliFailure("cannot set up the shared memory of the session: " + e.getMessage(), CliFailure.FAILED);
+        }
+        if (output.isStream()) {
+            // A FIFO or device gets the first readback now, so one that refuses writes fails before recording.
+            tracing.writeTrace(file);
+            file.flush();
+        }
+        CProducerProcess cProcess;
+        try {
+            cProcess = cProducer == null ? null : CProducerProcess.start(
+                    cProducer.isEmpty() ? CProducerProcess.defaultProgram() : Path.of(cProducer), service);
+        } catch (CProducerProcess.StartException e) {
+            throw new CliFailure(e.getMessage(), CliFailure.USAGE);
+        }
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> workers = new ArrayList<>();
+        int status = 0;
+        try (cProcess) {
+            for (DataSourceWarning warning : tracing.warnings()) {
+                System.err.println("ffmtrace record: warning: " + warning.message());
             }
-            try (cProcess) {
-                for (DataSourceWarning warning : tracing.warnings()) {
-                    System.err.println("ffmtrace record: warning: " + warning.message());
+            if (!events.isStarted() || !counters.isStarted()) {
+                System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")
+                        + ", so the demo writes less");
+            }
+            System.out.printf("recording %d ms with %d threads into %s%n", duration, threads, out);
+            if (cProcess != null) {
+                System.out.printf("  c producer pid %d writes into its own SMB%n", cProcess.pid());
+            }
+            if (events.isStarted() || counters.isStarted()) {
+                startWorkers(events, counters, stop, workers);
+            }
+            long start = System.nanoTime();
+            long lastFileWrite = 0;
+            long lastClear = 0;
+            boolean snapshotTaken = snapshotOutput == null;
+            while ((System.nanoTime() - start) / 1_000_000 < duration) {
+                if (signal.awaitStop(period)) {
+                    System.out.println("  stopping early on a signal: writing the trace so far");
+                    break;
                 }
-                if (!events.isStarted() || !counters.isStarted()) {
-                    System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")
-                            + ", so the demo writes less");
-                }
-                System.out.printf("recording %d ms with %d threads into %s%n", duration, threads, out);
-                if (cProcess != null) {
-                    System.out.printf("  c producer pid %d writes into its own SMB%n", cProcess.pid());
-                }
-                AtomicBoolean stop = new AtomicBoolean();
-                ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
-                List<Thread> workers = new ArrayList<>();
-                Track process = Track.process(self.pid(), "ffmtrace record");
-                for (int i = 0; i < threads; i++) {
-                    if (events.isStarted() && counters.isStarted()) {
-                        workers.add(Thread.ofPlatform().name("demo worker " + i)
-                                .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
-                    }
-                }
-                long packets = 0;
-                long start = System.nanoTime();
-                long lastFileWrite = 0;
-                long lastClear = 0;
-                boolean snapshotTaken = snapshot == null;
-                while ((System.nanoTime() - start) / 1_000_000 < duration) {
-                    Thread.sleep(period);
-                    tracing.flush();
-                    long elapsedMs = (System.nanoTime() - start) / 1_000_000;
-                    if (session.incrementalStateClearPeriodMs() > 0
-                            && elapsedMs - lastClear >= session.incrementalStateClearPeriodMs()) {
-                        tracing.clearIncrementalState();
-                        lastClear = elapsedMs;
-                    }
-                    if (session.writeIntoFile() && elapsedMs - lastFileWrite >= filePeriod) {
-                        packets += tracing.writeTrace(file);
-                        lastFileWrite = elapsedMs;
-                    }
-                    if (!snapshotTaken && elapsedMs >= duration / 2) {
-                        try (OutputStream copy = new BufferedOutputStream(Files.newOutputStream(snapshot))) {
-                            System.out.printf("  snapshot of %,d packets written to %s%n", tracing.writeSnapshot(copy), snapshot);
-                        }
-                        snapshotTaken = true;
-                    }
-                    System.out.printf("  %5.1f s: %,d bytes written to the buffers%s%n", (System.nanoTime() - start) / 1e9,
-                            tracing.stats().stream().mapToLong(TraceBufferStats::bytesWritten).sum(),
-                            cProcess == null ? "" : String.format("; c producer: %,d chunks", cProcess.chunksMoved()));
-                }
-                stop.set(true);
-                for (Thread worker : workers) {
-                    worker.join();
-                }
-                // Stopped first, so the flush takes the C producer's last chunk too.
-                CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
                 tracing.flush();
-                packets += tracing.writeTrace(file);
-                file.flush();
-                printSummary(session, tracing.stats(), packets, producer.abiViolations());
-                status = cProcess == null ? 0 : printCProducerSummary(cProcess, cResult);
-                tracing.close();
+                long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+                if (session.incrementalStateClearPeriodMs() > 0
+                        && elapsedMs - lastClear >= session.incrementalStateClearPeriodMs()) {
+                    tracing.clearIncrementalState();
+                    lastClear = elapsedMs;
+                }
+                if (session.writeIntoFile() && elapsedMs - lastFileWrite >= filePeriod) {
+                    tracing.writeTrace(file);
+                    lastFileWrite = elapsedMs;
+                }
+                if (!snapshotTaken && elapsedMs >= duration / 2) {
+                    status = Math.max(status, writeSnapshot(tracing, snapshotOutput));
+                    snapshotTaken = true;
+                }
+                System.out.printf("  %5.1f s: %,d bytes written to the buffers%s%n", (System.nanoTime() - start) / 1e9,
+                        tracing.stats().stream().mapToLong(TraceBufferStats::bytesWritten).sum(),
+                        cProcess == null ? "" : String.format("; c producer: %,d chunks", cProcess.chunksMoved()));
+            }
+            stopWorkers(stop, workers);
+            // Stopped first, so the flush takes the C producer's last chunk too.
+            CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
+            tracing.flush();
+            tracing.writeTrace(file);
+            output.commit();
+            printSummary(session, tracing.stats(), file, producer.abiViolations());
+            status = Math.max(status, cProcess == null ? 0 : printCProducerSummary(cProcess, cResult));
+            tracing.close();
+        } finally {
+            stopWorkers(stop, workers);
+        }
+        return status;
+    }
+
+    /** Starts the demo threads; a limit on threads is a one-line failure, with those started stopped again. */
+    private void startWorkers(DataSource events, DataSource counters, AtomicBoolean stop, List<Thread> workers)
+            throws CliFailure {
+        Track process = Track.process(ClientIdentity.self().pid(), "ffmtrace record");
+        ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
+        for (int i = 0; i < threads; i++) {
+            try {
+                workers.add(Thread.ofPlatform().name("demo worker " + i)
+                        .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
+            } catch (OutOfMemoryError e) {
+                throw new CliFailure("cannot start demo thread " + (i + 1) + " of " + threads + ": " + e.getMessage(),
+                        CliFailure.FAILED);
             }
         }
-        System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
-        return status;
+    }
+
+    private static void stopWorkers(AtomicBoolean stop, List<Thread> workers) throws InterruptedException {
+        stop.set(true);
+        for (Thread worker : workers) {
+            worker.join();
+        }
+    }
+
+    /**
+     * Writes the snapshot; a failure is a line on stderr and status 1 for the command, while
+     * the recording goes on and still writes its trace.
+     */
+    private int writeSnapshot(TracingSession tracing, TraceOutput snapshotOutput) {
+        try (snapshotOutput) {
+            tracing.writeSnapshot(snapshotOutput.stream());
+            snapshotOutput.commit();
+            System.out.printf("  snapshot of %,d packets written to %s%n", snapshotOutput.stream().packets(), snapshot);
+            return 0;
+        } catch (IOException e) {
+            System.err.println("ffmtrace record: " + ErrorReporter.describe(e) + " (the recording goes on)");
+            return CliFailure.FAILED;
+        }
     }
 
     private byte[] readConfig() throws IOException {
@@ -174,9 +233,8 @@ final class RecordCommand implements Callable<Integer> {
         return Files.readAllBytes(config);
     }
 
-    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, long packets, long abiViolations)
-            throws IOException {
-        System.out.printf("wrote %,d packets, %,d bytes to %s%n", packets, Files.size(out), out);
+    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, TraceStream file, long abiViolations) {
+        System.out.printf("wrote %,d packets, %,d bytes to %s%n", file.packets(), file.bytes(), out);
         for (int i = 0; i < stats.size(); i++) {
             TraceBufferStats s = stats.get(i);
             System.out.printf("  buffer %s (%s, %,d KiB): %,d bytes / %,d chunks written, %,d chunks overwritten, "

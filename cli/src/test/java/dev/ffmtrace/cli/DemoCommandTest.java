@@ -18,7 +18,7 @@ class DemoCommandTest {
         int exit;
         try {
             System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
-            exit = new CommandLine(new FfmtraceCommand()).execute("demo");
+            exit = FfmtraceCommand.commandLine().execute("demo");
         } finally {
             System.setOut(original);
         }

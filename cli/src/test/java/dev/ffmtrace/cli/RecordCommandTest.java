@@ -211,6 +211,6 @@ class RecordCommandTest {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
                 "--out", dir.resolve("x.pftrace").toString());
         assertEquals(2, run.exit());
-        assertEquals(config + ": invalid TraceConfig: duplicate buffer name \"a\": buffers #0 and #1\n", run.err());
+        assertEquals("ffmtrace record: " + config + ": invalid TraceConfig: duplicate buffer name \"a\": buffers #0 and #1\n", run.err());
     }
 }

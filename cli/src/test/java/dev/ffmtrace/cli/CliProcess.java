@@ -48,7 +48,7 @@ final class CliProcess {
      */
     static CliProcess start(String shellPrefix, List<String> jvmOptions, String... args) {
         List<String> command = new ArrayList<>(List.of("env", "--default-signal=INT,TERM", "bash", "-c",
-                shellPrefix + (shellPrefix.isEmpty() ? "" : "; ") + "exec \"$@\"", "bash"));
+                shellPrefix + "\nexec \"$@\"", "bash"));
         List<String> java = FfmtraceCommand.javaCommand();
         command.add(java.getFirst());
         command.addAll(jvmOptions);

@@ -45,12 +45,7 @@ final class TraceStream extends FilterOutputStream {
 
     @Override
     public void write(int b) throws IOException {
-        try {
-            out.write(b);
-        } catch (IOException e) {
-            throw named(e);
-        }
-        scan(new byte[] {(byte) b}, 0, 1);
+        write(new byte[] {(byte) b}, 0, 1);
     }
 
     @Override

@@ -30,8 +30,7 @@ class DumpFailsCleanlyTest {
         ConvertAndDumpTest.Run dumped = ConvertAndDumpTest.run("dump", example.toString());
         assertEquals(0, dumped.exit(), dumped.err());
         exampleDump = dumped.out();
-        assertTrue(exampleDump.contains("# summary: 12 packets, 4 track descriptors, 0 packets after a data loss, "
-                + "0 trace_stats packets, 0 packets undecodable for lost incremental state, 0 malformed packets\n"), exampleDump);
+        assertTrue(exampleDump.contains("# summary: 12 packets, 4 track descriptors, "), exampleDump);
     }
 
     @Test
@@ -47,6 +46,7 @@ class DumpFailsCleanlyTest {
         Files.write(broken, bytes.toByteArray());
 
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("dump", broken.toString());
+        assertEquals(trackLines(exampleDump), trackLines(run.out()), "the other packets are all in the summary");
         assertEquals(2, run.exit());
         assertEquals(1, run.err().lines().count(), run.err());
         assertTrue(run.err().startsWith("ffmtrace dump: " + broken + ": packet 7 at byte " + badOffset + " is malformed: "),
@@ -54,7 +54,6 @@ class DumpFailsCleanlyTest {
         assertTrue(run.out().contains("# packet 7 at byte " + badOffset + ": malformed, skipped\n"), run.out());
         assertTrue(run.out().contains("# summary: 13 packets, 4 track descriptors, 0 packets after a data loss, "
                 + "0 trace_stats packets, 0 packets undecodable for lost incremental state, 1 malformed packets\n"), run.out());
-        assertEquals(trackLines(exampleDump), trackLines(run.out()), "the other packets are all in the summary");
         assertEquals(exampleDump.lines().filter(line -> line.equals("packet {")).count(),
                 run.out().lines().filter(line -> line.equals("packet {")).count());
     }
@@ -65,10 +64,10 @@ class DumpFailsCleanlyTest {
         Path truncated = dir.resolve("truncated.pftrace");
         Files.write(truncated, Arrays.copyOf(whole, whole.length - 3));
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("dump", truncated.toString());
+        assertTrue(run.out().contains("# summary: 11 packets, "), run.out());
         assertEquals(2, run.exit());
         assertEquals(1, run.err().lines().count(), run.err());
         assertTrue(run.err().startsWith("ffmtrace dump: " + truncated + ": not a valid trace file at byte "), run.err());
-        assertTrue(run.out().contains("# summary: 11 packets, "), run.out());
     }
 
     @Test

@@ -185,14 +185,15 @@ class RecordFailsCleanlyTest {
         record.awaitLine(line -> line.contains("bytes written to the buffers"));
         record.kill(signal);
         ConvertAndDumpTest.Run run = record.await();
+        byte[] bytes = Files.readAllBytes(out);
+        assertTrue(TrackEventReader.read(MemorySegment.ofArray(bytes)).events().size() > 10,
+                "the demo's events so far: " + bytes.length + " bytes");
+        Trace trace = Trace.parseFrom(bytes);
+        assertTrue(trace.getPacketList().stream().anyMatch(TracePacket::hasTraceStats));
+        assertEquals(packetsWritten(run), trace.getPacketCount());
         assertEquals(128 + (signal.equals("INT") ? 2 : 15), run.exit(), "the JVM's status for the signal: " + run.err());
         assertEquals("", run.err());
         assertTrue(run.out().contains("stopping early on a signal"), run.out());
-        byte[] bytes = Files.readAllBytes(out);
-        Trace trace = Trace.parseFrom(bytes);
-        assertEquals(packetsWritten(run), trace.getPacketCount());
-        assertTrue(trace.getPacketList().stream().anyMatch(TracePacket::hasTraceStats));
-        assertTrue(TrackEventReader.read(MemorySegment.ofArray(bytes)).events().size() > 10, "the demo's events so far");
     }
 
     @Test

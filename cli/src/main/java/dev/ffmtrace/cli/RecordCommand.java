@@ -62,9 +62,8 @@ final class RecordCommand implements Callable<Integer> {
         }
         if (cProducer != null && session.dataSources().stream()
                 .noneMatch(source -> source.name().equals(CProducerProcess.DATA_SOURCE))) {
-            System.err.println("--c-producer: the config does not start data source \"" + CProducerProcess.DATA_SOURCE
-                    + "\", which the C producer writes");
-            return CliFailure.USAGE;
+            throw new CliFailure("--c-producer: the config does not start data source \"" + CProducerProcess.DATA_SOURCE
+                    + "\", which the C producer writes", CliFailure.USAGE);
         }
         // The signal hook comes after the outputs: a FIFO's open waits for a reader, and a signal then just exits.
         try (TraceOutput output = TraceOutput.open(out, "--out");

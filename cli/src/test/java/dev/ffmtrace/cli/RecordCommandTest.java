@@ -186,7 +186,7 @@ class RecordCommandTest {
         run = ConvertAndDumpTest.run("record", "--config", countersOnly.toString(),
                 "--out", dir.resolve("y.pftrace").toString(), "--c-producer");
         assertEquals(2, run.exit());
-        assertEquals("--c-producer: the config does not start data source \"track_event\", which the C producer writes\n",
+        assertEquals("ffmtrace record: --c-producer: the config does not start data source \"track_event\", which the C producer writes\n",
                 run.err());
     }
 

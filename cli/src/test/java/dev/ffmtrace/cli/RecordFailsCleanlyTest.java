@@ -198,8 +198,9 @@ class RecordFailsCleanlyTest {
 
     @Test
     void aThreadLimitIsOneLine() throws Exception {
-        // Address space for a small JVM, not for a thousand thread stacks; root ignores a process limit.
-        CliProcess record = CliProcess.start("ulimit -v 1500000", List.of("-Xmx64m",
+        // Address space for a small JVM (about 1.2 GB here) and a few dozen 8 MB thread stacks, not for a
+        // thousand; a limit on processes would not do, as root ignores it.
+        CliProcess record = CliProcess.start("ulimit -v 1700000", List.of("-Xss8m", "-Xmx64m",
                 "-XX:+UseSerialGC", "-XX:CompressedClassSpaceSize=64m", "-XX:ReservedCodeCacheSize=32m"), "record", "--config", config(600_000).toString(),
                 "--out", dir.resolve("x.pftrace").toString(), "--threads", "1000");
         ConvertAndDumpTest.Run run = record.await();

@@ -34,7 +34,8 @@ final class ConvertCommand implements Callable<Integer> {
         try {
             TextFormat.merge(boolLossFlagsAsNumbers(Files.readString(input, StandardCharsets.UTF_8)), trace);
         } catch (TextFormat.ParseException e) {
-            System.err.println(input + ":" + e.getLine() + ":" + e.getColumn() + ": " + e.getMessage());
+            // The message starts with the line and column when the parser knows them.
+            System.err.println(input + (e.getLine() >= 0 ? ":" : ": ") + e.getMessage());
             return 2;
         }
         byte[] bytes = trace.build().toByteArray();

@@ -11,11 +11,12 @@ import dev.ffmtrace.memory.UnixSocket;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -34,46 +35,92 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--peer", hidden = true, description = "Run as the writing peer, connecting to this socket.")
     String peerAddress;
 
+    @Option(names = "--timeout", defaultValue = "30", paramLabel = "SECONDS",
+            description = "How long to wait for the peer to connect, and then to write (default ${DEFAULT-VALUE}).")
+    long timeoutSeconds;
+
+    @Option(names = "--peer-program", hidden = true, paramLabel = "PROGRAM",
+            description = "Run this program as the peer, with the peer's arguments, instead of a second JVM.")
+    String peerProgram;
+
     @Override
     public Integer call() throws Exception {
         return peerAddress == null ? runOwner() : runPeer(UnixAddress.abstractName(peerAddress));
     }
 
-    private int runOwner() throws IOException, InterruptedException {
+    private int runOwner() throws IOException, InterruptedException, CliFailure {
+        if (timeoutSeconds < 1) {
+            throw new CliFailure("--timeout must be at least 1 second", CliFailure.USAGE);
+        }
         UnixAddress address = UnixAddress.abstractName("ffmtrace-demo-" + ProcessHandle.current().pid());
         try (SharedMemory memory = SharedMemory.create("ffmtrace-demo", SIZE);
              UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
             System.out.printf("owner  pid %d: created memfd fd=%d, %d bytes, sealed against resize: %b%n",
                     ProcessHandle.current().pid(), memory.fd(), memory.size(), memory.file().isSealedAgainstResize());
             Process peer = startPeer(address);
-            try (UnixSocket connection = server.accept()) {
-                PeerCredentials credentials = connection.peerCredentials();
-                System.out.printf("owner  pid %d: peer connected, kernel says pid %d uid %d%n",
-                        ProcessHandle.current().pid(), credentials.pid(), credentials.uid());
-                connection.send(new byte[] {'F'}, memory.fd());
-                byte[] ack = new byte[1];
-                if (connection.receive(ack, 0).bytes() != 1) {
-                    System.err.println("owner: the peer hung up without writing");
-                    return 1;
-                }
+            try {
+                return share(memory, server, peer);
+            } finally {
+                peer.destroyForcibly();
             }
-            if (!peer.waitFor(30, TimeUnit.SECONDS) || peer.exitValue() != 0) {
-                System.err.println("owner: the peer failed");
-                return 1;
-            }
-            MemorySegment segment = memory.segment();
-            int length = segment.get(Layouts.INT_UNALIGNED, 0);
-            if (length < 0 || length > SIZE - MESSAGE_OFFSET) {
-                System.err.println("owner: the peer wrote an invalid length " + length);
-                return 1;
-            }
-            byte[] message = segment.asSlice(MESSAGE_OFFSET, length).toArray(Layouts.BYTE);
-            System.out.printf("owner  pid %d: read from the shared memory: \"%s\"%n",
-                    ProcessHandle.current().pid(), new String(message, StandardCharsets.UTF_8));
-            System.out.printf("owner  pid %d: memfd still %d bytes%n", ProcessHandle.current().pid(),
-                    memory.file().currentSize());
-            return 0;
         }
+    }
+
+    /**
+     * Hands the memfd to the peer and reads what it wrote. Every wait is bounded: the
+     * server closes when the peer exits or the timeout passes (which wakes the accept),
+     * and the connection at the timeout (which wakes the receive).
+     */
+    private int share(SharedMemory memory, UnixServerSocket server, Process peer) throws InterruptedException, CliFailure {
+        peer.onExit().copy().completeOnTimeout(null, timeoutSeconds, TimeUnit.SECONDS).thenRun(server::close);
+        UnixSocket connection;
+        try {
+            connection = server.accept();
+        } catch (RuntimeException e) {
+            throw new CliFailure(peer.isAlive()
+                    ? "the peer (pid " + peer.pid() + ") did not connect within " + timeoutSeconds + " s"
+                    : "the peer (pid " + peer.pid() + ") exited with status " + peer.exitValue() + " before connecting",
+                    CliFailure.FAILED);
+        }
+        AtomicBoolean timedOut = new AtomicBoolean();
+        try (connection) {
+            CompletableFuture.runAsync(() -> {
+                timedOut.set(true);
+                connection.close();
+            }, CompletableFuture.delayedExecutor(timeoutSeconds, TimeUnit.SECONDS));
+            PeerCredentials credentials = connection.peerCredentials();
+            System.out.printf("owner  pid %d: peer connected, kernel says pid %d uid %d%n",
+                    ProcessHandle.current().pid(), credentials.pid(), credentials.uid());
+            connection.send(new byte[] {'F'}, memory.fd());
+            byte[] ack = new byte[1];
+            if (connection.receive(ack, 0).bytes() != 1) {
+                throw new CliFailure(timedOut.get() ? "the peer (pid " + peer.pid() + ") did not write within "
+                        + timeoutSeconds + " s" : "the peer (pid " + peer.pid() + ") hung up without writing", CliFailure.FAILED);
+            }
+        } catch (RuntimeException e) {
+            throw new CliFailure(timedOut.get() ? "the peer (pid " + peer.pid() + ") did not write within "
+                    + timeoutSeconds + " s" : "the connection to the peer (pid " + peer.pid() + ") failed: "
+                    + ErrorReporter.describe(e), CliFailure.FAILED);
+        }
+        if (!peer.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            throw new CliFailure("the peer (pid " + peer.pid() + ") did not exit within " + timeoutSeconds + " s",
+                    CliFailure.FAILED);
+        }
+        if (peer.exitValue() != 0) {
+            throw new CliFailure("the peer (pid " + peer.pid() + ") exited with status " + peer.exitValue(),
+                    CliFailure.FAILED);
+        }
+        MemorySegment segment = memory.segment();
+        int length = segment.get(Layouts.INT_UNALIGNED, 0);
+        if (length < 0 || length > SIZE - MESSAGE_OFFSET) {
+            throw new CliFailure("the peer wrote an invalid length " + length, CliFailure.FAILED);
+        }
+        byte[] message = segment.asSlice(MESSAGE_OFFSET, length).toArray(Layouts.BYTE);
+        System.out.printf("owner  pid %d: read from the shared memory: \"%s\"%n",
+                ProcessHandle.current().pid(), new String(message, StandardCharsets.UTF_8));
+        System.out.printf("owner  pid %d: memfd still %d bytes%n", ProcessHandle.current().pid(),
+                memory.file().currentSize());
+        return 0;
     }
 
     private static int runPeer(UnixAddress address) {
@@ -102,20 +149,8 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    private static Process startPeer(UnixAddress address) throws IOException {
-        String java = ProcessHandle.current().info().command()
-                .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> command = new ArrayList<>(List.of(java));
-        Module cli = FfmtraceCommand.class.getModule();
-        if (cli.isNamed()) {
-            // Run as ./ffmtrace runs us: on the module path, native access for the one module that needs it.
-            command.addAll(List.of("--enable-native-access=dev.ffmtrace.memory",
-                    "--module-path", System.getProperty("jdk.module.path"),
-                    "-m", cli.getName() + "/" + FfmtraceCommand.class.getName()));
-        } else {
-            command.addAll(List.of("--enable-native-access=ALL-UNNAMED",
-                    "-cp", System.getProperty("java.class.path"), FfmtraceCommand.class.getName()));
-        }
+    private Process startPeer(UnixAddress address) throws IOException {
+        List<String> command = new ArrayList<>(peerProgram == null ? FfmtraceCommand.javaCommand() : List.of(peerProgram));
         command.addAll(List.of("demo", "--peer", address.name()));
         return new ProcessBuilder(command).inheritIO().start();
     }

@@ -1,15 +1,15 @@
 package dev.ffmtrace.cli;
 
+import com.google.protobuf.ByteString;
 import com.google.protobuf.CodedInputStream;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.TextFormat;
 import dev.ffmtrace.tracing.trackevent.TrackEventReader;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
-import java.lang.foreign.Arena;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileChannel.MapMode;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -34,49 +34,89 @@ final class DumpCommand implements Callable<Integer> {
     Path trace;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() throws CliFailure {
+        byte[] bytes = readOnce();
         PrintStream out = System.out;
         long packets = 0;
         long statsPackets = 0;
-        try (InputStream in = Files.newInputStream(trace)) {
-            CodedInputStream input = CodedInputStream.newInstance(in);
-            input.setSizeLimit(Integer.MAX_VALUE);
-            while (!input.isAtEnd()) {
+        long malformed = 0;
+        boolean failed = false;
+        // The well-formed packets, for the summary's decoder.
+        ByteArrayOutputStream wellFormed = new ByteArrayOutputStream(bytes.length);
+        CodedInputStream input = CodedInputStream.newInstance(bytes);
+        input.setSizeLimit(Integer.MAX_VALUE);
+        while (true) {
+            int offset = input.getTotalBytesRead();
+            ByteString payload;
+            try {
+                if (input.isAtEnd()) {
+                    break;
+                }
                 int tag = input.readTag();
                 if (tag != TRACE_PACKET_TAG) {
                     input.skipField(tag);
                     continue;
                 }
-                TracePacket packet = TracePacket.parseFrom(input.readBytes());
-                out.println("packet {");
-                for (String line : TextFormat.printer().printToString(packet).split("\n")) {
-                    if (!line.isEmpty()) {
-                        out.println("  " + line);
-                    }
-                }
-                out.println("}");
-                packets++;
-                statsPackets += packet.hasTraceStats() ? 1 : 0;
+                payload = input.readBytes();
+            } catch (IOException e) {
+                // Without a field's length, nothing after it can be found.
+                System.err.println("ffmtrace dump: " + trace + ": not a valid trace file at byte " + offset + ": "
+                        + e.getMessage() + " (the rest is not read)");
+                failed = true;
+                break;
             }
-        } catch (InvalidProtocolBufferException e) {
-            System.err.println(trace + ": not a valid trace file: " + e.getMessage());
-            return 2;
+            packets++;
+            TracePacket packet;
+            try {
+                packet = TracePacket.parseFrom(payload);
+            } catch (InvalidProtocolBufferException e) {
+                malformed++;
+                System.err.println("ffmtrace dump: " + trace + ": packet " + packets + " at byte " + offset
+                        + " is malformed: " + e.getMessage());
+                out.println("# packet " + packets + " at byte " + offset + ": malformed, skipped");
+                continue;
+            }
+            wellFormed.write(bytes, offset, input.getTotalBytesRead() - offset);
+            out.println("packet {");
+            for (String line : TextFormat.printer().printToString(packet).split("\n")) {
+                if (!line.isEmpty()) {
+                    out.println("  " + line);
+                }
+            }
+            out.println("}");
+            statsPackets += packet.hasTraceStats() ? 1 : 0;
         }
-        try (Arena arena = Arena.ofConfined(); FileChannel file = FileChannel.open(trace)) {
-            TrackEventReader.Decoded decoded = TrackEventReader.read(file.map(MapMode.READ_ONLY, 0, file.size(), arena));
-            printSummary(out, packets, statsPackets, decoded);
+        printSummary(out, packets, statsPackets, malformed,
+                TrackEventReader.read(MemorySegment.ofArray(wellFormed.toByteArray())));
+        return failed || malformed > 0 ? CliFailure.USAGE : 0;
+    }
+
+    /**
+     * The whole input, read once: a FIFO or a process substitution ({@code <(...)}) can
+     * only be read once, and both the packets and the summary come from these bytes.
+     */
+    private byte[] readOnce() throws CliFailure {
+        if (Files.isDirectory(trace)) {
+            throw new CliFailure(trace + ": is a directory", CliFailure.USAGE);
         }
-        return 0;
+        try (InputStream in = Files.newInputStream(trace)) {
+            return in.readAllBytes();
+        } catch (IOException e) {
+            throw new CliFailure(trace + ": " + ErrorReporter.reason(e), CliFailure.USAGE);
+        } catch (OutOfMemoryError e) {
+            throw new CliFailure(trace + ": too large to read into memory: " + e.getMessage(), CliFailure.FAILED);
+        }
     }
 
     /**
      * Tracks, slices per track (nesting checked) and data losses, from the trace as the
      * trace processor would resolve it (interned names, default tracks, timestamp deltas).
      */
-    static void printSummary(PrintStream out, long packets, long statsPackets, TrackEventReader.Decoded trace) {
+    private static void printSummary(PrintStream out, long packets, long statsPackets, long malformed,
+                             TrackEventReader.Decoded trace) {
         out.println("# summary: " + packets + " packets, " + trace.tracks().size() + " track descriptors, "
                 + trace.lossMarkers() + " packets after a data loss, " + statsPackets + " trace_stats packets, "
-                + trace.undecodable() + " packets undecodable for lost incremental state");
+                + trace.undecodable() + " packets undecodable for lost incremental state, " + malformed + " malformed packets");
         // Per track: slices, instants, counter values, and slices open now.
         Map<Long, long[]> counts = new TreeMap<>(Long::compareUnsigned);
         long unbalancedEnds = 0;

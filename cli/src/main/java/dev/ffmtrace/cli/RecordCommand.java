@@ -1,6 +1,7 @@
 package dev.ffmtrace.cli;
 
 import com.google.protobuf.TextFormat;
+import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
@@ -12,10 +13,9 @@ import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.trackevent.Track;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -23,6 +23,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
 import picocli.CommandLine.Command;
@@ -36,6 +37,13 @@ import picocli.CommandLine.Option;
 @Command(name = "record", mixinStandardHelpOptions = true,
         description = "Record a trace with the demo producers, as the TraceConfig says.")
 final class RecordCommand implements Callable<Integer> {
+    /** How long a session records when its config sets no duration_ms. */
+    static final long DEFAULT_DURATION_MS = 2000;
+    /** How often progress is printed when the config sets no flush_period_ms. */
+    private static final long DEFAULT_PROGRESS_PERIOD_MS = 250;
+    /** How soon the command sees that the service stopped the session, or a signal. */
+    private static final long STOP_POLL_MS = 50;
+
     @Option(names = "--config", required = true, paramLabel = "FILE",
             description = "TraceConfig in text format (.pbtxt, .txt) or binary (anything else).")
     Path config;
@@ -56,126 +64,201 @@ final class RecordCommand implements Callable<Integer> {
     String cProducer;
 
     @Override
-    public Integer call() throws IOException, InterruptedException {
-        SessionConfig session;
-        try {
-            session = SessionConfig.parse(MemorySegment.ofArray(readConfig()));
-        } catch (TextFormat.ParseException e) {
-            System.err.println(config + ":" + e.getLine() + ":" + e.getColumn() + ": " + e.getMessage());
-            return 2;
-        } catch (InvalidConfigException e) {
-            System.err.println(config + ": invalid TraceConfig: " + e.getMessage());
-            return 2;
-        }
+    public Integer call() throws IOException, InterruptedException, CliFailure {
+        SessionConfig session = readSession();
         if (threads < 1) {
-            System.err.println("--threads must be at least 1");
-            return 2;
+            throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);
         }
         if (cProducer != null && session.dataSources().stream()
                 .noneMatch(source -> source.name().equals(CProducerProcess.DATA_SOURCE))) {
-            System.err.println("--c-producer: the config does not start data source \"" + CProducerProcess.DATA_SOURCE
-                    + "\", which the C producer writes");
-            return 2;
+            throw new CliFailure("--c-producer: the config does not start data source \"" + CProducerProcess.DATA_SOURCE
+                    + "\", which the C producer writes", CliFailure.USAGE);
         }
-        long duration = session.durationMs() > 0 ? session.durationMs() : 2000;
-        long period = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : 250;
-        long filePeriod = session.fileWritePeriodMs() > 0 ? session.fileWritePeriodMs() : period;
-        ClientIdentity self = ClientIdentity.self();
-        int status;
-        try (TracingService service = new TracingService();
-             OutputStream file = new BufferedOutputStream(Files.newOutputStream(out))) {
-            Producer producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
-            DataSource events = producer.registerDataSource("track_event");
-            DataSource counters = producer.registerDataSource("counters");
-            TracingSession tracing = service.startSession(session);
-            CProducerProcess cProcess;
-            try {
-                cProcess = cProducer == null ? null : CProducerProcess.start(
-                        cProducer.isEmpty() ? CProducerProcess.defaultProgram() : Path.of(cProducer), service);
-            } catch (CProducerProcess.StartException e) {
-                System.err.println("ffmtrace record: " + e.getMessage());
-                return 2;
+        // The signal hook comes after the outputs: a FIFO's open waits for a reader, and a signal then just exits.
+        try (TraceOutput output = TraceOutput.open(out, "--out");
+             TraceOutput snapshotOutput = snapshot == null ? null : TraceOutput.open(snapshot, "--snapshot");
+             StopOnSignal signal = new StopOnSignal();
+             TracingService service = new TracingService()) {
+            int status = record(session, service, signal, output, snapshotOutput);
+            System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
+            return status;
+        }
+    }
+
+    private SessionConfig readSession() throws CliFailure {
+        if (Files.isDirectory(config)) {
+            throw new CliFailure("--config " + config + ": is a directory", CliFailure.USAGE);
+        }
+        try {
+            return SessionConfig.parse(MemorySegment.ofArray(readConfig()));
+        } catch (TextFormat.ParseException e) {
+            // The message starts with the line and column when the parser knows them.
+            throw new CliFailure(config + (e.getLine() >= 0 ? ":" : ": ") + e.getMessage(), CliFailure.USAGE);
+        } catch (InvalidConfigException e) {
+            throw new CliFailure(config + ": invalid TraceConfig: " + e.getMessage(), CliFailure.USAGE);
+        } catch (IOException e) {
+            throw new CliFailure("--config " + config + ": " + ErrorReporter.reason(e), CliFailure.USAGE);
+        }
+    }
+
+    /**
+     * Runs the session as its config says, the service keeping its time (duration, flush,
+     * incremental state and file write periods); this only starts it, prints progress,
+     * takes the snapshot halfway, stops it early on a signal or after
+     * {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and writes what the
+     * service did not write into the file already.
+     */
+    private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
+                       TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
+        long duration = session.durationMs() > 0 ? session.durationMs() : DEFAULT_DURATION_MS;
+        long progressPeriod = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : DEFAULT_PROGRESS_PERIOD_MS;
+        TraceStream file = output.stream();
+        Producer producer;
+        DataSource events;
+        DataSource counters;
+        TracingSession tracing;
+        try {
+            producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
+            events = producer.registerDataSource("track_event");
+            counters = producer.registerDataSource("counters");
+            tracing = service.startSession(session, session.writeIntoFile() ? Channels.newChannel(file) : null);
+        } catch (NativeException e) {
+            throw new CliFailure("cannot set up the shared memory of the session: " + e.getMessage(), CliFailure.FAILED);
+        }
+        if (output.isStream()) {
+            // A FIFO or device gets the first readback now, so one that refuses writes fails before recording.
+            tracing.writeTrace(file);
+            file.flush();
+        }
+        CProducerProcess cProcess;
+        try {
+            cProcess = cProducer == null ? null : CProducerProcess.start(
+                    cProducer.isEmpty() ? CProducerProcess.defaultProgram() : Path.of(cProducer), service);
+        } catch (CProducerProcess.StartException e) {
+            throw new CliFailure(e.getMessage(), CliFailure.USAGE);
+        }
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> workers = new ArrayList<>();
+        int status = 0;
+        try (cProcess) {
+            for (DataSourceWarning warning : tracing.warnings()) {
+                System.err.println("ffmtrace record: warning: " + warning.message());
             }
-            try (cProcess) {
-                for (DataSourceWarning warning : tracing.warnings()) {
-                    System.err.println("ffmtrace record: warning: " + warning.message());
-                }
-                if (!events.isStarted() || !counters.isStarted()) {
-                    System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")
-                            + ", so the demo writes less");
-                }
-                System.out.printf("recording %d ms with %d threads into %s%n", duration, threads, out);
-                if (cProcess != null) {
-                    System.out.printf("  c producer pid %d writes into its own SMB%n", cProcess.pid());
-                }
-                AtomicBoolean stop = new AtomicBoolean();
-                ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
-                List<Thread> workers = new ArrayList<>();
-                Track process = Track.process(self.pid(), "ffmtrace record");
-                for (int i = 0; i < threads; i++) {
-                    if (events.isStarted() && counters.isStarted()) {
-                        workers.add(Thread.ofPlatform().name("demo worker " + i)
-                                .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
-                    }
-                }
-                // When the service stops the session (its duration), the workers end their slices first.
-                DataSource.StopHandler stopWorkers = done -> Thread.ofPlatform().name("demo stop").start(() -> {
-                    stop.set(true);
-                    for (Thread worker : workers) {
-                        try {
-                            worker.join();
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    }
+            if (!events.isStarted() || !counters.isStarted()) {
+                System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")
+                        + ", so the demo writes less");
+            }
+            System.out.printf("recording %d ms with %d threads into %s%n", duration, threads, out);
+            if (cProcess != null) {
+                System.out.printf("  c producer pid %d writes into its own SMB%n", cProcess.pid());
+            }
+            if (events.isStarted() || counters.isStarted()) {
+                startWorkers(events, counters, stop, workers);
+            }
+            // When the session stops, the workers end their slices before the service's last flush.
+            DataSource.StopHandler stopWorkers = done -> Thread.ofPlatform().name("demo stop").start(() -> {
+                try {
+                    stopWorkers(stop, workers);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
                     done.run();
-                });
-                events.onStop(stopWorkers);
-                counters.onStop(stopWorkers);
-                long packets = 0;
-                long start = System.nanoTime();
-                long lastFileWrite = 0;
-                long lastClear = 0;
-                boolean snapshotTaken = snapshot == null;
-                while ((System.nanoTime() - start) / 1_000_000 < duration) {
-                    Thread.sleep(period);
-                    tracing.flush();
-                    long elapsedMs = (System.nanoTime() - start) / 1_000_000;
-                    if (session.incrementalStateClearPeriodMs() > 0
-                            && elapsedMs - lastClear >= session.incrementalStateClearPeriodMs()) {
-                        tracing.clearIncrementalState();
-                        lastClear = elapsedMs;
-                    }
-                    if (session.writeIntoFile() && elapsedMs - lastFileWrite >= filePeriod) {
-                        packets += tracing.writeTrace(file);
-                        lastFileWrite = elapsedMs;
-                    }
-                    if (!snapshotTaken && elapsedMs >= duration / 2) {
-                        try (OutputStream copy = new BufferedOutputStream(Files.newOutputStream(snapshot))) {
-                            System.out.printf("  snapshot of %,d packets written to %s%n", tracing.writeSnapshot(copy), snapshot);
-                        }
-                        snapshotTaken = true;
-                    }
-                    System.out.printf("  %5.1f s: %,d bytes written to the buffers%s%n", (System.nanoTime() - start) / 1e9,
-                            tracing.stats().stream().mapToLong(TraceBufferStats::bytesWritten).sum(),
-                            cProcess == null ? "" : String.format("; c producer: %,d chunks", cProcess.chunksMoved()));
                 }
-                stop.set(true);
-                for (Thread worker : workers) {
-                    worker.join();
+            });
+            events.onStop(stopWorkers);
+            counters.onStop(stopWorkers);
+            long start = System.nanoTime();
+            long lastProgressMs = 0;
+            boolean snapshotTaken = snapshotOutput == null;
+            while (!tracing.isStopped()) {
+                // Short waits: the service may stop the session at any moment.
+                if (signal.awaitStop(Math.min(progressPeriod, STOP_POLL_MS))) {
+                    System.out.println("  stopping early on a signal: writing the trace so far");
+                    tracing.stop();
+                    break;
                 }
-                // Stopped first, so the flush takes the C producer's last chunk too.
-                CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
-                tracing.flush();
-                packets += tracing.writeTrace(file);
-                file.flush();
-                printSummary(session, tracing.stats(), packets, producer.abiViolations());
-                status = cProcess == null ? 0 : printCProducerSummary(cProcess, cResult);
-                tracing.close();
+                long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+                if (!snapshotTaken && elapsedMs >= duration / 2) {
+                    status = Math.max(status, writeSnapshot(tracing, snapshotOutput));
+                    snapshotTaken = true;
+                }
+                if (session.durationMs() == 0 && elapsedMs >= duration) {
+                    tracing.stop();
+                }
+                if (elapsedMs - lastProgressMs < progressPeriod || tracing.isStopped()) {
+                    continue;
+                }
+                lastProgressMs = elapsedMs;
+                System.out.printf("  %5.1f s: %,d bytes written to the buffers%s%n", (System.nanoTime() - start) / 1e9,
+                        tracing.stats().stream().mapToLong(TraceBufferStats::bytesWritten).sum(),
+                        cProcess == null ? "" : String.format("; c producer: %,d chunks", cProcess.chunksMoved()));
+            }
+            awaitStopped(tracing);
+            // The session's stop stopped the workers and the C producer, and took their last chunks.
+            stopWorkers(stop, workers);
+            CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
+            if (!session.writeIntoFile()) {
+                tracing.writeTrace(file);
+            }
+            output.commit();
+            printSummary(session, tracing.stats(), file, producer.abiViolations());
+            status = Math.max(status, cProcess == null ? 0 : printCProducerSummary(cProcess, cResult));
+            tracing.close();
+        } finally {
+            stopWorkers(stop, workers);
+        }
+        return status;
+    }
+
+    /** Waits for the stop to complete; the service's failure to write into the file is the command's. */
+    private static void awaitStopped(TracingSession tracing) throws IOException, InterruptedException {
+        try {
+            tracing.completion().get();
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof IOException io) {
+                throw io;
+            }
+            throw new IOException(e.getCause());
+        }
+    }
+
+    /** Starts the demo threads; a limit on threads is a one-line failure, with those started stopped again. */
+    private void startWorkers(DataSource events, DataSource counters, AtomicBoolean stop, List<Thread> workers)
+            throws CliFailure {
+        Track process = Track.process(ClientIdentity.self().pid(), "ffmtrace record");
+        ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
+        for (int i = 0; i < threads; i++) {
+            try {
+                workers.add(Thread.ofPlatform().name("demo worker " + i)
+                        .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
+            } catch (OutOfMemoryError e) {
+                throw new CliFailure("cannot start demo thread " + (i + 1) + " of " + threads + ": " + e.getMessage(),
+                        CliFailure.FAILED);
             }
         }
-        System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
-        return status;
+    }
+
+    private static void stopWorkers(AtomicBoolean stop, List<Thread> workers) throws InterruptedException {
+        stop.set(true);
+        for (Thread worker : workers) {
+            worker.join();
+        }
+    }
+
+    /**
+     * Writes the snapshot; a failure is a line on stderr and status 1 for the command, while
+     * the recording goes on and still writes its trace.
+     */
+    private int writeSnapshot(TracingSession tracing, TraceOutput snapshotOutput) {
+        try (snapshotOutput) {
+            tracing.writeSnapshot(snapshotOutput.stream());
+            snapshotOutput.commit();
+            System.out.printf("  snapshot of %,d packets written to %s%n", snapshotOutput.stream().packets(), snapshot);
+            return 0;
+        } catch (IOException e) {
+            System.err.println("ffmtrace record: " + ErrorReporter.describe(e) + " (the recording goes on)");
+            return CliFailure.FAILED;
+        }
     }
 
     private byte[] readConfig() throws IOException {
@@ -188,9 +271,8 @@ final class RecordCommand implements Callable<Integer> {
         return Files.readAllBytes(config);
     }
 
-    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, long packets, long abiViolations)
-            throws IOException {
-        System.out.printf("wrote %,d packets, %,d bytes to %s%n", packets, Files.size(out), out);
+    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, TraceStream file, long abiViolations) {
+        System.out.printf("wrote %,d packets, %,d bytes to %s%n", file.packets(), file.bytes(), out);
         for (int i = 0; i < stats.size(); i++) {
             TraceBufferStats s = stats.get(i);
             System.out.printf("  buffer %s (%s, %,d KiB): %,d bytes / %,d chunks written, %,d chunks overwritten, "

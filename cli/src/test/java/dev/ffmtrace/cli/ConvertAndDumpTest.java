@@ -29,7 +29,7 @@ class ConvertAndDumpTest {
         try {
             System.setOut(new PrintStream(stdout, true, StandardCharsets.UTF_8));
             System.setErr(new PrintStream(stderr, true, StandardCharsets.UTF_8));
-            int exit = new CommandLine(new FfmtraceCommand()).execute(args);
+            int exit = FfmtraceCommand.commandLine().execute(args);
             return new Run(exit, stdout.toString(StandardCharsets.UTF_8), stderr.toString(StandardCharsets.UTF_8));
         } finally {
             System.setOut(out);
@@ -66,7 +66,7 @@ class ConvertAndDumpTest {
         Files.writeString(broken, "packet {\n  timestamp: \"soon\"\n}\n");
         Run run = run("convert", broken.toString(), dir.resolve("x.pftrace").toString());
         assertEquals(2, run.exit());
-        assertTrue(run.err().startsWith(broken + ":2:14: "), run.err());
+        assertEquals(broken + ":2:14: Couldn't parse integer: For input string: \"\"soon\"\"\n", run.err(), "the position once");
 
         Path notATrace = dir.resolve("noise.pftrace");
         Files.write(notATrace, new byte[] {0x0a, 0x7f, 0x01});

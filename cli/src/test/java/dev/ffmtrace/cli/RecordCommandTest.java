@@ -86,6 +86,22 @@ class RecordCommandTest {
         assertTrue(slices > 10);
     }
 
+    @Test
+    void theServiceStopsTheRecordingAfterItsDurationWhateverTheFlushPeriod() throws Exception {
+        Path config = dir.resolve("slow-flush.pbtxt");
+        Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))
+                .replace("duration_ms: 2000", "duration_ms: 500").replace("flush_period_ms: 250", "flush_period_ms: 20000"));
+        Path trace = dir.resolve("slow-flush.pftrace");
+        long start = System.nanoTime();
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(), "--out",
+                trace.toString(), "--threads", "1");
+        long elapsedMs = (System.nanoTime() - start) / 1_000_000;
+        assertEquals(0, run.exit(), run.err() + run.out());
+        assertTrue(elapsedMs < 10_000, "a 500 ms session with a 20 s flush period took " + elapsedMs + " ms");
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(Files.readAllBytes(trace)));
+        assertTrue(decoded.events().size() > 10, "the stop's flush took the events: " + decoded.events().size());
+    }
+
     private Path shortDemoConfig() throws Exception {
         Path config = dir.resolve("short.pbtxt");
         Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))
@@ -188,7 +204,7 @@ class RecordCommandTest {
         run = ConvertAndDumpTest.run("record", "--config", countersOnly.toString(),
                 "--out", dir.resolve("y.pftrace").toString(), "--c-producer");
         assertEquals(2, run.exit());
-        assertEquals("--c-producer: the config does not start data source \"track_event\", which the C producer writes\n",
+        assertEquals("ffmtrace record: --c-producer: the config does not start data source \"track_event\", which the C producer writes\n",
                 run.err());
     }
 
@@ -213,6 +229,6 @@ class RecordCommandTest {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
                 "--out", dir.resolve("x.pftrace").toString());
         assertEquals(2, run.exit());
-        assertEquals(config + ": invalid TraceConfig: duplicate buffer name \"a\": buffers #0 and #1\n", run.err());
+        assertEquals("ffmtrace record: " + config + ": invalid TraceConfig: duplicate buffer name \"a\": buffers #0 and #1\n", run.err());
     }
 }

@@ -287,9 +287,14 @@ class TraceBufferV2InvariantsTest {
         }
 
         void finishScrape(TraceBufferV2 buffer, Random random) {
-            List<Chunk> scraped = chunks.stream().filter(c -> c.state == State.SCRAPED).toList();
-            if (!scraped.isEmpty()) {
-                Chunk chunk = scraped.get(random.nextInt(scraped.size()));
+            commitOne(buffer, random, State.SCRAPED);
+        }
+
+        /** Commits one chunk in {@code state}, if any: the final commit of a scraped one, or a lost one sent late. */
+        private void commitOne(TraceBufferV2 buffer, Random random, State state) {
+            List<Chunk> candidates = chunks.stream().filter(c -> c.state == state).toList();
+            if (!candidates.isEmpty()) {
+                Chunk chunk = candidates.get(random.nextInt(candidates.size()));
                 chunk.state = State.COMMITTED;
                 copy(buffer, chunk, chunk.committedBytes(), chunk.numFragments, true);
             }
@@ -301,13 +306,19 @@ class TraceBufferV2InvariantsTest {
                 return;
             }
             Chunk chunk = pending.get(random.nextInt(pending.size()));
-            chunk.patchPending = false;
             if (random.nextInt(8) != 0) {
-                int at = chunk.patchOffset;
-                // False when the chunk is gone already; reading it unpatched would break a checksum.
-                buffer.tryPatchChunkContents(1, writerId, chunk.id, new ChunkPatches()
-                        .add(at, chunk.bytes[at], chunk.bytes[at + 1], chunk.bytes[at + 2], chunk.bytes[at + 3]), false);
+                sendPatch(buffer, chunk);
+            } else {
+                chunk.patchPending = false;
             }
+        }
+
+        /** Sends the chunk's patch; false when the chunk is gone already (reading it unpatched would break a checksum). */
+        private void sendPatch(TraceBufferV2 buffer, Chunk chunk) {
+            int at = chunk.patchOffset;
+            chunk.patchPending = false;
+            buffer.tryPatchChunkContents(1, writerId, chunk.id, new ChunkPatches()
+                    .add(at, chunk.bytes[at], chunk.bytes[at + 1], chunk.bytes[at + 2], chunk.bytes[at + 3]), false);
         }
 
         void recommitIdentical(TraceBufferV2 buffer, Random random) {
@@ -321,12 +332,7 @@ class TraceBufferV2InvariantsTest {
         }
 
         void resendLost(TraceBufferV2 buffer, Random random) {
-            List<Chunk> lost = chunks.stream().filter(c -> c.state == State.LOST).toList();
-            if (!lost.isEmpty()) {
-                Chunk chunk = lost.get(random.nextInt(lost.size()));
-                chunk.state = State.COMMITTED;
-                copy(buffer, chunk, chunk.committedBytes(), chunk.numFragments, true);
-            }
+            commitOne(buffer, random, State.LOST);
         }
 
         /** Commits every scraped chunk and sends every pending patch, as a final flush would. */
@@ -337,11 +343,7 @@ class TraceBufferV2InvariantsTest {
             }
             for (Chunk chunk : chunks) {
                 if (chunk.state == State.COMMITTED && chunk.patchPending) {
-                    int at = chunk.patchOffset;
-                    chunk.patchPending = false;
-                    buffer.tryPatchChunkContents(1, writerId, chunk.id, new ChunkPatches()
-                            .add(at, chunk.bytes[at], chunk.bytes[at + 1], chunk.bytes[at + 2], chunk.bytes[at + 3]),
-                            false);
+                    sendPatch(buffer, chunk);
                 }
             }
         }

@@ -1,0 +1,124 @@
+package dev.ffmtrace.heapprofd.wire;
+
+import dev.ffmtrace.memory.Layouts;
+
+import java.lang.foreign.MemorySegment;
+
+import static dev.ffmtrace.heapprofd.wire.HeapprofdWireDescriptor.*;
+
+/**
+ * One record read back from a client's SharedRingBuffer, as heapprofd's service reads it:
+ * the record is copied first (the client can still write the ring), then checked as
+ * Perfetto's {@code ReceiveWireMessage} checks it. Shorter than a record type, an unknown
+ * type, or a body shorter than its struct is refused; bytes after a Free or a HeapName
+ * are ignored; everything after a Malloc's metadata is its stack (maybe none). Reusable:
+ * each {@link #read} replaces the last record.
+ */
+public final class WireRecord {
+    /** The kinds of record. */
+    public enum Type { FREE, MALLOC, HEAP_NAME }
+
+    /** Beyond any ring's size: a ring's records are smaller than the ring. */
+    private static final long MAX_RECORD_SIZE = Integer.MAX_VALUE - 8;
+    private static final int STACK_OFFSET = RECORD_TYPE_SIZE + ALLOC_METADATA_SIZE;
+
+    private MemorySegment copy = MemorySegment.ofArray(new byte[4096]);
+    private long length;
+    private Type type;
+    private final AllocMetadata alloc = new AllocMetadata();
+
+    /** A reader with no record yet. */
+    public WireRecord() {
+    }
+
+    /**
+     * Reads the record of {@code length} bytes at {@code offset}.
+     *
+     * @return its type
+     * @throws WireFormatException if it is not a record, as the class comment says
+     */
+    public Type read(MemorySegment src, long offset, long length) throws WireFormatException {
+        type = null;
+        if (length < RECORD_TYPE_SIZE) {
+            throw new WireFormatException("a record of " + length + " bytes has no record type");
+        }
+        if (length > MAX_RECORD_SIZE) {
+            throw new WireFormatException("a record of " + length + " bytes is more than any ring holds");
+        }
+        if (copy.byteSize() < length) {
+            copy = MemorySegment.ofArray(new byte[(int) Math.min(MAX_RECORD_SIZE, Math.max(length, 2 * copy.byteSize()))]);
+        }
+        MemorySegment.copy(src, offset, copy, 0, length);
+        this.length = length;
+        long recordType = copy.get(Layouts.LONG_UNALIGNED, 0);
+        Type read;
+        int bodySize;
+        if (recordType == RECORD_TYPE_FREE) {
+            read = Type.FREE;
+            bodySize = FREE_ENTRY_SIZE;
+        } else if (recordType == RECORD_TYPE_MALLOC) {
+            read = Type.MALLOC;
+            bodySize = ALLOC_METADATA_SIZE;
+        } else if (recordType == RECORD_TYPE_HEAP_NAME) {
+            read = Type.HEAP_NAME;
+            bodySize = HEAP_NAME_SIZE;
+        } else {
+            throw new WireFormatException("unknown record type " + Long.toUnsignedString(recordType));
+        }
+        if (length - RECORD_TYPE_SIZE < bodySize) {
+            throw new WireFormatException(read + " record of " + length + " bytes: its body needs " + bodySize);
+        }
+        if (read == Type.MALLOC) {
+            alloc.decodeFrom(copy, RECORD_TYPE_SIZE);
+        } else if (read == Type.HEAP_NAME) {
+            ClientConfiguration.cString(copy, RECORD_TYPE_SIZE + HEAP_NAME_NAME_OFFSET, "heap_name");
+        }
+        type = read;
+        return read;
+    }
+
+    /** The type of the last record read; null if the last read failed. */
+    public Type type() {
+        return type;
+    }
+
+    /** A Malloc's metadata. */
+    public AllocMetadata alloc() {
+        return alloc;
+    }
+
+    /** A Malloc's stack bytes: a view of this reader's copy, valid until the next read. */
+    public MemorySegment stack() {
+        return copy.asSlice(STACK_OFFSET, length - STACK_OFFSET);
+    }
+
+    /** A Free's sequence number. */
+    public long freeSequenceNumber() {
+        return copy.get(Layouts.LONG_UNALIGNED, RECORD_TYPE_SIZE + FREE_SEQUENCE_NUMBER_OFFSET);
+    }
+
+    /** A Free's address. */
+    public long freeAddress() {
+        return copy.get(Layouts.LONG_UNALIGNED, RECORD_TYPE_SIZE + FREE_ADDRESS_OFFSET);
+    }
+
+    /** The heap id of a Free or a HeapName (a Malloc's is in {@link #alloc()}). */
+    public int heapId() {
+        return copy.get(Layouts.INT_UNALIGNED, RECORD_TYPE_SIZE
+                + (type == Type.FREE ? FREE_HEAP_ID_OFFSET : HEAP_NAME_HEAP_ID_OFFSET));
+    }
+
+    /** A HeapName's sampling interval. */
+    public long sampleInterval() {
+        return copy.get(Layouts.LONG_UNALIGNED, RECORD_TYPE_SIZE + HEAP_NAME_INTERVAL_OFFSET);
+    }
+
+    /** A HeapName's name. */
+    public String heapName() {
+        try {
+            return ClientConfiguration.cString(copy, RECORD_TYPE_SIZE + HEAP_NAME_NAME_OFFSET, "heap_name");
+        } catch (WireFormatException e) {
+            throw new IllegalStateException("checked by read", e);
+        }
+    }
+}

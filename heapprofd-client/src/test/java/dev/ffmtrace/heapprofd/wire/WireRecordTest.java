@@ -1,0 +1,65 @@
+package dev.ffmtrace.heapprofd.wire;
+
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.Size;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.MemorySegment;
+import java.util.HexFormat;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+/** The service side's checks of a record, as Perfetto's ReceiveWireMessage makes them, and garbage. */
+class WireRecordTest {
+    private final WireRecord reader = new WireRecord();
+
+    private static MemorySegment bytes(String hex) {
+        return MemorySegment.ofArray(HexFormat.of().parseHex(hex));
+    }
+
+    private String refusal(MemorySegment record) {
+        return assertThrows(WireFormatException.class, () -> reader.read(record, 0, record.byteSize())).getMessage();
+    }
+
+    @Test
+    void shortUnknownAndTruncatedRecordsAreRefused() {
+        assertEquals("a record of 7 bytes has no record type", refusal(bytes("00000000000000")));
+        assertEquals("unknown record type 3", refusal(bytes("0300000000000000")));
+        assertEquals("FREE record of 31 bytes: its body needs 24", refusal(MemorySegment.ofArray(new byte[31])));
+        MemorySegment malloc = MemorySegment.ofArray(new byte[8 + 327]);
+        malloc.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 1);
+        assertEquals("MALLOC record of 335 bytes: its body needs 328", refusal(malloc));
+        MemorySegment heapName = MemorySegment.ofArray(new byte[88]);
+        heapName.set(java.lang.foreign.ValueLayout.JAVA_BYTE, 0, (byte) 2);
+        assertEquals("heap_name is empty", refusal(heapName));
+        heapName.asSlice(20, 64).fill((byte) 'a');
+        assertEquals("heap_name is not NUL-terminated", refusal(heapName));
+    }
+
+    @Test
+    void bytesAfterAFreeAreIgnoredAndAMallocsRestIsItsStack() throws Exception {
+        List<String> records = HeapprofdWireGoldenTest.javaRecords();
+        MemorySegment free = bytes(records.get(1) + "ffffffff");
+        assertEquals(WireRecord.Type.FREE, reader.read(free, 0, free.byteSize()));
+        assertEquals(8, reader.freeSequenceNumber());
+        MemorySegment malloc = bytes(records.get(0));
+        long noStack = WireRecords.MALLOC_RECORD_HEADER_SIZE;
+        assertEquals(WireRecord.Type.MALLOC, reader.read(malloc, 0, noStack));
+        assertEquals(0, reader.stack().byteSize());
+    }
+
+    @Property(tries = 2000)
+    void garbageIsRefusedOrReadNeverThrownOut(@ForAll @Size(max = 600) byte[] garbage) {
+        MemorySegment record = MemorySegment.ofArray(garbage);
+        try {
+            if (reader.read(record, 0, record.byteSize()) == WireRecord.Type.HEAP_NAME) {
+                reader.heapName();
+            }
+        } catch (WireFormatException e) {
+            // Refused, with a reason: what garbage should get.
+        }
+    }
+}

@@ -2,6 +2,8 @@ package dev.ffmtrace.memory;
 
 import dev.ffmtrace.memory.internal.Native;
 
+import java.nio.file.Path;
+
 /**
  * The few facts about this process and its clocks that tracing needs from the OS, for
  * modules that must not make native calls of their own.
@@ -22,6 +24,22 @@ public final class Os {
     private static final int PID = (int) ProcessHandle.current().pid();
 
     private Os() {
+    }
+
+    /**
+     * Opens {@code path} read-only (close-on-exec), for an fd to hand to another process,
+     * as heapprofd's client hands over /proc/self/maps and /proc/self/mem; the caller
+     * closes it with {@link #closeFd}.
+     *
+     * @throws NativeException if it cannot be opened
+     */
+    public static int openReadOnly(Path path) {
+        return Native.open(path.toString(), Native.O_RDONLY | Native.O_CLOEXEC, 0);
+    }
+
+    /** Closes an fd this process owns (one it opened, or received from a peer). */
+    public static void closeFd(int fd) {
+        Native.close(fd);
     }
 
     /** The runtime page size. */

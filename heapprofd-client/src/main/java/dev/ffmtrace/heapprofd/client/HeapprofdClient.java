@@ -1,0 +1,257 @@
+package dev.ffmtrace.heapprofd.client;
+
+import dev.ffmtrace.heapprofd.wire.AllocMetadata;
+import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
+import dev.ffmtrace.heapprofd.wire.WireFormatException;
+import dev.ffmtrace.heapprofd.wire.WireRecords;
+import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.Seals;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.shmring.SharedRingBuffer;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A Java process's connection to heapprofd, with heaps of its own: the handshake as
+ * heapprofd's client makes it, then sampled allocations and frees as records in the
+ * SharedRingBuffer the service made, each followed by a wake-up byte on the socket.
+ *
+ * <p>Handshake: connect to the service's socket and send one byte carrying the fds of
+ * /proc/self/maps and /proc/self/mem; receive the {@value ClientConfiguration#SIZE}-byte
+ * {@link ClientConfiguration}, in as many reads as it takes, with the ring's fd; attach the
+ * ring, its seals checked.
+ *
+ * <p>Recording never throws into the application: once the service has gone (the wake-up
+ * byte finds the socket closed, or the ring is shut down) or the ring stays full past the
+ * configuration's patience, the client {@linkplain #isActive() stops} for good, and every
+ * later call does nothing and returns false. Each heap has its {@link Sampler} and a
+ * sequence number its allocations and frees share. A Malloc record carries no stack yet:
+ * Java stacks come next (see the README).
+ *
+ * <p>Thread-safe: recording takes the client's lock; the unsampled path takes it too, as
+ * Perfetto's client takes its spinlock for the sampler.
+ */
+public final class HeapprofdClient implements AutoCloseable {
+    /** How long a blocking client waits between tries of a full ring, as Perfetto's does. */
+    private static final long BLOCK_RETRY_NANOS = 100_000;
+
+    private final UnixSocket socket;
+    private final SharedRingBuffer ring;
+    private final ClientConfiguration configuration;
+    private final List<Heap> heaps = new ArrayList<>();
+    private final AllocMetadata metadata = new AllocMetadata();
+    private final MemorySegment record = MemorySegment.ofArray(new byte[WireRecords.MALLOC_RECORD_HEADER_SIZE]);
+    private volatile boolean active = true;
+
+    private static final class Heap {
+        final String name;
+        final Sampler sampler;
+        long sequenceNumber;
+
+        Heap(String name, Sampler sampler) {
+            this.name = name;
+            this.sampler = sampler;
+        }
+    }
+
+    private HeapprofdClient(UnixSocket socket, SharedRingBuffer ring, ClientConfiguration configuration) {
+        this.socket = socket;
+        this.ring = ring;
+        this.configuration = configuration;
+    }
+
+    /**
+     * Connects to the service at {@code service} and makes the handshake.
+     *
+     * @throws HeapprofdException if the service cannot be reached, or what it sends is not
+     *                            a configuration and a sealed ring
+     */
+    public static HeapprofdClient connect(UnixAddress service) throws HeapprofdException {
+        UnixSocket socket;
+        try {
+            socket = UnixSocket.connect(service);
+        } catch (NativeException e) {
+            throw new HeapprofdException("cannot connect to heapprofd at " + service + ": " + e.getMessage());
+        }
+        try {
+            sendProcFds(socket);
+            byte[] bytes = new byte[ClientConfiguration.SIZE];
+            int ringFd = receiveConfiguration(socket, bytes);
+            ClientConfiguration configuration;
+            SharedRingBuffer ring;
+            try {
+                configuration = ClientConfiguration.decode(MemorySegment.ofArray(bytes), 0);
+                ring = SharedRingBuffer.attach(ringFd, Seals.REQUIRED);
+            } finally {
+                Os.closeFd(ringFd);
+            }
+            return new HeapprofdClient(socket, ring, configuration);
+        } catch (WireFormatException | RuntimeException e) {
+            socket.close();
+            throw new HeapprofdException("heapprofd at " + service + ": " + e.getMessage());
+        } catch (HeapprofdException e) {
+            socket.close();
+            throw e;
+        }
+    }
+
+    private static void sendProcFds(UnixSocket socket) {
+        int maps = Os.openReadOnly(Path.of("/proc/self/maps"));
+        try {
+            int mem = Os.openReadOnly(Path.of("/proc/self/mem"));
+            try {
+                socket.send(new byte[] {0}, maps, mem);
+            } finally {
+                Os.closeFd(mem);
+            }
+        } finally {
+            Os.closeFd(maps);
+        }
+    }
+
+    /** Reads the configuration's bytes, in as many reads as it takes; returns the ring fd that came with them. */
+    private static int receiveConfiguration(UnixSocket socket, byte[] into) throws HeapprofdException {
+        int ringFd = -1;
+        int have = 0;
+        byte[] chunk = new byte[into.length];
+        while (have < into.length) {
+            UnixSocket.Received received = socket.receive(chunk, 1);
+            for (int fd : received.fds()) {
+                if (ringFd < 0) {
+                    ringFd = fd;
+                } else {
+                    Os.closeFd(fd);
+                }
+            }
+            if (received.bytes() <= 0) {
+                closeIfSet(ringFd);
+                throw new HeapprofdException("the service closed the connection after " + have + " of "
+                        + into.length + " configuration bytes");
+            }
+            int take = Math.min(received.bytes(), into.length - have);
+            System.arraycopy(chunk, 0, into, have, take);
+            have += take;
+        }
+        if (ringFd < 0) {
+            throw new HeapprofdException("the configuration came without the ring's fd");
+        }
+        return ringFd;
+    }
+
+    private static void closeIfSet(int fd) {
+        if (fd >= 0) {
+            Os.closeFd(fd);
+        }
+    }
+
+    /** What the service sent. */
+    public ClientConfiguration configuration() {
+        return configuration;
+    }
+
+    /** Whether the client still records; false for good once the service has gone or the client was closed. */
+    public boolean isActive() {
+        return active;
+    }
+
+    /**
+     * Registers a heap and tells the service its name and sampling interval (a HeapName
+     * record): the interval the configuration gives that name, 0 if it does not profile it.
+     *
+     * @return the heap's id, for {@link #reportAllocation} and {@link #reportFree}
+     * @throws IllegalArgumentException if {@code name} does not fit a heap name
+     */
+    public synchronized int registerHeap(String name) {
+        byte[] nameBytes = new ClientConfiguration.Heap(name, 0).name().getBytes(StandardCharsets.UTF_8);
+        long interval = configuration.samplingInterval(name);
+        heaps.add(new Heap(name, interval > 0 ? new Sampler(interval, System.nanoTime() ^ heaps.size()) : null));
+        int heapId = heaps.size();
+        if (active) {
+            WireRecords.writeHeapName(record, 0, interval, heapId, nameBytes);
+            send(WireRecords.HEAP_NAME_RECORD_SIZE);
+        }
+        return heapId;
+    }
+
+    /**
+     * Reports an allocation of {@code size} bytes at {@code address} on heap {@code heapId};
+     * the sampler decides whether it is recorded.
+     *
+     * @return whether it was recorded
+     */
+    public synchronized boolean reportAllocation(int heapId, long address, long size) {
+        Heap heap = heap(heapId);
+        if (!active || heap == null || heap.sampler == null) {
+            return false;
+        }
+        long sampleSize = heap.sampler.sampleSize(size);
+        if (sampleSize == 0) {
+            return false;
+        }
+        metadata.sequenceNumber(++heap.sequenceNumber).allocSize(size).sampleSize(sampleSize).allocAddress(address)
+                .stackPointer(0).timestampNanos(Os.clockNanos(Os.CLOCK_MONOTONIC)).heapId(heapId)
+                .arch(AllocMetadata.ARCH_UNKNOWN);
+        WireRecords.writeMalloc(record, 0, metadata, MemorySegment.NULL, 0, 0);
+        return send(WireRecords.MALLOC_RECORD_HEADER_SIZE);
+    }
+
+    /** Reports that the allocation at {@code address} on heap {@code heapId} was freed. */
+    public synchronized void reportFree(int heapId, long address) {
+        Heap heap = heap(heapId);
+        if (!active || heap == null || heap.sampler == null) {
+            return;
+        }
+        WireRecords.writeFree(record, 0, ++heap.sequenceNumber, address, heapId);
+        send(WireRecords.FREE_RECORD_SIZE);
+    }
+
+    private Heap heap(int heapId) {
+        return heapId >= 1 && heapId <= heaps.size() ? heaps.get(heapId - 1) : null;
+    }
+
+    /** Writes the record staged in {@link #record} and wakes the service; false (and inactive) if that failed for good. */
+    private boolean send(int length) {
+        long deadline = System.nanoTime() + configuration.blockClientTimeoutUs() * 1000;
+        for (;;) {
+            if (ring.isShuttingDown()) {
+                return stop();
+            }
+            SharedRingBuffer.WriteResult result = ring.tryWrite(record, 0, length);
+            if (result == SharedRingBuffer.WriteResult.OK) {
+                break;
+            }
+            boolean retry = configuration.blockClient()
+                    && (result == SharedRingBuffer.WriteResult.NO_SPACE || result == SharedRingBuffer.WriteResult.LOCK_FAILED)
+                    && (configuration.blockClientTimeoutUs() == 0 || System.nanoTime() < deadline);
+            if (!retry) {
+                // Perfetto's client gives up on the session when a write fails and it may not wait.
+                return stop();
+            }
+            LockSupport.parkNanos(BLOCK_RETRY_NANOS);
+        }
+        if (socket.trySendByte((byte) 1) == UnixSocket.SendResult.PEER_CLOSED) {
+            return stop();
+        }
+        return true;
+    }
+
+    private boolean stop() {
+        active = false;
+        return false;
+    }
+
+    /** Stops recording and lets go of the ring and the socket; the service sees the socket close. */
+    @Override
+    public synchronized void close() {
+        active = false;
+        ring.close();
+        socket.close();
+    }
+}

@@ -5,6 +5,7 @@
  */
 module dev.ffmtrace.heapprofd.client {
     requires transitive dev.ffmtrace.shmring;
+    requires dev.ffmtrace.protozero;
 
     exports dev.ffmtrace.heapprofd.client;
     exports dev.ffmtrace.heapprofd.wire;

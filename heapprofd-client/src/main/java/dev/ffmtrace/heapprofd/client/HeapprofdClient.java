@@ -32,8 +32,11 @@ import java.util.concurrent.locks.LockSupport;
  * byte finds the socket closed, or the ring is shut down) or the ring stays full past the
  * configuration's patience, the client {@linkplain #isActive() stops} for good, and every
  * later call does nothing and returns false. Each heap has its {@link Sampler} and a
- * sequence number its allocations and frees share. A Malloc record carries no stack yet:
- * Java stacks come next (see the README).
+ * sequence number its allocations and frees share. A Malloc record carries the Java stack
+ * of the allocation ({@link AllocMetadata#ARCH_JAVA} describes the encoding). With adaptive
+ * sampling configured, a sampled allocation that finds less room in the ring than the
+ * threshold doubles its heap's interval (up to the configured maximum) and tells the
+ * service, as Perfetto's client does.
  *
  * <p>Thread-safe: recording takes the client's lock; the unsampled path takes it too, as
  * Perfetto's client takes its spinlock for the sampler.
@@ -41,13 +44,16 @@ import java.util.concurrent.locks.LockSupport;
 public final class HeapprofdClient implements AutoCloseable {
     /** How long a blocking client waits between tries of a full ring, as Perfetto's does. */
     private static final long BLOCK_RETRY_NANOS = 100_000;
+    /** A HeapName record's name when it only changes the interval. */
+    private static final byte[] NO_NAME = new byte[0];
 
     private final UnixSocket socket;
     private final SharedRingBuffer ring;
     private final ClientConfiguration configuration;
     private final List<Heap> heaps = new ArrayList<>();
     private final AllocMetadata metadata = new AllocMetadata();
-    private final MemorySegment record = MemorySegment.ofArray(new byte[WireRecords.MALLOC_RECORD_HEADER_SIZE]);
+    private final JavaStackEncoder stacks = new JavaStackEncoder();
+    private MemorySegment record = MemorySegment.ofArray(new byte[4096]);
     private volatile boolean active = true;
 
     private static final class Heap {
@@ -195,11 +201,44 @@ public final class HeapprofdClient implements AutoCloseable {
         if (sampleSize == 0) {
             return false;
         }
+        if (!adaptSampling(heap, heapId)) {
+            return false;
+        }
         metadata.sequenceNumber(++heap.sequenceNumber).allocSize(size).sampleSize(sampleSize).allocAddress(address)
                 .stackPointer(0).timestampNanos(Os.clockNanos(Os.CLOCK_MONOTONIC)).heapId(heapId)
-                .arch(AllocMetadata.ARCH_UNKNOWN);
-        WireRecords.writeMalloc(record, 0, metadata, MemorySegment.NULL, 0, 0);
-        return send(WireRecords.MALLOC_RECORD_HEADER_SIZE);
+                .arch(AllocMetadata.ARCH_JAVA);
+        int stackBytes = stacks.encode();
+        long recordSize = WireRecords.mallocRecordSize(stackBytes);
+        if (record.byteSize() < recordSize) {
+            record = MemorySegment.ofArray(new byte[(int) Math.max(recordSize, 2 * record.byteSize())]);
+        }
+        WireRecords.writeMalloc(record, 0, metadata, MemorySegment.ofArray(stacks.bytes()), 0, stackBytes);
+        if (send((int) recordSize)) {
+            stacks.commit();
+            return true;
+        }
+        stacks.rollback();
+        return false;
+    }
+
+    /**
+     * Adaptive sampling: when the ring has less room than the threshold, doubles the heap's
+     * interval, unless it reached the maximum, and sends the new interval in a HeapName
+     * record with no name. Returns false if that record could not be sent.
+     */
+    private boolean adaptSampling(Heap heap, int heapId) {
+        long threshold = configuration.adaptiveSamplingShmemThreshold();
+        if (threshold == 0 || ring.writeAvailable() >= threshold) {
+            return true;
+        }
+        long max = configuration.adaptiveSamplingMaxSamplingIntervalBytes();
+        long interval = heap.sampler.samplingInterval();
+        if (max != 0 && interval >= max) {
+            return true;
+        }
+        heap.sampler.setSamplingInterval(2 * interval);
+        WireRecords.writeHeapName(record, 0, 2 * interval, heapId, NO_NAME);
+        return send(WireRecords.HEAP_NAME_RECORD_SIZE);
     }
 
     /** Reports that the allocation at {@code address} on heap {@code heapId} was freed. */

@@ -20,6 +20,16 @@ public final class AllocMetadata {
     public static final int ARCH_X86 = 3;
     public static final int ARCH_X86_64 = 4;
     public static final int ARCH_RISCV64 = 5;
+    /**
+     * ffmtrace's own value, which no native client uses: the stack payload is a Java stack,
+     * not a copy of native stack memory, and there are no registers. The payload is the
+     * frames, innermost first, each a varint: the frame's id shifted left by one, with bit 0
+     * set when the frame is defined here, its first use on the connection; a definition
+     * follows as a varint length and that many bytes of UTF-8,
+     * {@code class.method(File.java:line)}. Ids are per connection, from 0; a client
+     * defines an id in the first record it writes that uses it.
+     */
+    public static final int ARCH_JAVA = 0xFF;
 
     private long sequenceNumber;
     private long allocSize;

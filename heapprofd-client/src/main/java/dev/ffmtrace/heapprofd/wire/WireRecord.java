@@ -3,6 +3,7 @@ package dev.ffmtrace.heapprofd.wire;
 import dev.ffmtrace.memory.Layouts;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 
 import static dev.ffmtrace.heapprofd.wire.HeapprofdWireDescriptor.*;
 
@@ -11,7 +12,9 @@ import static dev.ffmtrace.heapprofd.wire.HeapprofdWireDescriptor.*;
  * the record is copied first (the client can still write the ring), then checked as
  * Perfetto's {@code ReceiveWireMessage} checks it. Shorter than a record type, an unknown
  * type, or a body shorter than its struct is refused; bytes after a Free or a HeapName
- * are ignored; everything after a Malloc's metadata is its stack (maybe none). Reusable:
+ * are ignored; everything after a Malloc's metadata is its stack (maybe none). A heap name
+ * ends at its first NUL or after 63 bytes, as Perfetto's service forces the terminator;
+ * an empty one only updates the heap's interval (what adaptive sampling sends). Reusable:
  * each {@link #read} replaces the last record.
  */
 public final class WireRecord {
@@ -70,8 +73,6 @@ public final class WireRecord {
         }
         if (read == Type.MALLOC) {
             alloc.decodeFrom(copy, RECORD_TYPE_SIZE);
-        } else if (read == Type.HEAP_NAME) {
-            ClientConfiguration.cString(copy, RECORD_TYPE_SIZE + HEAP_NAME_NAME_OFFSET, "heap_name");
         }
         type = read;
         return read;
@@ -113,12 +114,13 @@ public final class WireRecord {
         return copy.get(Layouts.LONG_UNALIGNED, RECORD_TYPE_SIZE + HEAP_NAME_INTERVAL_OFFSET);
     }
 
-    /** A HeapName's name. */
+    /** A HeapName's name: empty when the record only updates the interval; bytes that are not UTF-8 replaced. */
     public String heapName() {
-        try {
-            return ClientConfiguration.cString(copy, RECORD_TYPE_SIZE + HEAP_NAME_NAME_OFFSET, "heap_name");
-        } catch (WireFormatException e) {
-            throw new IllegalStateException("checked by read", e);
+        long start = RECORD_TYPE_SIZE + HEAP_NAME_NAME_OFFSET;
+        int length = 0;
+        while (length < HEAP_NAME_CAPACITY - 1 && copy.get(Layouts.BYTE, start + length) != 0) {
+            length++;
         }
+        return new String(copy.asSlice(start, length).toArray(Layouts.BYTE), StandardCharsets.UTF_8);
     }
 }

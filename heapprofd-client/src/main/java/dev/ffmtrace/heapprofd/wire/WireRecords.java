@@ -57,11 +57,11 @@ public final class WireRecords {
     /**
      * Writes a HeapName record at {@code offset}: heap {@code heapId} is called
      * {@code name} (UTF-8 bytes, at most 63, as {@link ClientConfiguration.Heap} checks
-     * them) and sampled every {@code sampleInterval} bytes.
+     * them; none to change only the interval) and sampled every {@code sampleInterval} bytes.
      */
     public static void writeHeapName(MemorySegment dst, long offset, long sampleInterval, int heapId, byte[] name) {
-        if (name.length == 0 || name.length >= HEAP_NAME_CAPACITY) {
-            throw new IllegalArgumentException("a heap name is 1 to " + (HEAP_NAME_CAPACITY - 1) + " bytes: " + name.length);
+        if (name.length >= HEAP_NAME_CAPACITY) {
+            throw new IllegalArgumentException("a heap name is at most " + (HEAP_NAME_CAPACITY - 1) + " bytes: " + name.length);
         }
         dst.set(Layouts.LONG_UNALIGNED, offset, RECORD_TYPE_HEAP_NAME);
         long body = offset + RECORD_TYPE_SIZE;

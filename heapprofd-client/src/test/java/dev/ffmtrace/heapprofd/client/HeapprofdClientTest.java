@@ -1,5 +1,6 @@
 package dev.ffmtrace.heapprofd.client;
 
+import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
 import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.memory.Os;
@@ -10,12 +11,17 @@ import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import org.junit.jupiter.api.Test;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -59,13 +65,52 @@ class HeapprofdClientTest {
         });
     }
 
+    /** The frames of a Java stack payload, innermost first, resolved with the definitions seen so far. */
+    static List<String> javaFrames(MemorySegment payload, Map<Long, String> definitions) {
+        byte[] bytes = payload.toArray(ValueLayout.JAVA_BYTE);
+        List<String> frames = new ArrayList<>();
+        int[] at = {0};
+        while (at[0] < bytes.length) {
+            long tag = varint(bytes, at);
+            long id = tag >>> 1;
+            if ((tag & 1) != 0) {
+                int length = (int) varint(bytes, at);
+                definitions.put(id, new String(bytes, at[0], length, StandardCharsets.UTF_8));
+                at[0] += length;
+            }
+            assertTrue(definitions.containsKey(id), "frame " + id + " used before it was defined");
+            frames.add(definitions.get(id));
+        }
+        return frames;
+    }
+
+    private static long varint(byte[] bytes, int[] at) {
+        long value = 0;
+        for (int shift = 0; ; shift += 7) {
+            byte b = bytes[at[0]++];
+            value |= (long) (b & 0x7F) << shift;
+            if (b >= 0) {
+                return value;
+            }
+        }
+    }
+
     private static List<WireRecord.Type> drain(SharedRingBuffer ring, List<long[]> fields) throws Exception {
+        return drain(ring, fields, new ArrayList<>(), new HashMap<>());
+    }
+
+    private static List<WireRecord.Type> drain(SharedRingBuffer ring, List<long[]> fields, List<List<String>> stacks,
+                                               Map<Long, String> definitions) throws Exception {
         List<WireRecord.Type> types = new ArrayList<>();
         WireRecord reader = new WireRecord();
         RecordSlot slot = ring.newSlot();
         while (ring.beginRead(slot) == SharedRingBuffer.ReadResult.OK) {
             WireRecord.Type type = reader.read(slot.buffer(), slot.offset(), slot.length());
             types.add(type);
+            if (type == WireRecord.Type.MALLOC) {
+                assertEquals(AllocMetadata.ARCH_JAVA, reader.alloc().arch());
+                stacks.add(javaFrames(reader.stack(), definitions));
+            }
             fields.add(switch (type) {
                 case MALLOC -> new long[] {reader.alloc().heapId(), reader.alloc().sequenceNumber(),
                         reader.alloc().allocAddress(), reader.alloc().allocSize(), reader.alloc().sampleSize()};
@@ -95,8 +140,12 @@ class HeapprofdClientTest {
                 client.reportFree(heap, 0x1000);
 
                 List<long[]> fields = new ArrayList<>();
+                List<List<String>> stacks = new ArrayList<>();
                 assertEquals(List.of(WireRecord.Type.HEAP_NAME, WireRecord.Type.HEAP_NAME, WireRecord.Type.MALLOC,
-                        WireRecord.Type.FREE), drain(ring, fields));
+                        WireRecord.Type.FREE), drain(ring, fields, stacks, new HashMap<>()));
+                assertTrue(stacks.getFirst().getFirst().startsWith(
+                        HeapprofdClientTest.class.getName() + ".theHandshakeTheRecordsAndTheServicesGoing(HeapprofdClientTest.java:"),
+                        "the allocating frame first, the client's own left out: " + stacks.getFirst());
                 assertEquals(List.of(List.of(1L, 1L), List.of(2L, 0L), List.of(1L, 1L, 0x1000L, 64L, 64L),
                         List.of(1L, 2L, 0x1000L)), fields.stream().map(f -> Arrays.stream(f).boxed().toList()).toList(),
                         "the heap's allocation and free share its sequence numbers");
@@ -134,6 +183,100 @@ class HeapprofdClientTest {
                     .getMessage();
             service.get(30, TimeUnit.SECONDS);
             assertTrue(message.endsWith("the configuration came without the ring's fd"), message);
+        }
+    }
+
+    @Test
+    void aProfiledArenaReportsItsAllocationsWithTheirStacksAndFreesThemOnClose() throws Exception {
+        ClientConfiguration configuration = new ClientConfiguration(0, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("java.ffm", 1)), false, false, false, false);
+        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
+                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+                int heap = client.registerHeap("java.ffm");
+                List<Long> addresses = new ArrayList<>();
+                try (ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, heap)) {
+                    for (int i = 0; i < 3; i++) {
+                        addresses.add(allocateSomething(arena, 100 + i).address());
+                    }
+                }
+                List<long[]> fields = new ArrayList<>();
+                List<List<String>> stacks = new ArrayList<>();
+                Map<Long, String> definitions = new HashMap<>();
+                assertEquals(List.of(WireRecord.Type.HEAP_NAME, WireRecord.Type.MALLOC, WireRecord.Type.MALLOC,
+                        WireRecord.Type.MALLOC, WireRecord.Type.FREE, WireRecord.Type.FREE, WireRecord.Type.FREE),
+                        drain(ring, fields, stacks, definitions));
+                for (int i = 0; i < 3; i++) {
+                    assertEquals(addresses.get(i), fields.get(1 + i)[2]);
+                    assertEquals(100 + i, fields.get(1 + i)[3]);
+                    assertEquals(addresses.get(i), fields.get(4 + i)[2], "freed when the arena closed");
+                    assertTrue(stacks.get(i).getFirst().startsWith(HeapprofdClientTest.class.getName() + ".allocateSomething("),
+                            stacks.get(i).toString());
+                    assertTrue(stacks.get(i).get(1).startsWith(HeapprofdClientTest.class.getName()
+                            + ".aProfiledArenaReportsItsAllocationsWithTheirStacksAndFreesThemOnClose("));
+                }
+                assertEquals(stacks.get(0), stacks.get(1), "the same call site, its frames interned once");
+                assertTrue(definitions.size() < 3 * stacks.getFirst().size());
+            }
+        }
+    }
+
+    private static MemorySegment allocateSomething(Arena arena, long size) {
+        return arena.allocate(size);
+    }
+
+    @Test
+    void adaptiveSamplingDoublesTheIntervalWhileTheRingIsShortOfRoom() throws Exception {
+        // A threshold above the ring's size: every sampled allocation finds the ring short of room.
+        ClientConfiguration configuration = new ClientConfiguration(0, 0, 1 << 20, 8,
+                List.of(new ClientConfiguration.Heap("java.ffm", 1)), false, false, false, false);
+        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
+                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+                int heap = client.registerHeap("java.ffm");
+                for (int i = 0; i < 6; i++) {
+                    client.reportAllocation(heap, 0x1000 + i, 64);
+                }
+                List<long[]> fields = new ArrayList<>();
+                List<WireRecord.Type> types = drain(ring, fields);
+                List<Long> intervals = new ArrayList<>();
+                for (int i = 0; i < types.size(); i++) {
+                    if (types.get(i) == WireRecord.Type.HEAP_NAME) {
+                        intervals.add(fields.get(i)[1]);
+                    }
+                }
+                assertEquals(List.of(1L, 2L, 4L, 8L), intervals, "doubled up to the maximum, then kept");
+                assertEquals(6, types.stream().filter(t -> t == WireRecord.Type.MALLOC).count(),
+                        "allocations of 64 bytes stay at least the interval: all sampled");
+            }
+        }
+    }
+
+    @Test
+    void theUnsampledPathAllocatesNothing() throws Exception {
+        ClientConfiguration configuration = new ClientConfiguration(0, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("java.ffm", 1L << 40)), false, false, false, false);
+        com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
+                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+                int heap = client.registerHeap("java.ffm");
+                int sampled = 0;
+                for (int i = 0; i < 200_000; i++) {
+                    sampled += client.reportAllocation(heap, i, 64) ? 1 : 0;
+                }
+                long before = threads.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < 1_000_000; i++) {
+                    sampled += client.reportAllocation(heap, i, 64) ? 1 : 0;
+                }
+                long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+                assertEquals(0, sampled, "an interval of 2^40 bytes: nothing sampled");
+                assertTrue(allocated < 1_000, "allocated " + allocated + " bytes in 1,000,000 unsampled allocations");
+            }
         }
     }
 }

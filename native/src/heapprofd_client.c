@@ -1,0 +1,407 @@
+// ffmtrace's heapprofd client for native programs: a library to preload (LD_PRELOAD) that
+// wraps malloc, free, calloc, realloc, posix_memalign, aligned_alloc and memalign and
+// speaks heapprofd's protocol (native/include/heapprofd_wire.h): the handshake on the
+// service's socket, then each sampled allocation as a Malloc record carrying the raw
+// stack (from the stack pointer towards the stack's end, bounded) and the registers, each
+// free as a Free record, with a wake-up byte after each.
+//
+// It starts at load when FFMTRACE_HEAPPROFD_SOCKET names the service's socket (a path,
+// or @name for the abstract namespace), or later when the process gets heapprofd's
+// real-time signal (SIGRTMIN + 4): the handler only asks, and the next allocation
+// connects. Without a service every hook is one relaxed load and the real call.
+//
+// The real allocator is glibc's __libc_* entry points, so looking it up never allocates.
+// A thread-local flag keeps the client's own allocations (and those of the libc calls it
+// makes) out of the profile and out of the hooks' recursion. A forked child stops
+// profiling: its parent's connection is not its own.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heapprofd_wire.h"
+#include "shared_ring_buffer.h"
+
+extern void* __libc_malloc(size_t size);
+extern void __libc_free(void* ptr);
+extern void* __libc_calloc(size_t count, size_t size);
+extern void* __libc_realloc(void* ptr, size_t size);
+extern void* __libc_memalign(size_t alignment, size_t size);
+
+enum { STATE_OFF = 0, STATE_ACTIVE = 1, STATE_STOPPED = 2 };
+enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4 };
+
+static atomic_int g_state = STATE_OFF;
+static atomic_int g_start_requested = 0;
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_socket = -1;
+static srb g_ring;
+static hpd_client_configuration g_config;
+static uint64_t g_interval;
+static int64_t g_bytes_to_next_sample;
+static uint64_t g_sequence_number;
+static uint64_t g_random_state = 0x9e3779b97f4a7c15ULL;
+static __thread int t_in_client;
+static __thread uintptr_t t_stack_end;
+
+// Perfetto's sampler: exponential gaps between samples, an allocation at least the
+// interval always sampled with its size, otherwise the interval per sample crossed.
+static int64_t next_sample_interval(void) {
+  g_random_state ^= g_random_state << 13;
+  g_random_state ^= g_random_state >> 7;
+  g_random_state ^= g_random_state << 17;
+  double u = (double)(g_random_state >> 11) / (double)(1ULL << 53);
+  return (int64_t)(-log(1.0 - u) * (double)g_interval) + 1;
+}
+
+static uint64_t sample_size(size_t size) {
+  if (size >= g_interval) {
+    return size;
+  }
+  g_bytes_to_next_sample -= (int64_t)size;
+  uint64_t samples = 0;
+  while (g_bytes_to_next_sample <= 0) {
+    g_bytes_to_next_sample += next_sample_interval();
+    samples++;
+  }
+  return samples * g_interval;
+}
+
+static int connect_to(const char* name) {
+  int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (sock < 0) {
+    return -1;
+  }
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  size_t length = strlen(name);
+  if (length == 0 || length >= sizeof(addr.sun_path)) {
+    close(sock);
+    return -1;
+  }
+  memcpy(addr.sun_path, name, length);
+  if (name[0] == '@') {
+    addr.sun_path[0] = '\0';
+  }
+  socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + (name[0] == '@' ? 0 : 1));
+  if (connect(sock, (struct sockaddr*)&addr, size) != 0) {
+    close(sock);
+    return -1;
+  }
+  return sock;
+}
+
+static int send_proc_fds(int sock) {
+  int fds[2] = {open("/proc/self/maps", O_RDONLY | O_CLOEXEC), open("/proc/self/mem", O_RDONLY | O_CLOEXEC)};
+  int ok = fds[0] >= 0 && fds[1] >= 0;
+  if (ok) {
+    char byte = 0;
+    struct iovec iov = {&byte, 1};
+    char control[CMSG_SPACE(sizeof(fds))];
+    memset(control, 0, sizeof(control));
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control)};
+    struct cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(fds));
+    memcpy(CMSG_DATA(cmsg), fds, sizeof(fds));
+    ok = sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (fds[i] >= 0) {
+      close(fds[i]);
+    }
+  }
+  return ok;
+}
+
+// The configuration in as many reads as it takes; returns the ring's fd or -1.
+static int receive_configuration(int sock) {
+  int ring_fd = -1;
+  size_t have = 0;
+  uint8_t* into = (uint8_t*)&g_config;
+  while (have < sizeof(g_config)) {
+    struct iovec iov = {into + have, sizeof(g_config) - have};
+    char control[CMSG_SPACE(sizeof(int))];
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control)};
+    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    if (n <= 0) {
+      break;
+    }
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+        int fd;
+        memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+        if (ring_fd < 0) {
+          ring_fd = fd;
+        } else {
+          close(fd);
+        }
+      }
+    }
+    have += (size_t)n;
+  }
+  if (have < sizeof(g_config) && ring_fd >= 0) {
+    close(ring_fd);
+    ring_fd = -1;
+  }
+  return ring_fd;
+}
+
+// The interval heapprofd gives "libc.malloc", as its client looks it up.
+static uint64_t malloc_interval(void) {
+  for (uint64_t i = 0; i < g_config.num_heaps && i < HPD_MAX_HEAPS; i++) {
+    if (strncmp(g_config.heaps[i].name, "libc.malloc", HPD_HEAP_NAME_SIZE) == 0) {
+      return g_config.heaps[i].interval;
+    }
+  }
+  return g_config.all_heaps ? g_config.default_interval : 0;
+}
+
+// Called with g_lock held and t_in_client set.
+static void start(void) {
+  const char* name = getenv("FFMTRACE_HEAPPROFD_SOCKET");
+  int sock = name == NULL ? -1 : connect_to(name);
+  int ring_fd = sock < 0 || !send_proc_fds(sock) ? -1 : receive_configuration(sock);
+  char err[256];
+  if (ring_fd < 0 || g_config.num_heaps > HPD_MAX_HEAPS || srb_attach(&g_ring, ring_fd, 1, err, sizeof(err)) != 0 ||
+      (g_interval = malloc_interval()) == 0) {
+    if (sock >= 0) {
+      close(sock);
+    }
+    atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_release);
+    return;
+  }
+  g_socket = sock;
+  g_random_state ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+  g_bytes_to_next_sample = next_sample_interval();
+  atomic_store_explicit(&g_state, STATE_ACTIVE, memory_order_release);
+}
+
+static void stop(void) {
+  atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_release);
+}
+
+// The end of the calling thread's stack, cached per thread: the main thread's from
+// /proc/self/maps ([stack]), another's from its attributes.
+static uintptr_t stack_end(void) {
+  if (t_stack_end != 0) {
+    return t_stack_end;
+  }
+  pthread_attr_t attr;
+  void* base;
+  size_t size;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    if (pthread_attr_getstack(&attr, &base, &size) == 0) {
+      t_stack_end = (uintptr_t)base + size;
+    }
+    pthread_attr_destroy(&attr);
+  }
+  return t_stack_end;
+}
+
+// Copies stack memory one word at a time: a fortified memcpy can refuse to read across
+// a stack frame's guard, which is exactly what this copy does.
+__attribute__((noinline, no_sanitize_address)) static void copy_stack(uint8_t* to, const uintptr_t* from,
+                                                                       size_t words) {
+  for (size_t i = 0; i < words; i++) {
+    uintptr_t word = ((volatile const uintptr_t*)from)[i];
+    memcpy(to + i * sizeof(word), &word, sizeof(word));
+  }
+}
+
+// Writes a record under the ring's lock and wakes the service; stops the client for good
+// when the ring refuses it and the configuration does not say to wait, or the service
+// has gone. Called with g_lock held.
+static void send_record(uint64_t type, const void* body, size_t body_size, const void* tail, size_t tail_size) {
+  srb_record record;
+  uint64_t size = 8 + body_size + tail_size;
+  struct timespec backoff = {0, 100 * 1000};
+  uint64_t waited_us = 0;
+  for (;;) {
+    if (!srb_lock(&g_ring, 0)) {
+      stop();
+      return;
+    }
+    srb_result result = srb_begin_write(&g_ring, size, &record);
+    srb_unlock(&g_ring);
+    if (result == SRB_OK) {
+      break;
+    }
+    int wait = result == SRB_NO_SPACE && g_config.block_client &&
+               (g_config.block_client_timeout_us == 0 || waited_us < g_config.block_client_timeout_us);
+    if (!wait) {
+      stop();
+      return;
+    }
+    nanosleep(&backoff, NULL);
+    waited_us += 100;
+  }
+  memcpy(record.data, &type, 8);
+  memcpy(record.data + 8, body, body_size);
+  if (tail_size > 0) {
+    memcpy(record.data + 8 + body_size, tail, tail_size);
+  }
+  srb_end_write(&g_ring, &record);
+  char byte = 1;
+  if (send(g_socket, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+    stop();
+  }
+}
+
+__attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
+  uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+  uint64_t sampled = sample_size(size);
+  if (sampled == 0) {
+    return;
+  }
+  static uint8_t stack[MAX_STACK_COPY];
+  hpd_alloc_metadata metadata;
+  memset(&metadata, 0, sizeof(metadata));
+  uintptr_t end = stack_end();
+  size_t bytes = end > sp ? end - sp : 0;
+  if (bytes > MAX_STACK_COPY) {
+    bytes = MAX_STACK_COPY;
+  }
+  bytes -= bytes % sizeof(uintptr_t);
+  copy_stack(stack, (const uintptr_t*)sp, bytes / sizeof(uintptr_t));
+#if defined(__x86_64__)
+  // unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
+  uint64_t* regs = (uint64_t*)metadata.register_data;
+  regs[6] = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+  regs[7] = sp;
+  regs[16] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+  metadata.arch = 4;
+#endif
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  metadata.sequence_number = ++g_sequence_number;
+  metadata.alloc_size = size;
+  metadata.sample_size = sampled;
+  metadata.alloc_address = (uint64_t)(uintptr_t)ptr;
+  metadata.stack_pointer = sp;
+  metadata.clock_monotonic_coarse_timestamp = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
+  metadata.heap_id = HEAP_ID;
+  send_record(HPD_RECORD_MALLOC, &metadata, sizeof(metadata), stack, bytes);
+}
+
+static void record_free(void* ptr) {
+  hpd_free_entry entry;
+  memset(&entry, 0, sizeof(entry));
+  entry.sequence_number = ++g_sequence_number;
+  entry.addr = (uint64_t)(uintptr_t)ptr;
+  entry.heap_id = HEAP_ID;
+  send_record(HPD_RECORD_FREE, &entry, sizeof(entry), NULL, 0);
+}
+
+// Whether this call should be recorded, starting the client if one was asked for; takes
+// g_lock and marks the thread as inside the client when it returns 1.
+static int enter(void) {
+  if (t_in_client) {
+    return 0;
+  }
+  int state = atomic_load_explicit(&g_state, memory_order_acquire);
+  if (state != STATE_ACTIVE && !(state == STATE_OFF && atomic_load_explicit(&g_start_requested, memory_order_relaxed))) {
+    return 0;
+  }
+  t_in_client = 1;
+  pthread_mutex_lock(&g_lock);
+  if (atomic_load_explicit(&g_state, memory_order_relaxed) == STATE_OFF) {
+    start();
+  }
+  if (atomic_load_explicit(&g_state, memory_order_relaxed) != STATE_ACTIVE) {
+    pthread_mutex_unlock(&g_lock);
+    t_in_client = 0;
+    return 0;
+  }
+  return 1;
+}
+
+static void leave(void) {
+  pthread_mutex_unlock(&g_lock);
+  t_in_client = 0;
+}
+
+static void* recorded(void* ptr, size_t size) {
+  if (ptr != NULL && enter()) {
+    record_malloc(ptr, size);
+    leave();
+  }
+  return ptr;
+}
+
+void* malloc(size_t size) {
+  return recorded(__libc_malloc(size), size);
+}
+
+void* calloc(size_t count, size_t size) {
+  return recorded(__libc_calloc(count, size), count * size);
+}
+
+void* memalign(size_t alignment, size_t size) {
+  return recorded(__libc_memalign(alignment, size), size);
+}
+
+void* aligned_alloc(size_t alignment, size_t size) {
+  return recorded(__libc_memalign(alignment, size), size);
+}
+
+int posix_memalign(void** out, size_t alignment, size_t size) {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) {
+    return EINVAL;
+  }
+  void* ptr = __libc_memalign(alignment, size);
+  if (ptr == NULL) {
+    return ENOMEM;
+  }
+  *out = recorded(ptr, size);
+  return 0;
+}
+
+void free(void* ptr) {
+  if (ptr != NULL && enter()) {
+    record_free(ptr);
+    leave();
+  }
+  __libc_free(ptr);
+}
+
+void* realloc(void* ptr, size_t size) {
+  if (ptr != NULL && enter()) {
+    record_free(ptr);
+    leave();
+  }
+  return recorded(__libc_realloc(ptr, size), size);
+}
+
+static void on_profiler_signal(int signal) {
+  (void)signal;
+  atomic_store_explicit(&g_start_requested, 1, memory_order_relaxed);
+}
+
+static void in_forked_child(void) {
+  atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_relaxed);
+}
+
+__attribute__((constructor)) static void initialize(void) {
+  struct sigaction action;
+  memset(&action, 0, sizeof(action));
+  action.sa_handler = on_profiler_signal;
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGRTMIN + PROFILER_SIGNAL_OFFSET, &action, NULL);
+  pthread_atfork(NULL, NULL, in_forked_child);
+  if (getenv("FFMTRACE_HEAPPROFD_SOCKET") != NULL) {
+    atomic_store_explicit(&g_start_requested, 1, memory_order_relaxed);
+  }
+}

@@ -43,7 +43,9 @@ enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4 };
 
 static atomic_int g_state = STATE_OFF;
 static atomic_int g_start_requested = 0;
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+// The client's lock, a spinlock as Perfetto's client has: held for a sampler step, or for
+// one record's write.
+static atomic_flag g_lock = ATOMIC_FLAG_INIT;
 static int g_socket = -1;
 static srb g_ring;
 static hpd_client_configuration g_config;
@@ -51,8 +53,10 @@ static uint64_t g_interval;
 static int64_t g_bytes_to_next_sample;
 static uint64_t g_sequence_number;
 static uint64_t g_random_state = 0x9e3779b97f4a7c15ULL;
-static __thread int t_in_client;
-static __thread uintptr_t t_stack_end;
+// initial-exec: the preloaded library's thread-locals at a fixed offset, with no
+// __tls_get_addr call on every malloc.
+static __thread int t_in_client __attribute__((tls_model("initial-exec")));
+static __thread uintptr_t t_stack_end __attribute__((tls_model("initial-exec")));
 
 // Perfetto's sampler: exponential gaps between samples, an allocation at least the
 // interval always sampled with its size, otherwise the interval per sample crossed.
@@ -305,6 +309,11 @@ static void record_free(void* ptr) {
   send_record(HPD_RECORD_FREE, &entry, sizeof(entry), NULL, 0);
 }
 
+static void leave(void) {
+  atomic_flag_clear_explicit(&g_lock, memory_order_release);
+  t_in_client = 0;
+}
+
 // Whether this call should be recorded, starting the client if one was asked for; takes
 // g_lock and marks the thread as inside the client when it returns 1.
 static int enter(void) {
@@ -316,21 +325,19 @@ static int enter(void) {
     return 0;
   }
   t_in_client = 1;
-  pthread_mutex_lock(&g_lock);
+  while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
   if (atomic_load_explicit(&g_state, memory_order_relaxed) == STATE_OFF) {
     start();
   }
   if (atomic_load_explicit(&g_state, memory_order_relaxed) != STATE_ACTIVE) {
-    pthread_mutex_unlock(&g_lock);
-    t_in_client = 0;
+    leave();
     return 0;
   }
   return 1;
-}
-
-static void leave(void) {
-  pthread_mutex_unlock(&g_lock);
-  t_in_client = 0;
 }
 
 static void* recorded(void* ptr, size_t size) {

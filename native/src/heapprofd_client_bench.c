@@ -1,0 +1,137 @@
+// The C client's cost per allocation: run with the client preloaded
+// (LD_PRELOAD=libffmtrace_heapprofd.so; scripts/heapprofd-bench-c does). This program is
+// also the service's side: a thread serves the handshake on an abstract socket and keeps
+// draining the ring, so the client never waits for room. The main thread then times
+// mallocs of 64 bytes at the sampling interval given (huge: none sampled; 6400: 1 in 100;
+// 1: every one, each with its stack copy; 0: no client, for the bare malloc), and prints
+// ns per malloc; the frees, which the client records whatever the interval, are outside
+// the timed loop.
+//
+//   heapprofd_client_bench INTERVAL BATCH
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "heapprofd_wire.h"
+#include "shared_ring_buffer.h"
+#include "unix_peer.h"
+
+enum { ALLOC_SIZE = 64 };
+
+static srb g_ring;
+static atomic_int g_done;
+static int g_listener;
+static uint64_t g_interval;
+
+static void* serve(void* unused) {
+  (void)unused;
+  int client = accept(g_listener, NULL, NULL);
+  if (client < 0) {
+    peer_die("accept");
+  }
+  char byte;
+  char control[CMSG_SPACE(2 * sizeof(int))];
+  struct iovec iov = {&byte, 1};
+  struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof(control)};
+  if (recvmsg(client, &msg, MSG_CMSG_CLOEXEC) != 1) {
+    peer_die("recvmsg");
+  }
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+    int fds[2];
+    memcpy(fds, CMSG_DATA(c), sizeof(fds));
+    close(fds[0]);
+    close(fds[1]);
+  }
+  hpd_client_configuration config;
+  memset(&config, 0, sizeof(config));
+  config.num_heaps = 1;
+  strcpy(config.heaps[0].name, "libc.malloc");
+  config.heaps[0].interval = g_interval;
+  config.block_client = 1;
+  struct iovec data = {&config, sizeof(config)};
+  char fd_control[CMSG_SPACE(sizeof(int))];
+  memset(fd_control, 0, sizeof(fd_control));
+  struct msghdr out = {.msg_iov = &data, .msg_iovlen = 1, .msg_control = fd_control, .msg_controllen = sizeof(fd_control)};
+  struct cmsghdr* cmsg = CMSG_FIRSTHDR(&out);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &g_ring.fd, sizeof(int));
+  if (sendmsg(client, &out, MSG_NOSIGNAL) != (ssize_t)sizeof(config)) {
+    peer_die("sendmsg");
+  }
+  char wake[4096];
+  srb_record record;
+  while (!atomic_load(&g_done)) {
+    if (recv(client, wake, sizeof(wake), MSG_DONTWAIT) == 0) {
+      break;
+    }
+    while (srb_begin_read(&g_ring, &record) == SRB_OK) {
+      srb_end_read(&g_ring, &record);
+    }
+  }
+  close(client);
+  return NULL;
+}
+
+static double now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+// One client per process (its state is global): this run's interval is argv's.
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s INTERVAL BATCH (run with libffmtrace_heapprofd.so preloaded)\n", argv[0]);
+    return 2;
+  }
+  g_interval = strtoull(argv[1], NULL, 10);
+  long batch = atol(argv[2]);
+  void** blocks = calloc((size_t)batch, sizeof(void*));
+  char err[256];
+  if (srb_create(&g_ring, 8 << 20, err, sizeof(err)) != 0) {
+    fprintf(stderr, "srb_create: %s\n", err);
+    return 2;
+  }
+  char name[64];
+  snprintf(name, sizeof(name), "@ffmtrace-heapprofd-bench-%d", getpid());
+  g_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  memcpy(addr.sun_path + 1, name + 1, strlen(name) - 1);
+  socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name));
+  if (bind(g_listener, (struct sockaddr*)&addr, size) != 0 || listen(g_listener, 1) != 0) {
+    peer_die("bind");
+  }
+  pthread_t server;
+  pthread_create(&server, NULL, serve, NULL);
+  setenv("FFMTRACE_HEAPPROFD_SOCKET", name, 1);
+  if (g_interval > 0) {
+    kill(getpid(), SIGRTMIN + 4);  // heapprofd's signal: the next allocation connects
+  }
+  free(malloc(1));
+  for (int round = 0; round < 7; round++) {
+    double start = now_ns();
+    for (long i = 0; i < batch; i++) {
+      blocks[i] = malloc(ALLOC_SIZE);
+    }
+    double elapsed = now_ns() - start;
+    for (long i = 0; i < batch; i++) {
+      free(blocks[i]);
+    }
+    printf("interval %llu: %.1f ns per malloc\n", (unsigned long long)g_interval, elapsed / (double)batch);
+  }
+  // The service thread may still wait in accept (no client preloaded): exit ends it.
+  atomic_store(&g_done, 1);
+  return 0;
+}

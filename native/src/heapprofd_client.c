@@ -397,8 +397,21 @@ static void on_profiler_signal(int signal) {
   atomic_store_explicit(&g_start_requested, 1, memory_order_relaxed);
 }
 
+// Around fork the lock is held, so that no other thread is half-way through a record in
+// the child's copy of the client; the child then stops, with the lock free.
+static void before_fork(void) {
+  t_in_client = 1;
+  while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
+  }
+}
+
+static void in_forked_parent(void) {
+  leave();
+}
+
 static void in_forked_child(void) {
   atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_relaxed);
+  leave();
 }
 
 __attribute__((constructor)) static void initialize(void) {
@@ -407,7 +420,7 @@ __attribute__((constructor)) static void initialize(void) {
   action.sa_handler = on_profiler_signal;
   action.sa_flags = SA_RESTART;
   sigaction(SIGRTMIN + PROFILER_SIGNAL_OFFSET, &action, NULL);
-  pthread_atfork(NULL, NULL, in_forked_child);
+  pthread_atfork(before_fork, in_forked_parent, in_forked_child);
   if (getenv("FFMTRACE_HEAPPROFD_SOCKET") != NULL) {
     atomic_store_explicit(&g_start_requested, 1, memory_order_relaxed);
   }

@@ -1,9 +1,14 @@
 // The program heapprofd-client's tests profile with the preloaded C client: a known
 // pattern of allocations, 1,000 blocks of 1,000 bytes from a() and 1,000 of 3,000 bytes
 // from b(), then half of b()'s freed. The sizes are ones libc does not allocate itself.
-// Built with frame pointers, so that its stacks unwind without DWARF.
+// Built with frame pointers, so that its stacks unwind without DWARF. With the argument
+// "fork", b()'s blocks are allocated by a forked child instead, which the client does
+// not follow.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 enum { BLOCKS = 1000 };
 
@@ -15,11 +20,24 @@ __attribute__((noinline)) static void* b(void) {
   return malloc(3000);
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   static void* from_a[BLOCKS];
   static void* from_b[BLOCKS];
   for (int i = 0; i < BLOCKS; i++) {
     from_a[i] = a();
+  }
+  if (argc > 1 && strcmp(argv[1], "fork") == 0) {
+    pid_t child = fork();
+    if (child == 0) {
+      for (int i = 0; i < BLOCKS; i++) {
+        from_b[i] = b();
+      }
+      _exit(from_b[BLOCKS - 1] == NULL);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("%p child %d\n", from_a[0], WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
   }
   for (int i = 0; i < BLOCKS; i++) {
     from_b[i] = b();

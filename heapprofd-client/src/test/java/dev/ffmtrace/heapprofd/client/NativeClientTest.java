@@ -24,6 +24,7 @@ import java.util.Set;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -40,11 +41,13 @@ class NativeClientTest {
                            Map<Long, Integer> freesBySize, long minStackBytes, Set<Long> sequenceNumbers, String output) {
     }
 
-    private static Profile profile(ClientConfiguration configuration) throws Exception {
+    private static Profile profile(ClientConfiguration configuration, String... args) throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());
         try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
              SharedRingBuffer ring = SharedRingBuffer.create(1 << 20)) {
-            ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString());
+            List<String> command = new ArrayList<>(List.of(CPrograms.program("heapprofd_pattern").toString()));
+            command.addAll(List.of(args));
+            ProcessBuilder builder = new ProcessBuilder(command);
             builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
             builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
             builder.redirectError(ProcessBuilder.Redirect.INHERIT);
@@ -146,5 +149,15 @@ class NativeClientTest {
         // Over 10 runs the spread of the mean is 2% for a(), 3% for b()'s 1,500,000 live bytes: 6 of them allowed.
         assertTrue(Math.abs(sumA / runs - 1e6) < 0.12 * 1e6, "a(): mean " + sumA / runs);
         assertTrue(Math.abs(sumB / runs - 1.5e6) < 0.18 * 1.5e6, "b(): mean " + sumB / runs);
+    }
+
+    @Test
+    void aForkedChildIsNotProfiledAndRunsOn() throws Exception {
+        ClientConfiguration everyByte = new ClientConfiguration(1, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
+        Profile profile = profile(everyByte, "fork");
+        assertEquals(BLOCKS, profile.mallocsBySize().get(1000L), "the parent's a()");
+        assertNull(profile.mallocsBySize().get(3000L), "the child's b() is not the parent's profile");
+        assertTrue(profile.output().contains("child 0"), "the child allocated and exited: " + profile.output());
     }
 }

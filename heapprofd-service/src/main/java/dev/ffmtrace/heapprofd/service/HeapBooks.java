@@ -1,0 +1,116 @@
+package dev.ffmtrace.heapprofd.service;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The books of one client process: a callsite tree (each node a frame under its caller),
+ * per callsite the bytes and counts allocated and freed, and the live sampled allocations
+ * by address so that a free finds its callsite. A free of an address with no live sampled
+ * allocation is one of the many unsampled ones and changes nothing. A client cannot make
+ * the books grow without bound: past {@value #MAX_CALLSITES} callsites new stacks are
+ * booked at the root, past {@value #MAX_LIVE} live allocations new ones are dropped, and
+ * both are counted. Thread-safe: the connection's thread books, a dump reads.
+ */
+final class HeapBooks {
+    static final int MAX_CALLSITES = 1 << 20;
+    static final int MAX_LIVE = 1 << 22;
+
+    /** A callsite: a frame and its caller; the root has neither. */
+    static final class Callsite {
+        final String frame;
+        final Callsite parent;
+        final Map<String, Callsite> children = new LinkedHashMap<>();
+        long allocatedBytes;
+        long freedBytes;
+        long allocations;
+        long frees;
+
+        Callsite(String frame, Callsite parent) {
+            this.frame = frame;
+            this.parent = parent;
+        }
+    }
+
+    private record Live(Callsite callsite, long bytes) {
+    }
+
+    private final Callsite root = new Callsite(null, null);
+    private final Map<Long, Live> live = new HashMap<>();
+    private int callsites;
+    private long overflowed;
+
+    /** Books a sampled allocation of {@code sampleBytes} at {@code address}, made at {@code stack} (innermost first). */
+    synchronized void malloc(long address, long sampleBytes, List<String> stack) {
+        if (live.size() >= MAX_LIVE && !live.containsKey(address)) {
+            overflowed++;
+            return;
+        }
+        Callsite callsite = root;
+        for (int i = stack.size() - 1; i >= 0; i--) {
+            Callsite child = callsite.children.get(stack.get(i));
+            if (child == null) {
+                if (callsites == MAX_CALLSITES) {
+                    overflowed++;
+                    callsite = root;
+                    break;
+                }
+                child = new Callsite(stack.get(i), callsite);
+                callsite.children.put(child.frame, child);
+                callsites++;
+            }
+            callsite = child;
+        }
+        callsite.allocatedBytes += sampleBytes;
+        callsite.allocations++;
+        Live previous = live.put(address, new Live(callsite, sampleBytes));
+        if (previous != null) {
+            // Reused without a free we saw: the old allocation is gone.
+            free(previous);
+        }
+    }
+
+    /** Books a free of {@code address}. */
+    synchronized void free(long address) {
+        Live freed = live.remove(address);
+        if (freed != null) {
+            free(freed);
+        }
+    }
+
+    private static void free(Live freed) {
+        freed.callsite().freedBytes += freed.bytes();
+        freed.callsite().frees++;
+    }
+
+    /** Allocations the books dropped, or booked at the root, because a bound was reached. */
+    synchronized long overflowed() {
+        return overflowed;
+    }
+
+    /**
+     * Every callsite with allocations, as folded stacks: {@code root;...;leaf} and its
+     * bytes, unreleased (allocated minus freed) or allocated.
+     */
+    synchronized Map<String, Long> folded(boolean unreleased) {
+        Map<String, Long> out = new LinkedHashMap<>();
+        List<String> path = new ArrayList<>();
+        fold(root, path, unreleased, out);
+        return out;
+    }
+
+    private static void fold(Callsite callsite, List<String> path, boolean unreleased, Map<String, Long> out) {
+        if (callsite.allocations > 0) {
+            long bytes = unreleased ? callsite.allocatedBytes - callsite.freedBytes : callsite.allocatedBytes;
+            out.put(String.join(";", path), bytes);
+        }
+        for (Callsite child : callsite.children.values()) {
+            path.add(child.frame);
+            fold(child, path, unreleased, out);
+            path.removeLast();
+        }
+    }
+}

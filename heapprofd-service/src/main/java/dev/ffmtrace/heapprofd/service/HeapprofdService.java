@@ -1,0 +1,187 @@
+package dev.ffmtrace.heapprofd.service;
+
+import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
+import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.PeerCredentials;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixServerSocket;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.shmring.SharedRingBuffer;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * heapprofd's service, in-process: listens on a socket, makes each client's handshake
+ * (takes its /proc/self/maps and mem fds, makes its SharedRingBuffer, sends the
+ * configuration with the ring's fd), then hands the client to a thread of its own that
+ * reads its ring, unwinds its records and keeps its books. The client's pid comes from
+ * the socket's peer credentials, never from what it sends.
+ *
+ * <p>Unwinding, so far: Java stacks ({@code AllocMetadata.ARCH_JAVA}); a native stack is
+ * booked under one "[unknown]" frame until frame-pointer unwinding lands. A client that
+ * dies or sends garbage costs only itself: its thread counts what it could not read and
+ * ends when its socket closes.
+ */
+public final class HeapprofdService implements AutoCloseable {
+    private final UnixServerSocket server;
+    private final ClientConfiguration configuration;
+    private final long ringSize;
+    private final List<ClientConnection> clients = new CopyOnWriteArrayList<>();
+    private final List<UnixSocket> sockets = new CopyOnWriteArrayList<>();
+    private final Thread acceptor;
+    private volatile boolean closed;
+
+    private HeapprofdService(UnixServerSocket server, ClientConfiguration configuration, long ringSize) {
+        this.server = server;
+        this.configuration = configuration;
+        this.ringSize = ringSize;
+        this.acceptor = Thread.ofPlatform().daemon().name("heapprofd accept").unstarted(this::acceptClients);
+    }
+
+    /**
+     * Starts a service at {@code address} that sends every client {@code configuration}
+     * and gives it a ring of {@code ringSize} bytes.
+     *
+     * @param ringSize a power of two, at least a page, as SharedRingBuffer's sizes are
+     */
+    public static HeapprofdService start(UnixAddress address, ClientConfiguration configuration, long ringSize) {
+        Objects.requireNonNull(configuration, "configuration");
+        HeapprofdService service = new HeapprofdService(UnixServerSocket.listen(address, 16), configuration, ringSize);
+        service.acceptor.start();
+        return service;
+    }
+
+    /** Where clients connect. */
+    public UnixAddress address() {
+        return server.address();
+    }
+
+    private void acceptClients() {
+        while (!closed) {
+            UnixSocket socket;
+            try {
+                socket = server.accept();
+            } catch (RuntimeException e) {
+                return;
+            }
+            sockets.add(socket);
+            // A platform thread: a virtual one blocked in the socket's native receive would pin its carrier.
+            Thread.ofPlatform().daemon().name("heapprofd client").start(() -> serve(socket));
+        }
+    }
+
+    /** The handshake, then the client's records until its socket closes; a failed handshake closes the socket. */
+    private void serve(UnixSocket socket) {
+        ClientConnection connection;
+        try {
+            connection = handshake(socket);
+        } catch (RuntimeException e) {
+            socket.close();
+            sockets.remove(socket);
+            return;
+        }
+        clients.add(connection);
+        connection.run();
+        sockets.remove(socket);
+    }
+
+    private ClientConnection handshake(UnixSocket socket) {
+        PeerCredentials peer = socket.peerCredentials();
+        UnixSocket.Received hello = socket.receive(new byte[1], 2);
+        for (int fd : hello.fds()) {
+            // The unwinder of native stacks reads /proc/PID/mem through these; Java stacks need neither.
+            Os.closeFd(fd);
+        }
+        if (hello.bytes() != 1 || hello.fds().length != 2) {
+            throw new IllegalStateException("a client's handshake is one byte with two fds");
+        }
+        SharedRingBuffer ring = SharedRingBuffer.create(ringSize);
+        try {
+            byte[] bytes = new byte[ClientConfiguration.SIZE];
+            configuration.encodeTo(MemorySegment.ofArray(bytes), 0);
+            socket.send(bytes, ring.fd());
+        } catch (RuntimeException e) {
+            ring.close();
+            throw e;
+        }
+        return new ClientConnection(peer.pid(), socket, ring);
+    }
+
+    /**
+     * The heap profile of every client so far, as folded stacks, one line per callsite:
+     * {@code process;root_frame;...;leaf_frame BYTES}, unreleased bytes (allocated minus
+     * freed) or allocated ones. The process is its command name and pid.
+     */
+    public List<String> folded(boolean unreleased) {
+        List<String> lines = new ArrayList<>();
+        for (ClientConnection client : clients) {
+            String process = processName(client.pid) + " (" + client.pid + ")";
+            for (Map.Entry<String, Long> callsite : client.books.folded(unreleased).entrySet()) {
+                String stack = callsite.getKey().isEmpty() ? process : process + ";" + callsite.getKey();
+                lines.add(stack + " " + callsite.getValue());
+            }
+        }
+        return lines;
+    }
+
+    /**
+     * What the service read from every client so far.
+     *
+     * @param records records read and booked
+     * @param malformed records, or their stacks, that were not what they claimed
+     * @param overflowed allocations dropped, or booked at the root, because a client's books were full
+     */
+    public record Totals(long records, long malformed, long overflowed) {
+    }
+
+    /** The {@link Totals} so far. */
+    public Totals totals() {
+        long records = 0;
+        long malformed = 0;
+        long overflowed = 0;
+        for (ClientConnection client : clients) {
+            records += client.records();
+            malformed += client.malformed();
+            overflowed += client.books.overflowed();
+        }
+        return new Totals(records, malformed, overflowed);
+    }
+
+    private static String processName(int pid) {
+        try {
+            List<String> comm = Files.readAllLines(Path.of("/proc", Integer.toString(pid), "comm"), StandardCharsets.UTF_8);
+            return comm.isEmpty() ? "pid" : comm.getFirst();
+        } catch (IOException | RuntimeException e) {
+            return "pid";
+        }
+    }
+
+    /** Stops accepting and closes every client's socket; their threads read what is left and end. */
+    @Override
+    public void close() {
+        closed = true;
+        server.close();
+        for (UnixSocket socket : sockets) {
+            try {
+                socket.close();
+            } catch (NativeException e) {
+                // Closed by its own thread at the same moment.
+            }
+        }
+        try {
+            acceptor.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package dev.ffmtrace.heapprofd.service;
+
+import dev.ffmtrace.heapprofd.wire.AllocMetadata;
+import dev.ffmtrace.protozero.VarIntReader;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Reads a Java stack payload ({@link AllocMetadata#ARCH_JAVA}) into frame names, keeping
+ * the frames one connection defined. Everything in it is the client's, so untrusted: an
+ * id used before it is defined, a redefinition, a length past the payload or a varint
+ * that does not end makes the whole stack unreadable (null), and nothing of it is kept.
+ * One per connection, used by its thread only.
+ */
+final class JavaStackDecoder {
+    /** Frames a connection may define: a bound on what a client makes the service keep. */
+    static final int MAX_FRAMES = 1 << 16;
+    /** The longest frame name kept. */
+    static final int MAX_NAME_BYTES = 4096;
+    private static final int MAX_DEPTH = 256;
+
+    private final List<String> frames = new ArrayList<>();
+    private final VarIntReader varint = new VarIntReader();
+
+    /** The stack's frames, innermost first; null if the payload is not a valid stack. */
+    List<String> decode(MemorySegment payload) {
+        List<String> stack = new ArrayList<>();
+        int definedBefore = frames.size();
+        long at = 0;
+        long end = payload.byteSize();
+        while (at < end) {
+            at = varint.read(payload, at, end);
+            if (at < 0 || stack.size() == MAX_DEPTH) {
+                return undo(definedBefore);
+            }
+            long id = varint.value() >>> 1;
+            if ((varint.value() & 1) != 0) {
+                at = varint.read(payload, at, end);
+                long length = varint.value();
+                if (at < 0 || id != frames.size() || frames.size() == MAX_FRAMES || length > MAX_NAME_BYTES
+                        || length > end - at) {
+                    return undo(definedBefore);
+                }
+                frames.add(new String(payload.asSlice(at, length).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
+                at += length;
+            } else if (id >= frames.size()) {
+                return undo(definedBefore);
+            }
+            stack.add(frames.get((int) id));
+        }
+        return stack;
+    }
+
+    /** Forgets the frames a rejected stack defined: the client takes them back too. */
+    private List<String> undo(int definedBefore) {
+        frames.subList(definedBefore, frames.size()).clear();
+        return null;
+    }
+}

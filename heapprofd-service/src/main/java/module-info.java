@@ -1,0 +1,10 @@
+/**
+ * heapprofd's service side: accepts clients, makes the handshake, reads each client's
+ * ring, unwinds its records and keeps the books of each process's heaps.
+ */
+module dev.ffmtrace.heapprofd.service {
+    requires transitive dev.ffmtrace.heapprofd.client;
+    requires dev.ffmtrace.protozero;
+
+    exports dev.ffmtrace.heapprofd.service;
+}

@@ -105,6 +105,18 @@ public final class UnixSocket implements AutoCloseable {
         }
     }
 
+    /**
+     * Closes descriptors that {@link #receive} handed over and the caller does not keep
+     * (a peer sent them where none were expected); negative values are skipped.
+     */
+    public static void closeReceived(int... fds) {
+        for (int descriptor : fds) {
+            if (descriptor >= 0) {
+                MemoryFile.closeQuietly(descriptor);
+            }
+        }
+    }
+
     /** Sends one byte without blocking (heapprofd's wake-up signal). */
     public SendResult trySendByte(byte value) {
         checkOpen();
@@ -133,6 +145,17 @@ public final class UnixSocket implements AutoCloseable {
     public int fd() {
         checkOpen();
         return fd;
+    }
+
+    /**
+     * Shuts both directions down without closing: a thread blocked in {@link #receive}
+     * sees end of stream, and the fd number stays taken until {@link #close()}, so the
+     * thread that owns the socket can close it without racing another thread's call.
+     */
+    public void shutdown() {
+        if (!closed.get()) {
+            Native.shutdownQuietly(fd, Native.SHUT_RDWR);
+        }
     }
 
     /** Shuts the connection down (waking a thread blocked in receive) and closes it; later calls do nothing. */

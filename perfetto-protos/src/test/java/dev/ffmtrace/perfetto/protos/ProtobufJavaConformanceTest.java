@@ -22,6 +22,7 @@ import net.jqwik.api.Provide;
 import net.jqwik.api.constraints.IntRange;
 import perfetto.protos.CommitDataRequestOuterClass;
 import perfetto.protos.TraceOuterClass;
+import perfetto.protos.WireProtocol;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.reflect.InvocationTargetException;
@@ -55,7 +56,7 @@ class ProtobufJavaConformanceTest {
     private static List<Descriptor> allMessages() {
         Map<String, Descriptor> found = new LinkedHashMap<>();
         for (FileDescriptor root : List.of(TraceOuterClass.getDescriptor(),
-                CommitDataRequestOuterClass.getDescriptor())) {
+                CommitDataRequestOuterClass.getDescriptor(), WireProtocol.getDescriptor())) {
             collectFiles(root, found);
         }
         return List.copyOf(found.values());

@@ -1,0 +1,131 @@
+package dev.ffmtrace.ipc;
+
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.IPCFrame;
+import dev.ffmtrace.protozero.HeapBuffered;
+import java.util.List;
+
+/**
+ * Encodes the frames a host and a client send, byte for byte as Perfetto's C++ does: the
+ * fields Perfetto sets, in declaration order, written by ProtoZero into 4 KiB heap
+ * slices (gen_helpers::MessageSerializer), behind a 4-byte little-endian payload size
+ * (BufferedFrameDeserializer::Serialize).
+ */
+final class Frames {
+    /** Perfetto's kIPCBufferSize (ipc/basic_types.h): a frame with its header must fit in it. */
+    static final int IPC_BUFFER_SIZE = 128 * 1024;
+    /** The largest IPCFrame payload a peer accepts. */
+    static final int MAX_PAYLOAD = IPC_BUFFER_SIZE - FrameReader.HEADER_SIZE;
+    /** Perfetto's reply to a frame that is neither bind, invoke nor peer identity. */
+    static final String UNKNOWN_REQUEST = "unknown request";
+
+    private Frames() {
+    }
+
+    static byte[] bindService(long requestId, String serviceName) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        frame.get().setMsgBindService().setServiceName(serviceName);
+        return withHeader(frame);
+    }
+
+    /** The reply to a bind: empty when the service is unknown; method ids count from 1. */
+    static byte[] bindServiceReply(long requestId, int serviceId, List<String> methodNames) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        IPCFrame.BindServiceReply reply = frame.get().setMsgBindServiceReply();
+        if (methodNames != null) {
+            reply.setSuccess(true);
+            reply.setServiceId(serviceId);
+            int id = 1;
+            for (String name : methodNames) {
+                IPCFrame.BindServiceReply.MethodInfo info = reply.addMethods();
+                info.setId(id++);
+                info.setName(name);
+            }
+        }
+        return withHeader(frame);
+    }
+
+    /** An invocation as Perfetto's client sends it: drop_reply and args_proto always set. */
+    static byte[] invokeMethod(long requestId, int serviceId, int methodId, byte[] args, boolean dropReply) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        IPCFrame.InvokeMethod invoke = frame.get().setMsgInvokeMethod();
+        invoke.setServiceId(serviceId);
+        invoke.setMethodId(methodId);
+        invoke.setArgsProto(args);
+        invoke.setDropReply(dropReply);
+        return withHeader(frame);
+    }
+
+    /** The host's answer to an invocation it cannot dispatch: success explicitly false. */
+    static byte[] invokeMethodRejected(long requestId) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        frame.get().setMsgInvokeMethodReply().setSuccess(false);
+        return withHeader(frame);
+    }
+
+    /**
+     * A method's reply: has_more always set; success and reply_proto only on success
+     * (HostImpl::ReplyToMethodInvocation).
+     */
+    static byte[] invokeMethodReply(long requestId, boolean success, boolean hasMore, byte[] replyProto) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        IPCFrame.InvokeMethodReply reply = frame.get().setMsgInvokeMethodReply();
+        if (success) {
+            reply.setSuccess(true);
+        }
+        reply.setHasMore(hasMore);
+        if (success) {
+            reply.setReplyProto(replyProto);
+        }
+        return withHeader(frame);
+    }
+
+    static byte[] requestError(long requestId, String error) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        frame.get().setMsgRequestError().setError(error);
+        return withHeader(frame);
+    }
+
+    static byte[] setPeerIdentity(long requestId, int pid, int uid) {
+        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        frame.get().setRequestId(requestId);
+        IPCFrame.SetPeerIdentity identity = frame.get().setSetPeerIdentity();
+        identity.setPid(pid);
+        identity.setUid(uid);
+        return withHeader(frame);
+    }
+
+    /** The payload behind its 4-byte little-endian size; refuses what no peer would accept. */
+    static byte[] withHeader(byte[] payload) {
+        if (payload.length > MAX_PAYLOAD) {
+            throw new IllegalArgumentException("IPC frame of " + payload.length + " bytes exceeds Perfetto's limit of "
+                    + MAX_PAYLOAD + " (kIPCBufferSize less the header)");
+        }
+        byte[] framed = new byte[FrameReader.HEADER_SIZE + payload.length];
+        framed[0] = (byte) payload.length;
+        framed[1] = (byte) (payload.length >>> 8);
+        framed[2] = (byte) (payload.length >>> 16);
+        framed[3] = (byte) (payload.length >>> 24);
+        System.arraycopy(payload, 0, framed, FrameReader.HEADER_SIZE, payload.length);
+        return framed;
+    }
+
+    /** Sends a framed frame with its descriptor, if {@code fd >= 0} (it stays the caller's). */
+    static void send(UnixSocket socket, byte[] frame, int fd) {
+        if (fd >= 0) {
+            socket.send(frame, fd);
+        } else {
+            socket.send(frame);
+        }
+    }
+
+    private static byte[] withHeader(HeapBuffered<IPCFrame> frame) {
+        return withHeader(frame.toByteArray());
+    }
+}

@@ -1,0 +1,343 @@
+package dev.ffmtrace.ipc;
+
+import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.PeerCredentials;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixServerSocket;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.IPCFrame;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The host end of Perfetto's IPC (HostImpl): listens on a Unix socket, exposes services
+ * by name, answers BindService with the service's id and method ids, and dispatches
+ * InvokeMethod to a method by id.
+ *
+ * <p>As Perfetto's host: service ids count from 1 in exposure order; binding an unknown
+ * service gets an empty BindServiceReply (no success); invoking an unknown service or
+ * method id gets an InvokeMethodReply with success false; a frame with none of bind,
+ * invoke or peer identity gets a RequestError "unknown request"; SetPeerIdentity is
+ * ignored, the peer's uid and pid come from SO_PEERCRED.
+ *
+ * <p>Stricter than Perfetto (which drops an unparsable frame and keeps a stray
+ * descriptor): a frame over the size limit, a frame that does not parse, a descriptor on
+ * a frame whose method takes none, or more than one descriptor in a read, closes that
+ * client's connection and counts a {@link #violations() violation}; the host and its
+ * other clients carry on.
+ *
+ * <p>Threads: one accepting thread, and one I/O thread per client that reads its frames
+ * and runs its invocations' handlers in order. Handlers of different clients run
+ * concurrently.
+ */
+public final class IpcHost implements AutoCloseable {
+    /** Bytes taken off a socket per read. */
+    private static final int READ_SIZE = 16 * 1024;
+
+    private final UnixServerSocket server;
+    private final Map<Integer, ExposedService> services = new ConcurrentHashMap<>();
+    private final Map<Long, Connection> connections = new ConcurrentHashMap<>();
+    private final AtomicLong lastClientId = new AtomicLong();
+    private final AtomicLong violations = new AtomicLong();
+    private final AtomicLong handlerFailures = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Thread acceptor;
+    private int lastServiceId;
+
+    private record ExposedService(int id, ServiceDescriptor descriptor) {
+    }
+
+    private IpcHost(UnixServerSocket server) {
+        this.server = server;
+        this.acceptor = Thread.ofPlatform().daemon().name("ipc-host-accept " + server.address()).unstarted(this::acceptLoop);
+    }
+
+    /** Listens on {@code address} and starts accepting clients. */
+    public static IpcHost listen(UnixAddress address) {
+        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64));
+        host.acceptor.start();
+        return host;
+    }
+
+    /** Exposes {@code service}; false if a service of that name is already exposed. */
+    public synchronized boolean exposeService(ServiceDescriptor service) {
+        if (services.values().stream().anyMatch(s -> s.descriptor().name().equals(service.name()))) {
+            return false;
+        }
+        int id = ++lastServiceId;
+        services.put(id, new ExposedService(id, service));
+        return true;
+    }
+
+    public UnixAddress address() {
+        return server.address();
+    }
+
+    /** Connections closed for a protocol violation (oversized or malformed frame, stray descriptor). */
+    public long violations() {
+        return violations.get();
+    }
+
+    /** Handlers that threw; each such invocation was failed. */
+    public long handlerFailures() {
+        return handlerFailures.get();
+    }
+
+    /** Clients connected now. */
+    public int clientCount() {
+        return connections.size();
+    }
+
+    /** Stops accepting, disconnects every client and waits for their threads to end. */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        server.close();
+        join(acceptor);
+        List<Connection> open = new ArrayList<>(connections.values());
+        open.forEach(Connection::shutdown);
+        open.forEach(connection -> join(connection.thread));
+    }
+
+    /** Waits for {@code thread} to end, keeping an interrupt for the caller. */
+    static void join(Thread thread) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                thread.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** A short wait before accepting again after an error such as EMFILE, which would repeat at once. */
+    private static void pause() {
+        try {
+            Thread.sleep(10);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void acceptLoop() {
+        while (!closed.get()) {
+            UnixSocket socket;
+            try {
+                socket = server.accept();
+            } catch (RuntimeException e) {
+                // Closing the server socket wakes accept with an error; anything else
+                // (EMFILE, ECONNABORTED) leaves the host serving the clients it has.
+                if (closed.get()) {
+                    return;
+                }
+                pause();
+                continue;
+            }
+            Connection connection;
+            try {
+                PeerCredentials credentials = socket.peerCredentials();
+                long id = lastClientId.incrementAndGet();
+                connection = new Connection(this, socket, new ClientInfo(id, credentials.uid(), credentials.pid()));
+            } catch (RuntimeException e) {
+                socket.close();
+                continue;
+            }
+            connections.put(connection.info.clientId(), connection);
+            if (closed.get()) {
+                connection.shutdown();
+            }
+            connection.thread.start();
+        }
+    }
+
+    /** Handles one frame; false on a violation, after closing the frame's descriptor. */
+    private boolean dispatchSafely(Connection connection, FrameReader.ReceivedFrame received) {
+        boolean handled;
+        try {
+            handled = dispatch(connection, received);
+        } catch (RuntimeException e) {
+            // The decoders report malformed input as status, so this is a frame that
+            // broke an assumption elsewhere: the client goes, the host stays.
+            handled = false;
+        }
+        if (!handled) {
+            UnixSocket.closeReceived(received.fd());
+        }
+        return handled;
+    }
+
+    /** Handles one frame; false on a violation. */
+    private boolean dispatch(Connection connection, FrameReader.ReceivedFrame received) {
+        MemorySegment bytes = MemorySegment.ofArray(received.payload());
+        IPCFrame.Decoder frame = new IPCFrame.Decoder();
+        frame.reset(bytes);
+        if (frame.hasError()) {
+            return false;
+        }
+        long requestId = frame.requestId();
+        if (frame.hasMsgBindService()) {
+            IPCFrame.BindService.Decoder bind = new IPCFrame.BindService.Decoder();
+            if (received.fd() >= 0 || !frame.msgBindService(bind) || bind.hasError()) {
+                return false;
+            }
+            ExposedService service = serviceNamed(bind.serviceName());
+            connection.send(service == null ? Frames.bindServiceReply(requestId, 0, null)
+                    : Frames.bindServiceReply(requestId, service.id(),
+                            service.descriptor().methods().stream().map(ServiceDescriptor.Method::name).toList()), -1);
+            return true;
+        }
+        if (frame.hasMsgInvokeMethod()) {
+            IPCFrame.InvokeMethod.Decoder invoke = new IPCFrame.InvokeMethod.Decoder();
+            if (!frame.msgInvokeMethod(invoke) || invoke.hasError()) {
+                return false;
+            }
+            ExposedService service = services.get(invoke.serviceId());
+            int methodId = invoke.methodId();
+            List<ServiceDescriptor.Method> methods = service == null ? List.of() : service.descriptor().methods();
+            if (methodId <= 0 || methodId > methods.size()) {
+                if (received.fd() >= 0) {
+                    return false;
+                }
+                connection.send(Frames.invokeMethodRejected(requestId), -1);
+                return true;
+            }
+            ServiceDescriptor.Method method = methods.get(methodId - 1);
+            if (received.fd() >= 0 && !method.takesFd()) {
+                return false;
+            }
+            byte[] args = invoke.hasArgsProto() ? invoke.argsProto() : new byte[0];
+            Invocation invocation = new Invocation(connection, requestId, args, invoke.dropReply(), received.fd());
+            try {
+                method.handler().invoke(invocation);
+            } catch (RuntimeException e) {
+                handlerFailures.incrementAndGet();
+                invocation.failIfOpen();
+            } finally {
+                invocation.closeUntakenFd();
+            }
+            return true;
+        }
+        if (received.fd() >= 0) {
+            return false;
+        }
+        if (frame.hasSetPeerIdentity()) {
+            IPCFrame.SetPeerIdentity.Decoder identity = new IPCFrame.SetPeerIdentity.Decoder();
+            return frame.setPeerIdentity(identity) && !identity.hasError();
+        }
+        connection.send(Frames.requestError(requestId, Frames.UNKNOWN_REQUEST), -1);
+        return true;
+    }
+
+    private ExposedService serviceNamed(String name) {
+        for (ExposedService service : services.values()) {
+            if (service.descriptor().name().equals(name)) {
+                return service;
+            }
+        }
+        return null;
+    }
+
+    private void disconnected(Connection connection) {
+        connections.remove(connection.info.clientId());
+        for (ExposedService service : services.values()) {
+            try {
+                service.descriptor().onClientDisconnected().accept(connection.info);
+            } catch (RuntimeException e) {
+                handlerFailures.incrementAndGet();
+            }
+        }
+    }
+
+    /** One client: its socket, owned by its I/O thread, which alone closes it. */
+    static final class Connection {
+        private final IpcHost host;
+        private final UnixSocket socket;
+        private final ClientInfo info;
+        private final Thread thread;
+        /** Guards sends and the socket's close, so no send uses a closed fd's number. */
+        private final Object sendLock = new Object();
+        private boolean socketClosed;
+
+        private Connection(IpcHost host, UnixSocket socket, ClientInfo info) {
+            this.host = host;
+            this.socket = socket;
+            this.info = info;
+            this.thread = Thread.ofPlatform().daemon().name("ipc-host-client " + info.clientId()).unstarted(this::run);
+        }
+
+        ClientInfo clientInfo() {
+            return info;
+        }
+
+        /** Sends a frame; a client that is gone or fails the send is disconnected, the frame dropped. */
+        void send(byte[] frame, int fd) {
+            synchronized (sendLock) {
+                if (socketClosed) {
+                    return;
+                }
+                try {
+                    Frames.send(socket, frame, fd);
+                } catch (NativeException e) {
+                    socket.shutdown();
+                }
+            }
+        }
+
+        void shutdown() {
+            synchronized (sendLock) {
+                if (!socketClosed) {
+                    socket.shutdown();
+                }
+            }
+        }
+
+        private void run() {
+            byte[] chunk = new byte[READ_SIZE];
+            try (FrameReader reader = new FrameReader()) {
+                boolean violated = false;
+                while (!violated) {
+                    UnixSocket.Received received;
+                    try {
+                        received = socket.receive(chunk, 1);
+                    } catch (IllegalStateException e) {
+                        violated = true;
+                        break;
+                    } catch (NativeException e) {
+                        break;
+                    }
+                    int fd = received.fds().length == 0 ? -1 : received.fds()[0];
+                    if (received.bytes() == 0) {
+                        UnixSocket.closeReceived(fd);
+                        break;
+                    }
+                    violated = !reader.feed(chunk, received.bytes(), fd);
+                    FrameReader.ReceivedFrame frame;
+                    while (!violated && (frame = reader.poll()) != null) {
+                        violated = !host.dispatchSafely(this, frame);
+                    }
+                }
+                if (violated) {
+                    host.violations.incrementAndGet();
+                }
+            } finally {
+                synchronized (sendLock) {
+                    socketClosed = true;
+                    socket.close();
+                }
+                host.disconnected(this);
+            }
+        }
+    }
+}

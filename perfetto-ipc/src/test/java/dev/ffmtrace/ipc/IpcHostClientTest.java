@@ -1,0 +1,285 @@
+package dev.ffmtrace.ipc;
+
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.memory.UnixAddress;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import perfetto.protos.WireProtocol.IPCFrame;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class IpcHostClientTest {
+    private IpcHost host;
+    private final List<ClientInfo> disconnected = new CopyOnWriteArrayList<>();
+
+    static UnixAddress newAddress() {
+        return UnixAddress.abstractName("ffmtrace-ipc-test-" + UUID.randomUUID());
+    }
+
+    static ServiceDescriptor testService(List<ClientInfo> disconnected) {
+        return new ServiceDescriptor("TestService", List.of(
+                new ServiceDescriptor.Method("Echo", inv -> inv.reply(inv.args())),
+                new ServiceDescriptor.Method("Stream", inv -> {
+                    int n = inv.args()[0];
+                    for (int i = 0; i < n - 1; i++) {
+                        inv.replyMore(new byte[] {(byte) i});
+                    }
+                    inv.reply(new byte[] {(byte) (n - 1)});
+                }),
+                new ServiceDescriptor.Method("Throw", inv -> {
+                    throw new IllegalStateException("handler bug");
+                }),
+                new ServiceDescriptor.Method("Identity", inv -> inv.reply(
+                        (inv.client().pid() + "," + inv.client().uid()).getBytes(StandardCharsets.UTF_8))),
+                new ServiceDescriptor.Method("ReverseFile", true, IpcHostClientTest::reverseFile),
+                new ServiceDescriptor.Method("Later", inv ->
+                        Thread.ofPlatform().start(() -> inv.reply(inv.args())))),
+                disconnected::add);
+    }
+
+    /** Reads the memfd that came with the call, and replies with a new memfd holding its bytes reversed. */
+    private static void reverseFile(Invocation inv) {
+        int fd = inv.takeReceivedFd();
+        if (fd < 0) {
+            inv.fail();
+            return;
+        }
+        byte[] content;
+        try (SharedMemory in = SharedMemory.attach(fd)) {
+            content = in.segment().asSlice(0, inv.args()[0]).toArray(ValueLayout.JAVA_BYTE);
+        }
+        byte[] reversed = new byte[content.length];
+        for (int i = 0; i < content.length; i++) {
+            reversed[i] = content[content.length - 1 - i];
+        }
+        try (SharedMemory out = SharedMemory.create("reverse-file-reply", 4096)) {
+            out.segment().copyFrom(java.lang.foreign.MemorySegment.ofArray(reversed));
+            inv.reply(new byte[] {(byte) reversed.length}, false, out.fd());
+        }
+    }
+
+    @BeforeEach
+    void startHost() {
+        host = IpcHost.listen(newAddress());
+        assertTrue(host.exposeService(new ServiceDescriptor("Other", List.of(
+                new ServiceDescriptor.Method("Nothing", Invocation::fail)))));
+        assertTrue(host.exposeService(testService(disconnected)));
+        assertFalse(host.exposeService(new ServiceDescriptor("TestService", List.of())));
+    }
+
+    @AfterEach
+    void stopHost() {
+        host.close();
+    }
+
+    private static <T> T await(CompletableFuture<T> future) throws Exception {
+        return future.get(20, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void bindLearnsServiceAndMethodIdsInDeclarationOrder() throws Exception {
+        try (IpcClient client = IpcClient.connect(host.address())) {
+            BoundService service = await(client.bindService("TestService"));
+            assertEquals(2, service.serviceId());
+            assertEquals(Map.of("Echo", 1, "Stream", 2, "Throw", 3, "Identity", 4, "ReverseFile", 5, "Later", 6),
+                    service.methodIds());
+            Reply reply = await(client.invoke(service, "Echo", new byte[] {1, 2, 3}));
+            assertTrue(reply.success());
+            assertFalse(reply.hasMore());
+            assertArrayEquals(new byte[] {1, 2, 3}, reply.replyProto());
+            assertArrayEquals(new byte[] {9}, await(client.invoke(service, "Later", new byte[] {9})).replyProto());
+        }
+    }
+
+    @Test
+    void anUnknownServiceFailsTheBind() {
+        try (IpcClient client = IpcClient.connect(host.address())) {
+            ExecutionException e = assertThrows(ExecutionException.class, () -> await(client.bindService("NoSuchService")));
+            assertInstanceOf(IpcException.class, e.getCause());
+            assertTrue(client.isConnected());
+        }
+    }
+
+    @Test
+    void aStreamSendsNRepliesWithHasMoreOnAllButTheLast() throws Exception {
+        try (IpcClient client = IpcClient.connect(host.address())) {
+            BoundService service = await(client.bindService("TestService"));
+            List<Reply> replies = new CopyOnWriteArrayList<>();
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            client.invoke(service, "Stream", new byte[] {50}, -1, reply -> {
+                replies.add(reply);
+                if (!reply.hasMore()) {
+                    done.complete(null);
+                }
+            });
+            await(done);
+            assertEquals(50, replies.size());
+            for (int i = 0; i < 50; i++) {
+                assertTrue(replies.get(i).success());
+                assertEquals(i < 49, replies.get(i).hasMore());
+                assertArrayEquals(new byte[] {(byte) i}, replies.get(i).replyProto());
+            }
+        }
+    }
+
+    @Test
+    void aHandlerThatThrowsFailsItsInvocationAndTheHostCarriesOn() throws Exception {
+        try (IpcClient client = IpcClient.connect(host.address())) {
+            BoundService service = await(client.bindService("TestService"));
+            Reply reply = await(client.invoke(service, "Throw", new byte[0]));
+            assertFalse(reply.success());
+            assertEquals(1, host.handlerFailures());
+            assertTrue(await(client.invoke(service, "Echo", new byte[] {4})).success());
+        }
+    }
+
+    @Test
+    void unknownIdsAndRequestsGetPerfettosAnswersByteForByte() {
+        try (RawPeer peer = new RawPeer(host.address())) {
+            peer.send(Frames.bindService(1, "Nope"));
+            assertArrayEquals(Frames.bindServiceReply(1, 0, null), peer.nextFrameBytes());
+            peer.send(Frames.bindService(2, "TestService"));
+            assertArrayEquals(Frames.bindServiceReply(2, 2,
+                    List.of("Echo", "Stream", "Throw", "Identity", "ReverseFile", "Later")), peer.nextFrameBytes());
+            // Unknown service id, method id 0, method id past the last.
+            peer.send(Frames.invokeMethod(3, 42, 1, new byte[0], false));
+            assertArrayEquals(Frames.invokeMethodRejected(3), peer.nextFrameBytes());
+            peer.send(Frames.invokeMethod(4, 2, 0, new byte[0], false));
+            assertArrayEquals(Frames.invokeMethodRejected(4), peer.nextFrameBytes());
+            peer.send(Frames.invokeMethod(5, 2, 7, new byte[0], false));
+            assertArrayEquals(Frames.invokeMethodRejected(5), peer.nextFrameBytes());
+            // A frame with only a request id.
+            peer.send(Frames.withHeader(new byte[] {0x10, 0x06}));
+            assertArrayEquals(Frames.requestError(6, "unknown request"), peer.nextFrameBytes());
+            // A reply without drop_reply, then none for a dropped one: the next frame answers request 8.
+            peer.send(Frames.invokeMethod(7, 2, 1, new byte[] {7}, true));
+            peer.send(Frames.invokeMethod(8, 2, 1, new byte[] {8}, false));
+            assertArrayEquals(Frames.invokeMethodReply(8, true, false, new byte[] {8}), peer.nextFrameBytes());
+            assertEquals(0, host.violations());
+        }
+    }
+
+    @Test
+    void framesSentByteByByteAreAnswered() {
+        try (RawPeer peer = new RawPeer(host.address())) {
+            peer.sendByteByByte(Frames.bindService(1, "TestService"));
+            assertEquals(2, peer.nextFrame().getMsgBindServiceReply().getServiceId());
+            peer.sendByteByByte(concat(Frames.invokeMethod(2, 2, 1, new byte[] {1, 2}, false),
+                    Frames.invokeMethod(3, 2, 1, new byte[300], false)));
+            IPCFrame first = peer.nextFrame();
+            assertEquals(2, first.getRequestId());
+            assertEquals(2, first.getMsgInvokeMethodReply().getReplyProto().size());
+            IPCFrame second = peer.nextFrame();
+            assertEquals(3, second.getRequestId());
+            assertEquals(300, second.getMsgInvokeMethodReply().getReplyProto().size());
+        }
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
+    @Test
+    void thePeersIdentityComesFromSoPeercredNotFromTheFrame() {
+        try (RawPeer peer = new RawPeer(host.address())) {
+            peer.send(Frames.setPeerIdentity(1, 1, 1));
+            peer.send(Frames.bindService(2, "TestService"));
+            assertEquals(2, peer.nextFrame().getRequestId(), "SetPeerIdentity gets no reply");
+            peer.send(Frames.invokeMethod(3, 2, 4, new byte[0], false));
+            String identity = peer.nextFrame().getMsgInvokeMethodReply().getReplyProto().toStringUtf8();
+            assertEquals(Os.pid() + "," + Os.uid(), identity);
+        }
+    }
+
+    @Test
+    void fileDescriptorsTravelBothWays() throws Exception {
+        byte[] content = "perfetto ipc".getBytes(StandardCharsets.UTF_8);
+        try (IpcClient client = IpcClient.connect(host.address());
+             SharedMemory file = SharedMemory.create("ipc-test-request", 4096)) {
+            BoundService service = await(client.bindService("TestService"));
+            file.segment().copyFrom(java.lang.foreign.MemorySegment.ofArray(content));
+            CompletableFuture<Reply> replied = new CompletableFuture<>();
+            client.invoke(service, "ReverseFile", new byte[] {(byte) content.length}, file.fd(), replied::complete);
+            Reply reply = await(replied);
+            assertTrue(reply.success());
+            assertTrue(reply.fd() >= 0, "the reply carries the host's memfd");
+            try (SharedMemory back = SharedMemory.attach(reply.fd())) {
+                byte[] reversed = back.segment().asSlice(0, reply.replyProto()[0]).toArray(ValueLayout.JAVA_BYTE);
+                assertEquals(new StringBuilder("perfetto ipc").reverse().toString(),
+                        new String(reversed, StandardCharsets.UTF_8));
+            }
+        }
+    }
+
+    @Test
+    void aDescriptorWhereNoneIsExpectedClosesOnlyThatConnection() throws Exception {
+        try (IpcClient good = IpcClient.connect(host.address());
+             IpcClient bad = IpcClient.connect(host.address());
+             SharedMemory file = SharedMemory.create("ipc-test-stray", 4096)) {
+            BoundService service = await(good.bindService("TestService"));
+            BoundService sameForBad = await(bad.bindService("TestService"));
+            CompletableFuture<Reply> lost = new CompletableFuture<>();
+            bad.invoke(sameForBad, "Echo", new byte[] {1}, file.fd(), lost::complete);
+            assertFalse(await(lost).success(), "the connection closed under the request");
+            assertEquals(1, host.violations());
+            waitUntil(() -> !bad.isConnected());
+            assertTrue(await(good.invoke(service, "Echo", new byte[] {2})).success());
+            waitUntil(() -> disconnected.size() == 1);
+        }
+    }
+
+    @Test
+    void anOversizedFrameClosesTheConnectionAndAnOversizedSendIsRefused() throws Exception {
+        try (RawPeer peer = new RawPeer(host.address())) {
+            peer.send(new byte[] {(byte) 0xfd, (byte) 0xff, 0x01, 0x00, 0x10});
+            assertNull(peer.nextFrameBytes());
+            assertEquals(1, host.violations());
+        }
+        try (IpcClient client = IpcClient.connect(host.address())) {
+            BoundService service = await(client.bindService("TestService"));
+            assertThrows(IllegalArgumentException.class,
+                    () -> client.invoke(service, "Echo", new byte[Frames.MAX_PAYLOAD]));
+            assertTrue(await(client.invoke(service, "Echo", new byte[100_000])).success());
+        }
+    }
+
+    @Test
+    void closingTheHostEndsOpenRequestsAndTheClientsConnection() throws Exception {
+        IpcClient client = IpcClient.connect(host.address());
+        BoundService service = await(client.bindService("TestService"));
+        host.close();
+        waitUntil(() -> !client.isConnected());
+        assertFalse(await(client.invoke(service, "Echo", new byte[] {1})).success());
+        client.close();
+    }
+
+    static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not met within 20 s");
+            }
+            Thread.sleep(5);
+        }
+    }
+}

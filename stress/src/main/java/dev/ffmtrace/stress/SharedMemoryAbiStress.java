@@ -192,6 +192,7 @@ public final class SharedMemoryAbiStress {
     @Outcome(expect = FORBIDDEN, desc = "anything else: a packet lost or duplicated, or a committed chunk written")
     @State
     public static class SweepDuringPacket {
+        static final byte[] SECOND = {2};
         final SharedMemoryAbi abi = newSmb(SharedMemoryAbiDescriptor.LAYOUT_DIV2);
         int countAtCommit = -1;
         final SharedMemoryArbiter arbiter = new SharedMemoryArbiter(abi.segment(), abi.pageSize(), 2,
@@ -214,7 +215,7 @@ public final class SharedMemoryAbiStress {
 
         @Actor
         public void writer() {
-            writer.newTracePacket().bytes(new byte[] {2});
+            writer.newTracePacket().bytes(SECOND);
             writer.finishTracePacket();
         }
 

@@ -183,6 +183,56 @@ public final class SharedMemoryAbiStress {
     }
 
     @JCStressTest
+    @Description("Invariant: IdleChunkReclaim through the periodic sweep: the writer finished packet 1 before the previous "
+            + "sweep and starts packet 2 while the next sweep, finding it quiet since then, reclaims its chunk. Exactly one "
+            + "of them owns the chunk: it is returned at most once, never written after it was returned, and both packets "
+            + "survive (r1 = packets in the page, r2 = chunks reclaimed, r3 = packets written into a chunk after it was "
+            + "committed).")
+    @Outcome(id = {"2, 0, 0", "2, 1, 0"}, expect = ACCEPTABLE, desc = "both packets kept; reclaimed or not")
+    @Outcome(expect = FORBIDDEN, desc = "anything else: a packet lost or duplicated, or a committed chunk written")
+    @State
+    public static class SweepDuringPacket {
+        static final byte[] SECOND = {2};
+        final SharedMemoryAbi abi = newSmb(SharedMemoryAbiDescriptor.LAYOUT_DIV2);
+        int countAtCommit = -1;
+        final SharedMemoryArbiter arbiter = new SharedMemoryArbiter(abi.segment(), abi.pageSize(), 2,
+                request -> countAtCommit = chunkCount(0), Duration.ofSeconds(1));
+        final TraceWriter<RawPacket> writer = arbiter.createTraceWriter(0,
+                BufferExhaustedPolicy.DROP, new RawPacket());
+        int reclaimed;
+
+        SweepDuringPacket() {
+            writer.newTracePacket().bytes(new byte[] {1});
+            writer.finishTracePacket();
+            // The previous sweep: it sees packet 1 finished since the one before, so it keeps the chunk.
+            arbiter.sweepIdleWriters();
+        }
+
+        int chunkCount(int chunk) {
+            return SharedMemoryAbiDescriptor.packetCountOf(
+                    abi.packetsAcquire(abi.chunkOffset(0, chunk, SharedMemoryAbiDescriptor.LAYOUT_DIV2)));
+        }
+
+        @Actor
+        public void writer() {
+            writer.newTracePacket().bytes(SECOND);
+            writer.finishTracePacket();
+        }
+
+        @Actor
+        public void sweeper() {
+            reclaimed = arbiter.sweepIdleWriters();
+        }
+
+        @Arbiter
+        public void arbiter(III_Result r) {
+            r.r1 = chunkCount(0) + chunkCount(1);
+            r.r2 = reclaimed;
+            r.r3 = countAtCommit < 0 ? 0 : chunkCount(0) - countAtCommit;
+        }
+    }
+
+    @JCStressTest
     @Description("Invariant: a TraceWriter closed by another thread while its owner starts a packet: the close waits for the "
             + "packet in progress, so the chunk it commits holds only finished packets and nothing is written after the "
             + "commit; a packet refused by the closed writer is not in the chunk (r1 = the owner's packet was written, "

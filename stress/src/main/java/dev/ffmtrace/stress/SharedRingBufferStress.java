@@ -133,6 +133,35 @@ public final class SharedRingBufferStress {
     }
 
     @JCStressTest
+    @Description("Invariant: RecordPublication where the writer wraps at the very edge, on the ring's third lap: the "
+            + "positions are 3 rings less 8 bytes, so the record's length word is the ring's last 8 bytes and its "
+            + "whole payload lies past the end, at the ring's start. The reader finds nothing or the whole record, "
+            + "never the stale word at the edge taken for a length, nor the length before the payload.")
+    @Outcome(id = "-1, 0", expect = ACCEPTABLE, desc = "nothing committed yet")
+    @Outcome(id = "100, 1", expect = ACCEPTABLE, desc = "the whole record")
+    @Outcome(id = "100, 0", expect = FORBIDDEN, desc = "length visible before the payload it publishes")
+    @Outcome(expect = FORBIDDEN, desc = "any other length, or corrupt: the stale word at the edge read as a length")
+    @State
+    public static class EdgeWrapPublication {
+        static final int LENGTH = 100;
+        static final byte VALUE = 0x3C;
+
+        final SharedRingBuffer buffer = newBuffer(3 * RING - SharedRingBufferDescriptor.RECORD_HEADER_SIZE);
+        final RecordSlot writerSlot = buffer.newSlot();
+        final RecordSlot readerSlot = buffer.newSlot();
+
+        @Actor
+        public void writer() {
+            writeOne(buffer, writerSlot, LENGTH, VALUE);
+        }
+
+        @Actor
+        public void reader(II_Result r) {
+            readOne(buffer, readerSlot, VALUE, r);
+        }
+    }
+
+    @JCStressTest
     @Description("Invariant: RecordPublication through tryWrite, which reserves under the lock, unlocks, copies "
             + "the caller's bytes and commits in one call: the reader finds nothing or the whole wrapping record.")
     @Outcome(id = "-1, 0", expect = ACCEPTABLE, desc = "nothing committed yet")

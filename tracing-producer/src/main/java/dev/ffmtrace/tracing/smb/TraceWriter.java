@@ -348,9 +348,21 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
 
     // ---- reclaiming, called by the arbiter with its lock held ----
 
-    /** Takes ownership from an idle writer; the arbiter must call {@link #endReclaim()} afterwards. */
+    /**
+     * Takes ownership from an idle writer that holds a chunk; if it returns true the arbiter
+     * must call {@link #endReclaim()} afterwards. The chunk is read only once ownership is
+     * taken: before, a writer flushing without the arbiter's lock may be clearing it, and a
+     * chunk seen then would be returned a second time.
+     */
     boolean beginReclaim() {
-        return chunk != SharedMemoryArbiter.NO_CHUNK && OWNERSHIP.compareAndSet(this, IDLE, RECLAIMING);
+        if (!OWNERSHIP.compareAndSet(this, IDLE, RECLAIMING)) {
+            return false;
+        }
+        if (chunk == SharedMemoryArbiter.NO_CHUNK) {
+            OWNERSHIP.setRelease(this, IDLE);
+            return false;
+        }
+        return true;
     }
 
     /** The chunk of a writer being reclaimed. */

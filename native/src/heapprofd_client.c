@@ -225,39 +225,36 @@ __attribute__((noinline, no_sanitize_address)) static void copy_stack(uint8_t* t
   }
 }
 
-// Writes a record under the ring's lock and wakes the service; stops the client for good
-// when the ring refuses it and the configuration does not say to wait, or the service
-// has gone. Called with g_lock held.
-static void send_record(uint64_t type, const void* body, size_t body_size, const void* tail, size_t tail_size) {
-  srb_record record;
-  uint64_t size = 8 + body_size + tail_size;
+// Reserves a record of `size` bytes under the ring's lock, waiting for room only when the
+// configuration says so; 0 (and the client stopped for good) when it cannot. Called with
+// g_lock held.
+static int reserve_record(uint64_t size, srb_record* record) {
   struct timespec backoff = {0, 100 * 1000};
   uint64_t waited_us = 0;
   for (;;) {
     if (!srb_lock(&g_ring, 0)) {
       stop();
-      return;
+      return 0;
     }
-    srb_result result = srb_begin_write(&g_ring, size, &record);
+    srb_result result = srb_begin_write(&g_ring, size, record);
     srb_unlock(&g_ring);
     if (result == SRB_OK) {
-      break;
+      return 1;
     }
     int wait = result == SRB_NO_SPACE && g_config.block_client &&
                (g_config.block_client_timeout_us == 0 || waited_us < g_config.block_client_timeout_us);
     if (!wait) {
       stop();
-      return;
+      return 0;
     }
     nanosleep(&backoff, NULL);
     waited_us += 100;
   }
-  memcpy(record.data, &type, 8);
-  memcpy(record.data + 8, body, body_size);
-  if (tail_size > 0) {
-    memcpy(record.data + 8 + body_size, tail, tail_size);
-  }
-  srb_end_write(&g_ring, &record);
+}
+
+// Commits a filled record and wakes the service; a service that has gone stops the client.
+static void publish_record(const srb_record* record) {
+  srb_end_write(&g_ring, record);
   char byte = 1;
   if (send(g_socket, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
     stop();
@@ -270,7 +267,6 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
   if (sampled == 0) {
     return;
   }
-  static uint8_t stack[MAX_STACK_COPY];
   hpd_alloc_metadata metadata;
   memset(&metadata, 0, sizeof(metadata));
   uintptr_t end = stack_end();
@@ -279,7 +275,6 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
     bytes = MAX_STACK_COPY;
   }
   bytes -= bytes % sizeof(uintptr_t);
-  copy_stack(stack, (const uintptr_t*)sp, bytes / sizeof(uintptr_t));
 #if defined(__x86_64__)
   // unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
   uint64_t* regs = (uint64_t*)metadata.register_data;
@@ -297,7 +292,16 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
   metadata.stack_pointer = sp;
   metadata.clock_monotonic_coarse_timestamp = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
   metadata.heap_id = HEAP_ID;
-  send_record(HPD_RECORD_MALLOC, &metadata, sizeof(metadata), stack, bytes);
+  srb_record record;
+  if (!reserve_record(8 + sizeof(metadata) + bytes, &record)) {
+    return;
+  }
+  uint64_t type = HPD_RECORD_MALLOC;
+  memcpy(record.data, &type, 8);
+  memcpy(record.data + 8, &metadata, sizeof(metadata));
+  // The stack goes straight into the ring: no copy of it in between.
+  copy_stack(record.data + 8 + sizeof(metadata), (const uintptr_t*)sp, bytes / sizeof(uintptr_t));
+  publish_record(&record);
 }
 
 static void record_free(void* ptr) {
@@ -306,7 +310,14 @@ static void record_free(void* ptr) {
   entry.sequence_number = ++g_sequence_number;
   entry.addr = (uint64_t)(uintptr_t)ptr;
   entry.heap_id = HEAP_ID;
-  send_record(HPD_RECORD_FREE, &entry, sizeof(entry), NULL, 0);
+  srb_record record;
+  if (!reserve_record(8 + sizeof(entry), &record)) {
+    return;
+  }
+  uint64_t type = HPD_RECORD_FREE;
+  memcpy(record.data, &type, 8);
+  memcpy(record.data + 8, &entry, sizeof(entry));
+  publish_record(&record);
 }
 
 static void leave(void) {

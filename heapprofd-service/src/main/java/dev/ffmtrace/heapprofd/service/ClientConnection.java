@@ -21,7 +21,8 @@ import java.util.concurrent.ConcurrentHashMap;
 final class ClientConnection implements Runnable {
     private static final String UNKNOWN_FRAME = "[unknown]";
 
-    final int pid;
+    /** How the profile names the process: its command name, read once at the handshake, and pid. */
+    final String process;
     final HeapBooks books = new HeapBooks();
     private final UnixSocket socket;
     private final SharedRingBuffer ring;
@@ -32,8 +33,8 @@ final class ClientConnection implements Runnable {
     private volatile long records;
     private volatile long malformed;
 
-    ClientConnection(int pid, UnixSocket socket, SharedRingBuffer ring) {
-        this.pid = pid;
+    ClientConnection(String process, UnixSocket socket, SharedRingBuffer ring) {
+        this.process = process;
         this.socket = socket;
         this.ring = ring;
     }

@@ -114,7 +114,7 @@ public final class HeapprofdService implements AutoCloseable {
             ring.close();
             throw e;
         }
-        return new ClientConnection(peer.pid(), socket, ring);
+        return new ClientConnection(processName(peer.pid()) + " (" + peer.pid() + ")", socket, ring);
     }
 
     /**
@@ -125,7 +125,7 @@ public final class HeapprofdService implements AutoCloseable {
     public List<String> folded(boolean unreleased) {
         List<String> lines = new ArrayList<>();
         for (ClientConnection client : clients) {
-            String process = processName(client.pid) + " (" + client.pid + ")";
+            String process = client.process;
             for (Map.Entry<String, Long> callsite : client.books.folded(unreleased).entrySet()) {
                 String stack = callsite.getKey().isEmpty() ? process : process + ";" + callsite.getKey();
                 lines.add(stack + " " + callsite.getValue());

@@ -7,6 +7,7 @@ module dev.ffmtrace.tracing.service {
     requires transitive dev.ffmtrace.tracing.buffer;
     requires transitive dev.ffmtrace.tracing.producer;
     requires transitive dev.ffmtrace.tracing.trackevent;
+    requires dev.ffmtrace.ipc;
 
     exports dev.ffmtrace.tracing.service;
 }

@@ -93,6 +93,18 @@ public final class IpcHost implements AutoCloseable {
         return connections.size();
     }
 
+    /**
+     * Disconnects client {@code clientId}, e.g. one a service gave up on; its I/O thread
+     * closes the socket and services hear of it as of any client that went away. Does
+     * nothing if the client is gone.
+     */
+    public void disconnect(long clientId) {
+        Connection connection = connections.get(clientId);
+        if (connection != null) {
+            connection.shutdown();
+        }
+    }
+
     /** Stops accepting, disconnects every client and waits for their threads to end. */
     @Override
     public void close() {

@@ -32,6 +32,8 @@ public final class DataSource {
     private final Producer producer;
     private final String name;
     private volatile int targetBuffer;
+    /** The service's id of the current start, for a producer in another process; 0 if not started. */
+    private volatile long instanceId;
     private volatile long incrementalStateClears;
     private volatile StopHandler stopHandler;
 
@@ -90,7 +92,12 @@ public final class DataSource {
         this.stopHandler = handler;
     }
 
+    /** What stops the data source: for a producer in another process, its StopDataSource command. */
     StopHandler stopHandler() {
+        if (producer.isRemote()) {
+            long instance = instanceId;
+            return done -> producer.commands().stopDataSource(this, instance, done);
+        }
         return stopHandler;
     }
 
@@ -104,14 +111,20 @@ public final class DataSource {
         incrementalStateClears++;
     }
 
-    void start(int bufferId) {
+    void start(int bufferId, long instanceId) {
+        this.instanceId = instanceId;
         targetBuffer = bufferId;
     }
 
     void stop(int bufferId) {
         if (targetBuffer == bufferId) {
             targetBuffer = 0;
+            instanceId = 0;
         }
+    }
+
+    long instanceId() {
+        return instanceId;
     }
 
     int targetBuffer() {

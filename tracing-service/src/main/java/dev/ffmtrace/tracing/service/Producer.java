@@ -16,8 +16,11 @@ import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.locks.ReentrantLock;
@@ -56,9 +59,15 @@ public final class Producer implements AutoCloseable {
     private final int id;
     private final String name;
     private final ClientIdentity identity;
+    private final int pageSize;
     private final SharedMemory smb;
     private final SharedMemoryReader reader;
+    /** Null for a producer in another process: its writers take chunks there. */
     private final SharedMemoryArbiter arbiter;
+    /** How the service reaches a producer in another process; null in-process. */
+    private final ProducerCommands commands;
+    /** Whether flushes take the chunks still being written (Perfetto's SMB scraping). */
+    private final boolean scraping;
     private final ReentrantLock readerLock = new ReentrantLock();
     private final Map<String, DataSource> dataSources = new ConcurrentHashMap<>();
     /** The same data sources as an array, replaced on registration: the commit path walks it without allocating. */
@@ -88,11 +97,23 @@ public final class Producer implements AutoCloseable {
     private volatile boolean closed;
 
     Producer(TracingService service, int id, ProducerOptions options) {
+        this(service, id, options, null, null, true);
+    }
+
+    /**
+     * A producer; with {@code commands}, one in another process, in {@code providedSmb}
+     * if it gave one (this producer then owns it), else in an SMB the service makes.
+     */
+    Producer(TracingService service, int id, ProducerOptions options, SharedMemory providedSmb,
+             ProducerCommands commands, boolean scraping) {
         this.service = service;
         this.id = id;
         this.name = options.name();
         this.identity = options.identity();
-        this.smb = SharedMemory.create("ffmtrace-smb-" + name, options.smbSize());
+        this.pageSize = options.pageSize();
+        this.commands = commands;
+        this.scraping = scraping;
+        this.smb = providedSmb != null ? providedSmb : SharedMemory.create("ffmtrace-smb-" + name, options.smbSize());
         SharedMemoryAbi abi;
         try {
             abi = new SharedMemoryAbi(smb.segment(), options.pageSize());
@@ -101,7 +122,21 @@ public final class Producer implements AutoCloseable {
             throw e;
         }
         this.reader = new SharedMemoryReader(abi);
-        this.arbiter = new SharedMemoryArbiter(smb.segment(), options.pageSize(), this::commit);
+        this.arbiter = commands == null ? new SharedMemoryArbiter(smb.segment(), options.pageSize(), this::commit) : null;
+    }
+
+    /** The SMB's page size in bytes. */
+    int pageSize() {
+        return pageSize;
+    }
+
+    /** Whether the producer is in another process, reached through {@link ProducerCommands}. */
+    boolean isRemote() {
+        return commands != null;
+    }
+
+    ProducerCommands commands() {
+        return commands;
     }
 
     /** The producer's id in the service (1..65535), the upper half of its writers' trusted sequence ids. */
@@ -129,8 +164,15 @@ public final class Producer implements AutoCloseable {
         return smb.fd();
     }
 
-    /** The arbiter in-process writers take the SMB's chunks from. */
+    /**
+     * The arbiter in-process writers take the SMB's chunks from.
+     *
+     * @throws IllegalStateException for a producer in another process, whose writers are there
+     */
     public SharedMemoryArbiter arbiter() {
+        if (arbiter == null) {
+            throw new IllegalStateException("producer " + name + " is in another process: its writers are there");
+        }
         return arbiter;
     }
 
@@ -159,6 +201,68 @@ public final class Producer implements AutoCloseable {
 
     DataSource dataSource(String dataSourceName) {
         return dataSources.get(dataSourceName);
+    }
+
+    /** Withdraws a data source: a session that started it loses it (its writers' later commits are dropped). */
+    synchronized void unregisterDataSource(String dataSourceName) {
+        DataSource dataSource = dataSources.remove(dataSourceName);
+        if (dataSource != null) {
+            dataSourceArray = dataSources.values().toArray(new DataSource[0]);
+            dataSource.stop(dataSource.targetBuffer());
+        }
+    }
+
+    /**
+     * Starts {@code dataSource} into buffer {@code bufferId} for data source
+     * {@code configIndex} of {@code session}; a producer in another process is sent the
+     * data source's config with the service's fields set.
+     */
+    void startDataSource(DataSource dataSource, TracingSession session, int configIndex, int bufferId) {
+        bufferGranted(bufferId);
+        long instanceId = service.nextDataSourceInstanceId();
+        dataSource.start(bufferId, instanceId);
+        if (commands != null) {
+            commands.startDataSource(dataSource, instanceId,
+                    DataSourceConfigs.forProducer(session, configIndex, bufferId));
+        }
+    }
+
+    /**
+     * Binds writer {@code writerId} of a producer in another process to buffer
+     * {@code bufferId}, where its scraped chunks go (Perfetto's RegisterTraceWriter).
+     * Chunks reach the buffer only while one of this producer's data sources writes there.
+     *
+     * @return false if the writer id is out of range
+     */
+    boolean registerTraceWriter(int writerId, int bufferId) {
+        if (writerId < 1 || writerId > MAX_WRITER_ID) {
+            return false;
+        }
+        writerTargets.set(writerId, bufferId);
+        return true;
+    }
+
+    /** Forgets where writer {@code writerId} writes; false if the id is out of range. */
+    boolean unregisterTraceWriter(int writerId) {
+        return registerTraceWriter(writerId, 0);
+    }
+
+    /**
+     * Asks a producer in another process to commit what the data sources writing into
+     * {@code session} hold; completes when it has. Completed at once for an in-process
+     * producer, whose flush needs no answer.
+     */
+    CompletableFuture<Void> requestFlush(TracingSession session) {
+        if (commands == null || closed) {
+            return CompletableFuture.completedFuture(null);
+        }
+        List<DataSource> flushed = new ArrayList<>();
+        for (DataSource dataSource : dataSourceArray) {
+            if (dataSource.isStarted() && session.ownsBuffer(dataSource.targetBuffer())) {
+                flushed.add(dataSource);
+            }
+        }
+        return flushed.isEmpty() ? CompletableFuture.completedFuture(null) : commands.flush(flushed);
     }
 
     Iterable<DataSource> dataSources() {
@@ -202,11 +306,11 @@ public final class Producer implements AutoCloseable {
     }
 
     TraceWriter<TracePacket> newTraceWriter(int bufferId, BufferExhaustedPolicy policy) {
-        TraceWriter<TracePacket> writer = arbiter.createTraceWriter(bufferId, policy);
+        TraceWriter<TracePacket> writer = arbiter().createTraceWriter(bufferId, policy);
         // The arbiter does not know the remote writers' ids: pass over them.
         while (!bindInProcessWriter(writer.writerId(), bufferId)) {
             TraceWriter<TracePacket> taken = writer;
-            writer = arbiter.createTraceWriter(bufferId, policy);
+            writer = arbiter().createTraceWriter(bufferId, policy);
             taken.close();
         }
         return writer;
@@ -237,7 +341,9 @@ public final class Producer implements AutoCloseable {
 
     /** {@link #flush()}, with chunks still being written going to {@code scrapeSink}. */
     private void flush(BufferSink scrapeSink) {
-        arbiter.reclaimIdleChunks();
+        if (arbiter != null) {
+            arbiter.reclaimIdleChunks();
+        }
         readerLock.lock();
         try {
             if (closed) {
@@ -249,7 +355,9 @@ public final class Producer implements AutoCloseable {
                 reader.moveCompleteChunks(writerSink, isRemoteWriter);
                 reader.moveCompleteChunks(writerSink, isRemoteWriter);
             }
-            reader.scrapeChunksBeingWritten(scrapeSink);
+            if (scraping) {
+                reader.scrapeChunksBeingWritten(scrapeSink);
+            }
         } finally {
             readerLock.unlock();
         }
@@ -257,7 +365,9 @@ public final class Producer implements AutoCloseable {
 
     /** Returns the chunks of in-process writers idle since the previous sweep (the service's timer calls it). */
     void sweepIdleWriters() {
-        arbiter.sweepIdleWriters();
+        if (arbiter != null) {
+            arbiter.sweepIdleWriters();
+        }
     }
 
     /** Chunks taken out of the SMB whole: committed, or found complete for remote writers. */
@@ -270,8 +380,11 @@ public final class Producer implements AutoCloseable {
         }
     }
 
-    /** The commit transport: called by the arbiter with its lock held. */
-    private void commit(CommitRequest request) {
+    /**
+     * Moves and patches what {@code request} names: the commit transport, called by the
+     * arbiter with its lock held, or a producer in another process's CommitData.
+     */
+    void commit(CommitRequest request) {
         readerLock.lock();
         try {
             if (closed) {
@@ -348,6 +461,9 @@ public final class Producer implements AutoCloseable {
         for (DataSource dataSource : dataSourceArray) {
             if (dataSource.targetBuffer() == bufferId) {
                 dataSource.clearIncrementalState();
+                if (commands != null) {
+                    commands.clearIncrementalState(dataSource);
+                }
             }
         }
     }

@@ -43,6 +43,8 @@ public final class SessionConfig {
     public static final long MIN_FILE_WRITE_PERIOD_MS = 100;
     /** Perfetto's default {@code data_source_stop_timeout_ms}. */
     public static final long DEFAULT_DATA_SOURCE_STOP_TIMEOUT_MS = 5000;
+    /** Perfetto's default {@code flush_timeout_ms}: how long a flush waits for producers in other processes. */
+    public static final long DEFAULT_FLUSH_TIMEOUT_MS = 5000;
 
     private final List<Buffer> buffers;
     private final List<DataSource> dataSources;
@@ -53,6 +55,7 @@ public final class SessionConfig {
     private final long flushPeriodMs;
     private final long incrementalStateClearPeriodMs;
     private final long dataSourceStopTimeoutMs;
+    private final long flushTimeoutMs;
     private final byte[] traceConfig;
 
     /**
@@ -90,6 +93,7 @@ public final class SessionConfig {
         this.flushPeriodMs = Integer.toUnsignedLong(config.flushPeriodMs());
         this.incrementalStateClearPeriodMs = incrementalStateClearPeriodMs;
         this.dataSourceStopTimeoutMs = Integer.toUnsignedLong(config.dataSourceStopTimeoutMs());
+        this.flushTimeoutMs = Integer.toUnsignedLong(config.flushTimeoutMs());
         this.traceConfig = traceConfig;
     }
 
@@ -152,6 +156,30 @@ public final class SessionConfig {
     /** How long stopping waits for the data sources' stop handlers, the default applied. */
     public long effectiveDataSourceStopTimeoutMs() {
         return dataSourceStopTimeoutMs == 0 ? DEFAULT_DATA_SOURCE_STOP_TIMEOUT_MS : dataSourceStopTimeoutMs;
+    }
+
+    /** How long a flush waits for producers in other processes to commit: {@code flush_timeout_ms}, the default applied. */
+    public long effectiveFlushTimeoutMs() {
+        return flushTimeoutMs == 0 ? DEFAULT_FLUSH_TIMEOUT_MS : flushTimeoutMs;
+    }
+
+    /**
+     * The {@code DataSourceConfig} of data source {@code index} as the TraceConfig holds it,
+     * for a producer in another process: it gets the whole config, including the parts only
+     * it understands.
+     */
+    byte[] dataSourceConfig(int index) {
+        TraceConfig.Decoder config = new TraceConfig.Decoder();
+        config.reset(MemorySegment.ofArray(traceConfig));
+        RepeatedFieldIterator entries = config.dataSources(new RepeatedFieldIterator());
+        TraceConfig.DataSource.Decoder entry = new TraceConfig.DataSource.Decoder();
+        for (int i = 0; entries.next(); i++) {
+            if (i == index) {
+                entry.reset(entries.field());
+                return entry.hasConfig() ? entry.field(TraceConfig.DataSource.CONFIG_FIELD_NUMBER).asBytes() : new byte[0];
+            }
+        }
+        throw new IndexOutOfBoundsException("data source " + index + " of " + dataSources.size());
     }
 
     /** The binary {@code TraceConfig} this config was read from (or the builder wrote), for the trace's {@code trace_config} packet. */

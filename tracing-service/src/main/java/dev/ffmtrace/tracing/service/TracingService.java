@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.service;
 
+import dev.ffmtrace.memory.SharedMemory;
 import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +14,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The in-process tracing service: producers connect and offer data sources; a session
@@ -51,6 +53,8 @@ public final class TracingService implements AutoCloseable {
     private final Map<Integer, ServiceBuffer> buffers = new ConcurrentHashMap<>();
     private int nextProducerId = 1;
     private int nextBufferId = 1;
+    private final AtomicLong lastDataSourceInstanceId = new AtomicLong();
+    private final AtomicLong lastSessionId = new AtomicLong();
     private boolean closed;
 
     /** A service with no producers and no sessions, keeping time on a daemon thread of its own. */
@@ -73,13 +77,33 @@ public final class TracingService implements AutoCloseable {
      * @throws IllegalStateException if the service is closed or all 65535 producer ids are used
      */
     public synchronized Producer connectProducer(ProducerOptions options) {
+        return connect(options, null, null, true);
+    }
+
+    /**
+     * Connects a producer in another process, which the service reaches through
+     * {@code commands}: in {@code providedSmb} if it gave one (the producer then owns it),
+     * else in an SMB the service makes as {@code options} say.
+     */
+    synchronized Producer connectRemoteProducer(ProducerOptions options, SharedMemory providedSmb,
+                                                ProducerCommands commands, boolean scraping) {
+        return connect(options, providedSmb, commands, scraping);
+    }
+
+    private Producer connect(ProducerOptions options, SharedMemory providedSmb, ProducerCommands commands,
+                             boolean scraping) {
         checkOpen("connectProducer");
         if (nextProducerId > 0xFFFF) {
             throw new IllegalStateException("all 65535 producer ids are used");
         }
-        Producer producer = new Producer(this, nextProducerId++, options);
+        Producer producer = new Producer(this, nextProducerId++, options, providedSmb, commands, scraping);
         producers.add(producer);
         return producer;
+    }
+
+    /** A new id for a data source's start, unique in the service (Perfetto's DataSourceInstanceID). */
+    long nextDataSourceInstanceId() {
+        return lastDataSourceInstanceId.incrementAndGet();
     }
 
     /**
@@ -121,7 +145,8 @@ public final class TracingService implements AutoCloseable {
             sessionBuffers.forEach(this::release);
             throw e;
         }
-        TracingSession session = new TracingSession(this, config, sessionBuffers, output);
+        TracingSession session = new TracingSession(this, lastSessionId.incrementAndGet(), config, sessionBuffers,
+                output);
         sessions.add(session);
         openSessions.add(session);
         for (Producer producer : producers) {
@@ -291,10 +316,14 @@ public final class TracingService implements AutoCloseable {
         session.buffers().forEach(this::release);
     }
 
-    /** Called by a closing producer: it has stopped its data sources; its SMB is unmapped when the service closes. */
+    /**
+     * Called by a closing producer: it has stopped its data sources; its SMB is unmapped
+     * when the service closes, or now for a producer in another process, which has no
+     * writers here.
+     */
     synchronized void producerClosed(Producer producer) {
         if (producers.remove(producer)) {
-            if (closed) {
+            if (closed || producer.isRemote()) {
                 producer.unmap();
             } else {
                 closedProducers.add(producer);
@@ -303,12 +332,11 @@ public final class TracingService implements AutoCloseable {
     }
 
     private void startDataSources(TracingSession session, Producer producer) {
-        for (SessionConfig.DataSource wanted : session.config().dataSources()) {
-            DataSource offered = producer.dataSource(wanted.name());
+        List<SessionConfig.DataSource> wanted = session.config().dataSources();
+        for (int i = 0; i < wanted.size(); i++) {
+            DataSource offered = producer.dataSource(wanted.get(i).name());
             if (offered != null && !offered.isStarted()) {
-                int bufferId = session.bufferId(wanted.targetBuffer());
-                producer.bufferGranted(bufferId);
-                offered.start(bufferId);
+                producer.startDataSource(offered, session, i, session.bufferId(wanted.get(i).targetBuffer()));
             }
         }
     }

@@ -23,9 +23,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -86,6 +88,7 @@ public final class TracingSession implements AutoCloseable {
     private enum State { RUNNING, STOPPED, CLOSED }
 
     private final TracingService service;
+    private final long id;
     private final SessionConfig config;
     private final List<ServiceBuffer> buffers;
     /** Where {@code write_into_file} writes; null without it. */
@@ -123,9 +126,10 @@ public final class TracingSession implements AutoCloseable {
     private byte[] staging = new byte[64 << 10];
     private int stagingSize;
 
-    TracingSession(TracingService service, SessionConfig config, List<ServiceBuffer> buffers,
+    TracingSession(TracingService service, long id, SessionConfig config, List<ServiceBuffer> buffers,
                    WritableByteChannel output) {
         this.service = service;
+        this.id = id;
         this.config = config;
         this.buffers = List.copyOf(buffers);
         this.fileSink = config.writeIntoFile() ? new TraceSink(output,
@@ -158,6 +162,11 @@ public final class TracingSession implements AutoCloseable {
                 timers.add(timer.schedule(() -> runTimed(this::stop), config.durationMs(), TimeUnit.MILLISECONDS));
             }
         }
+    }
+
+    /** The session's id in its service, counting from 1: the {@code tracing_session_id} its data sources are told. */
+    public long id() {
+        return id;
     }
 
     /** The config the session was started from. */
@@ -242,10 +251,31 @@ public final class TracingSession implements AutoCloseable {
      */
     public void flush() {
         checkOpen("flush");
+        awaitRemoteFlushes();
         for (Producer producer : service.producers()) {
             producer.flush();
         }
         recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER);
+    }
+
+    /**
+     * Asks the producers in other processes to commit what they hold for this session, and
+     * waits until each has said it did, at most {@code flush_timeout_ms}: a producer that
+     * does not answer in time loses only what the scrape after it cannot take.
+     */
+    private void awaitRemoteFlushes() {
+        List<CompletableFuture<Void>> acks = new ArrayList<>();
+        for (Producer producer : service.producers()) {
+            acks.add(producer.requestFlush(this));
+        }
+        try {
+            CompletableFuture.allOf(acks.toArray(new CompletableFuture<?>[0]))
+                    .get(config.effectiveFlushTimeoutMs(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException | TimeoutException e) {
+            // A producer that failed or did not answer: the scrape takes what it can.
+        }
     }
 
     /**
@@ -603,6 +633,9 @@ public final class TracingSession implements AutoCloseable {
             timers.forEach(timer -> timer.cancel(false));
             timers.clear();
         }
+        // As Perfetto's service does when a session ends by its duration: what producers in
+        // other processes hold is committed while their data sources still write here.
+        awaitRemoteFlushes();
         service.awaitDataSourceStops(this, config.effectiveDataSourceStopTimeoutMs());
         service.stopDataSources(this);
         for (Producer producer : service.producers()) {

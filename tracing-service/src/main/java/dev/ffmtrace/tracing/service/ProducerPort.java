@@ -1,0 +1,162 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.ipc.ClientInfo;
+import dev.ffmtrace.ipc.Invocation;
+import dev.ffmtrace.ipc.IpcHost;
+import dev.ffmtrace.ipc.ServiceDescriptor;
+import dev.ffmtrace.ipc.ServiceDescriptor.Method;
+import dev.ffmtrace.memory.UnixAddress;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
+
+/**
+ * The producer port of Perfetto's IPC, as {@code traced} serves it: producers in other
+ * processes, built with Perfetto's SDK or ffmtrace's {@code ProducerConnection}, connect
+ * to its socket, bind {@value #SERVICE_NAME}, and write into the sessions of a
+ * {@link TracingService} through a shared memory buffer (SMB).
+ *
+ * <p>As Perfetto's {@code ProducerIPCService}: InitializeConnection first (any other
+ * method before it fails), with an SMB the service makes as the producer's hints say
+ * (kept within Perfetto's bounds) or one the producer provides as a sealed memfd
+ * (refused, and replaced by the service's, if it is not sealed or not a whole number of
+ * pages); GetAsyncCommand opens the stream of commands (SetupTracing with the SMB's fd,
+ * SetupDataSource, StartDataSource, StopDataSource, Flush, ClearIncrementalState);
+ * CommitData moves and patches chunks, and acknowledges a flush with its
+ * {@code flush_request_id} (and every earlier one); RegisterTraceWriter says where a
+ * writer's scraped chunks go; Sync answers once everything sent before it is done.
+ * Triggers are accepted and have no effect: ffmtrace's sessions have no triggers.
+ *
+ * <p>Untrusted peers: a producer's uid and pid come from the socket (SO_PEERCRED); its
+ * commits reach only buffers its started data sources write to; chunk indexes, patch
+ * offsets and sizes are checked by the SMB reader and the buffer; what is refused is
+ * counted in {@link #violations()}. A producer that does not read its commands is
+ * disconnected once {@value RemoteProducer#MAX_QUEUED_COMMANDS} wait, so it never holds
+ * up the service. A producer that goes away, killed or not, is closed as
+ * {@link Producer#close()} says: what it wrote is taken, what it was writing is counted.
+ *
+ * <p>Unlike {@code traced}, whose default is off, the port scrapes a producer's SMB on
+ * every flush unless the producer asks it not to ({@code SMB_SCRAPING_DISABLED}), as
+ * ffmtrace's in-process producers are: a flush then also takes what writers on threads
+ * that are busy elsewhere have written.
+ */
+public final class ProducerPort implements AutoCloseable {
+    /** The name producers bind. */
+    public static final String SERVICE_NAME = "ProducerPort";
+
+    private final TracingService service;
+    private final IpcHost host;
+    private final Map<Long, RemoteProducer> producers = new ConcurrentHashMap<>();
+    private final AtomicLong violations = new AtomicLong();
+
+    private ProducerPort(TracingService service, IpcHost host) {
+        this.service = service;
+        this.host = host;
+    }
+
+    /**
+     * Serves producers of {@code service} on a socket at {@code address}.
+     *
+     * @throws dev.ffmtrace.memory.NativeException if the socket cannot be bound
+     */
+    public static ProducerPort listen(TracingService service, UnixAddress address) {
+        IpcHost host = IpcHost.listen(address);
+        ProducerPort port = new ProducerPort(service, host);
+        host.exposeService(port.descriptor());
+        return port;
+    }
+
+    public UnixAddress address() {
+        return host.address();
+    }
+
+    /** Producers connected now that have initialized their connection. */
+    public int producerCount() {
+        return producers.size();
+    }
+
+    /**
+     * Protocol violations: frames the IPC layer refused (each closed its connection), and
+     * requests and commits the port refused (a malformed request, a commit of a chunk the
+     * producer cannot commit, shared memory emulation, a patch that is not 4 bytes, a
+     * producer that did not read its commands).
+     */
+    public long violations() {
+        return violations.get() + host.violations();
+    }
+
+    void countViolation() {
+        violations.incrementAndGet();
+    }
+
+    /** Disconnects a producer the port gave up on. */
+    void disconnect(ClientInfo client) {
+        host.disconnect(client.clientId());
+    }
+
+    TracingService service() {
+        return service;
+    }
+
+    /** Stops serving: every producer is disconnected and closed; the service and its sessions go on. */
+    @Override
+    public void close() {
+        host.close();
+        producers.values().forEach(RemoteProducer::close);
+        producers.clear();
+    }
+
+    private ServiceDescriptor descriptor() {
+        // Perfetto's declaration order: a method's id is its position.
+        return new ServiceDescriptor(SERVICE_NAME, List.of(
+                new Method("InitializeConnection", true, this::initializeConnection),
+                new Method("RegisterDataSource", initialized(RemoteProducer::registerDataSource)),
+                new Method("UnregisterDataSource", initialized(RemoteProducer::unregisterDataSource)),
+                new Method("CommitData", initialized(RemoteProducer::commitData)),
+                new Method("GetAsyncCommand", initialized(RemoteProducer::getAsyncCommand)),
+                new Method("RegisterTraceWriter", initialized(RemoteProducer::registerTraceWriter)),
+                new Method("UnregisterTraceWriter", initialized(RemoteProducer::unregisterTraceWriter)),
+                new Method("NotifyDataSourceStarted", initialized(RemoteProducer::notifyDataSourceStarted)),
+                new Method("NotifyDataSourceStopped", initialized(RemoteProducer::notifyDataSourceStopped)),
+                new Method("ActivateTriggers", initialized(RemoteProducer::activateTriggers)),
+                new Method("Sync", initialized(RemoteProducer::sync)),
+                new Method("UpdateDataSource", initialized(RemoteProducer::updateDataSource))),
+                this::clientDisconnected);
+    }
+
+    private void initializeConnection(Invocation invocation) {
+        long clientId = invocation.client().clientId();
+        if (producers.containsKey(clientId)) {
+            // Perfetto's port refuses a second InitializeConnection on one connection.
+            invocation.fail();
+            return;
+        }
+        RemoteProducer producer = RemoteProducer.initialize(this, invocation);
+        if (producer != null) {
+            producers.put(clientId, producer);
+        }
+    }
+
+    /** A method that needs InitializeConnection first: before it, the invocation fails, as in Perfetto. */
+    private ServiceDescriptor.MethodHandler initialized(BiConsumer<RemoteProducer, Invocation> method) {
+        return invocation -> {
+            RemoteProducer producer = producers.get(invocation.client().clientId());
+            if (producer == null) {
+                invocation.fail();
+                return;
+            }
+            method.accept(producer, invocation);
+        };
+    }
+
+    private void clientDisconnected(ClientInfo client) {
+        RemoteProducer producer = producers.get(client.clientId());
+        if (producer != null) {
+            // Closed before it leaves the count: a producer not counted holds nothing.
+            producer.close();
+            producers.remove(client.clientId());
+        }
+    }
+}

@@ -1,0 +1,237 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.ipc.BoundService;
+import dev.ffmtrace.ipc.IpcClient;
+import dev.ffmtrace.ipc.Reply;
+import dev.ffmtrace.memory.Seals;
+import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.CommitDataRequest;
+import dev.ffmtrace.perfetto.protos.DataSourceConfig;
+import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
+import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
+import dev.ffmtrace.perfetto.protos.NotifyDataSourceStoppedRequest;
+import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
+import dev.ffmtrace.perfetto.protos.RegisterTraceWriterRequest;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.RepeatedScalarIterator;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.CommitRequest;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * A producer in the tests' hands, speaking the producer port's protocol message by
+ * message over a real socket, as a Perfetto producer does; it maps the SMB the service
+ * sends and writes through an arbiter whose commits are CommitData requests.
+ */
+final class PortProducer implements AutoCloseable {
+    final IpcClient client;
+    final BoundService port;
+    final byte[] initializeReply;
+    final BlockingQueue<Command> commands = new LinkedBlockingQueue<>();
+    /** Flush request ids to acknowledge; null: flushes are acknowledged at once after committing. */
+    volatile Consumer<Long> onFlush;
+    /** Whether a flush returns idle writers' chunks first, as ffmtrace's producer does; the SDK leaves them to scraping. */
+    volatile boolean reclaimOnFlush = true;
+    volatile SharedMemory smb;
+    volatile SharedMemoryArbiter arbiter;
+    volatile int pageSizeKb;
+
+    /** One command from the service, decoded. */
+    record Command(int kind, long instanceId, byte[] config, long flushRequestId, List<Long> dataSourceIds, int fd) {
+    }
+
+    private PortProducer(IpcClient client, BoundService port, byte[] initializeReply) {
+        this.client = client;
+        this.port = port;
+        this.initializeReply = initializeReply;
+    }
+
+    /** Connects, initializes with the given hints, and opens the command stream. */
+    static PortProducer connect(UnixAddress address, String name, int sizeHint, int pageHint) throws Exception {
+        return connect(address, name, sizeHint, pageHint, -1, 0);
+    }
+
+    static PortProducer connect(UnixAddress address, String name, int sizeHint, int pageHint, int providedSmbFd,
+                                int scrapingMode) throws Exception {
+        IpcClient client = IpcClient.connect(address);
+        BoundService port = client.bindService(ProducerPort.SERVICE_NAME).get(5, TimeUnit.SECONDS);
+        HeapBuffered<InitializeConnectionRequest> request = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
+        request.get().setSharedMemorySizeHintBytes(sizeHint);
+        request.get().setSharedMemoryPageSizeHintBytes(pageHint);
+        request.get().setProducerName(name);
+        if (scrapingMode != 0) {
+            request.get().setSmbScrapingMode(InitializeConnectionRequest.ProducerSMBScrapingMode.forNumber(scrapingMode));
+        }
+        if (providedSmbFd >= 0) {
+            request.get().setProducerProvidedShmem(true);
+        }
+        BlockingQueue<Reply> replies = new LinkedBlockingQueue<>();
+        client.invoke(port, "InitializeConnection", request.toByteArray(), providedSmbFd, replies::add);
+        Reply reply = replies.poll(5, TimeUnit.SECONDS);
+        if (reply == null || !reply.success()) {
+            client.close();
+            throw new IllegalStateException("InitializeConnection failed: " + reply);
+        }
+        PortProducer producer = new PortProducer(client, port, reply.replyProto());
+        client.invoke(port, "GetAsyncCommand", new byte[0], -1, producer::onCommand);
+        return producer;
+    }
+
+    void registerDataSource(String name, boolean notifyOnStop, boolean clearsIncrementalState) throws Exception {
+        HeapBuffered<RegisterDataSourceRequest> request = new HeapBuffered<>(RegisterDataSourceRequest.FACTORY);
+        var descriptor = request.get().setDataSourceDescriptor();
+        descriptor.setName(name);
+        if (notifyOnStop) {
+            descriptor.setWillNotifyOnStop(true);
+        }
+        if (clearsIncrementalState) {
+            descriptor.setHandlesIncrementalStateClear(true);
+        }
+        call("RegisterDataSource", request.toByteArray());
+    }
+
+    void registerTraceWriter(int writerId, int targetBuffer) throws Exception {
+        HeapBuffered<RegisterTraceWriterRequest> request = new HeapBuffered<>(RegisterTraceWriterRequest.FACTORY);
+        request.get().setTraceWriterId(writerId);
+        request.get().setTargetBuffer(targetBuffer);
+        call("RegisterTraceWriter", request.toByteArray());
+    }
+
+    void notifyStopped(long instanceId) throws Exception {
+        HeapBuffered<NotifyDataSourceStoppedRequest> request = new HeapBuffered<>(NotifyDataSourceStoppedRequest.FACTORY);
+        request.get().setDataSourceId(instanceId);
+        call("NotifyDataSourceStopped", request.toByteArray());
+    }
+
+    /** Invokes a method and waits for its reply; returns it. */
+    Reply call(String method, byte[] args) throws Exception {
+        return client.invoke(port, method, args).get(5, TimeUnit.SECONDS);
+    }
+
+    /** The next command, waiting at most 5 s; throws if none came. */
+    Command next() throws InterruptedException {
+        Command command = commands.poll(5, TimeUnit.SECONDS);
+        if (command == null) {
+            throw new AssertionError("no command from the service within 5 s");
+        }
+        return command;
+    }
+
+    /** The next command, which must be of {@code kind} (a GetAsyncCommandResponse field number). */
+    Command next(int kind) throws InterruptedException {
+        Command command = next();
+        if (command.kind() != kind) {
+            throw new AssertionError("expected command " + kind + ", got " + command);
+        }
+        return command;
+    }
+
+    /** A writer on the mapped SMB for buffer {@code targetBuffer}, registered with the service. */
+    TraceWriter<TracePacket> newWriter(int targetBuffer) throws Exception {
+        TraceWriter<TracePacket> writer = arbiter.createTraceWriter(targetBuffer, BufferExhaustedPolicy.STALL);
+        registerTraceWriter(writer.writerId(), targetBuffer);
+        return writer;
+    }
+
+    private void onCommand(Reply reply) {
+        if (!reply.success()) {
+            return;
+        }
+        GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
+        command.reset(MemorySegment.ofArray(reply.replyProto()));
+        Command decoded;
+        if (command.hasSetupTracing()) {
+            var setup = new GetAsyncCommandResponse.SetupTracing.Decoder();
+            command.setupTracing(setup);
+            pageSizeKb = setup.sharedBufferPageSizeKb();
+            if (reply.fd() >= 0) {
+                smb = SharedMemory.attach(reply.fd(), Seals.REQUIRED);
+                arbiter = new SharedMemoryArbiter(smb.segment(), pageSizeKb * 1024, this::commit);
+            }
+            decoded = new Command(GetAsyncCommandResponse.SETUP_TRACING_FIELD_NUMBER, 0, null, 0, List.of(), reply.fd());
+        } else if (command.hasSetupDataSource() || command.hasStartDataSource()) {
+            boolean setup = command.hasSetupDataSource();
+            var start = new GetAsyncCommandResponse.StartDataSource.Decoder();
+            int field = setup ? GetAsyncCommandResponse.SETUP_DATA_SOURCE_FIELD_NUMBER
+                    : GetAsyncCommandResponse.START_DATA_SOURCE_FIELD_NUMBER;
+            start.reset(command.field(field));
+            byte[] config = start.field(GetAsyncCommandResponse.StartDataSource.CONFIG_FIELD_NUMBER).asBytes();
+            decoded = new Command(field, start.newInstanceId(), config, 0, List.of(), -1);
+        } else if (command.hasStopDataSource()) {
+            var stop = new GetAsyncCommandResponse.StopDataSource.Decoder();
+            command.stopDataSource(stop);
+            decoded = new Command(GetAsyncCommandResponse.STOP_DATA_SOURCE_FIELD_NUMBER, stop.instanceId(), null, 0,
+                    List.of(), -1);
+        } else if (command.hasFlush()) {
+            var flush = new GetAsyncCommandResponse.Flush.Decoder();
+            command.flush(flush);
+            decoded = new Command(GetAsyncCommandResponse.FLUSH_FIELD_NUMBER, 0, null, flush.requestId(),
+                    ids(flush.dataSourceIds(new RepeatedScalarIterator())), -1);
+            Consumer<Long> handler = onFlush;
+            if (handler == null) {
+                acknowledgeFlush(flush.requestId());
+            } else {
+                handler.accept(flush.requestId());
+            }
+        } else if (command.hasClearIncrementalState()) {
+            var clear = new GetAsyncCommandResponse.ClearIncrementalState.Decoder();
+            command.clearIncrementalState(clear);
+            decoded = new Command(GetAsyncCommandResponse.CLEAR_INCREMENTAL_STATE_FIELD_NUMBER, 0, null, 0,
+                    ids(clear.dataSourceIds(new RepeatedScalarIterator())), -1);
+        } else {
+            UnixSocket.closeReceived(reply.fd());
+            return;
+        }
+        commands.add(decoded);
+    }
+
+    private static List<Long> ids(RepeatedScalarIterator it) {
+        List<Long> ids = new ArrayList<>();
+        while (it.next()) {
+            ids.add(it.value());
+        }
+        return ids;
+    }
+
+    /** What an SDK producer does on Flush: commit idle writers' chunks, then CommitData with the request id. */
+    void acknowledgeFlush(long requestId) {
+        if (arbiter != null && reclaimOnFlush) {
+            arbiter.reclaimIdleChunks();
+        }
+        HeapBuffered<CommitDataRequest> ack = new HeapBuffered<>(CommitDataRequest.FACTORY);
+        ack.get().setFlushRequestId(requestId);
+        client.invoke(port, "CommitData", ack.toByteArray());
+    }
+
+    private void commit(CommitRequest request) {
+        HeapBuffered<CommitDataRequest> message = new HeapBuffered<>(CommitDataRequest.FACTORY);
+        request.writeTo(message.get());
+        client.invoke(port, "CommitData", message.toByteArray());
+    }
+
+    /** The target buffer a start command's config names. */
+    static int targetBuffer(Command start) {
+        DataSourceConfig.Decoder config = new DataSourceConfig.Decoder();
+        config.reset(MemorySegment.ofArray(start.config()));
+        return config.targetBuffer();
+    }
+
+    @Override
+    public void close() {
+        client.close();
+        if (smb != null) {
+            smb.close();
+        }
+    }
+}

@@ -276,10 +276,13 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
   }
   bytes -= bytes % sizeof(uintptr_t);
 #if defined(__x86_64__)
-  // unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
+  // The registers as they will be once this function returns to its caller (the hook),
+  // so that pc, frame pointer and stack pointer describe one frame: rip the return
+  // address, rbp the caller's frame pointer this frame saved, rsp past this frame's two
+  // words. unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
   uint64_t* regs = (uint64_t*)metadata.register_data;
-  regs[6] = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-  regs[7] = sp;
+  regs[6] = (uint64_t)*(const uintptr_t*)sp;
+  regs[7] = sp + 2 * sizeof(uintptr_t);
   regs[16] = (uint64_t)(uintptr_t)__builtin_return_address(0);
   metadata.arch = 4;
 #endif

@@ -87,8 +87,14 @@ class NativeClientTest {
                             if (alloc.allocSize() == 1000 || alloc.allocSize() == 3000) {
                                 minStack = Math.min(minStack, reader.stack().byteSize());
                                 assertEquals(AllocMetadata.ARCH_X86_64, alloc.arch());
-                                assertEquals(alloc.stackPointer(),
-                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 7 * 8), "rsp is where the copy starts");
+                                // The registers are the hook's, as the recording frame returns to it: rsp
+                                // past that frame's saved rbp and return address, the copy's first words.
+                                assertEquals(alloc.stackPointer() + 16,
+                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 7 * 8), "rsp");
+                                assertEquals(reader.stack().get(Layouts.LONG_UNALIGNED, 0),
+                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 6 * 8), "rbp");
+                                assertEquals(reader.stack().get(Layouts.LONG_UNALIGNED, 8),
+                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 16 * 8), "rip");
                             }
                         } else if (type == WireRecord.Type.FREE) {
                             assertTrue(sequenceNumbers.add(reader.freeSequenceNumber()), "a sequence number twice");

@@ -3,7 +3,10 @@ package dev.ffmtrace.heapprofd.service;
 import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import dev.ffmtrace.memory.Layouts;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -22,7 +25,8 @@ import java.util.function.Supplier;
  * mapping: the mark of a caller built without frame pointers, or of the stack's start.
  * Each pc is found in the process's mappings (its {@code /proc/PID/maps}, read again when a
  * pc falls outside every known mapping, at most every 500 ms as Perfetto's unwinder does)
- * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file), or
+ * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file, and only
+ * if the file at the mapping's path is still the one mapped, its inode the same), or
  * {@code module+0xoffset} without one.
  *
  * <p>The leaf frames of the client library itself (its malloc hooks) are dropped, as
@@ -206,13 +210,22 @@ final class Unwinder implements AutoCloseable {
         FileKey key = new FileKey(mapping.path(), mapping.inode());
         Optional<ElfFile> elf = elfFiles.get(key);
         if (elf == null) {
-            elf = Optional.ofNullable(ElfFile.read(mapping.path()));
+            // The file at the path now must be the one mapped: a rebuilt binary's symbols would name the wrong functions.
+            elf = Optional.ofNullable(inode(mapping.path()) == mapping.inode() ? ElfFile.read(mapping.path()) : null);
             if (elfFiles.size() == MAX_ELF_FILES) {
                 elfFiles.clear();
             }
             elfFiles.put(key, elf);
         }
         return elf.orElse(null);
+    }
+
+    private static long inode(String path) {
+        try {
+            return (Long) Files.getAttribute(Path.of(path), "unix:ino");
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     /** Stacks unwound. */

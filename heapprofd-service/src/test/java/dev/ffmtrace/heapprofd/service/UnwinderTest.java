@@ -35,6 +35,7 @@ class UnwinderTest {
 
     private static long a;
     private static long main;
+    private static long inode;
 
     @BeforeAll
     static void findFunctions() throws Exception {
@@ -45,6 +46,7 @@ class UnwinderTest {
                 main = Long.parseUnsignedLong(symbol[0], 16);
             }
         }
+        inode = (Long) Files.getAttribute(Path.of(program()), "unix:ino");
         // The mapping below maps the file from offset 0: its text is where its symbols say.
         ElfFile elf = ElfFile.read(program());
         assertEquals(a, elf.vaddrOf(a));
@@ -56,12 +58,16 @@ class UnwinderTest {
     }
 
     private static byte[] maps(long programAt) {
+        return maps(programAt, inode);
+    }
+
+    private static byte[] maps(long programAt, long programInode) {
         return String.format("""
-                %x-%x r-xp 00000000 08:01 4242 %s
+                %x-%x r-xp 00000000 08:01 %d %s
                 %x-%x r-xp 00000000 08:01 17 /opt/ffmtrace/libffmtrace_heapprofd.so
                 %x-%x rw-p 00000000 00:00 0 [stack]
-                """, programAt, programAt + 0x5000, program(), CLIENT, CLIENT + 0x1000, STACK, STACK + STACK_SIZE)
-                .getBytes(StandardCharsets.US_ASCII);
+                """, programAt, programAt + 0x5000, programInode, program(), CLIENT, CLIENT + 0x1000, STACK,
+                STACK + STACK_SIZE).getBytes(StandardCharsets.US_ASCII);
     }
 
     /** A stack copy from {@link #SP}, and the registers of the client's hook. */
@@ -153,7 +159,7 @@ class UnwinderTest {
             assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwinder.unwind(frames.alloc, frames.copy));
             // dlopen: the same file mapped a second time, higher up.
             maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII)
-                    + String.format("%x-%x r-xp 00000000 08:01 4242 %s%n", elsewhere, elsewhere + 0x5000, program()))
+                    + String.format("%x-%x r-xp 00000000 08:01 %d %s%n", elsewhere, elsewhere + 0x5000, inode, program()))
                     .getBytes(StandardCharsets.US_ASCII));
             clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
             assertEquals(List.of("a", "main", "a"), unwinder.unwind(frames.alloc, frames.copy));
@@ -171,6 +177,16 @@ class UnwinderTest {
             frames = hookAMain(0, CLIENT + 0x801);
             assertEquals(List.of("a", "main", "libffmtrace_heapprofd.so+0x800"),
                     unwinder.unwind(frames.alloc, frames.copy));
+        }
+    }
+
+    @Test
+    void aFileThatIsNoLongerTheOneMappedIsNotReadForSymbols() {
+        // The maps name the program's path with another inode: the file was replaced since.
+        try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime)) {
+            Frames frames = hookAMain(0, 0);
+            assertEquals(List.of("heapprofd_pattern+0x" + Long.toHexString(a + 0xd),
+                    "heapprofd_pattern+0x" + Long.toHexString(main + 0x1f)), unwinder.unwind(frames.alloc, frames.copy));
         }
     }
 

@@ -225,9 +225,19 @@ __attribute__((noinline, no_sanitize_address)) static void copy_stack(uint8_t* t
   }
 }
 
+// Whether the service still holds its end of the socket: it never sends after the
+// configuration, so a peek finds nothing to read while it does, and the end of the stream
+// once it hung up.
+static int service_connected(void) {
+  char byte;
+  ssize_t n = recv(g_socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
 // Reserves a record of `size` bytes under the ring's lock, waiting for room only when the
-// configuration says so; 0 (and the client stopped for good) when it cannot. Called with
-// g_lock held.
+// configuration says so and, as Perfetto's client does, only while the service is there
+// (a service that hung up never frees the room); 0 (and the client stopped for good) when
+// it cannot. Called with g_lock held.
 static int reserve_record(uint64_t size, srb_record* record) {
   struct timespec backoff = {0, 100 * 1000};
   uint64_t waited_us = 0;
@@ -242,7 +252,8 @@ static int reserve_record(uint64_t size, srb_record* record) {
       return 1;
     }
     int wait = result == SRB_NO_SPACE && g_config.block_client &&
-               (g_config.block_client_timeout_us == 0 || waited_us < g_config.block_client_timeout_us);
+               (g_config.block_client_timeout_us == 0 || waited_us < g_config.block_client_timeout_us) &&
+               service_connected();
     if (!wait) {
       stop();
       return 0;

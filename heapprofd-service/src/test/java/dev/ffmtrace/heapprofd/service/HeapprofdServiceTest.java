@@ -10,8 +10,13 @@ import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -108,6 +113,8 @@ class HeapprofdServiceTest {
                 String line = service.folded(true).stream().filter(l -> l.endsWith(";main;deep;c 5000")).findFirst()
                         .orElseThrow();
                 assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");"), line);
+                assertEquals(List.of("/proc/" + process.pid() + "/maps", "/proc/" + process.pid() + "/mem"),
+                        procFdsOf(process.pid()), "the service holds the client's /proc fds while it lives");
                 process.getOutputStream().write('\n');
                 process.getOutputStream().flush();
                 assertTrue(process.waitFor(60, TimeUnit.SECONDS));
@@ -115,12 +122,29 @@ class HeapprofdServiceTest {
             } finally {
                 process.destroyForcibly();
             }
+            // The client has gone: its connection lets go of them.
+            awaitUntil(() -> procFdsOf(process.pid()).isEmpty());
             assertEquals(0, service.totals().unwindingErrors(), service.folded(false).toString());
         }
     }
 
+    /** Where this JVM's fds into process {@code pid}'s /proc directory point, sorted. */
+    private static List<String> procFdsOf(long pid) {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.map(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).toString();
+                } catch (IOException e) {
+                    return "";
+                }
+            }).filter(target -> target.startsWith("/proc/" + pid + "/")).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
     private static ProcessBuilder pattern(HeapprofdService service, String... args) {
-        List<String> command = new java.util.ArrayList<>();
+        List<String> command = new ArrayList<>();
         command.add(CPrograms.program("heapprofd_pattern").toString());
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command);

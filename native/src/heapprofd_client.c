@@ -225,9 +225,19 @@ __attribute__((noinline, no_sanitize_address)) static void copy_stack(uint8_t* t
   }
 }
 
+// Whether the service still holds its end of the socket: it never sends after the
+// configuration, so a peek finds nothing to read while it does, and the end of the stream
+// once it hung up.
+static int service_connected(void) {
+  char byte;
+  ssize_t n = recv(g_socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+}
+
 // Reserves a record of `size` bytes under the ring's lock, waiting for room only when the
-// configuration says so; 0 (and the client stopped for good) when it cannot. Called with
-// g_lock held.
+// configuration says so and, as Perfetto's client does, only while the service is there
+// (a service that hung up never frees the room); 0 (and the client stopped for good) when
+// it cannot. Called with g_lock held.
 static int reserve_record(uint64_t size, srb_record* record) {
   struct timespec backoff = {0, 100 * 1000};
   uint64_t waited_us = 0;
@@ -242,7 +252,8 @@ static int reserve_record(uint64_t size, srb_record* record) {
       return 1;
     }
     int wait = result == SRB_NO_SPACE && g_config.block_client &&
-               (g_config.block_client_timeout_us == 0 || waited_us < g_config.block_client_timeout_us);
+               (g_config.block_client_timeout_us == 0 || waited_us < g_config.block_client_timeout_us) &&
+               service_connected();
     if (!wait) {
       stop();
       return 0;
@@ -276,10 +287,13 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
   }
   bytes -= bytes % sizeof(uintptr_t);
 #if defined(__x86_64__)
-  // unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
+  // The registers as they will be once this function returns to its caller (the hook),
+  // so that pc, frame pointer and stack pointer describe one frame: rip the return
+  // address, rbp the caller's frame pointer this frame saved, rsp past this frame's two
+  // words. unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
   uint64_t* regs = (uint64_t*)metadata.register_data;
-  regs[6] = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-  regs[7] = sp;
+  regs[6] = (uint64_t)*(const uintptr_t*)sp;
+  regs[7] = sp + 2 * sizeof(uintptr_t);
   regs[16] = (uint64_t)(uintptr_t)__builtin_return_address(0);
   metadata.arch = 4;
 #endif

@@ -1,9 +1,12 @@
 // The program heapprofd-client's tests profile with the preloaded C client: a known
 // pattern of allocations, 1,000 blocks of 1,000 bytes from a() and 1,000 of 3,000 bytes
 // from b(), then half of b()'s freed. The sizes are ones libc does not allocate itself.
-// Built with frame pointers, so that its stacks unwind without DWARF. With the argument
-// "fork", b()'s blocks are allocated by a forked child instead, which the client does
-// not follow.
+// Built with frame pointers and without tail calls, so that its stacks unwind without
+// DWARF. With the argument "fork", b()'s blocks are allocated by a forked child instead,
+// which the client does not follow. With "deep", it only allocates 5,000 bytes from c()
+// beneath deep(), whose frame is larger than the client's 64 KiB stack copy, then waits
+// for a line on stdin before it exits, so that the service reads the rest of that stack
+// from the live process.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +23,25 @@ __attribute__((noinline)) static void* b(void) {
   return malloc(3000);
 }
 
+__attribute__((noinline)) static void* c(void) {
+  return malloc(5000);
+}
+
+__attribute__((noinline)) static void* deep(void) {
+  volatile char pad[96 * 1024];
+  pad[0] = 1;
+  void* block = c();
+  // Keeps pad, and so the frame's size, live across the call.
+  pad[sizeof(pad) - 1] = 2;
+  return block;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "deep") == 0) {
+    printf("%p\n", deep());
+    fflush(stdout);
+    return getchar() == EOF;
+  }
   static void* from_a[BLOCKS];
   static void* from_b[BLOCKS];
   for (int i = 0; i < BLOCKS; i++) {

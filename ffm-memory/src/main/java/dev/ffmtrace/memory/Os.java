@@ -2,6 +2,10 @@ package dev.ffmtrace.memory;
 
 import dev.ffmtrace.memory.internal.Native;
 
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 
 /**
@@ -21,7 +25,11 @@ public final class Os {
     /** {@code CLOCK_BOOTTIME}: monotonic and counting suspend; Perfetto's default trace clock. */
     public static final int CLOCK_BOOTTIME = Native.CLOCK_BOOTTIME;
 
+    /** {@code EIO}: {@link #pread} returns it negated for unmapped memory of a {@code /proc/PID/mem} fd. */
+    public static final int EIO = Native.EIO;
+
     private static final int PID = (int) ProcessHandle.current().pid();
+    private static final int READ_CHUNK = 64 * 1024;
 
     private Os() {
     }
@@ -40,6 +48,57 @@ public final class Os {
     /** Closes an fd this process owns (one it opened, or received from a peer). */
     public static void closeFd(int fd) {
         Native.close(fd);
+    }
+
+    /**
+     * Reads up to {@code into.byteSize()} bytes of {@code fd} at {@code offset}
+     * ({@code pread(2)}: the fd's own position is left alone, so a thread may read any part
+     * of a file another thread also reads, and read it again from 0). Returns the bytes
+     * read, 0 at the end of the file, or {@code -errno}: a failed read is a result, not an
+     * exception, because reading another process's memory through its {@code /proc/PID/mem}
+     * fails with EIO ({@link #EIO}) wherever nothing is mapped.
+     *
+     * @param into a native segment (the kernel writes into it)
+     * @throws IllegalArgumentException if {@code into} is a heap segment or {@code offset} negative
+     */
+    public static long pread(int fd, MemorySegment into, long offset) {
+        if (!into.isNative()) {
+            throw new IllegalArgumentException("pread needs a native segment, not " + into);
+        }
+        if (offset < 0) {
+            throw new IllegalArgumentException("a file offset cannot be negative, got " + offset);
+        }
+        return Native.pread(fd, into, into.byteSize(), offset);
+    }
+
+    /**
+     * The contents of {@code fd} from offset 0 to its end, at most {@code maxBytes} of them
+     * (a longer file is cut there), read with {@link #pread} and so again from the start on
+     * every call: for files whose size {@code fstat} does not know, such as another
+     * process's {@code /proc/PID/maps} received as an fd.
+     *
+     * @throws NativeException if a read fails
+     */
+    public static byte[] readFile(int fd, int maxBytes) {
+        if (maxBytes < 0) {
+            throw new IllegalArgumentException("maxBytes cannot be negative, got " + maxBytes);
+        }
+        ByteArrayOutputStream contents = new ByteArrayOutputStream();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment chunk = arena.allocate(Math.max(1, Math.min(maxBytes, READ_CHUNK)));
+            while (contents.size() < maxBytes) {
+                long wanted = Math.min(chunk.byteSize(), maxBytes - contents.size());
+                long read = Native.pread(fd, chunk, wanted, contents.size());
+                if (read < 0) {
+                    throw new NativeException("pread(" + fd + ", " + contents.size() + ")", (int) -read);
+                }
+                if (read == 0) {
+                    break;
+                }
+                contents.write(chunk.asSlice(0, read).toArray(ValueLayout.JAVA_BYTE), 0, (int) read);
+            }
+        }
+        return contents.toByteArray();
     }
 
     /** The runtime page size. */

@@ -95,6 +95,7 @@ public final class Native {
     public static final int ENOENT = 2;
     public static final int ESRCH = 3;
     public static final int EINTR = 4;
+    public static final int EIO = 5;
     public static final int EBADF = 9;
     public static final int EAGAIN = 11;
     public static final int EACCES = 13;
@@ -155,6 +156,8 @@ public final class Native {
             FunctionDescriptor.of(C_INT, C_INT, C_LONG));
     private static final MethodHandle FCNTL_INT = downcall("fcntl",
             FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle PREAD = downcall("pread",
+            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_LONG));
     private static final MethodHandle FSTAT = downcall("fstat",
             FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
     private static final MethodHandle MMAP = downcall("mmap",
@@ -283,6 +286,30 @@ public final class Native {
                 throw failure("fcntl(" + fd + ", " + cmd + ")", state);
             }
             return result;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code pread(2)}: up to {@code length} bytes of {@code fd} at {@code offset} into
+     * {@code buffer}, retried on EINTR. Returns the bytes read (0 at the end of the file), or
+     * {@code -errno}, which callers handle as a result: reading another process's memory
+     * through its {@code /proc/PID/mem} fails with EIO where nothing is mapped.
+     */
+    public static long pread(int fd, MemorySegment buffer, long length, long offset) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while (true) {
+                long read = (long) PREAD.invokeExact(state, fd, buffer, length, offset);
+                if (read >= 0) {
+                    return read;
+                }
+                int errno = errno(state);
+                if (errno != EINTR) {
+                    return -errno;
+                }
+            }
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -52,7 +52,8 @@ class NativeClientTest {
             builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
             builder.redirectError(ProcessBuilder.Redirect.INHERIT);
             Process process = builder.start();
-            try (UnixSocket client = server.accept()) {
+            // A failed assertion must not leave the program behind, blocked on a ring nobody reads.
+            try (UnixSocket client = server.accept(); AutoCloseable _ = process::destroyForcibly) {
                 UnixSocket.Received hello = client.receive(new byte[16], 4);
                 assertEquals(1, hello.bytes());
                 assertEquals(2, hello.fds().length, "/proc/self/maps and mem");
@@ -87,8 +88,14 @@ class NativeClientTest {
                             if (alloc.allocSize() == 1000 || alloc.allocSize() == 3000) {
                                 minStack = Math.min(minStack, reader.stack().byteSize());
                                 assertEquals(AllocMetadata.ARCH_X86_64, alloc.arch());
-                                assertEquals(alloc.stackPointer(),
-                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 7 * 8), "rsp is where the copy starts");
+                                // The registers are the hook's, as the recording frame returns to it: rsp
+                                // past that frame's saved rbp and return address, the copy's first words.
+                                assertEquals(alloc.stackPointer() + 16,
+                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 7 * 8), "rsp");
+                                assertEquals(reader.stack().get(Layouts.LONG_UNALIGNED, 0),
+                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 6 * 8), "rbp");
+                                assertEquals(reader.stack().get(Layouts.LONG_UNALIGNED, 8),
+                                        alloc.registers().get(Layouts.LONG_UNALIGNED, 16 * 8), "rip");
                             }
                         } else if (type == WireRecord.Type.FREE) {
                             assertTrue(sequenceNumbers.add(reader.freeSequenceNumber()), "a sequence number twice");
@@ -149,6 +156,46 @@ class NativeClientTest {
         // Over 10 runs the spread of the mean is 2% for a(), 3% for b()'s 1,500,000 live bytes: 6 of them allowed.
         assertTrue(Math.abs(sumA / runs - 1e6) < 0.12 * 1e6, "a(): mean " + sumA / runs);
         assertTrue(Math.abs(sumB / runs - 1.5e6) < 0.18 * 1.5e6, "b(): mean " + sumB / runs);
+    }
+
+    /**
+     * A client that blocks for room, with no timeout, waits only while the service is there,
+     * as Perfetto's client does: when the service hangs up with the ring full, it stops
+     * profiling and the program runs to its end.
+     */
+    @Test
+    void aBlockedClientStopsWaitingWhenTheServiceHangsUp() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());
+        ClientConfiguration blocking = new ClientConfiguration(1, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+            ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString());
+            builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
+            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
+            builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+            Process process = builder.start();
+            try (AutoCloseable _ = process::destroyForcibly) {
+                try (UnixSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
+                    UnixSocket.closeReceived(client.receive(new byte[16], 4).fds());
+                    byte[] bytes = new byte[ClientConfiguration.SIZE];
+                    blocking.encodeTo(MemorySegment.ofArray(bytes), 0);
+                    client.send(bytes, ring.fd());
+                    // Records arrive until the ring, never read, is full: the client waits for room.
+                    byte[] wakeUps = new byte[4096];
+                    long records = 0;
+                    while (records < 2) {
+                        records += client.receive(wakeUps, 0).bytes();
+                    }
+                    // The pattern takes milliseconds: still running, it is waiting.
+                    Thread.sleep(500);
+                    assertTrue(process.isAlive(), "the client waits for room in the full ring");
+                }
+                assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the client gave up waiting");
+                assertEquals(0, process.exitValue());
+                String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+                assertTrue(output.contains("0x"), "the program ran to its end: " + output);
+            }
+        }
     }
 
     @Test

@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -27,10 +28,11 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * reads its ring, unwinds its records and keeps its books. The client's pid comes from
  * the socket's peer credentials, never from what it sends.
  *
- * <p>Unwinding, so far: Java stacks ({@code AllocMetadata.ARCH_JAVA}); a native stack is
- * booked under one "[unknown]" frame until frame-pointer unwinding lands. A client that
- * dies or sends garbage costs only itself: its thread counts what it could not read and
- * ends when its socket closes.
+ * <p>Java stacks ({@code AllocMetadata.ARCH_JAVA}) are decoded; native x86-64 stacks are
+ * unwound by frame pointers and symbolized from the ELF files the process maps (see
+ * {@code Unwinder}), which needs the program built with {@code -fno-omit-frame-pointer}. A
+ * client that dies or sends garbage costs only itself: its thread counts what it could not
+ * read and ends when its socket closes.
  */
 public final class HeapprofdService implements AutoCloseable {
     private final UnixServerSocket server;
@@ -98,23 +100,38 @@ public final class HeapprofdService implements AutoCloseable {
     private ClientConnection handshake(UnixSocket socket) {
         PeerCredentials peer = socket.peerCredentials();
         UnixSocket.Received hello = socket.receive(new byte[1], 2);
-        for (int fd : hello.fds()) {
-            // The unwinder of native stacks reads /proc/PID/mem through these; Java stacks need neither.
-            Os.closeFd(fd);
-        }
         if (hello.bytes() != 1 || hello.fds().length != 2) {
+            UnixSocket.closeReceived(hello.fds());
             throw new IllegalStateException("a client's handshake is one byte with two fds");
         }
-        SharedRingBuffer ring = SharedRingBuffer.create(ringSize);
+        // The client's /proc/self/maps and /proc/self/mem, for unwinding its native stacks.
+        int mapsFd = hello.fds()[0];
+        int memFd = hello.fds()[1];
+        SharedRingBuffer ring;
+        ClientConnection connection;
+        try {
+            ring = SharedRingBuffer.create(ringSize);
+        } catch (RuntimeException e) {
+            UnixSocket.closeReceived(hello.fds());
+            throw e;
+        }
+        try {
+            connection = new ClientConnection(processName(peer.pid()) + " (" + peer.pid() + ")", socket, ring, mapsFd,
+                    memFd);
+        } catch (RuntimeException e) {
+            ring.close();
+            UnixSocket.closeReceived(hello.fds());
+            throw e;
+        }
         try {
             byte[] bytes = new byte[ClientConfiguration.SIZE];
             configuration.encodeTo(MemorySegment.ofArray(bytes), 0);
             socket.send(bytes, ring.fd());
         } catch (RuntimeException e) {
-            ring.close();
+            connection.release();
             throw e;
         }
-        return new ClientConnection(processName(peer.pid()) + " (" + peer.pid() + ")", socket, ring);
+        return connection;
     }
 
     /**
@@ -135,26 +152,45 @@ public final class HeapprofdService implements AutoCloseable {
     }
 
     /**
-     * What the service read from every client so far.
+     * What the service read from one client, or from every client so far.
      *
      * @param records records read and booked
-     * @param malformed records, or their stacks, that were not what they claimed
+     * @param malformed records, or their Java stacks, that were not what they claimed
      * @param overflowed allocations dropped, or booked at the root, because a client's books were full
+     * @param nativeStacks native stacks unwound
+     * @param unwindingErrors native stacks whose walk failed before its end (a word it could not
+     *        read, a pc outside every mapping, too many frames, registers of another architecture),
+     *        booked with the frames found under an {@code ERROR} frame; a walk that ends at a frame
+     *        built without frame pointers is no error
      */
-    public record Totals(long records, long malformed, long overflowed) {
+    public record Stats(long records, long malformed, long overflowed, long nativeStacks, long unwindingErrors) {
+        Stats plus(Stats other) {
+            return new Stats(records + other.records, malformed + other.malformed, overflowed + other.overflowed,
+                    nativeStacks + other.nativeStacks, unwindingErrors + other.unwindingErrors);
+        }
     }
 
-    /** The {@link Totals} so far. */
-    public Totals totals() {
-        long records = 0;
-        long malformed = 0;
-        long overflowed = 0;
-        for (ClientConnection client : clients) {
-            records += client.records();
-            malformed += client.malformed();
-            overflowed += client.books.overflowed();
+    /** The {@link Stats} of every client together, so far. */
+    public Stats totals() {
+        Stats totals = new Stats(0, 0, 0, 0, 0);
+        for (Stats stats : processStats().values()) {
+            totals = totals.plus(stats);
         }
-        return new Totals(records, malformed, overflowed);
+        return totals;
+    }
+
+    /**
+     * The {@link Stats} of each client so far, by process as {@link #folded} names it
+     * (command name and pid), the per-process stats a heap profile reports.
+     */
+    public Map<String, Stats> processStats() {
+        Map<String, Stats> stats = new LinkedHashMap<>();
+        for (ClientConnection client : clients) {
+            Stats own = new Stats(client.records(), client.malformed(), client.books.overflowed(), client.nativeStacks(),
+                    client.unwindingErrors());
+            stats.merge(client.process, own, Stats::plus);
+        }
+        return stats;
     }
 
     private static String processName(int pid) {

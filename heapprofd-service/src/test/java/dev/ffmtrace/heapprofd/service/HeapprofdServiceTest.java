@@ -10,12 +10,18 @@ import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The service with real clients: the Java client in this process, and the C client preloaded into a program. */
@@ -67,23 +73,90 @@ class HeapprofdServiceTest {
     }
 
     @Test
-    void theCClientsPatternArrivesWhole() throws Exception {
+    void theCClientsPatternIsBookedUnderItsUnwoundStacks() throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
-            ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString());
-            builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
-            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + service.address().name());
-            Process process = builder.redirectErrorStream(true).start();
+            Process process = pattern(service).start();
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue());
-            // Native frames are one "[unknown]" callsite until frame-pointer unwinding: its
-            // unreleased bytes are a()'s 1,000,000 and half of b()'s 3,000,000, plus libc's own.
             // The process has exited; the service may still be reading the last of its records.
-            awaitUntil(() -> unreleased(service) >= 2_500_000 && unreleased(service) < 2_600_000);
-            long unreleased = unreleased(service);
-            assertTrue(unreleased >= 2_500_000 && unreleased < 2_600_000, "unreleased " + unreleased);
-            assertEquals(0, service.totals().malformed());
+            awaitUntil(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
+                    && bytesUnder(service.folded(true), ";main;b") == 1_500_000);
+            List<String> unreleased = service.folded(true);
+            List<String> allocated = service.folded(false);
+            assertEquals(1_000_000, bytesUnder(unreleased, ";main;a"), unreleased.toString());
+            assertEquals(1_000_000, bytesUnder(allocated, ";main;a"), allocated.toString());
+            assertEquals(1_500_000, bytesUnder(unreleased, ";main;b"), unreleased.toString());
+            assertEquals(3_000_000, bytesUnder(allocated, ";main;b"), allocated.toString());
+            // Each is one callsite, its frames the program's alone: the client's hooks are dropped.
+            for (String leaf : List.of(";main;a ", ";main;b ")) {
+                List<String> lines = allocated.stream().filter(line -> line.contains(leaf)).toList();
+                assertEquals(1, lines.size(), lines.toString());
+                assertTrue(lines.getFirst().startsWith("heapprofd_patte (" + process.pid() + ");"), lines.getFirst());
+                assertFalse(lines.getFirst().contains("malloc"), lines.getFirst());
+            }
+            HeapprofdService.Stats stats = service.totals();
+            assertEquals(0, stats.malformed());
+            assertTrue(stats.nativeStacks() >= 2_000, stats.toString());
+            assertEquals(0, stats.unwindingErrors(), allocated.toString());
         }
+    }
+
+    @Test
+    void aStackLargerThanItsCopyIsReadFromTheLiveProcess() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
+            Process process = pattern(service, "deep").start();
+            try {
+                // c()'s block is 5,000 bytes under deep(), whose 96 KiB frame ends the 64 KiB copy:
+                // main's frame is beyond it, in the process, which waits for a line on stdin.
+                awaitUntil(() -> bytesUnder(service.folded(true), ";main;deep;c") == 5_000);
+                String line = service.folded(true).stream().filter(l -> l.endsWith(";main;deep;c 5000")).findFirst()
+                        .orElseThrow();
+                assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");"), line);
+                assertEquals(List.of("/proc/" + process.pid() + "/maps", "/proc/" + process.pid() + "/mem"),
+                        procFdsOf(process.pid()), "the service holds the client's /proc fds while it lives");
+                process.getOutputStream().write('\n');
+                process.getOutputStream().flush();
+                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+                assertEquals(0, process.exitValue());
+            } finally {
+                process.destroyForcibly();
+            }
+            // The client has gone: its connection lets go of them.
+            awaitUntil(() -> procFdsOf(process.pid()).isEmpty());
+            assertEquals(0, service.totals().unwindingErrors(), service.folded(false).toString());
+        }
+    }
+
+    /** Where this JVM's fds into process {@code pid}'s /proc directory point, sorted. */
+    private static List<String> procFdsOf(long pid) {
+        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
+            return fds.map(fd -> {
+                try {
+                    return Files.readSymbolicLink(fd).toString();
+                } catch (IOException e) {
+                    return "";
+                }
+            }).filter(target -> target.startsWith("/proc/" + pid + "/")).sorted().toList();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static ProcessBuilder pattern(HeapprofdService service, String... args) {
+        List<String> command = new ArrayList<>();
+        command.add(CPrograms.program("heapprofd_pattern").toString());
+        command.addAll(List.of(args));
+        ProcessBuilder builder = new ProcessBuilder(command);
+        builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
+        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + service.address().name());
+        return builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+    }
+
+    /** The bytes of every callsite whose stack ends in {@code leaf}. */
+    private static long bytesUnder(List<String> folded, String leaf) {
+        return folded.stream().filter(line -> line.substring(0, line.lastIndexOf(' ')).endsWith(leaf))
+                .mapToLong(line -> Long.parseLong(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }
 
     @Test
@@ -113,11 +186,6 @@ class HeapprofdServiceTest {
         } catch (NativeException e) {
             return e.getMessage().contains("ECONNRESET");
         }
-    }
-
-    private static long unreleased(HeapprofdService service) {
-        return service.folded(true).stream().mapToLong(line -> Long.parseLong(line.substring(line.lastIndexOf(' ') + 1)))
-                .sum();
     }
 
     private static String lineFor(List<String> folded, String frame) {

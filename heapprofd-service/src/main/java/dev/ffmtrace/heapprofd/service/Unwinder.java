@@ -1,0 +1,269 @@
+package dev.ffmtrace.heapprofd.service;
+
+import dev.ffmtrace.heapprofd.wire.AllocMetadata;
+import dev.ffmtrace.memory.Layouts;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * Unwinds a native client's Malloc records by frame pointers (x86-64): from the record's
+ * rip, rbp and rsp, each frame's saved rbp and return address are the two words at its
+ * rbp, read from the record's stack copy or, beyond it, from the process
+ * ({@link StackOverlayMemory}). The walk ends at a null frame pointer or return address,
+ * and at a frame pointer that is unaligned, not above the last one or outside the stack's
+ * mapping: the mark of a caller built without frame pointers, or of the stack's start.
+ * Each pc is found in the process's mappings (its {@code /proc/PID/maps}, read again when a
+ * pc falls outside every known mapping, at most every 500 ms as Perfetto's unwinder does)
+ * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file, and only
+ * if the file at the mapping's path is still the one mapped, its inode the same), or
+ * {@code module+0xoffset} without one.
+ *
+ * <p>The leaf frames of the client library itself (its malloc hooks) are dropped, as
+ * Perfetto's unwinder skips its client's maps: they are in every stack and are not the
+ * program's. A walk that fails (a word it cannot read, a pc outside every mapping, more
+ * than {@value #MAX_FRAMES} frames, registers of another architecture) keeps the frames
+ * it found and gets an outermost frame {@code ERROR <reason>}, named as Perfetto names
+ * unwindstack's errors; each is counted. One per connection, used by its thread only.
+ */
+final class Unwinder implements AutoCloseable {
+    /** Perfetto's kMaxFrames. */
+    static final int MAX_FRAMES = 500;
+    /** Perfetto's kMapsReparseInterval. */
+    static final long MAPS_REPARSE_INTERVAL_NANOS = 500_000_000L;
+    /** The base names of the client libraries whose leaf frames are dropped. */
+    static final Set<String> CLIENT_LIBRARIES = Set.of("libffmtrace_heapprofd.so");
+    private static final int MAX_ELF_FILES = 4096;
+    private static final int MAX_FRAME_NAMES = 1 << 16;
+    // unwindstack's x86-64 register order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
+    private static final long RBP_OFFSET = 6 * 8;
+    private static final long RSP_OFFSET = 7 * 8;
+    private static final long RIP_OFFSET = 16 * 8;
+
+    /** Why a walk failed, as Perfetto's StringifyLibUnwindstackError names unwindstack's errors. */
+    enum Error {
+        MEMORY_INVALID, INVALID_MAP, MAX_FRAME_EXCEEDED, BAD_ARCH;
+
+        String frame() {
+            return "ERROR " + name();
+        }
+    }
+
+    private record FileKey(String path, long inode) {
+    }
+
+    private final Supplier<byte[]> maps;
+    private final StackOverlayMemory memory;
+    private final LongSupplier nanoTime;
+    private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
+    private final Map<Long, String> frameNames = new HashMap<>();
+    private final long[] pcs = new long[MAX_FRAMES];
+    private final Mappings.Mapping[] pcMappings = new Mappings.Mapping[MAX_FRAMES];
+    private Mappings mappings;
+    private long lastMapsRead;
+    private long stacks;
+    private long mapsReads;
+    private final long[] errors = new long[Error.values().length];
+
+    /**
+     * @param maps reads the process's {@code /proc/PID/maps} again; null or empty when it cannot
+     * @param memFd the process's {@code /proc/PID/mem} fd, or -1
+     * @param nanoTime the clock of the rate limit on reading the maps again
+     */
+    Unwinder(Supplier<byte[]> maps, int memFd, LongSupplier nanoTime) {
+        this.maps = maps;
+        this.memory = new StackOverlayMemory(memFd);
+        this.nanoTime = nanoTime;
+        this.mappings = Mappings.EMPTY;
+        readMaps();
+    }
+
+    /**
+     * The frames of a native Malloc record, innermost first; {@code stack} is the record's
+     * copy of the memory at its stack pointer.
+     */
+    List<String> unwind(AllocMetadata alloc, MemorySegment stack) {
+        stacks++;
+        if (alloc.arch() != AllocMetadata.ARCH_X86_64) {
+            return failed(new ArrayList<>(), Error.BAD_ARCH);
+        }
+        MemorySegment registers = alloc.registers();
+        long fp = registers.get(Layouts.LONG_UNALIGNED, RBP_OFFSET);
+        long sp = registers.get(Layouts.LONG_UNALIGNED, RSP_OFFSET);
+        long pc = registers.get(Layouts.LONG_UNALIGNED, RIP_OFFSET);
+        memory.reset(alloc.stackPointer(), stack);
+
+        Mappings.Mapping stackMapping = mappings.find(sp);
+        long stackEnd = stackMapping != null ? stackMapping.end() : alloc.stackPointer() + stack.byteSize();
+        long lowest = sp;
+        int count = 0;
+        Error error = null;
+        while (true) {
+            Mappings.Mapping mapping = executableMapping(pc);
+            if (mapping == null) {
+                error = Error.INVALID_MAP;
+                break;
+            }
+            pcs[count] = pc;
+            pcMappings[count] = mapping;
+            count++;
+            if (fp == 0 || (fp & 7) != 0 || Long.compareUnsigned(fp, lowest) < 0
+                    || Long.compareUnsigned(fp, stackEnd - 16) > 0) {
+                break;
+            }
+            if (count == MAX_FRAMES) {
+                error = Error.MAX_FRAME_EXCEEDED;
+                break;
+            }
+            if (!memory.readWord(fp + 8)) {
+                error = Error.MEMORY_INVALID;
+                break;
+            }
+            pc = memory.value();
+            if (!memory.readWord(fp)) {
+                error = Error.MEMORY_INVALID;
+                break;
+            }
+            lowest = fp + 16;
+            fp = memory.value();
+            if (pc == 0) {
+                break;
+            }
+        }
+
+        int first = 0;
+        while (first < count && CLIENT_LIBRARIES.contains(pcMappings[first].name())) {
+            first++;
+        }
+        List<String> frames = new ArrayList<>(count - first + 1);
+        for (int i = first; i < count; i++) {
+            // A caller's pc is a return address: the call before it is the caller's line.
+            frames.add(frameName(i == 0 ? pcs[i] : pcs[i] - 1, pcMappings[i]));
+        }
+        return error == null ? frames : failed(frames, error);
+    }
+
+    private List<String> failed(List<String> frames, Error error) {
+        errors[error.ordinal()]++;
+        frames.add(error.frame());
+        return frames;
+    }
+
+    /** The executable mapping that holds {@code pc}, reading the maps again if none does and the rate limit allows. */
+    private Mappings.Mapping executableMapping(long pc) {
+        Mappings.Mapping mapping = mappings.find(pc);
+        if (mapping == null && nanoTime.getAsLong() - lastMapsRead >= MAPS_REPARSE_INTERVAL_NANOS) {
+            readMaps();
+            mapping = mappings.find(pc);
+        }
+        return mapping != null && mapping.executable() ? mapping : null;
+    }
+
+    private void readMaps() {
+        lastMapsRead = nanoTime.getAsLong();
+        mapsReads++;
+        byte[] text = maps.get();
+        if (text != null && text.length > 0) {
+            mappings = Mappings.parse(text);
+            // A pc may now be another file's.
+            frameNames.clear();
+        }
+    }
+
+    private String frameName(long pc, Mappings.Mapping mapping) {
+        String name = frameNames.get(pc);
+        if (name == null) {
+            name = symbolize(pc, mapping);
+            if (frameNames.size() == MAX_FRAME_NAMES) {
+                frameNames.clear();
+            }
+            frameNames.put(pc, name);
+        }
+        return name;
+    }
+
+    private String symbolize(long pc, Mappings.Mapping mapping) {
+        long fileOffset = pc - mapping.start() + mapping.offset();
+        ElfFile elf = mapping.isFile() ? elfFile(mapping) : null;
+        if (elf == null) {
+            return mapping.name() + "+0x" + Long.toHexString(fileOffset);
+        }
+        long vaddr = elf.vaddrOf(fileOffset);
+        if (vaddr == -1) {
+            return mapping.name() + "+0x" + Long.toHexString(fileOffset);
+        }
+        String function = elf.functionAt(vaddr);
+        return function != null ? function : mapping.name() + "+0x" + Long.toHexString(vaddr);
+    }
+
+    private ElfFile elfFile(Mappings.Mapping mapping) {
+        FileKey key = new FileKey(mapping.path(), mapping.inode());
+        Optional<ElfFile> elf = elfFiles.get(key);
+        if (elf == null) {
+            // The file at the path now must be the one mapped: a rebuilt binary's symbols would name the wrong functions.
+            elf = Optional.ofNullable(inode(mapping.path()) == mapping.inode() ? ElfFile.read(mapping.path()) : null);
+            if (elfFiles.size() == MAX_ELF_FILES) {
+                elfFiles.clear();
+            }
+            elfFiles.put(key, elf);
+        }
+        return elf.orElse(null);
+    }
+
+    private static long inode(String path) {
+        try {
+            return (Long) Files.getAttribute(Path.of(path), "unix:ino");
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
+    /** Stacks unwound. */
+    long stacks() {
+        return stacks;
+    }
+
+    /** Walks that failed, for {@code error}. */
+    long errors(Error error) {
+        return errors[error.ordinal()];
+    }
+
+    /** Walks that failed, for any reason. */
+    long errors() {
+        long total = 0;
+        for (long count : errors) {
+            total += count;
+        }
+        return total;
+    }
+
+    /** Times the maps were read, the first included. */
+    long mapsReads() {
+        return mapsReads;
+    }
+
+    /** Reads of the process's memory, a page each, for words beyond the stack copies. */
+    long remoteReads() {
+        return memory.remoteReads();
+    }
+
+    /** Words that could be read neither from a stack copy nor from the process. */
+    long failedReads() {
+        return memory.failedReads();
+    }
+
+    @Override
+    public void close() {
+        memory.close();
+    }
+}

@@ -1,0 +1,267 @@
+package dev.ffmtrace.heapprofd.service;
+
+import dev.ffmtrace.heapprofd.wire.AllocMetadata;
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.testing.CPrograms;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The frame-pointer walk over synthetic stacks: the test program's functions mapped at a
+ * made-up address, the client library's hook at the leaf, a stack of hand-made frames;
+ * then a stack whose outer frames are only in this process's memory.
+ */
+class UnwinderTest {
+    private static final long PROGRAM = 0x5555_5550_0000L;
+    private static final long CLIENT = 0x7f00_0000_0000L;
+    private static final long STACK = 0x7ffd_0000_0000L;
+    private static final long STACK_SIZE = 0x10000;
+    private static final long SP = STACK + 0x8000;
+
+    private static long a;
+    private static long main;
+    private static long inode;
+
+    @BeforeAll
+    static void findFunctions() throws Exception {
+        for (String[] symbol : ElfFileTest.run("nm", "--defined-only", program())) {
+            if (symbol.length == 3 && symbol[2].equals("a")) {
+                a = Long.parseUnsignedLong(symbol[0], 16);
+            } else if (symbol.length == 3 && symbol[2].equals("main")) {
+                main = Long.parseUnsignedLong(symbol[0], 16);
+            }
+        }
+        inode = (Long) Files.getAttribute(Path.of(program()), "unix:ino");
+        // The mapping below maps the file from offset 0: its text is where its symbols say.
+        ElfFile elf = ElfFile.read(program());
+        assertEquals(a, elf.vaddrOf(a));
+        assertEquals(main, elf.vaddrOf(main));
+    }
+
+    private static String program() {
+        return CPrograms.program("heapprofd_pattern").toString();
+    }
+
+    private static byte[] maps(long programAt) {
+        return maps(programAt, inode);
+    }
+
+    private static byte[] maps(long programAt, long programInode) {
+        return String.format("""
+                %x-%x r-xp 00000000 08:01 %d %s
+                %x-%x r-xp 00000000 08:01 17 /opt/ffmtrace/libffmtrace_heapprofd.so
+                %x-%x rw-p 00000000 00:00 0 [stack]
+                """, programAt, programAt + 0x5000, programInode, program(), CLIENT, CLIENT + 0x1000, STACK,
+                STACK + STACK_SIZE).getBytes(StandardCharsets.US_ASCII);
+    }
+
+    /** A stack copy from {@link #SP}, and the registers of the client's hook. */
+    private static final class Frames {
+        final MemorySegment copy = MemorySegment.ofArray(new byte[0x4000]);
+        final AllocMetadata alloc = new AllocMetadata().arch(AllocMetadata.ARCH_X86_64).stackPointer(SP);
+
+        Frames(long rip, long rbp) {
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 6 * 8, rbp);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 7 * 8, SP + 16);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 16 * 8, rip);
+        }
+
+        /** A frame at {@code fp}: the caller's frame pointer, then the return address. */
+        Frames frame(long fp, long callerFp, long returnAddress) {
+            copy.set(Layouts.LONG_UNALIGNED, fp - SP, callerFp);
+            copy.set(Layouts.LONG_UNALIGNED, fp - SP + 8, returnAddress);
+            return this;
+        }
+
+        MemorySegment copy(long bytes) {
+            return copy.asSlice(0, bytes);
+        }
+    }
+
+    /** The hook's frame, a()'s and main's; main's saved frame pointer is {@code mainsCallerFp}. */
+    private static Frames hookAMain(long mainsCallerFp, long mainsReturn) {
+        return new Frames(CLIENT + 0x123, SP + 0x40)
+                .frame(SP + 0x40, SP + 0x100, PROGRAM + a + 0xe)
+                .frame(SP + 0x100, SP + 0x200, PROGRAM + main + 0x20)
+                .frame(SP + 0x200, mainsCallerFp, mainsReturn);
+    }
+
+    private static Unwinder unwinder(AtomicLong clock) {
+        return new Unwinder(() -> maps(PROGRAM), -1, clock::get);
+    }
+
+    @Test
+    void theWalkFollowsTheFramePointersAndDropsTheClientsHook() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            Frames frames = hookAMain(0, 0);
+            assertEquals(List.of("a", "main"), unwinder.unwind(frames.alloc, frames.copy));
+            assertEquals(1, unwinder.stacks());
+            assertEquals(0, unwinder.errors());
+            assertEquals(1, unwinder.mapsReads());
+        }
+    }
+
+    @Test
+    void aFramePointerThatCannotBeOneEndsTheWalkWithoutAnError() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            long[] ends = {SP + 0x1f8, SP + 0x203, STACK + STACK_SIZE, STACK - 0x1000};
+            for (long end : ends) {
+                // Below main's own frame, unaligned, past the stack's mapping, below it: main's
+                // caller was built without frame pointers, or the stack starts there.
+                Frames frames = hookAMain(end, PROGRAM + main + 0x40);
+                List<String> stack = unwinder.unwind(frames.alloc, frames.copy);
+                assertEquals(List.of("a", "main", "main"), stack, "fp 0x" + Long.toHexString(end));
+            }
+            assertEquals(0, unwinder.errors());
+        }
+    }
+
+    @Test
+    void aReturnAddressOutsideEveryMappingReadsTheMapsAgainAtMostEvery500Ms() {
+        AtomicLong clock = new AtomicLong();
+        try (Unwinder unwinder = unwinder(clock)) {
+            Frames frames = hookAMain(SP + 0x300, 0x1234);
+            List<String> expected = List.of("a", "main", "ERROR INVALID_MAP");
+            assertEquals(expected, unwinder.unwind(frames.alloc, frames.copy));
+            assertEquals(1, unwinder.mapsReads(), "read at the start, not again so soon");
+            clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
+            assertEquals(expected, unwinder.unwind(frames.alloc, frames.copy));
+            assertEquals(2, unwinder.mapsReads());
+            assertEquals(expected, unwinder.unwind(frames.alloc, frames.copy));
+            assertEquals(2, unwinder.mapsReads());
+            assertEquals(3, unwinder.errors(Unwinder.Error.INVALID_MAP));
+            assertEquals(3, unwinder.errors());
+        }
+    }
+
+    @Test
+    void aLibraryMappedLaterIsFoundWhenTheMapsAreReadAgain() {
+        AtomicLong clock = new AtomicLong();
+        AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, clock::get)) {
+            long elsewhere = 0x6000_0000_0000L;
+            Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
+            assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwinder.unwind(frames.alloc, frames.copy));
+            // dlopen: the same file mapped a second time, higher up.
+            maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII)
+                    + String.format("%x-%x r-xp 00000000 08:01 %d %s%n", elsewhere, elsewhere + 0x5000, inode, program()))
+                    .getBytes(StandardCharsets.US_ASCII));
+            clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
+            assertEquals(List.of("a", "main", "a"), unwinder.unwind(frames.alloc, frames.copy));
+            assertEquals(1, unwinder.errors());
+        }
+    }
+
+    @Test
+    void aPcWithoutASymbolIsItsModuleAndOffset() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            // Inside the program's mapping, in its ELF header: no function there.
+            Frames frames = hookAMain(0, PROGRAM + 0x41);
+            assertEquals(List.of("a", "main", "heapprofd_pattern+0x40"), unwinder.unwind(frames.alloc, frames.copy));
+            // Inside the client library, past the leaf: it is no ELF file here, and not dropped.
+            frames = hookAMain(0, CLIENT + 0x801);
+            assertEquals(List.of("a", "main", "libffmtrace_heapprofd.so+0x800"),
+                    unwinder.unwind(frames.alloc, frames.copy));
+        }
+    }
+
+    @Test
+    void aFileThatIsNoLongerTheOneMappedIsNotReadForSymbols() {
+        // The maps name the program's path with another inode: the file was replaced since.
+        try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime)) {
+            Frames frames = hookAMain(0, 0);
+            assertEquals(List.of("heapprofd_pattern+0x" + Long.toHexString(a + 0xd),
+                    "heapprofd_pattern+0x" + Long.toHexString(main + 0x1f)), unwinder.unwind(frames.alloc, frames.copy));
+        }
+    }
+
+    @Test
+    void aStackOfMoreThanMaxFramesEndsInAnError() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            Frames frames = new Frames(CLIENT + 0x123, SP + 0x40);
+            for (int i = 0; i < 600; i++) {
+                long fp = SP + 0x40 + 16L * i;
+                frames.frame(fp, fp + 16, PROGRAM + a + 0xe);
+            }
+            List<String> stack = unwinder.unwind(frames.alloc, frames.copy);
+            assertEquals(Unwinder.MAX_FRAMES, stack.size(), "the hook's frame dropped, the error added");
+            assertEquals("ERROR MAX_FRAME_EXCEEDED", stack.getLast());
+            assertEquals(1, unwinder.errors(Unwinder.Error.MAX_FRAME_EXCEEDED));
+        }
+    }
+
+    @Test
+    void wordsBeyondTheCopyWithoutTheProcesssMemoryAreAnError() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            Frames frames = hookAMain(0, 0);
+            // The copy holds the hook's and a()'s frames; main's is beyond it.
+            assertEquals(List.of("a", "ERROR MEMORY_INVALID"), unwinder.unwind(frames.alloc, frames.copy(0x100)));
+            assertEquals(1, unwinder.errors(Unwinder.Error.MEMORY_INVALID));
+            assertEquals(1, unwinder.failedReads());
+        }
+    }
+
+    @Test
+    void registersOfAnotherArchitectureAreAnError() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            Frames frames = hookAMain(0, 0);
+            frames.alloc.arch(AllocMetadata.ARCH_ARM64);
+            assertEquals(List.of("ERROR BAD_ARCH"), unwinder.unwind(frames.alloc, frames.copy));
+            assertEquals(1, unwinder.errors(Unwinder.Error.BAD_ARCH));
+        }
+    }
+
+    /**
+     * A stack in this process's memory, of which the record carries only the first 64 bytes:
+     * the frame beyond them is read through /proc/self/mem, as the service reads a client's.
+     */
+    @Test
+    void wordsBeyondTheCopyAreReadFromTheProcess() throws IOException {
+        long getpid = Linker.nativeLinker().defaultLookup().find("getpid").orElseThrow().address();
+        long getuid = Linker.nativeLinker().defaultLookup().find("getuid").orElseThrow().address();
+        long getppid = Linker.nativeLinker().defaultLookup().find("getppid").orElseThrow().address();
+        int memFd = Os.openReadOnly(Path.of("/proc/self/mem"));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment stack = arena.allocate(0x2000, 16);
+            long sp = stack.address();
+            stack.set(Layouts.LONG_UNALIGNED, 0x10, sp + 0x1000);
+            stack.set(Layouts.LONG_UNALIGNED, 0x18, getuid + 1);
+            stack.set(Layouts.LONG_UNALIGNED, 0x1000, 0);
+            stack.set(Layouts.LONG_UNALIGNED, 0x1008, getppid + 1);
+            AllocMetadata alloc = new AllocMetadata().arch(AllocMetadata.ARCH_X86_64).stackPointer(sp);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 6 * 8, sp + 0x10);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 7 * 8, sp);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 16 * 8, getpid);
+            MemorySegment copy = MemorySegment.ofArray(stack.asSlice(0, 0x40).toArray(Layouts.BYTE));
+
+            byte[] maps = Files.readAllBytes(Path.of("/proc/self/maps"));
+            try (Unwinder unwinder = new Unwinder(() -> maps, memFd, System::nanoTime)) {
+                List<String> frames = unwinder.unwind(alloc, copy);
+                assertEquals(3, frames.size(), frames.toString());
+                assertTrue(frames.stream().noneMatch(frame -> frame.startsWith("ERROR")), frames.toString());
+                assertEquals(1, unwinder.remoteReads(), "one page read, both words in it");
+                assertEquals(0, unwinder.failedReads());
+            }
+            try (Unwinder blind = new Unwinder(() -> maps, -1, System::nanoTime)) {
+                assertEquals("ERROR MEMORY_INVALID", blind.unwind(alloc, copy).getLast());
+            }
+        } finally {
+            Os.closeFd(memFd);
+        }
+    }
+}

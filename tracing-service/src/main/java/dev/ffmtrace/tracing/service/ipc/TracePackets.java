@@ -1,0 +1,100 @@
+package dev.ffmtrace.tracing.service.ipc;
+
+import dev.ffmtrace.ipc.Invocation;
+import dev.ffmtrace.perfetto.protos.ReadBuffersResponse;
+import dev.ffmtrace.perfetto.protos.Trace;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.ProtoDecoder;
+import dev.ffmtrace.protozero.ProtoField;
+import dev.ffmtrace.protozero.ProtoWire;
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Between a {@code Trace} (each packet as field 1) and ReadBuffers' slices (each packet's
+ * bytes alone, cut into slices, the last one marked): the service cuts, a consumer glues.
+ */
+final class TracePackets {
+    private TracePackets() {
+    }
+
+    /** Where {@link #cutIntoSlices} puts each ReadBuffers reply, serialized; the last ends the stream. */
+    @FunctionalInterface
+    interface ReplySink {
+        void accept(byte[] readBuffersResponse, boolean last);
+    }
+
+    /** Sends the packets of {@code trace} as the replies of a ReadBuffers invocation. */
+    static void sendAsSlices(byte[] trace, Invocation invocation) {
+        cutIntoSlices(trace, (reply, last) -> {
+            if (last) {
+                invocation.reply(reply);
+            } else {
+                invocation.replyMore(reply);
+            }
+        });
+    }
+
+    /**
+     * Cuts the packets of {@code trace}, the service's own readback, into ReadBuffers
+     * replies: each reply's slices under {@link ConsumerPort#MAX_READ_REPLY} by Perfetto's
+     * estimate (16 bytes of overhead a slice), a packet longer than
+     * {@link ConsumerPort#MAX_SLICE} cut into several slices. The last reply may be empty.
+     */
+    static void cutIntoSlices(byte[] trace, ReplySink sink) {
+        HeapBuffered<ReadBuffersResponse> reply = new HeapBuffered<>(ReadBuffersResponse.FACTORY);
+        long replySize = 0;
+        boolean replyHasSlices = false;
+        ProtoDecoder packets = new ProtoDecoder().reset(MemorySegment.ofArray(trace));
+        while (packets.next()) {
+            ProtoField field = packets.field();
+            if (field.id() != Trace.PACKET_FIELD_NUMBER || field.wireType() != ProtoWire.WIRE_TYPE_LENGTH_DELIMITED) {
+                continue;
+            }
+            MemorySegment packet = field.asSlice();
+            long offset = 0;
+            do {
+                long size = Math.min(packet.byteSize() - offset, ConsumerPort.MAX_SLICE);
+                long approx = size + 16;
+                if (replyHasSlices && replySize + approx > ConsumerPort.MAX_READ_REPLY) {
+                    sink.accept(reply.toByteArray(), false);
+                    reply = new HeapBuffered<>(ReadBuffersResponse.FACTORY);
+                    replySize = 0;
+                }
+                replySize += approx;
+                replyHasSlices = true;
+                ReadBuffersResponse.Slice slice = reply.get().addSlices();
+                slice.setData(packet.asSlice(offset, size));
+                offset += size;
+                slice.setLastSliceForPacket(offset == packet.byteSize());
+            } while (offset < packet.byteSize());
+        }
+        sink.accept(reply.toByteArray(), true);
+    }
+
+    /**
+     * Glues ReadBuffers slices back into a {@code Trace}: the bytes of slices up to one
+     * marked last are one packet. Slices of a packet not ended yet stay in {@code partial}.
+     */
+    static void appendSlices(ReadBuffersResponse.Decoder response, ByteArrayOutputStream partial,
+                             ByteArrayOutputStream trace) {
+        dev.ffmtrace.protozero.RepeatedFieldIterator slices = response.slices(new dev.ffmtrace.protozero.RepeatedFieldIterator());
+        ReadBuffersResponse.Slice.Decoder slice = new ReadBuffersResponse.Slice.Decoder();
+        while (slices.next()) {
+            slice.reset(slices.field());
+            if (slice.hasError()) {
+                continue;
+            }
+            partial.writeBytes(slice.data());
+            if (slice.lastSliceForPacket()) {
+                byte[] header = new byte[1 + 10];
+                int headerSize = ProtoWire.writeVarInt(header,
+                        ProtoWire.writeVarInt(header, 0, ProtoWire.makeTag(Trace.PACKET_FIELD_NUMBER,
+                                ProtoWire.WIRE_TYPE_LENGTH_DELIMITED)), partial.size());
+                trace.write(header, 0, headerSize);
+                trace.writeBytes(partial.toByteArray());
+                partial.reset();
+            }
+        }
+    }
+}

@@ -44,6 +44,9 @@ final class RecordCommand implements Callable<Integer> {
     /** How soon the command sees that the service stopped the session, or a signal. */
     private static final long STOP_POLL_MS = 50;
 
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Option(names = "--config", required = true, paramLabel = "FILE",
             description = "TraceConfig in text format (.pbtxt, .txt) or binary (anything else).")
     Path config;
@@ -63,9 +66,25 @@ final class RecordCommand implements Callable<Integer> {
                     + "(PROGRAM: the one of the native build, unless given).")
     String cProducer;
 
+    @Option(names = "--service", paramLabel = "SOCKET",
+            description = "Run the session on the tracing service at this consumer socket (ffmtrace serve, or "
+                    + "Perfetto's traced; @NAME for the abstract namespace) instead of in this process with the demo "
+                    + "producers.")
+    String service;
+
+    /** The config as read, for a service that gets it whole. */
+    private byte[] configBytes;
+
     @Override
     public Integer call() throws IOException, InterruptedException, CliFailure {
         SessionConfig session = readSession();
+        if (service != null) {
+            if (snapshot != null || cProducer != null || threadsGiven()) {
+                throw new CliFailure("--service runs the session on another service: --snapshot, --c-producer and "
+                        + "--threads do not apply", CliFailure.USAGE);
+            }
+            return ServiceRecording.record(service, session, configBytes, out);
+        }
         if (threads < 1) {
             throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);
         }
@@ -90,7 +109,8 @@ final class RecordCommand implements Callable<Integer> {
             throw new CliFailure("--config " + config + ": is a directory", CliFailure.USAGE);
         }
         try {
-            return SessionConfig.parse(MemorySegment.ofArray(readConfig()));
+            configBytes = readConfig();
+            return SessionConfig.parse(MemorySegment.ofArray(configBytes));
         } catch (TextFormat.ParseException e) {
             // The message starts with the line and column when the parser knows them.
             throw new CliFailure(config + (e.getLine() >= 0 ? ":" : ": ") + e.getMessage(), CliFailure.USAGE);
@@ -259,6 +279,10 @@ final class RecordCommand implements Callable<Integer> {
             System.err.println("ffmtrace record: " + ErrorReporter.describe(e) + " (the recording goes on)");
             return CliFailure.FAILED;
         }
+    }
+
+    private boolean threadsGiven() {
+        return spec.commandLine().getParseResult().hasMatchedOption("--threads");
     }
 
     private byte[] readConfig() throws IOException {

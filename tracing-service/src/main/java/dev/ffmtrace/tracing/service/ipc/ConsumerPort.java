@@ -25,6 +25,7 @@ import dev.ffmtrace.perfetto.protos.TracingServiceState;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.Message;
 import dev.ffmtrace.protozero.MessageFactory;
+import dev.ffmtrace.protozero.ProtoDecoder;
 import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.protozero.TypedProtoDecoder;
@@ -188,8 +189,20 @@ public final class ConsumerPort implements AutoCloseable {
         void run(RemoteConsumer consumer, Invocation invocation);
     }
 
-    /** Runs {@code request} on the consumer's worker, in the order the requests came. */
+    /**
+     * Runs {@code request} on the consumer's worker, in the order the requests came;
+     * arguments that are not a protobuf message fail the call, as Perfetto's host fails
+     * one whose request does not decode.
+     */
     private void run(Invocation invocation, Request request) {
+        ProtoDecoder args = new ProtoDecoder().reset(MemorySegment.ofArray(invocation.args()));
+        while (args.next()) {
+            // Each field checked; their values are the method's business.
+        }
+        if (args.hasError()) {
+            invocation.fail();
+            return;
+        }
         RemoteConsumer consumer = consumer(invocation.client());
         consumer.submit(() -> request.run(consumer, invocation));
     }

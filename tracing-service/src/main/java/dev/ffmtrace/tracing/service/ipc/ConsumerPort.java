@@ -46,11 +46,13 @@ import java.util.Map;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -89,6 +91,8 @@ public final class ConsumerPort implements AutoCloseable {
     static final int MAX_SLICE = 64 * 1024;
     /** A QueryServiceState reply stays under this, as Perfetto's (kIPCBufferSize - 128). */
     static final int MAX_STATE_REPLY = IPC_BUFFER_SIZE - 128;
+    /** Beyond the data sources' stop timeout, how long a stop under way may take to write the rest. */
+    private static final long STOP_GRACE_MS = 30_000;
     /** How often a consumer observing ALL_DATA_SOURCES_STARTED is checked for data sources that started late. */
     private static final long OBSERVE_POLL_MS = 100;
 
@@ -514,15 +518,31 @@ public final class ConsumerPort implements AutoCloseable {
             invocation.reply(new byte[0]);
         }
 
-        /** Stops and closes the session, if any: the EnableTracing reply goes out, the buffers are freed. */
+        /**
+         * Stops the session, if any, and waits until it has stopped (its duration may be
+         * stopping it on the service's timer right now), then frees it: the EnableTracing
+         * reply goes out, with the error the stop met, if any.
+         */
         private void freeSession() {
             TracingSession current = session;
             if (current == null) {
                 return;
             }
+            current.stop();
+            Throwable failure = null;
+            try {
+                current.completion().get(current.config().effectiveDataSourceStopTimeoutMs() + STOP_GRACE_MS,
+                        TimeUnit.MILLISECONDS);
+            } catch (ExecutionException e) {
+                failure = e.getCause();
+            } catch (TimeoutException e) {
+                failure = e;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             current.close();
             // The stop queued its completion behind this task: tell the consumer now, in order.
-            sessionStopped(current, null);
+            sessionStopped(current, failure);
             session = null;
             closeOutput();
         }

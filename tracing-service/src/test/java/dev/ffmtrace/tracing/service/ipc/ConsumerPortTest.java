@@ -206,6 +206,19 @@ class ConsumerPortTest {
     }
 
     @Test
+    void anOutputThatRefusesWritesEndsTracingWithTheError() throws Exception {
+        try (ConsumerConnection consumer = connect();
+             FileDescriptorChannel full = FileDescriptorChannel.openForWriting(Path.of("/dev/full"))) {
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
+                    consumer.enableTracing(config(oneBuffer().writeIntoFile(100, 0)), full.fd());
+            String error = disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error();
+            assertTrue(error.startsWith("cannot write the trace: write(") && error.contains("ENOSPC"), error);
+            assertTrue(consumer.freeBuffers(TIMEOUT_MS));
+            assertEquals(0, port.sessionCount());
+        }
+    }
+
+    @Test
     void aConsumerThatDisconnectsMidSessionFreesIt() throws Exception {
         ConsumerConnection consumer = connect();
         consumer.enableTracing(config(oneBuffer()), -1);

@@ -109,6 +109,32 @@ class ServiceCommandsTest {
     }
 
     @Test
+    void recordOnAServiceStopsOnSigintAndStillWritesTheTrace() throws Exception {
+        Path socket = dir.resolve("consumer.sock");
+        try (TracingService service = new TracingService();
+             ConsumerPort port = new ConsumerPort(service, "test");
+             IpcHost host = IpcHost.listen(UnixAddress.path(socket))) {
+            host.exposeService(port.descriptor());
+            Path trace = dir.resolve("interrupted.pftrace");
+            CliProcess record = CliProcess.start("record", "--service", socket.toString(), "--config",
+                    config("long.pbtxt", BUFFER + "duration_ms: 600000\n").toString(), "--out", trace.toString());
+            record.awaitLine(line -> line.startsWith("recording on the service at "));
+            record.kill("INT");
+            ConvertAndDumpTest.Run run = record.await();
+            assertEquals(130, run.exit(), run.err() + run.out());
+            assertTrue(run.out().contains("stopping early on a signal"), run.out());
+            Trace parsed = Trace.parseFrom(Files.readAllBytes(trace));
+            assertTrue(parsed.getPacketList().stream().anyMatch(p -> p.hasServiceEvent()
+                    && p.getServiceEvent().getTracingDisabled()), "the service disabled tracing before the readback");
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
+            while (port.sessionCount() != 0) {
+                assertTrue(System.nanoTime() < deadline, "record's session is freed");
+                Thread.sleep(10);
+            }
+        }
+    }
+
+    @Test
     void recordOnAServiceRefusesDemoOptionsAndAMissingSocket() throws Exception {
         Path config = config("c.pbtxt", BUFFER);
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--service", dir.resolve("none").toString(),

@@ -326,7 +326,7 @@ public final class ConsumerPort implements AutoCloseable {
         private final ExecutorService worker;
         /** The session, published for {@link #sessionCount} and QueryServiceState. */
         private volatile TracingSession session;
-        private long sessionId;
+        private volatile long sessionId;
         private FileDescriptorChannel output;
         /** The deferred EnableTracing reply; guarded by this, as a session's completion may come on another thread. */
         private Invocation enableReply;

@@ -38,7 +38,6 @@ import dev.ffmtrace.tracing.service.TracingSession;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.Channels;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -493,7 +492,7 @@ public final class ConsumerPort implements AutoCloseable {
         }
 
         /**
-         * Streams what the buffers hold, as packets in slices; a session that writes into a
+         * Streams what the buffers hold, as packets in slices, while it is read; a session that writes into a
          * file, or none, gets one empty reply, as in Perfetto.
          */
         void readBuffers(Invocation invocation) {
@@ -502,15 +501,13 @@ public final class ConsumerPort implements AutoCloseable {
                 invocation.reply(new byte[0]);
                 return;
             }
-            ByteArrayOutputStream trace = new ByteArrayOutputStream();
+            TracePackets.SliceWriter replies = TracePackets.replies(invocation);
             try {
-                current.writeTrace(Channels.newChannel(trace));
+                current.writeTrace(replies);
             } catch (IOException | RuntimeException e) {
-                // Nothing was read; the consumer sees the end of the data.
-                invocation.reply(new byte[0]);
-                return;
+                // The consumer sees the end of the data; what was read is lost, as when a readback fails in Perfetto.
             }
-            TracePackets.sendAsSlices(trace.toByteArray(), invocation);
+            replies.finish();
         }
 
         void freeBuffers(Invocation invocation) {

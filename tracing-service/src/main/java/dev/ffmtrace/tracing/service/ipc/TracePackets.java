@@ -9,6 +9,8 @@ import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.ProtoWire;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.WritableByteChannel;
 
 /**
  * Between a {@code Trace} (each packet as field 1) and ReadBuffers' slices (each packet's
@@ -18,15 +20,15 @@ final class TracePackets {
     private TracePackets() {
     }
 
-    /** Where {@link #cutIntoSlices} puts each ReadBuffers reply, serialized; the last ends the stream. */
+    /** Where {@link SliceWriter} puts each ReadBuffers reply, serialized; the last ends the stream. */
     @FunctionalInterface
     interface ReplySink {
         void accept(byte[] readBuffersResponse, boolean last);
     }
 
     /** Sends the packets of {@code trace} as the replies of a ReadBuffers invocation. */
-    static void sendAsSlices(byte[] trace, Invocation invocation) {
-        cutIntoSlices(trace, (reply, last) -> {
+    static SliceWriter replies(Invocation invocation) {
+        return new SliceWriter((reply, last) -> {
             if (last) {
                 invocation.reply(reply);
             } else {
@@ -35,23 +37,55 @@ final class TracePackets {
         });
     }
 
-    /**
-     * Cuts the packets of {@code trace}, the service's own readback, into ReadBuffers
-     * replies: each reply's slices under {@link ConsumerPort#MAX_READ_REPLY} by Perfetto's
-     * estimate (16 bytes of overhead a slice), a packet longer than
-     * {@link ConsumerPort#MAX_SLICE} cut into several slices. The last reply may be empty.
-     */
+    /** The packets of a whole {@code trace} as ReadBuffers replies. */
     static void cutIntoSlices(byte[] trace, ReplySink sink) {
-        HeapBuffered<ReadBuffersResponse> reply = new HeapBuffered<>(ReadBuffersResponse.FACTORY);
-        long replySize = 0;
-        boolean replyHasSlices = false;
-        ProtoDecoder packets = new ProtoDecoder().reset(MemorySegment.ofArray(trace));
-        while (packets.next()) {
-            ProtoField field = packets.field();
-            if (field.id() != Trace.PACKET_FIELD_NUMBER || field.wireType() != ProtoWire.WIRE_TYPE_LENGTH_DELIMITED) {
-                continue;
+        SliceWriter writer = new SliceWriter(sink);
+        writer.write(ByteBuffer.wrap(trace));
+        writer.finish();
+    }
+
+    /**
+     * Takes a {@code Trace} as the service's readback writes it, and cuts its packets into
+     * ReadBuffers replies as they come, so that a large trace is never held whole: each
+     * reply's slices under {@link ConsumerPort#MAX_READ_REPLY} by Perfetto's estimate (16
+     * bytes of overhead a slice), a packet longer than {@link ConsumerPort#MAX_SLICE} cut
+     * into several slices. Bytes of a packet not complete yet wait for the next write.
+     * {@link #finish()} sends the last reply, which may be empty.
+     */
+    static final class SliceWriter implements WritableByteChannel {
+        private final ReplySink sink;
+        private final ByteArrayOutputStream pending = new ByteArrayOutputStream();
+        private HeapBuffered<ReadBuffersResponse> reply = new HeapBuffered<>(ReadBuffersResponse.FACTORY);
+        private long replySize;
+        private boolean replyHasSlices;
+        private boolean finished;
+
+        SliceWriter(ReplySink sink) {
+            this.sink = sink;
+        }
+
+        @Override
+        public int write(ByteBuffer source) {
+            int length = source.remaining();
+            byte[] bytes = new byte[length];
+            source.get(bytes);
+            pending.writeBytes(bytes);
+            byte[] all = pending.toByteArray();
+            ProtoDecoder packets = new ProtoDecoder().reset(MemorySegment.ofArray(all));
+            long consumed = 0;
+            while (packets.next()) {
+                ProtoField field = packets.field();
+                consumed = packets.position();
+                if (field.id() == Trace.PACKET_FIELD_NUMBER && field.wireType() == ProtoWire.WIRE_TYPE_LENGTH_DELIMITED) {
+                    add(field.asSlice());
+                }
             }
-            MemorySegment packet = field.asSlice();
+            pending.reset();
+            pending.write(all, (int) consumed, all.length - (int) consumed);
+            return length;
+        }
+
+        private void add(MemorySegment packet) {
             long offset = 0;
             do {
                 long size = Math.min(packet.byteSize() - offset, ConsumerPort.MAX_SLICE);
@@ -69,7 +103,24 @@ final class TracePackets {
                 slice.setLastSliceForPacket(offset == packet.byteSize());
             } while (offset < packet.byteSize());
         }
-        sink.accept(reply.toByteArray(), true);
+
+        /** Sends the last reply; bytes of an unfinished packet, which the service never leaves, are dropped. */
+        void finish() {
+            if (!finished) {
+                finished = true;
+                sink.accept(reply.toByteArray(), true);
+            }
+        }
+
+        @Override
+        public boolean isOpen() {
+            return !finished;
+        }
+
+        @Override
+        public void close() {
+            finish();
+        }
     }
 
     /**

@@ -374,6 +374,25 @@ class ConsumerPortTest {
         for (int i = 0; i < 3; i++) {
             assertArrayEquals(expected.get(i), actual.get(i));
         }
+
+        // Written in pieces that split packets anywhere, the same packets come out.
+        java.io.ByteArrayOutputStream pieces = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream piecesPartial = new java.io.ByteArrayOutputStream();
+        TracePackets.SliceWriter writer = new TracePackets.SliceWriter((reply, last) -> {
+            dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
+                    new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
+            response.reset(MemorySegment.ofArray(reply));
+            TracePackets.appendSlices(response, piecesPartial, pieces);
+        });
+        for (int at = 0; at < bytes.length; at += 7777) {
+            writer.write(java.nio.ByteBuffer.wrap(bytes, at, Math.min(7777, bytes.length - at)));
+        }
+        writer.finish();
+        List<byte[]> fromPieces = packets(pieces.toByteArray());
+        assertEquals(3, fromPieces.size());
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(expected.get(i), fromPieces.get(i));
+        }
     }
 
     static List<byte[]> packets(byte[] trace) {

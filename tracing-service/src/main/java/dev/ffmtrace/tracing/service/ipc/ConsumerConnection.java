@@ -6,6 +6,8 @@ import dev.ffmtrace.ipc.IpcException;
 import dev.ffmtrace.ipc.Reply;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.CloneSessionRequest;
+import dev.ffmtrace.perfetto.protos.CloneSessionResponse;
 import dev.ffmtrace.perfetto.protos.EnableTracingRequest;
 import dev.ffmtrace.perfetto.protos.EnableTracingResponse;
 import dev.ffmtrace.perfetto.protos.FlushRequest;
@@ -158,6 +160,30 @@ public final class ConsumerConnection implements AutoCloseable {
             }
         });
         return await(done, timeoutMs, "QueryServiceState") ? state.toByteArray() : null;
+    }
+
+    /** The outcome of CloneSession: the clone's trace uuid on success, else the service's error. */
+    public record Cloned(boolean success, String error, long uuidMsb, long uuidLsb) {
+    }
+
+    /**
+     * CloneSession: a copy of session {@code sessionId} (another consumer's) becomes this
+     * consumer's, stopped, to read with {@link #readBuffers}; the source runs on.
+     */
+    public Cloned cloneSession(long sessionId, long timeoutMs) throws InterruptedException {
+        HeapBuffered<CloneSessionRequest> request = new HeapBuffered<>(CloneSessionRequest.FACTORY);
+        request.get().setSessionId(sessionId);
+        Reply reply = call("CloneSession", request.toByteArray(), timeoutMs);
+        if (!reply.success()) {
+            return new Cloned(false, "CloneSession failed", 0, 0);
+        }
+        CloneSessionResponse.Decoder response = new CloneSessionResponse.Decoder();
+        response.reset(MemorySegment.ofArray(reply.replyProto()));
+        if (response.hasError()) {
+            return new Cloned(false, "malformed CloneSessionResponse", 0, 0);
+        }
+        return new Cloned(response.success(), response.hasErrorField() ? response.error() : "", response.uuidMsb(),
+                response.uuidLsb());
     }
 
     /**

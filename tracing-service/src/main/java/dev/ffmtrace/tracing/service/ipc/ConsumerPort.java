@@ -5,7 +5,10 @@ import dev.ffmtrace.ipc.Invocation;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.ipc.ServiceDescriptor.Method;
 import dev.ffmtrace.memory.FileDescriptorChannel;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.CloneSessionRequest;
+import dev.ffmtrace.perfetto.protos.CloneSessionResponse;
 import dev.ffmtrace.perfetto.protos.EnableTracingRequest;
 import dev.ffmtrace.perfetto.protos.EnableTracingResponse;
 import dev.ffmtrace.perfetto.protos.FlushRequest;
@@ -67,8 +70,9 @@ import java.util.function.Supplier;
  * disabled ({@code disabled} true, with {@code error} if the config was refused or the
  * trace could not be written); with {@code write_into_file} the output is the
  * descriptor sent with the request. ReadBuffers streams the trace's packets as slices,
- * each reply under Perfetto's IPC frame limit. Methods ffmtrace does not serve (Detach,
- * Attach, CloneSession) fail, as Perfetto's host answers a method it cannot run; so
+ * each reply under Perfetto's IPC frame limit. CloneSession copies another consumer's
+ * session (not a write_into_file one) for this consumer to read. Methods ffmtrace does
+ * not serve (Detach, Attach) fail, as Perfetto's host answers a method it cannot run; so
  * does a method whose arguments do not parse.
  *
  * <p>Threads: the IPC host calls the handlers on the consumer's I/O thread; each
@@ -135,8 +139,8 @@ public final class ConsumerPort implements AutoCloseable {
                 new Method("QueryServiceState", i -> run(i, this::queryServiceState)),
                 new Method("QueryCapabilities", i -> run(i, (c, inv) -> queryCapabilities(inv))),
                 new Method("SaveTraceForBugreport", i -> run(i, (c, inv) -> saveTraceForBugreport(inv))),
-                // Takes the descriptor Perfetto's command line always sends with it, so that the call fails rather than the connection.
-                new Method("CloneSession", true, Invocation::fail)),
+                // Perfetto's command line always sends a descriptor with it, for a write_into_file session.
+                new Method("CloneSession", true, this::cloneSession)),
                 this::disconnected);
     }
 
@@ -185,6 +189,31 @@ public final class ConsumerPort implements AutoCloseable {
         if (!consumer.submit(() -> consumer.enableTracing(invocation, fd))) {
             UnixSocket.closeReceived(fd);
         }
+    }
+
+    private void cloneSession(Invocation invocation) {
+        UnixSocket.closeReceived(invocation.takeReceivedFd());
+        run(invocation, RemoteConsumer::cloneSession);
+    }
+
+    /** The consumer whose session is {@code sessionId}, or that names it {@code uniqueName}; null if none. */
+    private RemoteConsumer sessionOwner(long sessionId, String uniqueName) {
+        for (RemoteConsumer consumer : consumers.values()) {
+            TracingSession session = consumer.session();
+            if (session == null) {
+                continue;
+            }
+            if (sessionId != 0 ? consumer.sessionId == sessionId : uniqueName.equals(uniqueSessionName(session))) {
+                return consumer;
+            }
+        }
+        return null;
+    }
+
+    private static String uniqueSessionName(TracingSession session) {
+        TraceConfig.Decoder config = new TraceConfig.Decoder();
+        config.reset(session.config().traceConfig());
+        return config.hasUniqueSessionName() ? config.uniqueSessionName() : "";
     }
 
     @FunctionalInterface
@@ -249,6 +278,7 @@ public final class ConsumerPort implements AutoCloseable {
             entry.setState(session.isStopped() ? "DISABLED" : "STARTED");
             session.config().buffers().forEach(b -> entry.addBufferSizeKb((int) (b.sizeBytes() / 1024)));
             entry.setDurationMs((int) session.config().durationMs());
+            entry.setStartRealtimeNs(consumer.startRealtimeNs);
             entry.setNumDataSources(session.config().dataSources().size() - session.dataSourcesNotStarted());
             if (!session.isStopped()) {
                 entry.setIsStarted(true);
@@ -282,7 +312,7 @@ public final class ConsumerPort implements AutoCloseable {
         return reply.toByteArray();
     }
 
-    /** What this service can do: observable events, no output_path, no CloneSession. */
+    /** What this service can do: observable events and CloneSession, no output_path. */
     private static void queryCapabilities(Invocation invocation) {
         HeapBuffered<QueryCapabilitiesResponse> reply = new HeapBuffered<>(QueryCapabilitiesResponse.FACTORY);
         TracingServiceCapabilities capabilities = reply.get().setCapabilities();
@@ -290,7 +320,7 @@ public final class ConsumerPort implements AutoCloseable {
         capabilities.addObservableEvents(ObservableEvents.Type.TYPE_DATA_SOURCES_INSTANCES);
         capabilities.addObservableEvents(ObservableEvents.Type.TYPE_ALL_DATA_SOURCES_STARTED);
         capabilities.setHasTraceConfigOutputPath(false);
-        capabilities.setHasCloneSession(false);
+        capabilities.setHasCloneSession(true);
         invocation.reply(reply.toByteArray());
     }
 
@@ -326,6 +356,8 @@ public final class ConsumerPort implements AutoCloseable {
         /** The session, published for {@link #sessionCount} and QueryServiceState. */
         private volatile TracingSession session;
         private volatile long sessionId;
+        /** When the session started, by CLOCK_REALTIME, for QueryServiceState. */
+        private volatile long startRealtimeNs;
         private FileDescriptorChannel output;
         /** The deferred EnableTracing reply; guarded by this, as a session's completion may come on another thread. */
         private Invocation enableReply;
@@ -333,6 +365,8 @@ public final class ConsumerPort implements AutoCloseable {
         private TracingSession stopNotified;
         private Invocation observeReply;
         private int observedEvents;
+        /** The trace of a session cloned by CloneSession, until ReadBuffers takes it or FreeBuffers drops it. */
+        private byte[] clone;
         private boolean allStartedNotified;
 
         RemoteConsumer(ClientInfo info) {
@@ -444,6 +478,7 @@ public final class ConsumerPort implements AutoCloseable {
             }
             output = channel;
             sessionId = lastSessionId.incrementAndGet();
+            startRealtimeNs = Os.clockNanos(Os.CLOCK_REALTIME);
             allStartedNotified = false;
             session = started;
             started.completion().whenComplete((s, failure) -> submit(() -> sessionStopped(started, failure)));
@@ -497,6 +532,18 @@ public final class ConsumerPort implements AutoCloseable {
          */
         void readBuffers(Invocation invocation) {
             TracingSession current = session;
+            if (current == null && clone != null) {
+                // A clone is read once, as a stopped session's buffers are.
+                TracePackets.cutIntoSlices(clone, (reply, last) -> {
+                    if (last) {
+                        invocation.reply(reply);
+                    } else {
+                        invocation.replyMore(reply);
+                    }
+                });
+                clone = null;
+                return;
+            }
             if (current == null || current.config().writeIntoFile() || current.isClosed()) {
                 invocation.reply(new byte[0]);
                 return;
@@ -521,6 +568,7 @@ public final class ConsumerPort implements AutoCloseable {
          * reply goes out, with the error the stop met, if any.
          */
         private void freeSession() {
+            clone = null;
             TracingSession current = session;
             if (current == null) {
                 return;
@@ -582,6 +630,62 @@ public final class ConsumerPort implements AutoCloseable {
             } else {
                 invocation.fail();
             }
+        }
+
+        /**
+         * Clones another consumer's session, as Perfetto's CloneSession: flushed, then its
+         * buffers copied without consuming them into a trace this consumer reads with
+         * ReadBuffers. Only a consumer of the same uid, or root, may clone a session; a
+         * write_into_file session is refused (Perfetto copies its file).
+         */
+        void cloneSession(Invocation invocation) {
+            CloneSessionRequest.Decoder request = parse(invocation, CloneSessionRequest.Decoder::new);
+            if (request == null) {
+                return;
+            }
+            long[] uuid = new long[2];
+            String error = cloneFrom(request, uuid);
+            invocation.reply(message(CloneSessionResponse.FACTORY, response -> {
+                response.setSuccess(error == null);
+                response.setError(error == null ? "" : error);
+                response.setUuidMsb(uuid[0]);
+                response.setUuidLsb(uuid[1]);
+                response.setWasWriteIntoFile(false);
+            }));
+        }
+
+        /** Takes the clone into {@link #clone} and its trace_uuid into {@code uuid}; returns why not, or null. */
+        private String cloneFrom(CloneSessionRequest.Decoder request, long[] uuid) {
+            RemoteConsumer owner = sessionOwner(request.sessionId(),
+                    request.hasUniqueSessionName() ? request.uniqueSessionName() : "");
+            TracingSession source = owner == null ? null : owner.session();
+            if (source == null || (request.sessionId() == 0 && request.uniqueSessionName().isEmpty())) {
+                return "Tracing session not found";
+            }
+            if (info.uid() != 0 && info.uid() != owner.info.uid()) {
+                return "Not allowed to clone a session from another UID";
+            }
+            if (source.config().writeIntoFile()) {
+                return "Cloning a write_into_file session is not supported by ffmtrace's service";
+            }
+            if (session != null || clone != null) {
+                return "The consumer is already attached to another tracing session";
+            }
+            ByteArrayOutputStream trace = new ByteArrayOutputStream();
+            try {
+                if (!source.isStopped()) {
+                    source.flush(Duration.ofMillis(DEFAULT_FLUSH_TIMEOUT_MS));
+                }
+                source.writeSnapshot(trace);
+            } catch (IOException | RuntimeException e) {
+                return "session not found";
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return "session not found";
+            }
+            clone = trace.toByteArray();
+            TracePackets.traceUuid(clone, uuid);
+            return null;
         }
 
         void getTraceStats(Invocation invocation) {

@@ -219,6 +219,27 @@ class ConsumerPortTest {
     }
 
     @Test
+    void cloneSessionCopiesAnotherConsumersSessionWithoutConsumingIt() throws Exception {
+        try (ConsumerConnection owner = connect(); ConsumerConnection cloner = connect()) {
+            owner.enableTracing(config(oneBuffer()), -1);
+            await(events::isStarted, "the data source starts");
+            writeEvents(300, 0);
+            assertEquals("Tracing session not found", cloner.cloneSession(99, TIMEOUT_MS).error());
+            ConsumerConnection.Cloned cloned = cloner.cloneSession(1, TIMEOUT_MS);
+            assertTrue(cloned.success(), cloned.error());
+            assertTrue(cloned.uuidMsb() != 0 || cloned.uuidLsb() != 0);
+            Read copy = read(cloner.readBuffers(TIMEOUT_MS));
+            assertEquals(300, copy.names().size());
+            assertEquals(0, read(cloner.readBuffers(TIMEOUT_MS)).packets(), "a clone is read once");
+            assertEquals(300, read(owner.readBuffers(TIMEOUT_MS)).names().size(), "the source's data is still unread");
+            assertTrue(events.isStarted(), "the source runs on");
+            assertEquals("The consumer is already attached to another tracing session",
+                    owner.cloneSession(1, TIMEOUT_MS).error());
+            assertTrue(cloner.freeBuffers(TIMEOUT_MS));
+        }
+    }
+
+    @Test
     void aConsumerThatDisconnectsMidSessionFreesIt() throws Exception {
         ConsumerConnection consumer = connect();
         consumer.enableTracing(config(oneBuffer()), -1);

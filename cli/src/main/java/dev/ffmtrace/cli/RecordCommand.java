@@ -32,10 +32,13 @@ import picocli.CommandLine.Option;
 /**
  * Runs a tracing session from a TraceConfig with the demo producer's threads writing
  * TrackEvent slices, instants, flows and counters, and, with {@code --c-producer}, a C
- * producer process writing into an SMB of its own; then writes the trace file.
+ * producer process writing into an SMB of its own; then writes the trace file. With
+ * {@code --service}, the session runs on another tracing service instead
+ * ({@link ServiceRecording}).
  */
 @Command(name = "record", mixinStandardHelpOptions = true,
-        description = "Record a trace with the demo producers, as the TraceConfig says.")
+        description = "Record a trace as the TraceConfig says: with the demo producers in this process, or on a "
+                + "tracing service (--service).")
 final class RecordCommand implements Callable<Integer> {
     /** How long a session records when its config sets no duration_ms. */
     static final long DEFAULT_DURATION_MS = 2000;

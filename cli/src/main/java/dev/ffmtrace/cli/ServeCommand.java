@@ -1,10 +1,10 @@
 package dev.ffmtrace.cli;
 
 import dev.ffmtrace.ipc.IpcHost;
-import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
@@ -23,10 +23,12 @@ import picocli.CommandLine.Option;
  * the sessions still running.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Run the tracing service as a daemon, with Perfetto's consumer port on a Unix socket.")
+        description = "Run the tracing service as a daemon, with Perfetto's producer and consumer ports on Unix sockets.")
 final class ServeCommand implements Callable<Integer> {
     /** Not Perfetto's /run/perfetto/traced-consumer.sock or /tmp/perfetto-consumer: a system traced keeps those. */
     static final String DEFAULT_CONSUMER_SOCKET = "/tmp/ffmtrace-consumer";
+    /** Not Perfetto's /run/perfetto/traced-producer.sock or /tmp/perfetto-producer either. */
+    static final String DEFAULT_PRODUCER_SOCKET = "/tmp/ffmtrace-producer";
     /** What QueryServiceState reports. */
     static final String VERSION = "ffmtrace 0.1.0";
 
@@ -35,16 +37,29 @@ final class ServeCommand implements Callable<Integer> {
                     + "); @NAME for Linux's abstract namespace.")
     String consumerSocket;
 
+    @Option(names = "--producer-socket", paramLabel = "PATH",
+            description = "The producer socket (default: $PERFETTO_PRODUCER_SOCK_NAME, else " + DEFAULT_PRODUCER_SOCKET
+                    + "); @NAME for Linux's abstract namespace.")
+    String producerSocket;
+
     @Override
     public Integer call() throws InterruptedException, CliFailure {
         UnixAddress consumerAddress = ConsumerConnection.address(
                 socketName(consumerSocket, "PERFETTO_CONSUMER_SOCK_NAME", DEFAULT_CONSUMER_SOCKET));
+        UnixAddress producerAddress = ConsumerConnection.address(
+                socketName(producerSocket, "PERFETTO_PRODUCER_SOCK_NAME", DEFAULT_PRODUCER_SOCKET));
         List<IpcHost> hosts = new ArrayList<>();
         try (StopOnSignal signal = new StopOnSignal();
              TracingService service = new TracingService();
              ConsumerPort consumerPort = new ConsumerPort(service, VERSION)) {
             try {
-                hosts.add(listen("--consumer-socket", consumerAddress, consumerPort.descriptor()));
+                IpcHost consumerHost = listen("--consumer-socket", consumerAddress);
+                hosts.add(consumerHost);
+                consumerHost.exposeService(consumerPort.descriptor());
+                IpcHost producerHost = listen("--producer-socket", producerAddress);
+                hosts.add(producerHost);
+                ProducerPort.expose(service, producerHost);
+                System.out.println("producer socket: " + producerAddress);
                 System.out.println("consumer socket: " + consumerAddress);
                 System.out.flush();
                 while (!signal.awaitStop(1000)) {
@@ -69,11 +84,11 @@ final class ServeCommand implements Callable<Integer> {
     }
 
     /**
-     * Listens on {@code address} with {@code service} exposed. A socket file that nobody
+     * Listens on {@code address}. A socket file that nobody
      * listens on any more (a service killed before it could remove it) is replaced; one
      * a live service listens on is an error.
      */
-    private static IpcHost listen(String option, UnixAddress address, ServiceDescriptor service) throws CliFailure {
+    private static IpcHost listen(String option, UnixAddress address) throws CliFailure {
         if (!address.isAbstract()) {
             Path path = Path.of(address.name());
             if (Files.exists(path) && !Files.isDirectory(path)) {
@@ -96,7 +111,6 @@ final class ServeCommand implements Callable<Integer> {
         } catch (NativeException | IllegalArgumentException e) {
             throw new CliFailure(option + " " + address + ": cannot listen: " + e.getMessage(), CliFailure.FAILED);
         }
-        host.exposeService(service);
         return host;
     }
 }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.ipc.IpcHost;
+import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.ProducerOptions;
@@ -150,10 +151,17 @@ class ServiceCommandsTest {
     }
 
     @Test
-    void serveRunsTheConsumerPortUntilSigtermAndRemovesItsSocket() throws Exception {
+    void serveRunsBothPortsUntilSigtermAndRemovesTheirSockets() throws Exception {
         Path socket = dir.resolve("served.sock");
-        CliProcess serve = CliProcess.start("export PERFETTO_CONSUMER_SOCK_NAME=" + socket, List.of(), "serve");
+        Path producerSocket = dir.resolve("producers.sock");
+        CliProcess serve = CliProcess.start("export PERFETTO_CONSUMER_SOCK_NAME=" + socket
+                + " PERFETTO_PRODUCER_SOCK_NAME=" + producerSocket, List.of(), "serve");
+        // The producer socket's line comes first: once the consumer's is out, both listen.
         serve.awaitLine(line -> line.equals("consumer socket: " + socket));
+        try (IpcClient producer = IpcClient.connect(UnixAddress.path(producerSocket))) {
+            assertTrue(producer.bindService("ProducerPort").get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                    .methodIds().containsKey("CommitData"), "the producer port is served");
+        }
         byte[] traceConfig = TraceConfig.newBuilder()
                 .addBuffers(TraceConfig.BufferConfig.newBuilder().setSizeKb(256))
                 .setDurationMs(100).build().toByteArray();
@@ -179,5 +187,6 @@ class ServiceCommandsTest {
         assertEquals(143, end.exit(), end.err());
         assertTrue(end.out().contains("stopping on a signal"), end.out());
         assertFalse(Files.exists(socket), "the socket file is removed");
+        assertFalse(Files.exists(producerSocket), "the producer socket file is removed");
     }
 }

@@ -9,7 +9,9 @@ import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -21,7 +23,8 @@ import picocli.CommandLine.Option;
  * {@code record}'s demo threads as a producer process of any tracing service (a real
  * traced, or ffmtrace's): a {@link ProducerConnection} registers the data source
  * {@code track_event}; when the service starts it, the demo threads write into the
- * instance's buffer until the service stops it (then the command ends) or Ctrl-C.
+ * instance's buffer until the service stops it (after {@code --sessions} stops the
+ * command ends) or Ctrl-C.
  */
 @Command(name = "produce", mixinStandardHelpOptions = true,
         description = "Run the demo TrackEvent threads as a producer of a tracing service (data source track_event).")
@@ -36,6 +39,10 @@ final class ProduceCommand implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "2", paramLabel = "N",
             description = "Demo threads per started instance (default ${DEFAULT-VALUE}).")
     int threads;
+
+    @Option(names = "--sessions", defaultValue = "1", paramLabel = "N",
+            description = "End after this many instances were stopped (default ${DEFAULT-VALUE}).")
+    int sessions;
 
     @Option(names = "--name", defaultValue = "ffmtrace-produce", paramLabel = "NAME",
             description = "The producer's name (default ${DEFAULT-VALUE}).")
@@ -53,7 +60,10 @@ final class ProduceCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CliFailure("--producer-socket " + producerSocket + ": " + e.getMessage(), CliFailure.USAGE);
         }
-        Demo demo = new Demo();
+        if (sessions < 1) {
+            throw new CliFailure("--sessions must be at least 1", CliFailure.USAGE);
+        }
+        Demo demo = new Demo(sessions);
         try (StopOnSignal signal = new StopOnSignal();
              ProducerConnection connection = ProducerConnection.connect(
                      ProducerConnection.Options.named(name).withSocket(socket))) {
@@ -63,22 +73,36 @@ final class ProduceCommand implements Callable<Integer> {
             while (!signal.awaitStop(100) && demo.stopped.getCount() > 0) {
                 Thread.onSpinWait();
             }
-            demo.stopWorkers();
+            demo.stopAll();
             ProducerConnection.Stats stats = connection.stats();
-            System.out.printf("wrote %d request slices (each with nested slices, an instant, a flow and a counter);"
-                            + " %d events discarded; %d commits dropped; %d service commands rejected%n",
+            System.out.printf("total: wrote %d request slices (each with nested slices, an instant, a flow and a"
+                            + " counter); %d events discarded; %d commits dropped; %d service commands rejected;"
+                            + " %d connections, %d lost%n",
                     demo.counts.requests().sum(), demo.counts.discardedEvents().sum(), stats.commitsDropped(),
-                    stats.commandsRejected());
+                    stats.commandsRejected(), stats.connections(), stats.disconnections());
             return 0;
         }
     }
 
-    /** The data source: demo threads per started instance; the command ends once one stopped. */
+    /** The data source: demo threads per started instance; the command ends once {@code --sessions} stopped. */
     private final class Demo implements DataSourceHandler {
         final DemoWorkload.Counts counts = new DemoWorkload.Counts();
-        final CountDownLatch stopped = new CountDownLatch(1);
-        private final AtomicBoolean stop = new AtomicBoolean();
-        private final List<Thread> workers = new ArrayList<>();
+        final CountDownLatch stopped;
+        private final Map<Long, Run> runs = new HashMap<>();
+
+        Demo(int sessions) {
+            stopped = new CountDownLatch(sessions);
+        }
+
+        /** One started instance's threads and what they wrote. */
+        private record Run(AtomicBoolean stop, List<Thread> workers, DemoWorkload.Counts counts) {
+            void stopAndJoin() throws InterruptedException {
+                stop.set(true);
+                for (Thread worker : workers) {
+                    worker.join();
+                }
+            }
+        }
 
         @Override
         public synchronized void onStart(DataSourceInstance instance) {
@@ -87,19 +111,28 @@ final class ProduceCommand implements Callable<Integer> {
             ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
             DemoWorkload.WriterSource source = (policy, config) ->
                     new TrackEventWriter(TraceWriterSink.of(instance, policy), config);
-            stop.set(false);
+            Run run = new Run(new AtomicBoolean(), new ArrayList<>(), new DemoWorkload.Counts());
             for (int i = 0; i < threads; i++) {
-                workers.add(Thread.ofPlatform().name("demo worker " + i)
-                        .start(new DemoWorkload(i, process, source, source, stop, handoffs, counts)));
+                run.workers().add(Thread.ofPlatform().name("demo worker " + i)
+                        .start(new DemoWorkload(i, process, source, source, run.stop(), handoffs, run.counts())));
             }
+            runs.put(instance.id(), run);
         }
 
         @Override
         public void onStop(DataSourceInstance instance, Runnable done) {
-            System.out.println("stopping: " + instance);
+            Run run;
+            synchronized (this) {
+                run = runs.remove(instance.id());
+            }
+            // The threads finish their packets on a thread of their own: the connection's
+            // I/O thread goes on with the service's commands meanwhile.
             Thread.ofPlatform().name("demo stop").start(() -> {
                 try {
-                    stopWorkers();
+                    if (run != null) {
+                        run.stopAndJoin();
+                        report(instance, run.counts());
+                    }
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
@@ -108,12 +141,28 @@ final class ProduceCommand implements Callable<Integer> {
             });
         }
 
-        synchronized void stopWorkers() throws InterruptedException {
-            stop.set(true);
-            for (Thread worker : workers) {
-                worker.join();
+        private synchronized void report(DataSourceInstance instance, DemoWorkload.Counts written) {
+            long requests = written.requests().sum();
+            long discarded = written.discardedEvents().sum();
+            counts.requests().add(requests);
+            counts.discardedEvents().add(discarded);
+            System.out.printf("stopped: %s: wrote %d request slices, %d events discarded%n", instance, requests, discarded);
+        }
+
+        /** Stops the instances still running (Ctrl-C). */
+        void stopAll() throws InterruptedException {
+            List<Run> left;
+            synchronized (this) {
+                left = new ArrayList<>(runs.values());
+                runs.clear();
             }
-            workers.clear();
+            for (Run run : left) {
+                run.stopAndJoin();
+                synchronized (this) {
+                    counts.requests().add(run.counts().requests().sum());
+                    counts.discardedEvents().add(run.counts().discardedEvents().sum());
+                }
+            }
         }
     }
 }

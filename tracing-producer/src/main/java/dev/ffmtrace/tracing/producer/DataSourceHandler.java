@@ -5,7 +5,10 @@ package dev.ffmtrace.tracing.producer;
  * stops, flushes an instance of it or asks it to clear its incremental state. Calls come
  * one at a time on the connection's I/O thread, in the order of the service's commands;
  * one that throws is counted in {@link ProducerConnection.Stats#handlerFailures()} and
- * otherwise ignored (a stop then counts as done).
+ * otherwise ignored (a stop then counts as done). A call must not wait for a thread that
+ * is creating a writer of the same connection (writers are created under the lock the
+ * calls run under): to wait for the threads of a stopping instance, wait on a thread of
+ * your own and call {@code done} from it.
  */
 public interface DataSourceHandler {
     /** The service set up an instance; it starts later. */

@@ -32,8 +32,8 @@ public final class DataSourceInstance {
     private final DataSourceDescriptor descriptor;
     private final DataSourceHandler handler;
     private final AtomicLong incrementalStateClears = new AtomicLong();
-    /** Guarded by the session. */
-    private State state = State.SETUP;
+    /** Changed under the session's lock; read without it, so that running code can poll it. */
+    private volatile State state = State.SETUP;
     /** Guarded by the session. */
     private final List<TraceWriter<TracePacket>> writers = new ArrayList<>();
 
@@ -75,9 +75,7 @@ public final class DataSourceInstance {
 
     /** Whether the instance is started and its connection alive: its writers write. */
     public boolean isRunning() {
-        synchronized (session) {
-            return state == State.STARTED && session.isLive();
-        }
+        return state == State.STARTED && session.isLive();
     }
 
     /**

@@ -146,7 +146,8 @@ final class ProduceCommand implements Callable<Integer> {
             long discarded = written.discardedEvents().sum();
             counts.requests().add(requests);
             counts.discardedEvents().add(discarded);
-            System.out.printf("stopped: %s: wrote %d request slices, %d events discarded%n", instance, requests, discarded);
+            System.out.printf("stopped: %s: wrote %d request slices, %d events discarded; %d incremental state clears%n",
+                    instance, requests, discarded, instance.incrementalStateClears());
         }
 
         /** Stops the instances still running (Ctrl-C). */

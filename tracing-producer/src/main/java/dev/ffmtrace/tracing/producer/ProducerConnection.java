@@ -487,8 +487,15 @@ public final class ProducerConnection implements AutoCloseable {
             if (message.reply() == null) {
                 target.client.invokeDropReply(target.port, message.method(), message.args());
             } else {
-                target.client.invoke(target.port, message.method(), message.args()).whenComplete((reply, error) ->
-                        message.reply().complete(error == null ? reply : new Reply(false, false, EMPTY, -1)));
+                target.client.invoke(target.port, message.method(), message.args()).whenComplete((reply, error) -> {
+                    // No reply of these methods carries a descriptor: one a service sends anyway is closed.
+                    if (error == null) {
+                        UnixSocket.closeReceived(reply.fd());
+                    }
+                    message.reply().complete(error == null
+                            ? new Reply(reply.success(), false, reply.replyProto(), -1)
+                            : new Reply(false, false, EMPTY, -1));
+                });
             }
         } catch (RuntimeException e) {
             // A service that did not list the method in its BindServiceReply.

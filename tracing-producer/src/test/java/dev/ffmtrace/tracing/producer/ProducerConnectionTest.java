@@ -460,6 +460,37 @@ class ProducerConnectionTest {
     }
 
     @Test
+    void retriesWithPerfettosBackOff() {
+        long delay = 0;
+        List<Long> seconds = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            delay = ProducerConnection.RetryDelays.PERFETTO.next(delay);
+            seconds.add(TimeUnit.NANOSECONDS.toSeconds(delay));
+        }
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L, 30L, 30L), seconds);
+    }
+
+    @Test
+    void connectsOnceTheServiceAppears() throws Exception {
+        Recorder recorder = new Recorder();
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-producer-test-" + UUID.randomUUID());
+        try (ProducerConnection producer = ProducerConnection.connect(ProducerConnection.Options.named("late")
+                .withSocket(address).withRetryDelays(FAST_RETRIES))) {
+            producer.registerDataSource(DataSourceDescriptor.named(SOURCE), recorder);
+            await("a failed attempt", () -> producer.stats().connectFailures() > 0);
+            assertFalse(producer.isConnected());
+            assertFalse(producer.sync().get(10, TimeUnit.SECONDS));
+            try (ScriptedService service = new ScriptedService(address)) {
+                assertEquals("late", InitializeConnectionRequest.parseFrom(service.next("InitializeConnection").args())
+                        .getProducerName());
+                service.next("RegisterDataSource");
+                assertTrue(producer.awaitConnected(Duration.ofSeconds(10)));
+                assertTrue(producer.sync().get(10, TimeUnit.SECONDS));
+            }
+        }
+    }
+
+    @Test
     void connectAndCloseLeakNoDescriptorMappingOrThread() throws Exception {
         cycle();
         long fds = fdCount();

@@ -1,6 +1,7 @@
 /**
  * Complete programs that use ffmtrace as a library: a trace file written offline with the
- * TrackEvent API, an in-process tracing session, and a SharedRingBuffer shared by two handles.
+ * TrackEvent API, an in-process tracing session, a producer joining a Perfetto tracing service,
+ * and a SharedRingBuffer shared by two handles.
  */
 module dev.ffmtrace.examples {
     requires dev.ffmtrace.shmring;

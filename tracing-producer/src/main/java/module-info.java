@@ -5,8 +5,10 @@
  */
 module dev.ffmtrace.tracing.producer {
     requires transitive dev.ffmtrace.perfetto.protos;
+    requires dev.ffmtrace.ipc;
 
     exports dev.ffmtrace.tracing.smb;
+    exports dev.ffmtrace.tracing.producer;
     // The SMB's layout and chunk state machine: for the service that reads it and the
     // buffer that stores its chunks, not for applications.
     exports dev.ffmtrace.tracing.smb.abi to dev.ffmtrace.tracing.buffer, dev.ffmtrace.tracing.service;

@@ -1,7 +1,6 @@
 package dev.ffmtrace.cli;
 
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.InternedName;
@@ -9,6 +8,7 @@ import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * What {@code record}'s demo producer threads write, through the TrackEvent API: per
@@ -18,6 +18,19 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * queue depth, written on the "counters" data source.
  */
 final class DemoWorkload implements Runnable {
+    /** Where a thread's writers come from: a data source of the in-process service, or a producer connection's instance. */
+    @FunctionalInterface
+    interface WriterSource {
+        TrackEventWriter newTrackEventWriter(BufferExhaustedPolicy policy, TrackEventWriter.Config config);
+    }
+
+    /** What the threads wrote: request slices begun (each also a flow's start), and events the writers discarded. */
+    record Counts(LongAdder requests, LongAdder discardedEvents) {
+        Counts() {
+            this(new LongAdder(), new LongAdder());
+        }
+    }
+
     private static final Category REQUESTS = new Category("requests");
     private static final InternedName REQUEST = InternedName.of("request");
     private static final InternedName PARSE = InternedName.of("parse");
@@ -27,19 +40,26 @@ final class DemoWorkload implements Runnable {
 
     private final int index;
     private final Track process;
-    private final DataSource events;
-    private final DataSource counters;
+    private final WriterSource events;
+    private final WriterSource counters;
     private final AtomicBoolean stop;
     private final ConcurrentLinkedQueue<Long> handoffs;
+    private final Counts counts;
 
-    DemoWorkload(int index, Track process, DataSource events, DataSource counters, AtomicBoolean stop,
+    DemoWorkload(int index, Track process, WriterSource events, WriterSource counters, AtomicBoolean stop,
                  ConcurrentLinkedQueue<Long> handoffs) {
+        this(index, process, events, counters, stop, handoffs, new Counts());
+    }
+
+    DemoWorkload(int index, Track process, WriterSource events, WriterSource counters, AtomicBoolean stop,
+                 ConcurrentLinkedQueue<Long> handoffs, Counts counts) {
         this.index = index;
         this.process = process;
         this.events = events;
         this.counters = counters;
         this.stop = stop;
         this.handoffs = handoffs;
+        this.counts = counts;
     }
 
     @Override
@@ -55,6 +75,7 @@ final class DemoWorkload implements Runnable {
             while (!stop.get()) {
                 long flow = ((long) (index + 1) << 40) | ++request;
                 long outer = writer.beginSlice(REQUESTS, thread, REQUEST, flow, 0);
+                counts.requests().increment();
                 long parse = writer.beginSlice(REQUESTS, thread, PARSE, BYTES, 512 + request % 1024);
                 spin(2_000);
                 writer.endSlice(thread, parse);
@@ -70,6 +91,7 @@ final class DemoWorkload implements Runnable {
                 counterWriter.counter(depth, handoffs.size());
                 Thread.sleep(1);
             }
+            counts.discardedEvents().add(writer.discardedEvents() + counterWriter.discardedEvents());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

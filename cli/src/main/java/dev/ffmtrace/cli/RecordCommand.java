@@ -253,7 +253,8 @@ final class RecordCommand implements Callable<Integer> {
         for (int i = 0; i < threads; i++) {
             try {
                 workers.add(Thread.ofPlatform().name("demo worker " + i)
-                        .start(new DemoWorkload(i, process, events, counters, stop, handoffs)));
+                        .start(new DemoWorkload(i, process, events::newTrackEventWriter,
+                                counters::newTrackEventWriter, stop, handoffs)));
             } catch (OutOfMemoryError e) {
                 throw new CliFailure("cannot start demo thread " + (i + 1) + " of " + threads + ": " + e.getMessage(),
                         CliFailure.FAILED);

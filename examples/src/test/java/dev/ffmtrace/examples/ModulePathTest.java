@@ -67,8 +67,8 @@ class ModulePathTest {
 
     @Test
     void theTrackEventModulesAreTheProducerSideAlone() {
-        assertEquals(Set.of(TRACK_EVENT, "dev.ffmtrace.tracing.producer", "dev.ffmtrace.perfetto.protos",
-                        "dev.ffmtrace.protozero", "dev.ffmtrace.memory"),
+        assertEquals(Set.of(TRACK_EVENT, "dev.ffmtrace.tracing.producer", "dev.ffmtrace.ipc",
+                        "dev.ffmtrace.perfetto.protos", "dev.ffmtrace.protozero", "dev.ffmtrace.memory"),
                 new TreeSet<>(modulePathFor(TRACK_EVENT).keySet()));
     }
 

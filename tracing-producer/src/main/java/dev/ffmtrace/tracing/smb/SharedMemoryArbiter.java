@@ -134,6 +134,7 @@ public final class SharedMemoryArbiter {
             writers[id] = writer;
             writerCount++;
             nextWriterId = id == MAX_WRITER_ID ? 1 : id + 1;
+            transport.traceWriterRegistered(id, targetBuffer);
             return writer;
         } finally {
             lock.unlock();
@@ -268,6 +269,7 @@ public final class SharedMemoryArbiter {
                 writers[writerId] = null;
                 finishedAtLastSweep[writerId] = 0;
                 writerCount--;
+                transport.traceWriterUnregistered(writerId);
             }
         } finally {
             lock.unlock();

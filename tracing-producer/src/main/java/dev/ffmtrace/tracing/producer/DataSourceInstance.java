@@ -1,0 +1,135 @@
+package dev.ffmtrace.tracing.producer;
+
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One instance of a data source, as the service set it up for a tracing session: its
+ * id, its raw {@code DataSourceConfig} and the buffer its packets go to. Its writers
+ * write into the connection's shared memory buffer until the instance stops or the
+ * connection is lost; then they are closed, and a writer asked for afterwards is born
+ * closed ({@link TraceWriter#isOpen()} false), so a {@code TrackEventWriter} over it
+ * counts its events as discarded instead of throwing.
+ */
+public final class DataSourceInstance {
+    enum State { SETUP, STARTED, STOPPING, STOPPED }
+
+    /** Hands out writers that are closed from birth: for instances that cannot write. */
+    private static final SharedMemoryArbiter CLOSED_WRITERS =
+            new SharedMemoryArbiter(Arena.global().allocate(4096, 4096), 4096, request -> { });
+
+    private final ProducerConnection.Session session;
+    private final long id;
+    private final String name;
+    private final byte[] config;
+    private final int targetBuffer;
+    private final DataSourceDescriptor descriptor;
+    private final DataSourceHandler handler;
+    private final AtomicLong incrementalStateClears = new AtomicLong();
+    /** Changed under the session's lock; read without it, so that running code can poll it. */
+    private volatile State state = State.SETUP;
+    /** Guarded by the session. */
+    private final List<TraceWriter<TracePacket>> writers = new ArrayList<>();
+
+    DataSourceInstance(ProducerConnection.Session session, long id, String name, byte[] config, int targetBuffer,
+                       DataSourceDescriptor descriptor, DataSourceHandler handler) {
+        this.session = session;
+        this.id = id;
+        this.name = name;
+        this.config = config;
+        this.targetBuffer = targetBuffer;
+        this.descriptor = descriptor;
+        this.handler = handler;
+    }
+
+    /** The service's id of this instance. */
+    public long id() {
+        return id;
+    }
+
+    /** The data source's name. */
+    public String name() {
+        return name;
+    }
+
+    /** The {@code DataSourceConfig} the service sent, serialized (a copy). */
+    public byte[] config() {
+        return config.clone();
+    }
+
+    /** The service's id of the buffer this instance's packets go to. */
+    public int targetBuffer() {
+        return targetBuffer;
+    }
+
+    /** How many times the service asked this instance to clear its incremental state. */
+    public long incrementalStateClears() {
+        return incrementalStateClears.get();
+    }
+
+    /** Whether the instance is started and its connection alive: its writers write. */
+    public boolean isRunning() {
+        return state == State.STARTED && session.isLive();
+    }
+
+    /**
+     * A new writer into this instance's target buffer, registered with the service; a
+     * closed one if the instance is not running (or all writer ids are taken). Close it
+     * when done; the connection closes the ones still open when the instance stops.
+     */
+    public TraceWriter<TracePacket> newTraceWriter(BufferExhaustedPolicy policy) {
+        synchronized (session) {
+            if (state == State.STARTED && session.isLive()) {
+                writers.removeIf(writer -> !writer.isOpen());
+                try {
+                    TraceWriter<TracePacket> writer = session.arbiter().createTraceWriter(targetBuffer, policy);
+                    writers.add(writer);
+                    return writer;
+                } catch (IllegalStateException e) {
+                    session.connection().countWriterRefused();
+                }
+            }
+        }
+        TraceWriter<TracePacket> closed = CLOSED_WRITERS.createTraceWriter(targetBuffer, BufferExhaustedPolicy.DROP);
+        closed.close();
+        return closed;
+    }
+
+    DataSourceDescriptor descriptor() {
+        return descriptor;
+    }
+
+    DataSourceHandler handler() {
+        return handler;
+    }
+
+    State state() {
+        return state;
+    }
+
+    void setState(State state) {
+        this.state = state;
+    }
+
+    void countIncrementalStateClear() {
+        incrementalStateClears.incrementAndGet();
+    }
+
+    /** Takes the writers to close, leaving none. Under the session's lock. */
+    List<TraceWriter<TracePacket>> takeWriters() {
+        List<TraceWriter<TracePacket>> taken = new ArrayList<>(writers);
+        writers.clear();
+        return taken;
+    }
+
+    @Override
+    public String toString() {
+        return "data source " + name + " instance " + id + " (buffer " + targetBuffer + ")";
+    }
+}

@@ -1,0 +1,927 @@
+package dev.ffmtrace.tracing.producer;
+
+import dev.ffmtrace.ipc.BoundService;
+import dev.ffmtrace.ipc.IpcClient;
+import dev.ffmtrace.ipc.Reply;
+import dev.ffmtrace.memory.MemoryFile;
+import dev.ffmtrace.memory.Seals;
+import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.CommitDataRequest;
+import dev.ffmtrace.perfetto.protos.DataSourceConfig;
+import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
+import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
+import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
+import dev.ffmtrace.perfetto.protos.NotifyDataSourceStartedRequest;
+import dev.ffmtrace.perfetto.protos.NotifyDataSourceStoppedRequest;
+import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
+import dev.ffmtrace.perfetto.protos.RegisterTraceWriterRequest;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
+import dev.ffmtrace.perfetto.protos.UnregisterTraceWriterRequest;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.Message;
+import dev.ffmtrace.protozero.MessageFactory;
+import dev.ffmtrace.protozero.RepeatedScalarIterator;
+import dev.ffmtrace.tracing.smb.CommitRequest;
+import dev.ffmtrace.tracing.smb.CommitTransport;
+import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+
+/**
+ * A producer's connection to a Perfetto tracing service (Perfetto's
+ * {@code ProducerIPCClientImpl} with the SDK's producer around it): connects to the
+ * producer socket, binds {@code ProducerPort}, sends InitializeConnection, opens the
+ * GetAsyncCommand stream and registers the application's data sources; then follows the
+ * service's commands. SetupTracing brings the shared memory buffer (a sealed memfd,
+ * checked and mapped), Setup/StartDataSource start {@link DataSourceInstance}s whose
+ * {@link TraceWriter}s write into it and commit chunks and patches with CommitData,
+ * StopDataSource stops them (answered with NotifyDataSourceStopped once the handler is
+ * done), Flush commits what idle writers hold and then acknowledges the flush,
+ * ClearIncrementalState moves the instances' clear counters.
+ *
+ * <p><b>Never blocks the application.</b> Writers commit under their arbiter's lock;
+ * the connection only encodes the request and queues it; one sender thread writes the
+ * socket. A full buffer drops events as the writers' {@code BufferExhaustedPolicy} says.
+ *
+ * <p><b>Never trusts the service.</b> Every command is decoded defensively; one that does
+ * not decode or does not fit the state (SetupTracing without a sealed memfd of a usable
+ * size, a data source never registered, an unknown instance, a config without a target
+ * buffer) is counted in {@link Stats#commandsRejected()} and ignored.
+ *
+ * <p><b>Reconnects.</b> When the service goes away, started instances are stopped, their
+ * writers closed (a {@code TrackEventWriter} over one counts its events as discarded),
+ * the buffer unmapped; the connection retries with Perfetto's back-off (1 s more per
+ * attempt up to 10 s, then 30 s) and registers the data sources again.
+ */
+public final class ProducerConnection implements AutoCloseable {
+    /** The largest SMB accepted from a service: Perfetto's service never makes one over 32 MiB. */
+    static final long MAX_SMB_SIZE = 64L << 20;
+    private static final String PRODUCER_PORT = "ProducerPort";
+    private static final long HANDSHAKE_TIMEOUT_SECONDS = 10;
+    /** Commits queued beyond this are dropped (and counted) rather than growing without bound. */
+    private static final int MAX_QUEUED_COMMITS = 64 * 1024;
+    private static final byte[] EMPTY = new byte[0];
+
+    /**
+     * How to connect.
+     *
+     * @param producerName         the name the service knows the producer by
+     * @param socket               the service's producer socket; null for
+     *                             {@link #defaultProducerSocket()}
+     * @param smbSizeHintBytes     the SMB size asked for (0: the service's default)
+     * @param smbPageSizeHintBytes the SMB page size asked for (0: the service's default)
+     * @param scrapingMode         whether the service may read chunks still being written on a flush
+     * @param producerProvidedSmbBytes if positive, the producer makes a sealed memfd SMB of
+     *                             this size and offers it with InitializeConnection
+     * @param retryDelays          the back-off between connection attempts: the first delay, the
+     *                             increment, the cap before the long delay, and the long delay
+     */
+    public record Options(String producerName, UnixAddress socket, int smbSizeHintBytes, int smbPageSizeHintBytes,
+                          InitializeConnectionRequest.ProducerSMBScrapingMode scrapingMode,
+                          int producerProvidedSmbBytes, RetryDelays retryDelays) {
+        public Options {
+            Objects.requireNonNull(producerName, "producerName");
+            Objects.requireNonNull(scrapingMode, "scrapingMode");
+            Objects.requireNonNull(retryDelays, "retryDelays");
+            if (smbSizeHintBytes < 0 || smbPageSizeHintBytes < 0 || producerProvidedSmbBytes < 0) {
+                throw new IllegalArgumentException("sizes cannot be negative");
+            }
+        }
+
+        /** A producer named {@code producerName} on the default socket, with the service's SMB and scraping on. */
+        public static Options named(String producerName) {
+            return new Options(producerName, null, 0, 0,
+                    InitializeConnectionRequest.ProducerSMBScrapingMode.SMB_SCRAPING_ENABLED, 0, RetryDelays.PERFETTO);
+        }
+
+        public Options withSocket(UnixAddress socket) {
+            return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
+                    producerProvidedSmbBytes, retryDelays);
+        }
+
+        public Options withSmbHints(int sizeBytes, int pageSizeBytes) {
+            return new Options(producerName, socket, sizeBytes, pageSizeBytes, scrapingMode,
+                    producerProvidedSmbBytes, retryDelays);
+        }
+
+        public Options withProducerProvidedSmb(int sizeBytes) {
+            return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
+                    sizeBytes, retryDelays);
+        }
+
+        public Options withRetryDelays(RetryDelays retryDelays) {
+            return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
+                    producerProvidedSmbBytes, retryDelays);
+        }
+    }
+
+    /** Back-off between connection attempts: {@code first}, growing by {@code step} while under {@code cap}, then {@code longDelay}. */
+    public record RetryDelays(Duration first, Duration step, Duration cap, Duration longDelay) {
+        /** Perfetto's IPC client: 1 s, 2 s, ... 10 s, then 30 s. */
+        public static final RetryDelays PERFETTO = new RetryDelays(Duration.ofSeconds(1), Duration.ofSeconds(1),
+                Duration.ofSeconds(10), Duration.ofSeconds(30));
+
+        long next(long previousNanos) {
+            if (previousNanos == 0) {
+                return first.toNanos();
+            }
+            return previousNanos < cap.toNanos() ? previousNanos + step.toNanos() : longDelay.toNanos();
+        }
+    }
+
+    /**
+     * Counters since the connection was made.
+     *
+     * @param connections              sessions with the service that got through InitializeConnection
+     * @param connectFailures          attempts that failed (no socket, no ProducerPort, init refused)
+     * @param disconnections           sessions lost
+     * @param commandsRejected         service commands ignored as malformed or out of place
+     * @param commitsDropped           commit requests not sent: no service, or the send queue full
+     * @param writersClosedByDisconnect writers still open when their session was lost
+     * @param handlerFailures          data source handler calls that threw
+     * @param writersRefused           writers asked for when all writer ids were taken
+     */
+    public record Stats(long connections, long connectFailures, long disconnections, long commandsRejected,
+                        long commitsDropped, long writersClosedByDisconnect, long handlerFailures,
+                        long writersRefused) {
+    }
+
+    private record Registration(DataSourceDescriptor descriptor, DataSourceHandler handler) {
+    }
+
+    /** A message for the service, sent in order by the sender thread; {@code reply} null means drop_reply. */
+    private record Outgoing(Session session, String method, byte[] args, boolean isCommit,
+                            CompletableFuture<Reply> reply) {
+    }
+
+    private final Options options;
+    private final UnixAddress address;
+    private final Map<String, Registration> dataSources = new LinkedHashMap<>();
+    private final LinkedBlockingQueue<Outgoing> outgoing = new LinkedBlockingQueue<>();
+    private final AtomicInteger queuedCommits = new AtomicInteger();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Thread sender;
+    /** The session with the service now, or null. Guarded by this. */
+    private Session session;
+
+    private final AtomicLong connections = new AtomicLong();
+    private final AtomicLong connectFailures = new AtomicLong();
+    private final AtomicLong disconnections = new AtomicLong();
+    private final AtomicLong commandsRejected = new AtomicLong();
+    private final AtomicLong commitsDropped = new AtomicLong();
+    private final AtomicLong writersClosedByDisconnect = new AtomicLong();
+    private final AtomicLong handlerFailures = new AtomicLong();
+    private final AtomicLong writersRefused = new AtomicLong();
+
+    private ProducerConnection(Options options, UnixAddress address) {
+        this.options = options;
+        this.address = address;
+        this.sender = Thread.ofPlatform().daemon().name("perfetto-producer " + options.producerName())
+                .unstarted(this::run);
+    }
+
+    /**
+     * Starts connecting to the service in the background: returns at once, whether or not
+     * the service is there (the connection keeps trying). Register data sources before or
+     * after.
+     *
+     * @throws IllegalArgumentException if the socket name is not a Unix socket Perfetto would use
+     */
+    public static ProducerConnection connect(Options options) {
+        UnixAddress address = options.socket() != null ? options.socket() : defaultProducerSocket();
+        ProducerConnection connection = new ProducerConnection(options, address);
+        connection.sender.start();
+        return connection;
+    }
+
+    /**
+     * The producer socket as Perfetto's clients find it: PERFETTO_PRODUCER_SOCK_NAME (the
+     * first of a comma-separated list; {@code @name} for an abstract socket), else
+     * {@code /run/perfetto/traced-producer.sock} if {@code /run/perfetto} is usable, else
+     * {@code /tmp/perfetto-producer}.
+     */
+    public static UnixAddress defaultProducerSocket() {
+        String name = System.getenv("PERFETTO_PRODUCER_SOCK_NAME");
+        if (name == null || name.isEmpty()) {
+            Path run = Path.of("/run/perfetto");
+            name = Files.isDirectory(run) && Files.isWritable(run) && Files.isExecutable(run)
+                    ? "/run/perfetto/traced-producer.sock" : "/tmp/perfetto-producer";
+        }
+        return socketAddress(name.split(",", -1)[0]);
+    }
+
+    /** A socket name as Perfetto writes them: a path, or {@code @name} for an abstract socket. */
+    public static UnixAddress socketAddress(String name) {
+        if (name.startsWith("@")) {
+            return UnixAddress.abstractName(name.substring(1));
+        }
+        if (!name.startsWith("/") && name.contains(":")) {
+            throw new IllegalArgumentException("only Unix sockets are supported, not " + name);
+        }
+        return UnixAddress.path(Path.of(name));
+    }
+
+    /** The producer socket this connection uses. */
+    public UnixAddress address() {
+        return address;
+    }
+
+    /**
+     * Registers a data source (now with the service if connected, and again on every
+     * reconnection); the handler hears about its instances.
+     *
+     * @throws IllegalArgumentException if a data source of that name is registered already
+     */
+    public void registerDataSource(DataSourceDescriptor descriptor, DataSourceHandler handler) {
+        Objects.requireNonNull(handler, "handler");
+        synchronized (this) {
+            if (dataSources.putIfAbsent(descriptor.name(), new Registration(descriptor, handler)) != null) {
+                throw new IllegalArgumentException("data source " + descriptor.name() + " is registered already");
+            }
+            if (session != null) {
+                sendRegisterDataSource(session, descriptor);
+            }
+        }
+    }
+
+    /** Unregisters a data source; its running instances go on until the service stops them. */
+    public void unregisterDataSource(String name) {
+        synchronized (this) {
+            if (dataSources.remove(name) != null && session != null) {
+                HeapBuffered<UnregisterDataSourceRequest> request = new HeapBuffered<>(UnregisterDataSourceRequest.FACTORY);
+                request.get().setDataSourceName(name);
+                enqueue(new Outgoing(session, "UnregisterDataSource", request.toByteArray(), false, null));
+            }
+        }
+    }
+
+    /**
+     * Perfetto's Sync: completes once the service has handled everything sent before it
+     * (true), or false if there is no service or it failed.
+     */
+    public CompletableFuture<Boolean> sync() {
+        CompletableFuture<Reply> reply = new CompletableFuture<>();
+        synchronized (this) {
+            if (session == null) {
+                return CompletableFuture.completedFuture(false);
+            }
+            enqueue(new Outgoing(session, "Sync", EMPTY, false, reply));
+        }
+        return reply.thenApply(Reply::success);
+    }
+
+    /** Whether a session with the service is up (InitializeConnection went through and the socket is open). */
+    public boolean isConnected() {
+        Session current;
+        synchronized (this) {
+            current = session;
+        }
+        return current != null && current.isLive() && current.client.isConnected();
+    }
+
+    /** Waits until {@link #isConnected()} or the timeout passes; returns whether connected. */
+    public boolean awaitConnected(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!isConnected()) {
+            if (System.nanoTime() - deadline > 0 || closed.get()) {
+                return false;
+            }
+            Thread.sleep(10);
+        }
+        return true;
+    }
+
+    /** The shared memory arbiter's counters of the current session, or null without one. */
+    public SharedMemoryArbiter.Stats arbiterStats() {
+        Session current;
+        synchronized (this) {
+            current = session;
+        }
+        if (current == null) {
+            return null;
+        }
+        synchronized (current) {
+            return current.arbiter == null ? null : current.arbiter.stats();
+        }
+    }
+
+    public Stats stats() {
+        return new Stats(connections.get(), connectFailures.get(), disconnections.get(), commandsRejected.get(),
+                commitsDropped.get(), writersClosedByDisconnect.get(), handlerFailures.get(), writersRefused.get());
+    }
+
+    /**
+     * Disconnects: started instances are stopped (their handlers told), writers closed,
+     * the buffer unmapped, the socket closed; waits for the connection's threads to end.
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        sender.interrupt();
+        boolean interrupted = false;
+        while (true) {
+            try {
+                sender.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    void countWriterRefused() {
+        writersRefused.incrementAndGet();
+    }
+
+    // ---- the sender thread: connects, sends, reconnects ----
+
+    private void run() {
+        long delay = 0;
+        try {
+            while (!closed.get()) {
+                Session current = open();
+                if (current == null) {
+                    connectFailures.incrementAndGet();
+                    delay = options.retryDelays().next(delay);
+                    TimeUnit.NANOSECONDS.sleep(delay);
+                    continue;
+                }
+                delay = 0;
+                try {
+                    serve(current);
+                } finally {
+                    tearDown(current);
+                }
+                if (!closed.get()) {
+                    disconnections.incrementAndGet();
+                }
+            }
+        } catch (InterruptedException e) {
+            // close() interrupts: the session, if any, is already torn down.
+        } finally {
+            dropQueued();
+        }
+    }
+
+    /** Connects, binds and initializes; null if any step fails. */
+    private Session open() throws InterruptedException {
+        IpcClient client;
+        try {
+            client = IpcClient.connect(address);
+        } catch (RuntimeException e) {
+            return null;
+        }
+        SharedMemory provided = null;
+        try {
+            BoundService port = client.bindService(PRODUCER_PORT).get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            if (options.producerProvidedSmbBytes() > 0) {
+                provided = SharedMemory.create("perfetto:shmem", options.producerProvidedSmbBytes());
+            }
+            HeapBuffered<InitializeConnectionRequest> request = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
+            InitializeConnectionRequest init = request.get();
+            if (options.smbPageSizeHintBytes() > 0) {
+                init.setSharedMemoryPageSizeHintBytes(options.smbPageSizeHintBytes());
+            }
+            int sizeHint = provided != null ? options.producerProvidedSmbBytes() : options.smbSizeHintBytes();
+            if (sizeHint > 0) {
+                init.setSharedMemorySizeHintBytes(sizeHint);
+            }
+            init.setProducerName(options.producerName());
+            init.setSmbScrapingMode(options.scrapingMode());
+            if (provided != null) {
+                init.setProducerProvidedShmem(true);
+            }
+            init.setSdkVersion("ffmtrace");
+            CompletableFuture<Reply> replied = new CompletableFuture<>();
+            client.invoke(port, "InitializeConnection", request.toByteArray(), provided == null ? -1 : provided.fd(),
+                    reply -> {
+                        if (!reply.hasMore()) {
+                            replied.complete(reply);
+                        } else {
+                            UnixSocket.closeReceived(reply.fd());
+                        }
+                    });
+            Reply reply = replied.get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            UnixSocket.closeReceived(reply.fd());
+            if (!reply.success()) {
+                throw new IllegalStateException("the service refused InitializeConnection");
+            }
+            InitializeConnectionResponse.Decoder response = new InitializeConnectionResponse.Decoder();
+            response.reset(MemorySegment.ofArray(reply.replyProto()));
+            if (response.hasError()) {
+                throw new IllegalStateException("malformed InitializeConnectionResponse");
+            }
+            Session opened = new Session(this, client, port);
+            if (provided != null && response.usingShmemProvidedByProducer()) {
+                opened.smb = provided;
+                provided = null;
+            }
+            synchronized (this) {
+                session = opened;
+                connections.incrementAndGet();
+                client.invoke(port, "GetAsyncCommand", EMPTY, -1, opened::onCommand);
+                for (Registration registration : dataSources.values()) {
+                    sendRegisterDataSource(opened, registration.descriptor());
+                }
+            }
+            return opened;
+        } catch (ExecutionException | TimeoutException | RuntimeException e) {
+            client.close();
+            return null;
+        } catch (InterruptedException e) {
+            client.close();
+            throw e;
+        } finally {
+            if (provided != null) {
+                provided.close();
+            }
+        }
+    }
+
+    /** Sends queued messages until the session is lost or the connection closed. */
+    private void serve(Session current) throws InterruptedException {
+        while (!closed.get() && current.client.isConnected()) {
+            Outgoing message = outgoing.poll(20, TimeUnit.MILLISECONDS);
+            if (message != null) {
+                send(message);
+            }
+        }
+    }
+
+    private void send(Outgoing message) {
+        if (message.isCommit()) {
+            queuedCommits.decrementAndGet();
+        }
+        Session target = message.session();
+        if (!target.isLive()) {
+            drop(message);
+            return;
+        }
+        try {
+            if (message.reply() == null) {
+                target.client.invokeDropReply(target.port, message.method(), message.args());
+            } else {
+                target.client.invoke(target.port, message.method(), message.args()).whenComplete((reply, error) -> {
+                    // No reply of these methods carries a descriptor: one a service sends anyway is closed.
+                    if (error == null) {
+                        UnixSocket.closeReceived(reply.fd());
+                    }
+                    message.reply().complete(error == null
+                            ? new Reply(reply.success(), false, reply.replyProto(), -1)
+                            : new Reply(false, false, EMPTY, -1));
+                });
+            }
+        } catch (RuntimeException e) {
+            // A service that did not list the method in its BindServiceReply.
+            drop(message);
+        }
+    }
+
+    private void drop(Outgoing message) {
+        if (message.isCommit()) {
+            commitsDropped.incrementAndGet();
+        }
+        if (message.reply() != null) {
+            message.reply().complete(new Reply(false, false, EMPTY, -1));
+        }
+    }
+
+    private void dropQueued() {
+        Outgoing message;
+        while ((message = outgoing.poll()) != null) {
+            if (message.isCommit()) {
+                queuedCommits.decrementAndGet();
+            }
+            drop(message);
+        }
+    }
+
+    private void enqueue(Outgoing message) {
+        if (message.isCommit() && queuedCommits.incrementAndGet() > MAX_QUEUED_COMMITS) {
+            queuedCommits.decrementAndGet();
+            commitsDropped.incrementAndGet();
+            return;
+        }
+        outgoing.add(message);
+    }
+
+    private void sendRegisterDataSource(Session target, DataSourceDescriptor descriptor) {
+        HeapBuffered<RegisterDataSourceRequest> request = new HeapBuffered<>(RegisterDataSourceRequest.FACTORY);
+        dev.ffmtrace.perfetto.protos.DataSourceDescriptor message = request.get().setDataSourceDescriptor();
+        message.setName(descriptor.name());
+        if (descriptor.willNotifyOnStop()) {
+            message.setWillNotifyOnStop(true);
+        }
+        if (descriptor.willNotifyOnStart()) {
+            message.setWillNotifyOnStart(true);
+        }
+        if (descriptor.handlesIncrementalStateClear()) {
+            message.setHandlesIncrementalStateClear(true);
+        }
+        if (descriptor.noFlush()) {
+            message.setNoFlush(true);
+        }
+        // Perfetto's producer asks for a reply it only logs: the service's verdict changes nothing here.
+        CompletableFuture<Reply> reply = new CompletableFuture<>();
+        enqueue(new Outgoing(target, "RegisterDataSource", request.toByteArray(), false, reply));
+    }
+
+    private static <T extends Message> byte[] encode(MessageFactory<T> factory, Consumer<T> fill) {
+        HeapBuffered<T> message = new HeapBuffered<>(factory);
+        fill.accept(message.get());
+        return message.toByteArray();
+    }
+
+    /**
+     * Ends a session: stops its instances (their handlers told, with nothing to wait for),
+     * closes its writers, the socket, and unmaps the buffer once no writer can touch it.
+     */
+    private void tearDown(Session ending) {
+        List<DataSourceInstance> stopped;
+        List<TraceWriter<TracePacket>> writers = new ArrayList<>();
+        synchronized (this) {
+            if (session == ending) {
+                session = null;
+            }
+        }
+        synchronized (ending) {
+            ending.live = false;
+            stopped = new ArrayList<>(ending.instances.values());
+            ending.instances.clear();
+            for (DataSourceInstance instance : stopped) {
+                writers.addAll(instance.takeWriters());
+            }
+        }
+        for (DataSourceInstance instance : stopped) {
+            boolean running;
+            synchronized (ending) {
+                running = instance.state() == DataSourceInstance.State.STARTED;
+                instance.setState(DataSourceInstance.State.STOPPED);
+            }
+            if (running) {
+                try {
+                    instance.handler().onStop(instance, () -> { });
+                } catch (RuntimeException e) {
+                    handlerFailures.incrementAndGet();
+                }
+            }
+        }
+        for (TraceWriter<TracePacket> writer : writers) {
+            if (writer.isOpen()) {
+                writersClosedByDisconnect.incrementAndGet();
+                writer.close();
+            }
+        }
+        ending.client.close();
+        synchronized (ending) {
+            if (ending.smb != null) {
+                ending.smb.close();
+            }
+        }
+    }
+
+    // ---- one session with the service ----
+
+    /**
+     * What one connection to the service holds: the client, the bound port, the SMB and
+     * its arbiter, the data source instances. Its monitor guards its state; commands run
+     * under it on the client's I/O thread, one at a time.
+     */
+    static final class Session implements CommitTransport {
+        private final ProducerConnection connection;
+        private final IpcClient client;
+        private final BoundService port;
+        private final Map<Long, DataSourceInstance> instances = new HashMap<>();
+        private volatile boolean live = true;
+        private SharedMemory smb;
+        private SharedMemoryArbiter arbiter;
+
+        private Session(ProducerConnection connection, IpcClient client, BoundService port) {
+            this.connection = connection;
+            this.client = client;
+            this.port = port;
+        }
+
+        ProducerConnection connection() {
+            return connection;
+        }
+
+        boolean isLive() {
+            return live;
+        }
+
+        /** The arbiter; under the session's lock, once SetupTracing went through. */
+        SharedMemoryArbiter arbiter() {
+            return arbiter;
+        }
+
+        // ---- CommitTransport: under the arbiter's lock, on any thread: encode and queue ----
+
+        @Override
+        public void commit(CommitRequest request) {
+            if (!live) {
+                connection.commitsDropped.incrementAndGet();
+                return;
+            }
+            byte[] args = encode(CommitDataRequest.FACTORY, request::writeTo);
+            connection.enqueue(new Outgoing(this, "CommitData", args, true, null));
+        }
+
+        @Override
+        public void traceWriterRegistered(int writerId, int targetBuffer) {
+            byte[] args = encode(RegisterTraceWriterRequest.FACTORY, message -> {
+                message.setTraceWriterId(writerId);
+                message.setTargetBuffer(targetBuffer);
+            });
+            connection.enqueue(new Outgoing(this, "RegisterTraceWriter", args, false, null));
+        }
+
+        @Override
+        public void traceWriterUnregistered(int writerId) {
+            byte[] args = encode(UnregisterTraceWriterRequest.FACTORY, message -> message.setTraceWriterId(writerId));
+            connection.enqueue(new Outgoing(this, "UnregisterTraceWriter", args, false, null));
+        }
+
+        // ---- the service's commands, on the client's I/O thread ----
+
+        private void onCommand(Reply reply) {
+            int fd = reply.fd();
+            if (!reply.success()) {
+                // The stream ended: the service or the connection is going away.
+                UnixSocket.closeReceived(fd);
+                return;
+            }
+            boolean accepted;
+            try {
+                accepted = handle(reply.replyProto(), fd);
+            } catch (RuntimeException e) {
+                accepted = false;
+            }
+            if (!accepted) {
+                connection.commandsRejected.incrementAndGet();
+            }
+        }
+
+        /** Handles one command; false if it was rejected. Owns {@code fd}: takes it or closes it. */
+        private synchronized boolean handle(byte[] bytes, int fd) {
+            GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
+            command.reset(MemorySegment.ofArray(bytes));
+            if (!live || command.hasError()) {
+                UnixSocket.closeReceived(fd);
+                return !command.hasError();
+            }
+            if (command.hasSetupTracing()) {
+                GetAsyncCommandResponse.SetupTracing.Decoder setup = new GetAsyncCommandResponse.SetupTracing.Decoder();
+                return command.setupTracing(setup) && !setup.hasError() ? setupTracing(setup, fd) : closing(fd);
+            }
+            if (fd >= 0) {
+                // Only SetupTracing carries a descriptor.
+                return closing(fd);
+            }
+            if (command.hasSetupDataSource()) {
+                GetAsyncCommandResponse.SetupDataSource.Decoder setup = new GetAsyncCommandResponse.SetupDataSource.Decoder();
+                return command.setupDataSource(setup) && !setup.hasError() && setup.hasNewInstanceId()
+                        && setup.hasConfig() && setupDataSource(setup.newInstanceId(),
+                                setup.field(GetAsyncCommandResponse.SetupDataSource.CONFIG_FIELD_NUMBER).asBytes()) != null;
+            }
+            if (command.hasStartDataSource()) {
+                GetAsyncCommandResponse.StartDataSource.Decoder start = new GetAsyncCommandResponse.StartDataSource.Decoder();
+                return command.startDataSource(start) && !start.hasError() && start.hasNewInstanceId()
+                        && start.hasConfig() && startDataSource(start.newInstanceId(),
+                                start.field(GetAsyncCommandResponse.StartDataSource.CONFIG_FIELD_NUMBER).asBytes());
+            }
+            if (command.hasStopDataSource()) {
+                GetAsyncCommandResponse.StopDataSource.Decoder stop = new GetAsyncCommandResponse.StopDataSource.Decoder();
+                return command.stopDataSource(stop) && !stop.hasError() && stop.hasInstanceId()
+                        && stopDataSource(stop.instanceId());
+            }
+            if (command.hasFlush()) {
+                GetAsyncCommandResponse.Flush.Decoder flush = new GetAsyncCommandResponse.Flush.Decoder();
+                return command.flush(flush) && !flush.hasError() && flush(flush);
+            }
+            if (command.hasClearIncrementalState()) {
+                GetAsyncCommandResponse.ClearIncrementalState.Decoder clear =
+                        new GetAsyncCommandResponse.ClearIncrementalState.Decoder();
+                return command.clearIncrementalState(clear) && !clear.hasError() && clearIncrementalState(clear);
+            }
+            // A command this producer does not know: newer services send more kinds.
+            return false;
+        }
+
+        private static boolean closing(int fd) {
+            UnixSocket.closeReceived(fd);
+            return false;
+        }
+
+        private boolean setupTracing(GetAsyncCommandResponse.SetupTracing.Decoder setup, int fd) {
+            if (arbiter != null || !setup.hasSharedBufferPageSizeKb()) {
+                return closing(fd);
+            }
+            long pageSize = setup.sharedBufferPageSizeKb() * 1024L;
+            if (pageSize <= 0 || pageSize > Integer.MAX_VALUE) {
+                return closing(fd);
+            }
+            if (smb == null) {
+                if (fd < 0) {
+                    return false;
+                }
+                MemoryFile file;
+                try {
+                    file = MemoryFile.attach(fd, Seals.REQUIRED);
+                } catch (RuntimeException e) {
+                    return false;
+                }
+                if (file.size() > MAX_SMB_SIZE || file.size() % pageSize != 0) {
+                    file.close();
+                    return false;
+                }
+                try {
+                    smb = SharedMemory.map(file);
+                } catch (RuntimeException e) {
+                    file.close();
+                    return false;
+                }
+            } else if (fd >= 0) {
+                // The service took the producer's buffer: it sends none of its own.
+                return closing(fd);
+            }
+            try {
+                arbiter = new SharedMemoryArbiter(smb.segment(), (int) pageSize, this);
+                return true;
+            } catch (IllegalArgumentException e) {
+                smb.close();
+                smb = null;
+                return false;
+            }
+        }
+
+        /** A new instance in SETUP state, its handler told; null if the command does not fit. */
+        private DataSourceInstance setupDataSource(long id, byte[] raw) {
+            DataSourceConfig.Decoder config = new DataSourceConfig.Decoder();
+            config.reset(MemorySegment.ofArray(raw));
+            if (config.hasError() || !config.hasName() || !config.hasTargetBuffer() || instances.containsKey(id)) {
+                return null;
+            }
+            long targetBuffer = config.targetBuffer() & 0xFFFF_FFFFL;
+            // Perfetto's buffer ids are 16-bit.
+            if (targetBuffer > 0xFFFF) {
+                return null;
+            }
+            Registration registration;
+            synchronized (connection) {
+                registration = connection.dataSources.get(config.name());
+            }
+            if (registration == null) {
+                return null;
+            }
+            DataSourceInstance instance = new DataSourceInstance(this, id, config.name(), raw, (int) targetBuffer,
+                    registration.descriptor(), registration.handler());
+            instances.put(id, instance);
+            try {
+                instance.handler().onSetup(instance);
+            } catch (RuntimeException e) {
+                connection.handlerFailures.incrementAndGet();
+            }
+            return instance;
+        }
+
+        private boolean startDataSource(long id, byte[] config) {
+            if (arbiter == null) {
+                // The service sends SetupTracing before any data source starts.
+                return false;
+            }
+            DataSourceInstance instance = instances.get(id);
+            if (instance == null) {
+                // Services older than Android Q send no SetupDataSource: set up here.
+                instance = setupDataSource(id, config);
+                if (instance == null) {
+                    return false;
+                }
+            } else if (instance.state() != DataSourceInstance.State.SETUP) {
+                return false;
+            }
+            instance.setState(DataSourceInstance.State.STARTED);
+            try {
+                instance.handler().onStart(instance);
+            } catch (RuntimeException e) {
+                connection.handlerFailures.incrementAndGet();
+            }
+            if (instance.descriptor().willNotifyOnStart()) {
+                byte[] args = encode(NotifyDataSourceStartedRequest.FACTORY, message -> message.setDataSourceId(id));
+                connection.enqueue(new Outgoing(this, "NotifyDataSourceStarted", args, false, null));
+            }
+            return true;
+        }
+
+        private boolean stopDataSource(long id) {
+            DataSourceInstance instance = instances.get(id);
+            if (instance == null || instance.state() == DataSourceInstance.State.STOPPING) {
+                return false;
+            }
+            instance.setState(DataSourceInstance.State.STOPPING);
+            AtomicBoolean done = new AtomicBoolean();
+            Runnable finish = () -> {
+                if (done.compareAndSet(false, true)) {
+                    finishStop(instance);
+                }
+            };
+            try {
+                instance.handler().onStop(instance, finish);
+            } catch (RuntimeException e) {
+                connection.handlerFailures.incrementAndGet();
+                finish.run();
+            }
+            return true;
+        }
+
+        /** The handler is done: its writers are closed (committing what they hold), then the service told. */
+        private void finishStop(DataSourceInstance instance) {
+            List<TraceWriter<TracePacket>> writers;
+            synchronized (this) {
+                if (instances.get(instance.id()) != instance) {
+                    return;
+                }
+                instances.remove(instance.id());
+                instance.setState(DataSourceInstance.State.STOPPED);
+                writers = instance.takeWriters();
+            }
+            for (TraceWriter<TracePacket> writer : writers) {
+                writer.close();
+            }
+            if (live && instance.descriptor().willNotifyOnStop()) {
+                byte[] args = encode(NotifyDataSourceStoppedRequest.FACTORY, message -> message.setDataSourceId(instance.id()));
+                connection.enqueue(new Outgoing(this, "NotifyDataSourceStopped", args, false, null));
+            }
+        }
+
+        private boolean flush(GetAsyncCommandResponse.Flush.Decoder flush) {
+            RepeatedScalarIterator ids = flush.dataSourceIds(new RepeatedScalarIterator());
+            while (ids.next()) {
+                DataSourceInstance instance = instances.get(ids.value());
+                if (instance != null && instance.state() == DataSourceInstance.State.STARTED
+                        && !instance.descriptor().noFlush()) {
+                    try {
+                        instance.handler().onFlush(instance);
+                    } catch (RuntimeException e) {
+                        connection.handlerFailures.incrementAndGet();
+                    }
+                }
+            }
+            if (ids.hasError()) {
+                return false;
+            }
+            if (arbiter != null) {
+                arbiter.reclaimIdleChunks();
+            }
+            // Queued behind the commits the reclaim just made, so the service sees the ack
+            // after the data (what SharedMemoryArbiterImpl::NotifyFlushComplete ensures).
+            long requestId = flush.requestId();
+            byte[] args = encode(CommitDataRequest.FACTORY, message -> message.setFlushRequestId(requestId));
+            connection.enqueue(new Outgoing(this, "CommitData", args, false, null));
+            return true;
+        }
+
+        private boolean clearIncrementalState(GetAsyncCommandResponse.ClearIncrementalState.Decoder clear) {
+            RepeatedScalarIterator ids = clear.dataSourceIds(new RepeatedScalarIterator());
+            while (ids.next()) {
+                DataSourceInstance instance = instances.get(ids.value());
+                // An instance that just stopped is no error: the command crossed the stop.
+                if (instance != null && instance.state() == DataSourceInstance.State.STARTED) {
+                    instance.countIncrementalStateClear();
+                    try {
+                        instance.handler().onClearIncrementalState(instance);
+                    } catch (RuntimeException e) {
+                        connection.handlerFailures.incrementAndGet();
+                    }
+                }
+            }
+            return !ids.hasError();
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package dev.ffmtrace.tracing.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.DataSourceInstance;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/**
+ * ffmtrace's producer (ProducerConnection) and ffmtrace's service (ProducerPort) over a
+ * real socket: each side is tested against Perfetto's own programs elsewhere; here they
+ * meet each other.
+ */
+class ProducerConnectionEndToEndTest {
+    private static final int THREADS = 3;
+    private static final int PACKETS_PER_THREAD = 2000;
+
+    /** Writers on threads of their own, each writing until told to stop, as an application's threads do. */
+    private static final class Workload implements DataSourceHandler {
+        final CountDownLatch started = new CountDownLatch(1);
+        final Map<String, Integer> written = new ConcurrentHashMap<>();
+        final List<Thread> threads = new ArrayList<>();
+
+        @Override
+        public void onStart(DataSourceInstance instance) {
+            for (int t = 0; t < THREADS; t++) {
+                String prefix = "thread-" + t + "-";
+                threads.add(Thread.ofPlatform().start(() -> {
+                    try (TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                        for (int i = 0; i < PACKETS_PER_THREAD; i++) {
+                            TracePacket packet = writer.newTracePacket();
+                            // Every 100th packet spans chunks: fragments and patches.
+                            packet.setTrackEvent().setName(prefix + i + (i % 100 == 0 ? "-" + "y".repeat(6000) : ""));
+                            writer.finishTracePacket();
+                            written.merge(prefix, 1, Integer::sum);
+                        }
+                    }
+                }));
+            }
+            started.countDown();
+        }
+
+        @Override
+        public void onStop(DataSourceInstance instance, Runnable done) {
+            Thread.ofPlatform().start(() -> {
+                threads.forEach(thread -> {
+                    try {
+                        thread.join();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                done.run();
+            });
+        }
+    }
+
+    @Test
+    void aJavaProducerWritesThroughTheProducerPortIntoASession() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-e2e-" + System.nanoTime());
+        Workload workload = new Workload();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("e2e").withSocket(address).withSmbHints(1 << 20, 4096))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(
+                    new DataSourceDescriptor("track_event", false, true, false, false), workload);
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS), "the registration reached the service");
+
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(16 * 1024, dev.ffmtrace.tracing.buffer.OverwritePolicy.DISCARD)
+                    .dataSource("track_event").flushPeriodMs(50).build());
+            assertTrue(workload.started.await(10, TimeUnit.SECONDS), "the producer got StartDataSource");
+            session.stop();
+            ByteArrayOutputStream trace = new ByteArrayOutputStream();
+            session.writeTrace(trace);
+
+            Map<String, List<Integer>> read = new ConcurrentHashMap<>();
+            for (TracingServiceTest.Packet packet : TracingServiceTest.decode(trace.toByteArray())) {
+                if (packet.name() != null) {
+                    String name = packet.name();
+                    int dash = name.indexOf('-', "thread-".length());
+                    String prefix = name.substring(0, dash + 1);
+                    int end = name.indexOf('-', dash + 1);
+                    read.computeIfAbsent(prefix, p -> new ArrayList<>())
+                            .add(Integer.parseInt(name.substring(dash + 1, end < 0 ? name.length() : end)));
+                }
+            }
+            assertEquals(THREADS, read.size());
+            List<Integer> all = new ArrayList<>();
+            for (int i = 0; i < PACKETS_PER_THREAD; i++) {
+                all.add(i);
+            }
+            for (Map.Entry<String, List<Integer>> sequence : read.entrySet()) {
+                assertEquals(all, sequence.getValue(), sequence.getKey() + ": every packet once, in order");
+            }
+            assertEquals(Map.of(), workload.written.entrySet().stream()
+                    .filter(e -> e.getValue() != PACKETS_PER_THREAD)
+                    .collect(Collectors.toMap(Map.Entry::getKey, Map.Entry::getValue)), "no writer dropped");
+            assertEquals(0, port.violations());
+            assertEquals(0, connection.stats().commandsRejected());
+            session.close();
+        }
+    }
+}

@@ -50,6 +50,9 @@ public final class ProducerPort implements AutoCloseable {
     private final IpcHost host;
     private final Map<Long, RemoteProducer> producers = new ConcurrentHashMap<>();
     private final AtomicLong violations = new AtomicLong();
+    /** What producers that are gone moved and violated, so that the totals keep them. */
+    private final AtomicLong goneChunksMoved = new AtomicLong();
+    private final AtomicLong goneAbiViolations = new AtomicLong();
 
     private ProducerPort(TracingService service, IpcHost host) {
         this.service = service;
@@ -87,6 +90,16 @@ public final class ProducerPort implements AutoCloseable {
         return violations.get() + host.violations();
     }
 
+    /** Chunks moved out of the SMBs of this port's producers, those gone included. */
+    public long chunksMoved() {
+        return goneChunksMoved.get() + producers.values().stream().mapToLong(p -> p.producer().chunksMoved()).sum();
+    }
+
+    /** {@link Producer#abiViolations()} of this port's producers, those gone included. */
+    public long abiViolations() {
+        return goneAbiViolations.get() + producers.values().stream().mapToLong(p -> p.producer().abiViolations()).sum();
+    }
+
     void countViolation() {
         violations.incrementAndGet();
     }
@@ -104,7 +117,7 @@ public final class ProducerPort implements AutoCloseable {
     @Override
     public void close() {
         host.close();
-        producers.values().forEach(RemoteProducer::close);
+        producers.values().forEach(this::closed);
         producers.clear();
     }
 
@@ -155,8 +168,14 @@ public final class ProducerPort implements AutoCloseable {
         RemoteProducer producer = producers.get(client.clientId());
         if (producer != null) {
             // Closed before it leaves the count: a producer not counted holds nothing.
-            producer.close();
+            closed(producer);
             producers.remove(client.clientId());
         }
+    }
+
+    private void closed(RemoteProducer producer) {
+        producer.close();
+        goneChunksMoved.addAndGet(producer.producer().chunksMoved());
+        goneAbiViolations.addAndGet(producer.producer().abiViolations());
     }
 }

@@ -104,13 +104,13 @@ struct ipc_client {
   uint8_t rx[IPC_MAX_FRAME];
   size_t rx_used;      // bytes received
   size_t rx_consumed;  // bytes of the frame last returned, dropped on the next receive
-  int fd;              // the fd received with the frames not yet returned, or -1
+  int fd;              // the last fd received and not yet taken, or -1
 };
 
 enum ipc_kind { IPC_BIND_REPLY = 1, IPC_INVOKE_REPLY, IPC_REQUEST_ERROR, IPC_OTHER };
 
 // A frame from the service. reply/reply_size point into the client's buffer and are
-// valid until the next ipc_receive. fd is the caller's to close, or -1.
+// valid until the next ipc_receive.
 struct ipc_reply {
   uint64_t request_id;
   enum ipc_kind kind;
@@ -118,7 +118,6 @@ struct ipc_reply {
   int has_more;
   const uint8_t* reply;
   size_t reply_size;
-  int fd;
 };
 
 // Connects to a Unix stream socket: a filesystem path, or @name for the abstract
@@ -145,5 +144,9 @@ size_t ipc_encode_bind(uint8_t* out, size_t capacity, uint64_t request_id, const
 // Waits up to timeout_ms (-1: no limit) for a frame. 1 with *out filled, 0 on timeout,
 // -1 if the connection closed or the service broke the protocol.
 int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms);
+
+// The fd that came with the frames received so far (the last one), now the caller's to
+// close; -1 if none. A reply that carries one (SetupTracing's SMB) takes it.
+int ipc_take_fd(struct ipc_client* c);
 
 #endif  // FFMTRACE_PERFETTO_IPC_H_

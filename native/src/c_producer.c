@@ -19,7 +19,7 @@
 // of submessages still open in the chunk it leaves are zeroed there (the chunk flagged
 // as needing patches) and sent later as CommitData patches, with has_more_patches while
 // another is pending for that chunk. Each chunk it completes is committed at once
-// (chunks_to_move). Flush commits the chunk it holds and acknowledges the request id;
+// (chunks_to_move), and patches once the packet that needed them is written. Flush commits the chunk it holds and acknowledges the request id;
 // StopDataSource commits it and answers NotifyDataSourceStopped.
 //
 // An iteration's packets are written only if the SMB has free chunks for all of them,
@@ -317,6 +317,13 @@ static void commit(struct producer* p, int flush, uint64_t flush_id) {
   if (any) invoke(p, "CommitData", &request, !flush);
 }
 
+static void commit_patches(struct producer* p) {
+  uint8_t* held = p->chunk;
+  p->chunk = NULL;
+  commit(p, 0, 0);
+  p->chunk = held;
+}
+
 static void set_flags(uint8_t* chunk, uint32_t flags) {
   smb_set_packets(chunk, (uint16_t)(smb_packets(chunk) | (flags << SMB_FLAGS_SHIFT)));
 }
@@ -390,6 +397,9 @@ static int write_packet(struct producer* p, const struct packet* k) {
     }
   }
   pb_put_size(header, (uint32_t)(p->cursor - fragment));
+  // The patches this packet completed go now rather than with the next chunk, so that a
+  // producer killed between packets leaves no chunk waiting for patches in the service.
+  if (p->patch_count > 0 && !p->patches[0].pending) commit_patches(p);
   return 0;
 }
 
@@ -539,7 +549,7 @@ static uint64_t read_varint_field(const uint8_t* data, size_t size, uint32_t id,
 }
 
 // Maps the SMB of SetupTracing, if its size and page size are ones the writer can use.
-static int setup_tracing(struct producer* p, const uint8_t* data, size_t size, int fd) {
+static int map_smb(struct producer* p, const uint8_t* data, size_t size, int fd) {
   int error = 0;
   uint64_t page_kb = read_varint_field(data, size, SETUP_TRACING_PAGE_SIZE_KB, &error);
   if (p->smb_ready) return 0;  // the service keeps the SMB of the first
@@ -555,6 +565,12 @@ static int setup_tracing(struct producer* p, const uint8_t* data, size_t size, i
   }
   p->smb_ready = 1;
   return 0;
+}
+
+static int setup_tracing(struct producer* p, const uint8_t* data, size_t size, int fd) {
+  int status = map_smb(p, data, size, fd);
+  if (fd >= 0) close(fd);
+  return status;
 }
 
 static void notify_stopped(struct producer* p, uint64_t instance) {
@@ -584,7 +600,7 @@ static void start(struct producer* p, uint64_t instance, uint32_t target) {
 }
 
 // Handles one command of the stream; -1 if it breaks the protocol.
-static int handle_command(struct producer* p, const uint8_t* data, size_t size, int fd) {
+static int handle_command(struct producer* p, const uint8_t* data, size_t size) {
   struct pb_reader r;
   struct pb_field f;
   int error = 0;
@@ -596,7 +612,7 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size, 
     int ours;
     switch (f.id) {
       case CMD_SETUP_TRACING:
-        if (setup_tracing(p, f.data, f.size, fd) != 0) error = 1;
+        if (setup_tracing(p, f.data, f.size, ipc_take_fd(&p->ipc)) != 0) error = 1;
         break;
       case CMD_SETUP_DATA_SOURCE:
         if (read_instance(f.data, f.size, &instance, &ours, &target) != 0) error = 1;
@@ -627,7 +643,6 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size, 
         break;
     }
   }
-  if (fd >= 0) close(fd);
   return r.error || error ? -1 : 0;
 }
 
@@ -723,14 +738,13 @@ int main(int argc, char** argv) {
     if (got < 0) break;
     if (got > 0) {
       if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
-        if (handle_command(p, reply.reply, reply.reply_size, reply.fd) != 0) {
+        if (handle_command(p, reply.reply, reply.reply_size) != 0) {
           fprintf(stderr, "ffmtrace-c-producer: the service sent a command it cannot use\n");
           status = 1;
           break;
         }
         if (!reply.has_more) break;
       } else {
-        if (reply.fd >= 0) close(reply.fd);
         if (reply.kind != IPC_INVOKE_REPLY || !reply.success) {
           fprintf(stderr, "ffmtrace-c-producer: the service refused request %llu\n", (unsigned long long)reply.request_id);
           status = 1;

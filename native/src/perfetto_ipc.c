@@ -250,9 +250,11 @@ uint64_t ipc_invoke(struct ipc_client* c, const char* method, const uint8_t* arg
   return request_id;
 }
 
-// Takes the fds of one recvmsg: the first is kept for the frame that carries it, any
-// other, or one arriving while one is kept, is closed and breaks the protocol.
+// Takes the fds of one recvmsg. As in Perfetto's client, an fd waits in the client until
+// the handler of the frame that brought it takes it, a newer one replacing it; more
+// than one in a message breaks the protocol.
 static int take_fds(struct ipc_client* c, struct msghdr* msg) {
+  int received = 0;
   int violation = (msg->msg_flags & MSG_CTRUNC) != 0;
   for (struct cmsghdr* cmsg = CMSG_FIRSTHDR(msg); cmsg != NULL; cmsg = CMSG_NXTHDR(msg, cmsg)) {
     if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
@@ -260,7 +262,8 @@ static int take_fds(struct ipc_client* c, struct msghdr* msg) {
     for (size_t i = 0; i < count; i++) {
       int fd;
       memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(fd));
-      if (c->fd < 0 && !violation) {
+      if (received++ == 0 && !violation) {
+        if (c->fd >= 0) close(c->fd);
         c->fd = fd;
       } else {
         close(fd);
@@ -269,6 +272,12 @@ static int take_fds(struct ipc_client* c, struct msghdr* msg) {
     }
   }
   return violation ? -1 : 0;
+}
+
+int ipc_take_fd(struct ipc_client* c) {
+  int fd = c->fd;
+  c->fd = -1;
+  return fd;
 }
 
 static int receive_more(struct ipc_client* c, int timeout_ms) {
@@ -303,7 +312,6 @@ static int decode_frame(const uint8_t* data, size_t size, struct ipc_reply* out)
   struct pb_field f, g;
   memset(out, 0, sizeof(*out));
   out->kind = IPC_OTHER;
-  out->fd = -1;
   pb_reader_init(&r, data, size);
   while (pb_next(&r, &f)) {
     if (f.id == IPC_FRAME_REQUEST_ID && f.type == PB_VARINT) {
@@ -353,8 +361,6 @@ int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms) {
       if (c->rx_used >= 4 + (size_t)size) {
         if (decode_frame(c->rx + 4, size, out) != 0) return -1;
         c->rx_consumed = 4 + (size_t)size;
-        out->fd = c->fd;
-        c->fd = -1;
         return 1;
       }
     }
@@ -382,7 +388,6 @@ int ipc_bind(struct ipc_client* c, const char* service) {
   struct ipc_reply reply;
   for (;;) {
     if (ipc_receive(c, &reply, -1) != 1) return -1;
-    if (reply.fd >= 0) close(reply.fd);
     if (reply.request_id != request_id) continue;
     if (reply.kind != IPC_BIND_REPLY || !reply.success) return -1;
     break;

@@ -59,8 +59,9 @@ void pb_bytes(struct pb* m, uint32_t field, const void* data, size_t size);
 void pb_string(struct pb* m, uint32_t field, const char* s);
 // A submessage as ProtoZero writes one: its tag, a 4-byte size field (a redundant
 // varint, so the size need not be known in advance), then its fields. pb_begin returns
-// the size field (NULL once failed); pb_end fills it with the bytes written since.
-enum { PB_SIZE_FIELD = 4 };
+// the size field (NULL once failed); pb_end fills it with the bytes written since, or,
+// for at most PB_MAX_ONE_BYTE_SIZE bytes, compacts it to one byte as ProtoZero does.
+enum { PB_SIZE_FIELD = 4, PB_MAX_ONE_BYTE_SIZE = 127 };
 uint8_t* pb_begin(struct pb* m, uint32_t field);
 void pb_end(struct pb* m, uint8_t* size_field);
 // Writes `size` as a 4-byte redundant varint.
@@ -141,8 +142,11 @@ size_t ipc_encode_invoke(uint8_t* out, size_t capacity, uint64_t request_id, uin
 // Encodes a BindService frame, length prefix included; its size, or 0 if it does not fit.
 size_t ipc_encode_bind(uint8_t* out, size_t capacity, uint64_t request_id, const char* service);
 
+enum { IPC_HUNG_UP = -1, IPC_VIOLATION = -2 };
+
 // Waits up to timeout_ms (-1: no limit) for a frame. 1 with *out filled, 0 on timeout,
-// -1 if the connection closed or the service broke the protocol.
+// IPC_HUNG_UP if the connection closed, IPC_VIOLATION if the service broke the protocol
+// (an oversized or malformed frame, more than one fd at once): the caller then closes.
 int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms);
 
 // The fd that came with the frames received so far (the last one), now the caller's to

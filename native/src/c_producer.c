@@ -153,13 +153,16 @@ static void nest_begin(struct packet* p, uint32_t field) {
   p->open[p->depth++] = pb_begin(&p->pb, field);
 }
 
+// Unlike pb_end, keeps the 4-byte size field: whether the submessage ends in the chunk
+// it starts in is known only once the packet is copied into the SMB, where a size field
+// left behind in a full chunk becomes a patch.
 static void nest_end(struct packet* p) {
   uint8_t* size_field = p->open[--p->depth];
-  pb_end(&p->pb, size_field);
-  if (size_field == NULL || p->span_count == MAX_SPANS) {
+  if (size_field == NULL || p->pb.failed || p->span_count == MAX_SPANS) {
     p->pb.failed = 1;
     return;
   }
+  pb_put_size(size_field, (uint32_t)(p->pb.at - size_field - PB_SIZE_FIELD));
   p->spans[p->span_count].size_at = (uint32_t)(size_field - p->bytes);
   p->spans[p->span_count].end = (uint32_t)pb_size(&p->pb);
   p->span_count++;
@@ -735,6 +738,10 @@ int main(int argc, char** argv) {
     int timeout = !p->started ? 100 : next > now ? (int)((next - now + 999999) / 1000000) : 0;
     struct ipc_reply reply;
     int got = ipc_receive(&p->ipc, &reply, timeout);
+    if (got == IPC_VIOLATION) {
+      fprintf(stderr, "ffmtrace-c-producer: the service sent a malformed frame\n");
+      status = 1;
+    }
     if (got < 0) break;
     if (got > 0) {
       if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {

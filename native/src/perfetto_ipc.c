@@ -74,7 +74,16 @@ void pb_put_size(uint8_t* size_field, uint32_t size) {
 }
 
 void pb_end(struct pb* m, uint8_t* size_field) {
-  if (size_field != NULL && !m->failed) pb_put_size(size_field, (uint32_t)(m->at - size_field - PB_SIZE_FIELD));
+  if (size_field == NULL || m->failed) return;
+  uint32_t size = (uint32_t)(m->at - size_field - PB_SIZE_FIELD);
+  if (size <= PB_MAX_ONE_BYTE_SIZE) {
+    // ProtoZero's compaction: a short message gets a 1-byte size, its bytes moved back.
+    memmove(size_field + 1, size_field + PB_SIZE_FIELD, size);
+    size_field[0] = (uint8_t)size;
+    m->at -= PB_SIZE_FIELD - 1;
+  } else {
+    pb_put_size(size_field, size);
+  }
 }
 
 // ---- decoding ----
@@ -286,7 +295,7 @@ static int receive_more(struct ipc_client* c, int timeout_ms) {
   do {
     ready = poll(&p, 1, timeout_ms);
   } while (ready < 0 && errno == EINTR);
-  if (ready < 0) return -1;
+  if (ready < 0) return IPC_HUNG_UP;
   if (ready == 0) return 0;
   char control[CMSG_SPACE(MAX_FDS * sizeof(int))];
   struct iovec iov = {.iov_base = c->rx + c->rx_used, .iov_len = sizeof(c->rx) - c->rx_used};
@@ -300,8 +309,8 @@ static int receive_more(struct ipc_client* c, int timeout_ms) {
     n = recvmsg(c->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-  if (n <= 0) return -1;
-  if (take_fds(c, &msg) != 0) return -1;
+  if (n <= 0) return IPC_HUNG_UP;
+  if (take_fds(c, &msg) != 0) return IPC_VIOLATION;
   c->rx_used += (size_t)n;
   return 1;
 }
@@ -348,7 +357,7 @@ static int decode_frame(const uint8_t* data, size_t size, struct ipc_reply* out)
 }
 
 int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms) {
-  if (c->sock < 0) return -1;
+  if (c->sock < 0) return IPC_HUNG_UP;
   if (c->rx_consumed > 0) {
     memmove(c->rx, c->rx + c->rx_consumed, c->rx_used - c->rx_consumed);
     c->rx_used -= c->rx_consumed;
@@ -357,9 +366,9 @@ int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms) {
   for (;;) {
     if (c->rx_used >= 4) {
       uint32_t size = (uint32_t)read_le(c->rx, 4);
-      if (size > sizeof(c->rx) - 4) return -1;
+      if (size > sizeof(c->rx) - 4) return IPC_VIOLATION;
       if (c->rx_used >= 4 + (size_t)size) {
-        if (decode_frame(c->rx + 4, size, out) != 0) return -1;
+        if (decode_frame(c->rx + 4, size, out) != 0) return IPC_VIOLATION;
         c->rx_consumed = 4 + (size_t)size;
         return 1;
       }

@@ -752,7 +752,8 @@ int main(int argc, char** argv) {
         }
         if (!reply.has_more) break;
       } else {
-        if (reply.kind != IPC_INVOKE_REPLY || !reply.success) {
+        // As Perfetto's client, frames of kinds it does not know are ignored.
+        if ((reply.kind == IPC_INVOKE_REPLY && !reply.success) || reply.kind == IPC_REQUEST_ERROR) {
           fprintf(stderr, "ffmtrace-c-producer: the service refused request %llu\n", (unsigned long long)reply.request_id);
           status = 1;
           break;

@@ -50,9 +50,11 @@ public final class ProducerPort implements AutoCloseable {
     private final IpcHost host;
     private final Map<Long, RemoteProducer> producers = new ConcurrentHashMap<>();
     private final AtomicLong violations = new AtomicLong();
+    /** Held while a producer leaves the map for the gone totals, so that totals count it once. */
+    private final Object totals = new Object();
     /** What producers that are gone moved and violated, so that the totals keep them. */
-    private final AtomicLong goneChunksMoved = new AtomicLong();
-    private final AtomicLong goneAbiViolations = new AtomicLong();
+    private long goneChunksMoved;
+    private long goneAbiViolations;
 
     private ProducerPort(TracingService service, IpcHost host) {
         this.service = service;
@@ -92,12 +94,16 @@ public final class ProducerPort implements AutoCloseable {
 
     /** Chunks moved out of the SMBs of this port's producers, those gone included. */
     public long chunksMoved() {
-        return goneChunksMoved.get() + producers.values().stream().mapToLong(p -> p.producer().chunksMoved()).sum();
+        synchronized (totals) {
+            return goneChunksMoved + producers.values().stream().mapToLong(p -> p.producer().chunksMoved()).sum();
+        }
     }
 
     /** {@link Producer#abiViolations()} of this port's producers, those gone included. */
     public long abiViolations() {
-        return goneAbiViolations.get() + producers.values().stream().mapToLong(p -> p.producer().abiViolations()).sum();
+        synchronized (totals) {
+            return goneAbiViolations + producers.values().stream().mapToLong(p -> p.producer().abiViolations()).sum();
+        }
     }
 
     void countViolation() {
@@ -117,8 +123,7 @@ public final class ProducerPort implements AutoCloseable {
     @Override
     public void close() {
         host.close();
-        producers.values().forEach(this::closed);
-        producers.clear();
+        producers.keySet().forEach(this::closed);
     }
 
     private ServiceDescriptor descriptor() {
@@ -165,17 +170,22 @@ public final class ProducerPort implements AutoCloseable {
     }
 
     private void clientDisconnected(ClientInfo client) {
-        RemoteProducer producer = producers.get(client.clientId());
-        if (producer != null) {
-            // Closed before it leaves the count: a producer not counted holds nothing.
-            closed(producer);
-            producers.remove(client.clientId());
-        }
+        closed(client.clientId());
     }
 
-    private void closed(RemoteProducer producer) {
+    /** Closes a producer, then takes it out of the map and into the gone totals. */
+    private void closed(long clientId) {
+        RemoteProducer producer = producers.get(clientId);
+        if (producer == null) {
+            return;
+        }
+        // Closed before it leaves the count: a producer not counted holds nothing.
         producer.close();
-        goneChunksMoved.addAndGet(producer.producer().chunksMoved());
-        goneAbiViolations.addAndGet(producer.producer().abiViolations());
+        synchronized (totals) {
+            if (producers.remove(clientId) != null) {
+                goneChunksMoved += producer.producer().chunksMoved();
+                goneAbiViolations += producer.producer().abiViolations();
+            }
+        }
     }
 }

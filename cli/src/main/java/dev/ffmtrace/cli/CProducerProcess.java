@@ -1,42 +1,40 @@
 package dev.ffmtrace.cli;
 
-import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
-import dev.ffmtrace.tracing.buffer.ClientIdentity;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
  * The C producer process of {@code record --c-producer} ({@code native/src/c_producer.c}):
- * a producer of its own in the service, whose SMB memfd it receives over a Unix socket
- * and writes TrackEvent packets into without commits, as writer {@link #WRITER_ID} of
- * data source "track_event". Its trusted identity is what the kernel says of the
- * socket's peer. Closing it stops the process, killing it if it does not stop in time.
+ * a producer in another process that speaks Perfetto's producer IPC to a
+ * {@link ProducerPort} of the service on a private abstract socket, as it would to
+ * Perfetto's {@code traced}. It registers data source "track_event", which a session must
+ * have started; its SMB comes with SetupTracing, its chunks and patches with CommitData,
+ * and it acknowledges flushes and stops. Its trusted identity is what the kernel says of
+ * the socket's peer. Closing it stops the process, killing it if it does not stop in time.
  */
 final class CProducerProcess implements AutoCloseable {
     static final String PRODUCER_NAME = "ffmtrace-c-producer";
     /** The system property naming the program that {@code --c-producer} with no value runs. */
     static final String PROGRAM_PROPERTY = "ffmtrace.c-producer";
     static final String DATA_SOURCE = "track_event";
-    /** The C writer's id in its SMB: the producer's arbiter passes over it. */
-    static final int WRITER_ID = 1;
     private static final long SMB_SIZE = 1 << 20;
     private static final int PAGE_SIZE = 4096;
-    private static final long CONNECT_TIMEOUT_SECONDS = 10;
+    private static final long START_TIMEOUT_SECONDS = 10;
     private static final long STOP_TIMEOUT_SECONDS = 5;
     private static final int MAX_REPLY = 64;
     private static final Pattern REPLY = Pattern.compile("D (\\d{1,18}) (\\d{1,18})\n");
@@ -56,14 +54,15 @@ final class CProducerProcess implements AutoCloseable {
     }
 
     private final Process process;
-    private final UnixSocket connection;
-    private final Producer producer;
+    private final ProducerPort port;
+    /** The process's standard output, read to its end: the report it prints when the port hangs up. */
+    private final CompletableFuture<String> report;
     private Result result;
 
-    private CProducerProcess(Process process, UnixSocket connection, Producer producer) {
+    private CProducerProcess(Process process, ProducerPort port, CompletableFuture<String> report) {
         this.process = process;
-        this.connection = connection;
-        this.producer = producer;
+        this.port = port;
+        this.report = report;
     }
 
     /**
@@ -93,8 +92,8 @@ final class CProducerProcess implements AutoCloseable {
     }
 
     /**
-     * Starts {@code program}, connects its producer to {@code service} with data source
-     * "track_event" (which a session must have started) and hands it the SMB.
+     * Starts {@code program} as a producer of {@code service} and returns once it has
+     * committed its first chunk, so that a session it joins holds its packets.
      */
     static CProducerProcess start(Path program, TracingService service) throws StartException {
         if (!Files.isRegularFile(program) || !Files.isExecutable(program)) {
@@ -103,62 +102,46 @@ final class CProducerProcess implements AutoCloseable {
         }
         UnixAddress address = UnixAddress.abstractName(
                 PRODUCER_NAME + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        ProducerPort port;
+        try {
+            port = ProducerPort.listen(service, address);
+        } catch (RuntimeException e) {
+            throw new StartException("cannot open a producer port for the C producer: " + e.getMessage());
+        }
         Process process = null;
-        UnixSocket connection = null;
-        Producer producer = null;
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+        try {
             try {
-                process = new ProcessBuilder(List.of(program.toString(), "@" + address.name(),
-                        Integer.toString(PAGE_SIZE), Long.toString(SMB_SIZE), Integer.toString(WRITER_ID)))
+                process = new ProcessBuilder(List.of(program.toString(), "--name", PRODUCER_NAME,
+                        "--smb-size", Long.toString(SMB_SIZE), "--page-size", Integer.toString(PAGE_SIZE),
+                        "@" + address.name()))
                         .redirectInput(ProcessBuilder.Redirect.INHERIT)
-                        .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                         .redirectError(ProcessBuilder.Redirect.INHERIT)
                         .start();
             } catch (IOException e) {
                 throw new StartException("cannot start the C producer " + program + ": " + e.getMessage());
             }
-            // Closing the server wakes the accept below if the process dies or never connects.
-            process.onExit().copy().completeOnTimeout(null, CONNECT_TIMEOUT_SECONDS, TimeUnit.SECONDS)
-                    .thenRun(server::close);
-            try {
-                connection = server.accept();
-            } catch (RuntimeException e) {
-                throw new StartException(process.isAlive()
-                        ? "the C producer (pid " + process.pid() + ") did not connect within " + CONNECT_TIMEOUT_SECONDS + " s"
-                        : "the C producer exited with status " + process.onExit().join().exitValue() + " before connecting");
-            }
-            PeerCredentials peer = connection.peerCredentials();
-            if (peer.pid() != process.pid()) {
-                throw new StartException("pid " + peer.pid() + ", not the C producer (pid " + process.pid()
-                        + "), connected to its socket");
-            }
-            producer = service.connectProducer(ProducerOptions.of(PRODUCER_NAME)
-                    .withIdentity(new ClientIdentity(peer.uid(), peer.pid())).withSmbSize(SMB_SIZE).withPageSize(PAGE_SIZE));
-            DataSource events = producer.registerDataSource(DATA_SOURCE);
-            producer.adoptRemoteWriter(WRITER_ID, events);
-            connection.send(new byte[] {'S'}, producer.smbFd());
-            CProducerProcess started = new CProducerProcess(process, connection, producer);
-            // When the session stops, the process stops first, so that its last chunk is in the trace.
-            events.onStop(done -> Thread.ofPlatform().name("c producer stop").start(() -> {
-                try {
-                    started.stop();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } finally {
-                    done.run();
+            CompletableFuture<String> report = readReport(process.getInputStream());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_TIMEOUT_SECONDS);
+            while (port.chunksMoved() == 0) {
+                if (!process.isAlive()) {
+                    throw new StartException("the C producer exited with status " + process.exitValue()
+                            + " before writing");
                 }
-            }));
-            return started;
-        } catch (StartException | RuntimeException e) {
-            if (connection != null) {
-                connection.close();
+                if (System.nanoTime() > deadline) {
+                    throw new StartException("the C producer (pid " + process.pid() + ") did not write within "
+                            + START_TIMEOUT_SECONDS + " s");
+                }
+                Thread.sleep(5);
             }
+            return new CProducerProcess(process, port, report);
+        } catch (StartException | RuntimeException | InterruptedException e) {
+            port.close();
             if (process != null) {
                 process.destroyForcibly();
                 process.onExit().join();
             }
-            if (producer != null) {
-                producer.close();
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
             }
             if (e instanceof StartException start) {
                 throw start;
@@ -167,70 +150,63 @@ final class CProducerProcess implements AutoCloseable {
         }
     }
 
+    /** Reads at most {@value #MAX_REPLY} bytes of the process's output, then drains the rest. */
+    private static CompletableFuture<String> readReport(InputStream output) {
+        CompletableFuture<String> report = new CompletableFuture<>();
+        Thread.ofVirtual().name("c producer output").start(() -> {
+            try (output) {
+                String text = new String(output.readNBytes(MAX_REPLY), StandardCharsets.US_ASCII);
+                output.transferTo(OutputStream.nullOutputStream());
+                report.complete(text);
+            } catch (IOException e) {
+                report.complete("");
+            }
+        });
+        return report;
+    }
+
     long pid() {
         return process.pid();
     }
 
     /** Chunks the service has taken whole out of the process's SMB so far. */
     long chunksMoved() {
-        return producer.chunksMoved();
+        return port.chunksMoved();
     }
 
-    /** Chunk headers in its SMB that the service found invalid. */
+    /** Chunk headers and commits the service refused, and requests that broke the protocol. */
     long abiViolations() {
-        return producer.abiViolations();
+        return port.abiViolations() + port.violations();
     }
 
     /**
-     * Asks the process to stop and waits: it releases its last chunk as complete, reports
-     * and exits (or is killed after {@value #STOP_TIMEOUT_SECONDS} s); then its producer
-     * closes, which takes the chunks it left (one it was still writing, if it was killed,
-     * counts as lost). Once this returns, everything it wrote is in the session's buffer.
-     * The session's stop calls it; later calls return the same result.
+     * Hangs up on the process and waits: it reports and exits (or is killed after
+     * {@value #STOP_TIMEOUT_SECONDS} s); its producer closes, which takes the chunks it
+     * left. The session's stop has already committed its last chunk (StopDataSource, which
+     * the service waits for). Later calls return the same result.
      */
     synchronized Result stop() throws InterruptedException {
         if (result != null) {
             return result;
         }
-        try {
-            connection.send(new byte[] {'Q'});
-        } catch (RuntimeException e) {
-            // Already gone: its exit status tells.
-        }
+        port.close();
         boolean killed = !process.waitFor(STOP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         if (killed) {
             process.destroyForcibly();
             process.waitFor();
         }
-        Matcher reply = REPLY.matcher(readReply());
+        String text;
+        try {
+            text = report.get(1, TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            // Something else holds the output open: no report.
+            text = "";
+        }
+        Matcher reply = REPLY.matcher(text);
         boolean reported = reply.matches();
         result = new Result(process.exitValue(), killed, reported ? Long.parseLong(reply.group(1)) : -1,
                 reported ? Long.parseLong(reply.group(2)) : -1);
-        producer.close();
         return result;
-    }
-
-    /**
-     * The process's report, at most {@value #MAX_REPLY} bytes. The process has exited, so
-     * its end is closed; still, the read runs on its own thread and is cut short by
-     * closing the connection, in case something else kept that end open.
-     */
-    private String readReply() throws InterruptedException {
-        ByteArrayOutputStream reply = new ByteArrayOutputStream();
-        Thread reader = Thread.ofVirtual().start(() -> {
-            byte[] bytes = new byte[MAX_REPLY];
-            try {
-                for (int n; reply.size() < MAX_REPLY && (n = connection.receive(bytes, 0).bytes()) > 0; ) {
-                    reply.write(bytes, 0, Math.min(n, MAX_REPLY - reply.size()));
-                }
-            } catch (RuntimeException e) {
-                // The connection failed or was closed: the report is what arrived before.
-            }
-        });
-        reader.join(TimeUnit.SECONDS.toMillis(1));
-        connection.close();
-        reader.join();
-        return reply.toString(StandardCharsets.US_ASCII);
     }
 
     /** Stops the process if {@link #stop()} was not called or was interrupted: killed, and waited for. */
@@ -240,6 +216,6 @@ final class CProducerProcess implements AutoCloseable {
             process.destroyForcibly();
             process.onExit().join();
         }
-        connection.close();
+        port.close();
     }
 }

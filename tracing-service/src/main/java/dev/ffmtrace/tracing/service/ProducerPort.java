@@ -50,6 +50,11 @@ public final class ProducerPort implements AutoCloseable {
     private final IpcHost host;
     private final Map<Long, RemoteProducer> producers = new ConcurrentHashMap<>();
     private final AtomicLong violations = new AtomicLong();
+    /** Held while a producer leaves the map for the gone totals, so that totals count it once. */
+    private final Object totals = new Object();
+    /** What producers that are gone moved and violated, so that the totals keep them. */
+    private long goneChunksMoved;
+    private long goneAbiViolations;
 
     private ProducerPort(TracingService service, IpcHost host) {
         this.service = service;
@@ -98,6 +103,20 @@ public final class ProducerPort implements AutoCloseable {
         return violations.get() + host.violations();
     }
 
+    /** Chunks moved out of the SMBs of this port's producers, those gone included. */
+    public long chunksMoved() {
+        synchronized (totals) {
+            return goneChunksMoved + producers.values().stream().mapToLong(p -> p.producer().chunksMoved()).sum();
+        }
+    }
+
+    /** {@link Producer#abiViolations()} of this port's producers, those gone included. */
+    public long abiViolations() {
+        synchronized (totals) {
+            return goneAbiViolations + producers.values().stream().mapToLong(p -> p.producer().abiViolations()).sum();
+        }
+    }
+
     void countViolation() {
         violations.incrementAndGet();
     }
@@ -115,8 +134,7 @@ public final class ProducerPort implements AutoCloseable {
     @Override
     public void close() {
         host.close();
-        producers.values().forEach(RemoteProducer::close);
-        producers.clear();
+        producers.keySet().forEach(this::closed);
     }
 
     private ServiceDescriptor descriptor() {
@@ -163,11 +181,22 @@ public final class ProducerPort implements AutoCloseable {
     }
 
     private void clientDisconnected(ClientInfo client) {
-        RemoteProducer producer = producers.get(client.clientId());
-        if (producer != null) {
-            // Closed before it leaves the count: a producer not counted holds nothing.
-            producer.close();
-            producers.remove(client.clientId());
+        closed(client.clientId());
+    }
+
+    /** Closes a producer, then takes it out of the map and into the gone totals. */
+    private void closed(long clientId) {
+        RemoteProducer producer = producers.get(clientId);
+        if (producer == null) {
+            return;
+        }
+        // Closed before it leaves the count: a producer not counted holds nothing.
+        producer.close();
+        synchronized (totals) {
+            if (producers.remove(clientId) != null) {
+                goneChunksMoved += producer.producer().chunksMoved();
+                goneAbiViolations += producer.producer().abiViolations();
+            }
         }
     }
 }

@@ -99,6 +99,10 @@ final class RemoteProducer implements ProducerCommands {
                 .unstarted(this::sendCommands);
     }
 
+    Producer producer() {
+        return producer;
+    }
+
     /**
      * Answers InitializeConnection: connects a producer to the service and replies; null,
      * after failing the invocation, if the request is malformed or the service refuses.

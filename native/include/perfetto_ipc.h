@@ -1,0 +1,156 @@
+// A client of Perfetto's IPC, from C: the wire (4-byte little-endian length + IPCFrame,
+// fds as SCM_RIGHTS), a protobuf encoder into fixed buffers, a bounded decoder, and the
+// client side of BindService / InvokeMethod. Single-threaded and blocking, except
+// ipc_receive's timeout; for the project's C producers (c_producer.c).
+//
+// What the service sends is untrusted: a frame longer than IPC_MAX_FRAME, a frame that
+// does not parse, or more fds than expected end the connection (ipc_receive returns -1),
+// never the program.
+#ifndef FFMTRACE_PERFETTO_IPC_H_
+#define FFMTRACE_PERFETTO_IPC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  // Perfetto's kIPCBufferSize: no frame, with its length prefix, is larger.
+  IPC_MAX_FRAME = 128 * 1024,
+  IPC_MAX_METHODS = 32,
+  IPC_MAX_METHOD_NAME = 64,
+};
+
+// IPCFrame's fields (protos/perfetto/ipc/wire_protocol.proto).
+enum {
+  IPC_FRAME_REQUEST_ID = 2,
+  IPC_FRAME_BIND_SERVICE = 3,
+  IPC_FRAME_BIND_SERVICE_REPLY = 4,
+  IPC_FRAME_INVOKE_METHOD = 5,
+  IPC_FRAME_INVOKE_METHOD_REPLY = 6,
+  IPC_FRAME_REQUEST_ERROR = 7,
+  IPC_BIND_SERVICE_NAME = 1,
+  IPC_BIND_REPLY_SUCCESS = 1,
+  IPC_BIND_REPLY_SERVICE_ID = 2,
+  IPC_BIND_REPLY_METHODS = 3,
+  IPC_METHOD_INFO_ID = 1,
+  IPC_METHOD_INFO_NAME = 2,
+  IPC_INVOKE_SERVICE_ID = 1,
+  IPC_INVOKE_METHOD_ID = 2,
+  IPC_INVOKE_ARGS = 3,
+  IPC_INVOKE_DROP_REPLY = 4,
+  IPC_REPLY_SUCCESS = 1,
+  IPC_REPLY_HAS_MORE = 2,
+  IPC_REPLY_PROTO = 3,
+};
+
+// ---- encoding ----
+
+// A message being encoded into a fixed buffer; overflowing marks it failed.
+struct pb {
+  uint8_t* start;
+  uint8_t* at;
+  uint8_t* end;
+  int failed;
+};
+
+void pb_init(struct pb* m, uint8_t* buffer, size_t size);
+size_t pb_size(const struct pb* m);
+void pb_varint(struct pb* m, uint32_t field, uint64_t value);
+void pb_bytes(struct pb* m, uint32_t field, const void* data, size_t size);
+void pb_string(struct pb* m, uint32_t field, const char* s);
+// A submessage as ProtoZero writes one: its tag, a 4-byte size field (a redundant
+// varint, so the size need not be known in advance), then its fields. pb_begin returns
+// the size field (NULL once failed); pb_end fills it with the bytes written since, or,
+// for at most PB_MAX_ONE_BYTE_SIZE bytes, compacts it to one byte as ProtoZero does.
+enum { PB_SIZE_FIELD = 4, PB_MAX_ONE_BYTE_SIZE = 127 };
+uint8_t* pb_begin(struct pb* m, uint32_t field);
+void pb_end(struct pb* m, uint8_t* size_field);
+// Writes `size` as a 4-byte redundant varint.
+void pb_put_size(uint8_t* size_field, uint32_t size);
+
+// ---- decoding ----
+
+enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_BYTES = 2, PB_FIXED32 = 5 };
+
+struct pb_reader {
+  const uint8_t* at;
+  const uint8_t* end;
+  int error;  // set on a truncated or malformed field; pb_next then returns 0
+};
+
+struct pb_field {
+  uint32_t id;
+  uint32_t type;
+  uint64_t value;        // a varint's or fixed field's value
+  const uint8_t* data;   // a length-delimited field's bytes, inside the reader's buffer
+  size_t size;
+};
+
+void pb_reader_init(struct pb_reader* r, const uint8_t* data, size_t size);
+// Reads the next field; 0 at the end or on an error (r->error tells which).
+int pb_next(struct pb_reader* r, struct pb_field* f);
+
+// ---- the client ----
+
+struct ipc_method {
+  uint32_t id;
+  char name[IPC_MAX_METHOD_NAME];
+};
+
+struct ipc_client {
+  int sock;
+  uint32_t service_id;
+  struct ipc_method methods[IPC_MAX_METHODS];
+  int method_count;
+  uint64_t next_request_id;
+  uint8_t rx[IPC_MAX_FRAME];
+  size_t rx_used;      // bytes received
+  size_t rx_consumed;  // bytes of the frame last returned, dropped on the next receive
+  int fd;              // the last fd received and not yet taken, or -1
+};
+
+enum ipc_kind { IPC_BIND_REPLY = 1, IPC_INVOKE_REPLY, IPC_REQUEST_ERROR, IPC_OTHER };
+
+// A frame from the service. reply/reply_size point into the client's buffer and are
+// valid until the next ipc_receive.
+struct ipc_reply {
+  uint64_t request_id;
+  enum ipc_kind kind;
+  int success;
+  int has_more;
+  const uint8_t* reply;
+  size_t reply_size;
+};
+
+// Connects to a Unix stream socket: a filesystem path, or @name for the abstract
+// namespace. 0, or -1 with errno set.
+int ipc_connect(struct ipc_client* c, const char* name);
+void ipc_close(struct ipc_client* c);
+
+// Binds `service` and learns its methods' ids by name; 0, or -1 if the service refused
+// or the connection failed.
+int ipc_bind(struct ipc_client* c, const char* service);
+
+// Invokes `method` (by name, as bound) with serialized arguments; returns the request's
+// id, or 0 if the method is unknown or the frame could not be sent.
+uint64_t ipc_invoke(struct ipc_client* c, const char* method, const uint8_t* args, size_t size, int drop_reply);
+
+// Encodes an InvokeMethod frame, length prefix included, into `out`; returns its size,
+// or 0 if it does not fit. The bytes ipc_invoke sends.
+size_t ipc_encode_invoke(uint8_t* out, size_t capacity, uint64_t request_id, uint32_t service_id,
+                         uint32_t method_id, const uint8_t* args, size_t size, int drop_reply);
+
+// Encodes a BindService frame, length prefix included; its size, or 0 if it does not fit.
+size_t ipc_encode_bind(uint8_t* out, size_t capacity, uint64_t request_id, const char* service);
+
+enum { IPC_HUNG_UP = -1, IPC_VIOLATION = -2 };
+
+// Waits up to timeout_ms (-1: no limit) for a frame. 1 with *out filled, 0 on timeout,
+// IPC_HUNG_UP if the connection closed, IPC_VIOLATION if the service broke the protocol
+// (an oversized or malformed frame, more than one fd at once): the caller then closes.
+int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms);
+
+// The fd that came with the frames received so far (the last one), now the caller's to
+// close; -1 if none. A reply that carries one (SetupTracing's SMB) takes it.
+int ipc_take_fd(struct ipc_client* c);
+
+#endif  // FFMTRACE_PERFETTO_IPC_H_

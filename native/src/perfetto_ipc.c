@@ -1,0 +1,423 @@
+#define _GNU_SOURCE
+#include "perfetto_ipc.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum {
+  MAX_VARINT = 10,
+  // fds one recvmsg may carry: Perfetto sends at most one per frame, more is a violation.
+  MAX_FDS = 4,
+};
+
+// ---- encoding ----
+
+void pb_init(struct pb* m, uint8_t* buffer, size_t size) {
+  m->start = m->at = buffer;
+  m->end = buffer + size;
+  m->failed = 0;
+}
+
+size_t pb_size(const struct pb* m) { return (size_t)(m->at - m->start); }
+
+static void pb_raw_varint(struct pb* m, uint64_t value) {
+  do {
+    if (m->at == m->end) {
+      m->failed = 1;
+      return;
+    }
+    uint8_t byte = value & 0x7f;
+    value >>= 7;
+    *m->at++ = value != 0 ? (uint8_t)(byte | 0x80) : byte;
+  } while (value != 0);
+}
+
+void pb_varint(struct pb* m, uint32_t field, uint64_t value) {
+  pb_raw_varint(m, (uint64_t)field << 3);
+  pb_raw_varint(m, value);
+}
+
+void pb_bytes(struct pb* m, uint32_t field, const void* data, size_t size) {
+  pb_raw_varint(m, ((uint64_t)field << 3) | PB_BYTES);
+  pb_raw_varint(m, size);
+  if (m->failed || (size_t)(m->end - m->at) < size) {
+    m->failed = 1;
+    return;
+  }
+  if (size > 0) memcpy(m->at, data, size);
+  m->at += size;
+}
+
+void pb_string(struct pb* m, uint32_t field, const char* s) { pb_bytes(m, field, s, strlen(s)); }
+
+uint8_t* pb_begin(struct pb* m, uint32_t field) {
+  pb_raw_varint(m, ((uint64_t)field << 3) | PB_BYTES);
+  if (m->failed || m->end - m->at < PB_SIZE_FIELD) {
+    m->failed = 1;
+    return NULL;
+  }
+  uint8_t* size_field = m->at;
+  m->at += PB_SIZE_FIELD;
+  return size_field;
+}
+
+void pb_put_size(uint8_t* size_field, uint32_t size) {
+  for (int i = 0; i < PB_SIZE_FIELD; i++) {
+    uint8_t byte = (uint8_t)((size >> (7 * i)) & 0x7f);
+    size_field[i] = i < PB_SIZE_FIELD - 1 ? (uint8_t)(byte | 0x80) : byte;
+  }
+}
+
+void pb_end(struct pb* m, uint8_t* size_field) {
+  if (size_field == NULL || m->failed) return;
+  uint32_t size = (uint32_t)(m->at - size_field - PB_SIZE_FIELD);
+  if (size <= PB_MAX_ONE_BYTE_SIZE) {
+    // ProtoZero's compaction: a short message gets a 1-byte size, its bytes moved back.
+    memmove(size_field + 1, size_field + PB_SIZE_FIELD, size);
+    size_field[0] = (uint8_t)size;
+    m->at -= PB_SIZE_FIELD - 1;
+  } else {
+    pb_put_size(size_field, size);
+  }
+}
+
+// ---- decoding ----
+
+void pb_reader_init(struct pb_reader* r, const uint8_t* data, size_t size) {
+  r->at = data;
+  r->end = data + size;
+  r->error = 0;
+}
+
+static int read_varint(struct pb_reader* r, uint64_t* value) {
+  uint64_t v = 0;
+  for (int i = 0; i < MAX_VARINT; i++) {
+    if (r->at == r->end) return -1;
+    uint8_t byte = *r->at++;
+    v |= (uint64_t)(byte & 0x7f) << (7 * i);
+    if ((byte & 0x80) == 0) {
+      *value = v;
+      return 0;
+    }
+  }
+  return -1;
+}
+
+static uint64_t read_le(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+int pb_next(struct pb_reader* r, struct pb_field* f) {
+  if (r->error || r->at == r->end) return 0;
+  uint64_t tag;
+  if (read_varint(r, &tag) != 0 || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
+    r->error = 1;
+    return 0;
+  }
+  f->id = (uint32_t)(tag >> 3);
+  f->type = (uint32_t)(tag & 7);
+  f->value = 0;
+  f->data = NULL;
+  f->size = 0;
+  size_t left;
+  switch (f->type) {
+    case PB_VARINT:
+      if (read_varint(r, &f->value) != 0) r->error = 1;
+      break;
+    case PB_FIXED64:
+    case PB_FIXED32: {
+      int n = f->type == PB_FIXED64 ? 8 : 4;
+      if ((size_t)(r->end - r->at) < (size_t)n) {
+        r->error = 1;
+        break;
+      }
+      f->value = read_le(r->at, n);
+      r->at += n;
+      break;
+    }
+    case PB_BYTES:
+      if (read_varint(r, &f->value) != 0) {
+        r->error = 1;
+        break;
+      }
+      left = (size_t)(r->end - r->at);
+      if (f->value > left) {
+        r->error = 1;
+        break;
+      }
+      f->data = r->at;
+      f->size = (size_t)f->value;
+      r->at += f->size;
+      break;
+    default:
+      // Groups and reserved wire types: Perfetto's messages have none.
+      r->error = 1;
+  }
+  return !r->error;
+}
+
+// ---- the client ----
+
+int ipc_connect(struct ipc_client* c, const char* name) {
+  memset(c, 0, offsetof(struct ipc_client, rx));
+  c->sock = -1;
+  c->fd = -1;
+  c->rx_used = c->rx_consumed = 0;
+  c->next_request_id = 1;
+  struct sockaddr_un addr;
+  memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  size_t length = strlen(name);
+  if (length == 0 || length >= sizeof(addr.sun_path)) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  socklen_t len;
+  if (name[0] == '@') {
+    // The abstract namespace: a leading NUL, no terminator.
+    memcpy(addr.sun_path + 1, name + 1, length - 1);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+  } else {
+    memcpy(addr.sun_path, name, length);
+    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + 1);
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, (struct sockaddr*)&addr, len) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  c->sock = fd;
+  return 0;
+}
+
+void ipc_close(struct ipc_client* c) {
+  if (c->sock >= 0) close(c->sock);
+  if (c->fd >= 0) close(c->fd);
+  c->sock = c->fd = -1;
+}
+
+static int send_all(struct ipc_client* c, const uint8_t* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = send(c->sock, data, size, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -1;
+    data += n;
+    size -= (size_t)n;
+  }
+  return 0;
+}
+
+// Prefixes the frame in out[4..] with its length.
+static size_t finish_frame(uint8_t* out, const struct pb* frame) {
+  if (frame->failed) return 0;
+  uint32_t size = (uint32_t)pb_size(frame);
+  for (int i = 0; i < 4; i++) out[i] = (uint8_t)(size >> (8 * i));
+  return size + 4;
+}
+
+size_t ipc_encode_invoke(uint8_t* out, size_t capacity, uint64_t request_id, uint32_t service_id,
+                         uint32_t method_id, const uint8_t* args, size_t size, int drop_reply) {
+  if (capacity < 4) return 0;
+  struct pb frame;
+  pb_init(&frame, out + 4, capacity - 4);
+  // Perfetto's client sets every field of the invocation, drop_reply too.
+  pb_varint(&frame, IPC_FRAME_REQUEST_ID, request_id);
+  uint8_t* invoke = pb_begin(&frame, IPC_FRAME_INVOKE_METHOD);
+  pb_varint(&frame, IPC_INVOKE_SERVICE_ID, service_id);
+  pb_varint(&frame, IPC_INVOKE_METHOD_ID, method_id);
+  pb_bytes(&frame, IPC_INVOKE_ARGS, args, size);
+  pb_varint(&frame, IPC_INVOKE_DROP_REPLY, drop_reply != 0);
+  pb_end(&frame, invoke);
+  return finish_frame(out, &frame);
+}
+
+// The id of a bound method, or 0 (ids count from 1).
+static uint32_t method_id(const struct ipc_client* c, const char* name) {
+  for (int i = 0; i < c->method_count; i++) {
+    if (strcmp(c->methods[i].name, name) == 0) return c->methods[i].id;
+  }
+  return 0;
+}
+
+uint64_t ipc_invoke(struct ipc_client* c, const char* method, const uint8_t* args, size_t size, int drop_reply) {
+  static uint8_t out[IPC_MAX_FRAME];
+  uint32_t id = method_id(c, method);
+  if (id == 0) return 0;
+  uint64_t request_id = c->next_request_id++;
+  size_t n = ipc_encode_invoke(out, sizeof(out), request_id, c->service_id, id, args, size, drop_reply);
+  if (n == 0 || send_all(c, out, n) != 0) return 0;
+  return request_id;
+}
+
+// Takes the fds of one recvmsg. As in Perfetto's client, an fd waits in the client until
+// the handler of the frame that brought it takes it, a newer one replacing it; more
+// than one in a message breaks the protocol.
+static int take_fds(struct ipc_client* c, struct msghdr* msg) {
+  int received = 0;
+  int violation = (msg->msg_flags & MSG_CTRUNC) != 0;
+  for (struct cmsghdr* cmsg = CMSG_FIRSTHDR(msg); cmsg != NULL; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+    if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(fd));
+      if (received++ == 0 && !violation) {
+        if (c->fd >= 0) close(c->fd);
+        c->fd = fd;
+      } else {
+        close(fd);
+        violation = 1;
+      }
+    }
+  }
+  return violation ? -1 : 0;
+}
+
+int ipc_take_fd(struct ipc_client* c) {
+  int fd = c->fd;
+  c->fd = -1;
+  return fd;
+}
+
+static int receive_more(struct ipc_client* c, int timeout_ms) {
+  struct pollfd p = {.fd = c->sock, .events = POLLIN};
+  int ready;
+  do {
+    ready = poll(&p, 1, timeout_ms);
+  } while (ready < 0 && errno == EINTR);
+  if (ready < 0) return IPC_HUNG_UP;
+  if (ready == 0) return 0;
+  char control[CMSG_SPACE(MAX_FDS * sizeof(int))];
+  struct iovec iov = {.iov_base = c->rx + c->rx_used, .iov_len = sizeof(c->rx) - c->rx_used};
+  struct msghdr msg = {0};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(c->sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+  if (n <= 0) return IPC_HUNG_UP;
+  if (take_fds(c, &msg) != 0) return IPC_VIOLATION;
+  c->rx_used += (size_t)n;
+  return 1;
+}
+
+// Decodes one IPCFrame; -1 if it does not parse.
+static int decode_frame(const uint8_t* data, size_t size, struct ipc_reply* out) {
+  struct pb_reader r, inner;
+  struct pb_field f, g;
+  memset(out, 0, sizeof(*out));
+  out->kind = IPC_OTHER;
+  pb_reader_init(&r, data, size);
+  while (pb_next(&r, &f)) {
+    if (f.id == IPC_FRAME_REQUEST_ID && f.type == PB_VARINT) {
+      out->request_id = f.value;
+    } else if ((f.id == IPC_FRAME_BIND_SERVICE_REPLY || f.id == IPC_FRAME_INVOKE_METHOD_REPLY) && f.type == PB_BYTES) {
+      out->kind = f.id == IPC_FRAME_BIND_SERVICE_REPLY ? IPC_BIND_REPLY : IPC_INVOKE_REPLY;
+      // A bind reply's methods stay in reply for ipc_bind to read.
+      out->reply = f.data;
+      out->reply_size = f.size;
+      out->success = 0;
+      out->has_more = 0;
+      pb_reader_init(&inner, f.data, f.size);
+      while (pb_next(&inner, &g)) {
+        if (g.id == IPC_REPLY_SUCCESS && g.type == PB_VARINT) out->success = g.value != 0;
+        if (out->kind == IPC_INVOKE_REPLY && g.id == IPC_REPLY_HAS_MORE && g.type == PB_VARINT) out->has_more = g.value != 0;
+      }
+      if (inner.error) return -1;
+      if (out->kind == IPC_INVOKE_REPLY) {
+        out->reply = NULL;
+        out->reply_size = 0;
+        pb_reader_init(&inner, f.data, f.size);
+        while (pb_next(&inner, &g)) {
+          if (g.id == IPC_REPLY_PROTO && g.type == PB_BYTES) {
+            out->reply = g.data;
+            out->reply_size = g.size;
+          }
+        }
+      }
+    } else if (f.id == IPC_FRAME_REQUEST_ERROR) {
+      out->kind = IPC_REQUEST_ERROR;
+    }
+  }
+  return r.error ? -1 : 0;
+}
+
+int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms) {
+  if (c->sock < 0) return IPC_HUNG_UP;
+  if (c->rx_consumed > 0) {
+    memmove(c->rx, c->rx + c->rx_consumed, c->rx_used - c->rx_consumed);
+    c->rx_used -= c->rx_consumed;
+    c->rx_consumed = 0;
+  }
+  for (;;) {
+    if (c->rx_used >= 4) {
+      uint32_t size = (uint32_t)read_le(c->rx, 4);
+      if (size > sizeof(c->rx) - 4) return IPC_VIOLATION;
+      if (c->rx_used >= 4 + (size_t)size) {
+        if (decode_frame(c->rx + 4, size, out) != 0) return IPC_VIOLATION;
+        c->rx_consumed = 4 + (size_t)size;
+        return 1;
+      }
+    }
+    int got = receive_more(c, timeout_ms);
+    if (got <= 0) return got;
+  }
+}
+
+size_t ipc_encode_bind(uint8_t* out, size_t capacity, uint64_t request_id, const char* service) {
+  if (capacity < 4) return 0;
+  struct pb frame;
+  pb_init(&frame, out + 4, capacity - 4);
+  pb_varint(&frame, IPC_FRAME_REQUEST_ID, request_id);
+  uint8_t* bind = pb_begin(&frame, IPC_FRAME_BIND_SERVICE);
+  pb_string(&frame, IPC_BIND_SERVICE_NAME, service);
+  pb_end(&frame, bind);
+  return finish_frame(out, &frame);
+}
+
+int ipc_bind(struct ipc_client* c, const char* service) {
+  uint8_t out[512];
+  uint64_t request_id = c->next_request_id++;
+  size_t n = ipc_encode_bind(out, sizeof(out), request_id, service);
+  if (n == 0 || send_all(c, out, n) != 0) return -1;
+  struct ipc_reply reply;
+  for (;;) {
+    if (ipc_receive(c, &reply, -1) != 1) return -1;
+    if (reply.request_id != request_id) continue;
+    if (reply.kind != IPC_BIND_REPLY || !reply.success) return -1;
+    break;
+  }
+  struct pb_reader r, m;
+  struct pb_field f, g;
+  pb_reader_init(&r, reply.reply, reply.reply_size);
+  c->method_count = 0;
+  while (pb_next(&r, &f)) {
+    if (f.id == IPC_BIND_REPLY_SERVICE_ID && f.type == PB_VARINT) c->service_id = (uint32_t)f.value;
+    if (f.id != IPC_BIND_REPLY_METHODS || f.type != PB_BYTES || c->method_count == IPC_MAX_METHODS) continue;
+    struct ipc_method* method = &c->methods[c->method_count];
+    memset(method, 0, sizeof(*method));
+    pb_reader_init(&m, f.data, f.size);
+    while (pb_next(&m, &g)) {
+      if (g.id == IPC_METHOD_INFO_ID && g.type == PB_VARINT) method->id = (uint32_t)g.value;
+      if (g.id == IPC_METHOD_INFO_NAME && g.type == PB_BYTES && g.size < sizeof(method->name)) {
+        memcpy(method->name, g.data, g.size);
+      }
+    }
+    if (!m.error && method->id != 0 && method->name[0] != '\0') c->method_count++;
+  }
+  return r.error ? -1 : 0;
+}

@@ -1,0 +1,71 @@
+// perfetto-ipc's tests of the C IPC client (perfetto_ipc.h):
+//
+//   perfetto_ipc_tool bind REQUEST_ID SERVICE
+//   perfetto_ipc_tool invoke REQUEST_ID SERVICE_ID METHOD_ID ARGS_HEX DROP_REPLY
+//       print the frame the client sends, length prefix included, in hex
+//   perfetto_ipc_tool receive SOCKET
+//       connects and prints each frame it decodes, "<kind> <request_id> <success>
+//       <has_more> <reply hex>", then "end" when the peer hangs up (status 0) or
+//       "violation" when it breaks the protocol (status 1)
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perfetto_ipc.h"
+
+static void print_hex(const uint8_t* data, size_t size) {
+  for (size_t i = 0; i < size; i++) printf("%02x", data[i]);
+}
+
+static size_t parse_hex(const char* text, uint8_t* out, size_t capacity) {
+  size_t n = strlen(text) / 2;
+  if (n > capacity) n = capacity;
+  for (size_t i = 0; i < n; i++) {
+    unsigned byte;
+    sscanf(text + 2 * i, "%2x", &byte);
+    out[i] = (uint8_t)byte;
+  }
+  return n;
+}
+
+static struct ipc_client client;
+static uint8_t frame[IPC_MAX_FRAME];
+static uint8_t args[IPC_MAX_FRAME / 2];
+
+int main(int argc, char** argv) {
+  if (argc == 4 && strcmp(argv[1], "bind") == 0) {
+    size_t n = ipc_encode_bind(frame, sizeof(frame), strtoull(argv[2], NULL, 10), argv[3]);
+    print_hex(frame, n);
+    printf("\n");
+    return n == 0;
+  }
+  if (argc == 7 && strcmp(argv[1], "invoke") == 0) {
+    size_t size = parse_hex(argv[5], args, sizeof(args));
+    size_t n = ipc_encode_invoke(frame, sizeof(frame), strtoull(argv[2], NULL, 10), (uint32_t)strtoul(argv[3], NULL, 10),
+                                 (uint32_t)strtoul(argv[4], NULL, 10), args, size, atoi(argv[6]));
+    print_hex(frame, n);
+    printf("\n");
+    return n == 0;
+  }
+  if (argc == 3 && strcmp(argv[1], "receive") == 0) {
+    if (ipc_connect(&client, argv[2]) != 0) {
+      perror("perfetto_ipc_tool: connect");
+      return 2;
+    }
+    struct ipc_reply reply;
+    int got;
+    while ((got = ipc_receive(&client, &reply, -1)) == 1) {
+      printf("%d %llu %d %d ", reply.kind, (unsigned long long)reply.request_id, reply.success, reply.has_more);
+      print_hex(reply.reply, reply.reply_size);
+      printf("\n");
+      int fd = ipc_take_fd(&client);
+      if (fd >= 0) close(fd);
+    }
+    printf(got == IPC_HUNG_UP ? "end\n" : "violation\n");
+    ipc_close(&client);
+    return got == IPC_HUNG_UP ? 0 : 1;
+  }
+  fprintf(stderr, "usage: perfetto_ipc_tool bind|invoke|receive ...\n");
+  return 2;
+}

@@ -1,0 +1,220 @@
+package dev.ffmtrace.tracing.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.CPrograms;
+import dev.ffmtrace.memory.testing.Peers;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TraceConfig;
+import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.trackevent.TrackEventReader;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The C producer ({@code native/src/c_producer.c}) through a {@link ProducerPort}: Perfetto's
+ * producer IPC between two processes, with packets fragmented over chunks whose size fields
+ * come as patches, flushes and stops the producer acknowledges, and a producer killed by
+ * SIGKILL in the middle of a session.
+ */
+class CProducerPortTest {
+    /** What a process killed by signal 9 exits with, as Java reports it. */
+    private static final int KILLED_BY_SIGKILL = 128 + 9;
+    private static final Pattern REPORT = Pattern.compile("D (\\d+) (\\d+)\n");
+    /** One iteration of the C producer's workload, as events on its thread and counter tracks. */
+    private static final List<String> ITERATION = List.of("B c work", "B c step", "E", "I c tick", "E", "C");
+    /** Long enough that a flush or stop that ends sooner was acknowledged, not timed out. */
+    private static final int ACK_TIMEOUT_MS = 60_000;
+
+    private static UnixAddress address() {
+        return UnixAddress.abstractName("ffmtrace-c-port-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    }
+
+    private static SessionConfig config() throws InvalidConfigException {
+        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+        config.get().addBuffers().setSizeKb(16 * 1024);
+        config.get().addDataSources().setConfig().setName("track_event");
+        config.get().setFlushTimeoutMs(ACK_TIMEOUT_MS);
+        config.get().setDataSourceStopTimeoutMs(ACK_TIMEOUT_MS);
+        return SessionConfig.parse(config.toSegment());
+    }
+
+    private static Peers.Peer startProducer(ProducerPort port, String name) {
+        return Peers.startNative(CPrograms.program("ffmtrace-c-producer"), "--name", name, "--page-size", "4096",
+                "--smb-size", Integer.toString(1 << 20), "@" + port.address().name());
+    }
+
+    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        await(condition, () -> what);
+    }
+
+    private static void await(BooleanSupplier condition, Supplier<String> what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting until " + what.get());
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    private static byte[] trace(TracingSession session) throws IOException {
+        ByteArrayOutputStream trace = new ByteArrayOutputStream();
+        session.writeTrace(trace);
+        return trace.toByteArray();
+    }
+
+    /** The packets the trace holds from process {@code pid}. */
+    private static long packetsOf(byte[] trace, long pid) {
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        long count = 0;
+        for (byte[] bytes : ProducerRemoteWriterTest.rawPackets(trace)) {
+            packet.reset(MemorySegment.ofArray(bytes));
+            if (packet.trustedPid() == pid) {
+                count++;
+            }
+        }
+        return count;
+    }
+
+    /** The events of process {@code pid}'s thread and counter tracks, in trace order, one word each. */
+    private static List<String> eventsOf(byte[] trace, long pid) {
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(trace));
+        assertEquals(0, decoded.undecodable());
+        Map<Long, TrackEventReader.TrackInfo> tracks = decoded.tracks();
+        List<String> events = new ArrayList<>();
+        for (TrackEventReader.Event event : decoded.events()) {
+            TrackEventReader.TrackInfo track = tracks.get(event.trackUuid());
+            TrackEventReader.TrackInfo owner = track == null ? null
+                    : track.pid() != 0 ? track : tracks.get(track.parentUuid());
+            if (owner == null || owner.pid() != pid) {
+                continue;
+            }
+            events.add(switch (event.typeEnum()) {
+                case TYPE_SLICE_BEGIN -> "B " + event.name();
+                case TYPE_SLICE_END -> "E";
+                case TYPE_INSTANT -> "I " + event.name();
+                case TYPE_COUNTER -> "C";
+                case null, default -> "? " + event.type();
+            });
+        }
+        return events;
+    }
+
+    /** Checks that {@code events} are whole iterations, in order; returns how many. */
+    private static int wholeIterations(List<String> events) {
+        assertEquals(0, events.size() % ITERATION.size(), "whole iterations only");
+        for (int i = 0; i < events.size(); i++) {
+            if (!events.get(i).equals(ITERATION.get(i % ITERATION.size()))) {
+                throw new AssertionError("event " + i + " is " + events.get(i) + ", not "
+                        + ITERATION.get(i % ITERATION.size()) + ": " + events.subList(Math.max(0, i - 6), i + 1));
+            }
+        }
+        return events.size() / ITERATION.size();
+    }
+
+    private static long[] report(Peers.Peer peer) {
+        Matcher report = REPORT.matcher(peer.awaitSuccess());
+        assertTrue(report.matches(), "the C producer's report");
+        return new long[] {Long.parseLong(report.group(1)), Long.parseLong(report.group(2))};
+    }
+
+    @Test
+    void fragmentedPatchedPacketsFlushesAndTheStopAllArriveWhole() throws Exception {
+        Peers.Peer peer = null;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            TracingSession session = service.startSession(config());
+            peer = startProducer(port, "c-port-test");
+            await(() -> port.chunksMoved() >= 50, "the C producer has committed 50 chunks");
+            for (int i = 0; i < 3; i++) {
+                assertTrue(session.flush(Duration.ofSeconds(20)), "flush " + i + " acknowledged before its timeout");
+            }
+            long stopStarted = System.nanoTime();
+            session.stop();
+            assertTrue(System.nanoTime() - stopStarted < TimeUnit.SECONDS.toNanos(20),
+                    "the producer said it stopped, long before the stop timeout");
+            port.close();
+            long[] report = report(peer);
+
+            byte[] trace = trace(session);
+            long pid = peer.process().pid();
+            assertEquals(report[0], packetsOf(trace, pid), "every packet the producer wrote is in the trace");
+            int iterations = wholeIterations(eventsOf(trace, pid));
+            assertTrue(iterations >= 100, iterations + " iterations");
+            TraceBufferStats stats = session.stats().getFirst();
+            assertTrue(stats.patchesSucceeded() > 0, "packets crossed chunks with open size fields: patched");
+            assertEquals(0, stats.patchesFailed());
+            assertEquals(0, stats.abiViolations());
+            assertEquals(0, stats.chunksDiscarded());
+            assertEquals(0, port.violations());
+            assertEquals(0, port.abiViolations());
+            session.close();
+        } finally {
+            if (peer != null) {
+                peer.process().destroyForcibly();
+            }
+        }
+    }
+
+    @Test
+    void aCProducerKilledMidSessionLeavesWholeIterationsAndTheOtherLosesNothing() throws Exception {
+        Peers.Peer doomed = null;
+        Peers.Peer survivor = null;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            TracingSession session = service.startSession(config());
+            doomed = startProducer(port, "c-doomed");
+            survivor = startProducer(port, "c-survivor");
+            await(() -> port.producerCount() == 2 && port.chunksMoved() >= 50, () -> "both producers write: "
+                    + port.producerCount() + " producers, " + port.chunksMoved() + " chunks");
+            doomed.process().destroyForcibly();
+            assertEquals(KILLED_BY_SIGKILL, doomed.process().waitFor());
+            await(() -> port.producerCount() == 1, "the killed producer is closed");
+            long moved = port.chunksMoved();
+            await(() -> port.chunksMoved() >= moved + 20, "the other producer goes on");
+            assertTrue(session.flush(Duration.ofSeconds(20)), "the survivor acknowledges flushes");
+            session.stop();
+            port.close();
+            long[] report = report(survivor);
+
+            byte[] trace = trace(session);
+            long survivorPid = survivor.process().pid();
+            assertEquals(report[0], packetsOf(trace, survivorPid), "the survivor lost nothing");
+            assertTrue(wholeIterations(eventsOf(trace, survivorPid)) >= 20);
+            List<String> doomedEvents = eventsOf(trace, doomed.process().pid());
+            assertTrue(doomedEvents.size() >= ITERATION.size() * 20, "what the killed producer committed is there");
+            // Whole iterations, then at most the start of one: the end of the chunk it held
+            // (the packet a scrape cannot know is finished) and what it had not written.
+            int whole = doomedEvents.size() / ITERATION.size() * ITERATION.size();
+            wholeIterations(doomedEvents.subList(0, whole));
+            assertEquals(ITERATION.subList(0, doomedEvents.size() - whole), doomedEvents.subList(whole, doomedEvents.size()));
+            TraceBufferStats stats = session.stats().getFirst();
+            assertEquals(0, stats.patchesFailed());
+            assertEquals(0, stats.abiViolations());
+            assertEquals(0, port.abiViolations());
+            session.close();
+        } finally {
+            for (Peers.Peer peer : new Peers.Peer[] {doomed, survivor}) {
+                if (peer != null) {
+                    peer.process().destroyForcibly();
+                }
+            }
+        }
+    }
+}

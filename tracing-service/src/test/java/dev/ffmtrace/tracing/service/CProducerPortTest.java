@@ -208,6 +208,9 @@ class CProducerPortTest {
             assertEquals(0, stats.patchesFailed());
             assertEquals(0, stats.abiViolations());
             assertEquals(0, port.abiViolations());
+            // The chunk it held when killed, if it had a packet in it, is the session's
+            // chunks_discarded (ProducerPortTest has the exact case).
+            assertTrue(session.chunksDiscarded() <= 1, "chunks discarded: " + session.chunksDiscarded());
             session.close();
         } finally {
             for (Peers.Peer peer : new Peers.Peer[] {doomed, survivor}) {

@@ -245,6 +245,32 @@ class ProducerPortTest {
     }
 
     @Test
+    void aProducerThatGoesAwayMidChunkLeavesWhatItFinishedAndACountedLoss() throws Exception {
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            TracingSession session = service.startSession(config("track_event", 0));
+            PortProducer producer = PortProducer.connect(port.address(), "killed", 0, 0);
+            producer.registerDataSource("track_event", false, false);
+            producer.next(SETUP_TRACING_FIELD_NUMBER);
+            producer.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
+            int target = PortProducer.targetBuffer(producer.next(START_DATA_SOURCE_FIELD_NUMBER));
+            TraceWriter<TracePacket> writer = producer.newWriter(target);
+            for (int i = 0; i < 5; i++) {
+                write(writer, "before-" + i);
+            }
+            producer.call("Sync", new byte[0]);
+            // Gone without committing: its chunk is still being written.
+            producer.client.close();
+            await(() -> port.producerCount() == 0, "the producer is closed");
+            assertEquals(List.of("before-0", "before-1", "before-2", "before-3"), names(session),
+                    "the scrape at its close takes the finished packets but the last");
+            assertEquals(1, session.chunksDiscarded(), "the chunk it was writing is counted as discarded");
+            producer.smb.close();
+            session.close();
+        }
+    }
+
+    @Test
     void aSealedSmbFromTheProducerIsUsedAndAnyOtherFileRefused() throws Exception {
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, address());

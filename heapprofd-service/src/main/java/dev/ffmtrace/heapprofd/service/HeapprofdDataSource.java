@@ -189,7 +189,7 @@ public final class HeapprofdDataSource implements AutoCloseable {
         return Long.bitCount(size) == 1 ? size : Long.highestOneBit(size) << 1;
     }
 
-    private static HeapprofdService.ClientFilter filter(HeapprofdConfig.Decoder config) {
+    static HeapprofdService.ClientFilter filter(HeapprofdConfig.Decoder config) {
         Set<Long> pids = new HashSet<>();
         RepeatedScalarIterator scalars = config.pid(new RepeatedScalarIterator());
         while (scalars.next()) {

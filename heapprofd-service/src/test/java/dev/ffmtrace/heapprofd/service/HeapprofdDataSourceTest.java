@@ -1,5 +1,7 @@
 package dev.ffmtrace.heapprofd.service;
 
+import dev.ffmtrace.heapprofd.client.HeapprofdClient;
+import dev.ffmtrace.heapprofd.client.ProfiledArena;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.CPrograms;
@@ -13,6 +15,7 @@ import perfetto.protos.ProfilePacketOuterClass.ProfilePacket;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
 
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.List;
@@ -136,6 +139,49 @@ class HeapprofdDataSourceTest {
         String process = run.foldedUnreleased().getFirst().substring(0, run.foldedUnreleased().getFirst().indexOf(';') + 1);
         assertEquals(run.foldedUnreleased().stream().map(line -> line.substring(process.length())).toList(),
                 ProfileTrace.folded(trace.dumps.getLast(), true));
+    }
+
+    @Test
+    void aJavaHeapIsDumpedEveryIntervalAndDefinedAgainAfterTheSessionClearsIncrementalState() throws Exception {
+        UnixAddress address = address();
+        byte[] bytes;
+        try (TracingService tracing = new TracingService();
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address)) {
+            HeapprofdConfig config = HeapprofdConfig.newBuilder().setSamplingIntervalBytes(1).addHeaps("java.ffm")
+                    .setShmemSizeBytes(1 << 16).setContinuousDumpConfig(HeapprofdConfig.ContinuousDumpConfig
+                            .newBuilder().setDumpIntervalMs(20)).build();
+            TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(traceConfig(config))));
+            HeapprofdService service = heapprofd.service();
+            try (HeapprofdClient client = HeapprofdClient.connect(address);
+                 ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, client.registerHeap("java.ffm"))) {
+                arena.allocate(1000);
+                awaitUntil(() -> service.folded(true).size() == 1);
+                // At least two interval dumps of the allocation.
+                Thread.sleep(100);
+                session.clearIncrementalState();
+                session.flush();
+            }
+            session.stop();
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            session.writeTrace(out);
+            session.close();
+            bytes = out.toByteArray();
+        }
+        ProfileTrace trace = ProfileTrace.parse(bytes);
+        assertEquals(0, trace.indexGaps);
+        assertEquals(0, trace.redefinitions, "a redefinition comes only after a clear");
+        List<ProfileTrace.Dump> withJava = trace.dumps.stream().filter(dump -> !dump.samples().isEmpty()).toList();
+        assertTrue(withJava.size() >= 3, "dumps: " + trace.dumps.size());
+        for (ProfileTrace.Dump dump : withJava) {
+            ProfileTrace.Sample sample = dump.samples().getFirst();
+            assertEquals("java.ffm", sample.heap());
+            assertEquals(1000, sample.allocated());
+            assertTrue(sample.frames().stream().anyMatch(frame -> frame.contains("HeapprofdDataSourceTest")),
+                    sample.frames().toString());
+        }
+        // The callstack is defined in the first dump, then again only after the clear.
+        assertEquals(2, trace.callstacksDefined.stream().filter(defined -> defined > 0).count(),
+                trace.callstacksDefined.toString());
     }
 
     private static ProfileTrace.Sample only(ProfileTrace.Dump dump, String leaf) {

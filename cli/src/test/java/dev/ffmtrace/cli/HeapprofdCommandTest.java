@@ -98,6 +98,40 @@ class HeapprofdCommandTest {
     }
 
     @Test
+    void recordWithAHeapprofdDataSourceProfilesTheClientsThatConnect() throws Exception {
+        Path config = dir.resolve("heapprofd.pbtxt");
+        Files.writeString(config, Files.readString(Path.of("../configs/heapprofd.pbtxt"))
+                .replace("sampling_interval_bytes: 4096", "sampling_interval_bytes: 1")
+                .replace("duration_ms: 10000", "duration_ms: 4000"));
+        Path trace = dir.resolve("record.pftrace");
+        String socket = "ffmtrace-record-heapprofd-" + Os.pid() + "-" + System.nanoTime();
+        CliProcess record = CliProcess.start("record", "--config", config.toString(), "--out", trace.toString(),
+                "--heapprofd-socket", socket);
+        try {
+            record.awaitLine(line -> line.startsWith("recording "));
+            ProcessBuilder builder = new ProcessBuilder(pattern().toString());
+            builder.environment().put("LD_PRELOAD", pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
+            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + socket);
+            Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            try {
+                process.getInputStream().readAllBytes();
+                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            } finally {
+                process.destroyForcibly();
+            }
+            ConvertAndDumpTest.Run recorded = record.await();
+            assertEquals(0, recorded.exit(), recorded.err());
+            assertTrue(recorded.out().contains("heapprofd: clients connect at @" + socket), recorded.out());
+        } finally {
+            record.process().destroyForcibly();
+        }
+        ConvertAndDumpTest.Run dumped = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(0, dumped.exit(), dumped.err());
+        assertEquals(1_000_000, bytesUnder(dumped.out(), ";main;a"), dumped.out());
+        assertEquals(3_000_000, bytesUnder(dumped.out(), ";main;b"), dumped.out());
+    }
+
+    @Test
     void aFoldedModeThatIsNeitherIsAUsageError() {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("dump", "--folded", "sideways", "x.pftrace");
         assertEquals(2, run.exit());

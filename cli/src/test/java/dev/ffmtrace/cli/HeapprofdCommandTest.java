@@ -138,6 +138,23 @@ class HeapprofdCommandTest {
         assertTrue(run.err().contains("--folded takes unreleased or allocated, not sideways"), run.err());
     }
 
+    @Test
+    void aTruncatedOrMalformedTraceIsReportedAndWhatCouldBeReadIsPrinted() throws Exception {
+        Path truncated = dir.resolve("truncated.pftrace");
+        // A packet field whose length runs past the end of the file.
+        Files.write(truncated, new byte[] {0x0a, 0x05, 0x01});
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("dump", "--folded", truncated.toString());
+        assertEquals(2, run.exit());
+        assertEquals("", run.out());
+        assertTrue(run.err().contains("not a valid trace file at byte 0"), run.err());
+        Path malformed = dir.resolve("malformed.pftrace");
+        // A packet whose only field has wire type 7, which protobuf does not define.
+        Files.write(malformed, new byte[] {0x0a, 0x02, 0x0f, 0x00});
+        run = ConvertAndDumpTest.run("dump", "--folded", "allocated", malformed.toString());
+        assertEquals(2, run.exit());
+        assertTrue(run.err().contains("the packet at byte 0 is malformed"), run.err());
+    }
+
     /** The bytes of every folded line whose stack ends in {@code leaf}. */
     private static long bytesUnder(String folded, String leaf) {
         return folded.lines().filter(line -> line.contains(" ") && line.substring(0, line.lastIndexOf(' ')).endsWith(leaf))

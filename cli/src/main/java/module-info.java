@@ -1,4 +1,4 @@
-/** The ffmtrace command line: record, heapprofd, convert, dump and demo. */
+/** The ffmtrace command line: record, serve, heapprofd, convert, dump and demo. */
 @SuppressWarnings("requires-automatic")
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;

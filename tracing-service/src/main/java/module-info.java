@@ -1,13 +1,15 @@
 /**
  * The in-process tracing service: sessions from a TraceConfig with named buffers,
  * producers with sealed shared memory buffers, commits, flushes with scraping, and trace
- * files with trusted fields and stats.
+ * files with trusted fields and stats; and Perfetto's consumer port on it, for consumers
+ * in other processes.
  */
 module dev.ffmtrace.tracing.service {
     requires transitive dev.ffmtrace.tracing.buffer;
     requires transitive dev.ffmtrace.tracing.producer;
     requires transitive dev.ffmtrace.tracing.trackevent;
-    requires dev.ffmtrace.ipc;
+    requires transitive dev.ffmtrace.ipc;
 
     exports dev.ffmtrace.tracing.service;
+    exports dev.ffmtrace.tracing.service.ipc;
 }

@@ -35,10 +35,13 @@ import picocli.CommandLine.Option;
 /**
  * Runs a tracing session from a TraceConfig with the demo producer's threads writing
  * TrackEvent slices, instants, flows and counters, and, with {@code --c-producer}, a C
- * producer process writing into an SMB of its own; then writes the trace file.
+ * producer process writing into an SMB of its own; then writes the trace file. With
+ * {@code --service}, the session runs on another tracing service instead
+ * ({@link ServiceRecording}).
  */
 @Command(name = "record", mixinStandardHelpOptions = true,
-        description = "Record a trace with the demo producers, as the TraceConfig says.")
+        description = "Record a trace as the TraceConfig says: with the demo producers in this process, or on a "
+                + "tracing service (--service).")
 final class RecordCommand implements Callable<Integer> {
     /** How long a session records when its config sets no duration_ms. */
     static final long DEFAULT_DURATION_MS = 2000;
@@ -46,6 +49,9 @@ final class RecordCommand implements Callable<Integer> {
     private static final long DEFAULT_PROGRESS_PERIOD_MS = 250;
     /** How soon the command sees that the service stopped the session, or a signal. */
     private static final long STOP_POLL_MS = 50;
+
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
 
     @Option(names = "--config", required = true, paramLabel = "FILE",
             description = "TraceConfig in text format (.pbtxt, .txt) or binary (anything else).")
@@ -66,6 +72,15 @@ final class RecordCommand implements Callable<Integer> {
                     + "(PROGRAM: the one of the native build, unless given).")
     String cProducer;
 
+    @Option(names = "--service", paramLabel = "SOCKET",
+            description = "Run the session on the tracing service at this consumer socket (ffmtrace serve, or "
+                    + "Perfetto's traced; @NAME for the abstract namespace) instead of in this process with the demo "
+                    + "producers.")
+    String service;
+
+    /** The config as read, for a service that gets it whole. */
+    private byte[] configBytes;
+
     @Option(names = "--heapprofd-socket", paramLabel = "NAME",
             description = "With an android.heapprofd data source in the config: the abstract socket its clients "
                     + "connect to (default ffmtrace-heapprofd-PID).")
@@ -74,6 +89,13 @@ final class RecordCommand implements Callable<Integer> {
     @Override
     public Integer call() throws IOException, InterruptedException, CliFailure {
         SessionConfig session = readSession();
+        if (service != null) {
+            if (snapshot != null || cProducer != null || threadsGiven()) {
+                throw new CliFailure("--service runs the session on another service: --snapshot, --c-producer and "
+                        + "--threads do not apply", CliFailure.USAGE);
+            }
+            return ServiceRecording.record(service, session, configBytes, out);
+        }
         if (threads < 1) {
             throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);
         }
@@ -118,7 +140,8 @@ final class RecordCommand implements Callable<Integer> {
             throw new CliFailure("--config " + config + ": is a directory", CliFailure.USAGE);
         }
         try {
-            return SessionConfig.parse(MemorySegment.ofArray(readConfig()));
+            configBytes = readConfig();
+            return SessionConfig.parse(MemorySegment.ofArray(configBytes));
         } catch (TextFormat.ParseException e) {
             // The message starts with the line and column when the parser knows them.
             throw new CliFailure(config + (e.getLine() >= 0 ? ":" : ": ") + e.getMessage(), CliFailure.USAGE);
@@ -287,6 +310,10 @@ final class RecordCommand implements Callable<Integer> {
             System.err.println("ffmtrace record: " + ErrorReporter.describe(e) + " (the recording goes on)");
             return CliFailure.FAILED;
         }
+    }
+
+    private boolean threadsGiven() {
+        return spec.commandLine().getParseResult().hasMatchedOption("--threads");
     }
 
     private byte[] readConfig() throws IOException {

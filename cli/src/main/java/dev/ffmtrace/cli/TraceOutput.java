@@ -72,6 +72,14 @@ final class TraceOutput implements AutoCloseable {
         return stream;
     }
 
+    /**
+     * The file the trace is written into until {@link #commit()}: the temporary file, or
+     * the target written directly. A service writing the trace itself (write_into_file) gets it.
+     */
+    Path writtenFile() {
+        return temporary != null ? temporary : target;
+    }
+
     /** Whether the target is written directly (a FIFO, a device), not replaced by a finished file. */
     boolean isStream() {
         return temporary == null;

@@ -7,8 +7,8 @@ import java.util.List;
 
 /**
  * Encodes the frames a host and a client send, byte for byte as Perfetto's C++ does: the
- * fields Perfetto sets, in declaration order, written by ProtoZero into 4 KiB heap
- * slices (gen_helpers::MessageSerializer), behind a 4-byte little-endian payload size
+ * fields Perfetto sets, in declaration order, written by ProtoZero into heap slices
+ * (gen_helpers::MessageSerializer), behind a 4-byte little-endian payload size
  * (BufferedFrameDeserializer::Serialize).
  */
 final class Frames {
@@ -18,12 +18,13 @@ final class Frames {
     static final int MAX_PAYLOAD = IPC_BUFFER_SIZE - FrameReader.HEADER_SIZE;
     /** Perfetto's reply to a frame that is neither bind, invoke nor peer identity. */
     static final String UNKNOWN_REQUEST = "unknown request";
+    private static final int FIRST_SLICE = 256;
 
     private Frames() {
     }
 
     static byte[] bindService(long requestId, String serviceName) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         frame.get().setMsgBindService().setServiceName(serviceName);
         return withHeader(frame);
@@ -31,7 +32,7 @@ final class Frames {
 
     /** The reply to a bind: empty when the service is unknown; method ids count from 1. */
     static byte[] bindServiceReply(long requestId, int serviceId, List<String> methodNames) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         IPCFrame.BindServiceReply reply = frame.get().setMsgBindServiceReply();
         if (methodNames != null) {
@@ -49,7 +50,7 @@ final class Frames {
 
     /** An invocation as Perfetto's client sends it: drop_reply and args_proto always set. */
     static byte[] invokeMethod(long requestId, int serviceId, int methodId, byte[] args, boolean dropReply) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         IPCFrame.InvokeMethod invoke = frame.get().setMsgInvokeMethod();
         invoke.setServiceId(serviceId);
@@ -61,7 +62,7 @@ final class Frames {
 
     /** The host's answer to an invocation it cannot dispatch: success explicitly false. */
     static byte[] invokeMethodRejected(long requestId) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         frame.get().setMsgInvokeMethodReply().setSuccess(false);
         return withHeader(frame);
@@ -72,7 +73,7 @@ final class Frames {
      * (HostImpl::ReplyToMethodInvocation).
      */
     static byte[] invokeMethodReply(long requestId, boolean success, boolean hasMore, byte[] replyProto) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         IPCFrame.InvokeMethodReply reply = frame.get().setMsgInvokeMethodReply();
         if (success) {
@@ -86,14 +87,14 @@ final class Frames {
     }
 
     static byte[] requestError(long requestId, String error) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         frame.get().setMsgRequestError().setError(error);
         return withHeader(frame);
     }
 
     static byte[] setPeerIdentity(long requestId, int pid, int uid) {
-        HeapBuffered<IPCFrame> frame = new HeapBuffered<>(IPCFrame.FACTORY);
+        HeapBuffered<IPCFrame> frame = newFrame();
         frame.get().setRequestId(requestId);
         IPCFrame.SetPeerIdentity identity = frame.get().setSetPeerIdentity();
         identity.setPid(pid);
@@ -123,6 +124,14 @@ final class Frames {
         } else {
             socket.send(frame);
         }
+    }
+
+    /**
+     * A frame being written. Most frames are a few dozen bytes: the first slice is small
+     * and later ones grow; slice sizes never change the bytes written.
+     */
+    private static HeapBuffered<IPCFrame> newFrame() {
+        return new HeapBuffered<>(IPCFrame.FACTORY, FIRST_SLICE, IPC_BUFFER_SIZE);
     }
 
     private static byte[] withHeader(HeapBuffered<IPCFrame> frame) {

@@ -193,7 +193,7 @@ public final class IpcHost implements AutoCloseable {
     /** Handles one frame; false on a violation. */
     private boolean dispatch(Connection connection, FrameReader.ReceivedFrame received) {
         MemorySegment bytes = MemorySegment.ofArray(received.payload());
-        IPCFrame.Decoder frame = new IPCFrame.Decoder();
+        IPCFrame.Decoder frame = connection.frame;
         frame.reset(bytes);
         if (frame.hasError()) {
             return false;
@@ -211,7 +211,7 @@ public final class IpcHost implements AutoCloseable {
             return true;
         }
         if (frame.hasMsgInvokeMethod()) {
-            IPCFrame.InvokeMethod.Decoder invoke = new IPCFrame.InvokeMethod.Decoder();
+            IPCFrame.InvokeMethod.Decoder invoke = connection.invoke;
             if (!frame.msgInvokeMethod(invoke) || invoke.hasError()) {
                 return false;
             }
@@ -278,6 +278,9 @@ public final class IpcHost implements AutoCloseable {
         private final UnixSocket socket;
         private final ClientInfo info;
         private final Thread thread;
+        /** Decoders of the frames this connection receives, reused: only its I/O thread decodes. */
+        private final IPCFrame.Decoder frame = new IPCFrame.Decoder();
+        private final IPCFrame.InvokeMethod.Decoder invoke = new IPCFrame.InvokeMethod.Decoder();
         /** Guards sends and the socket's close, so no send uses a closed fd's number. */
         private final Object sendLock = new Object();
         private boolean socketClosed;

@@ -39,6 +39,7 @@ public final class Native {
 
     // open(2)
     public static final int O_RDONLY = 0x0;
+    public static final int O_WRONLY = 0x1;
     public static final int O_RDWR = 0x2;
     public static final int O_CREAT = 0x40;
     public static final int O_EXCL = 0x80;
@@ -175,6 +176,8 @@ public final class Native {
             FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER, C_INT));
     private static final MethodHandle CONNECT = downcall("connect",
             FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
+    private static final MethodHandle WRITE = downcall("write",
+            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG));
     private static final MethodHandle SEND = downcall("send",
             FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_INT));
     private static final MethodHandle SENDMSG = downcall("sendmsg",
@@ -422,6 +425,24 @@ public final class Native {
             while ((int) CONNECT.invokeExact(state, fd, address, addressLength) < 0) {
                 if (errno(state) != EINTR) {
                     throw failure("connect(" + description + ")", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code write(2)}, retried on EINTR; returns the bytes written, which may be fewer than asked. */
+    public static long write(int fd, MemorySegment buffer, long length) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            while (true) {
+                long written = (long) WRITE.invokeExact(state, fd, buffer, length);
+                if (written >= 0) {
+                    return written;
+                }
+                if (errno(state) != EINTR) {
+                    throw failure("write(" + fd + ")", state);
                 }
             }
         } catch (Throwable t) {

@@ -37,6 +37,11 @@ import java.util.function.IntPredicate;
  * (under the arbiter's lock); flushes scrape on the caller's thread; the reader is
  * guarded by its own lock so the two never interleave.
  *
+ * <p>A producer in another process that speaks Perfetto's IPC is connected by a
+ * {@link ProducerPort}: its commits arrive as CommitData requests and take the same path,
+ * the service's commands reach it through the port, and it has no arbiter here (its
+ * writers are in its process).
+ *
  * <p>A producer in another process that maps the SMB and writes chunks without sending
  * commits (its writers {@linkplain #adoptRemoteWriter adopted} here) has its complete
  * chunks found by scanning the SMB at each flush, and only those writers' chunks are

@@ -62,9 +62,20 @@ public final class ProducerPort implements AutoCloseable {
      * @throws dev.ffmtrace.memory.NativeException if the socket cannot be bound
      */
     public static ProducerPort listen(TracingService service, UnixAddress address) {
-        IpcHost host = IpcHost.listen(address);
+        return expose(service, IpcHost.listen(address));
+    }
+
+    /**
+     * Serves producers of {@code service} on {@code host}, which the port then owns:
+     * closing the port closes it.
+     *
+     * @throws IllegalStateException if the host already exposes a service named {@value #SERVICE_NAME}
+     */
+    public static ProducerPort expose(TracingService service, IpcHost host) {
         ProducerPort port = new ProducerPort(service, host);
-        host.exposeService(port.descriptor());
+        if (!host.exposeService(port.descriptor())) {
+            throw new IllegalStateException("the host already exposes " + SERVICE_NAME);
+        }
         return port;
     }
 

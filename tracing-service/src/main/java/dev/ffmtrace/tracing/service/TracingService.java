@@ -380,4 +380,12 @@ public final class TracingService implements AutoCloseable {
             }
         }
     }
+
+    /** Each producer connected now and the names of the data sources it offers: what QueryServiceState lists. */
+    public synchronized Map<Producer, List<String>> registeredDataSources() {
+        Map<Producer, List<String>> registered = new java.util.LinkedHashMap<>();
+        producers.forEach(p -> registered.put(p, java.util.stream.StreamSupport.stream(p.dataSources().spliterator(), false)
+                .map(DataSource::name).sorted().toList()));
+        return registered;
+    }
 }

@@ -96,6 +96,8 @@ public final class TracingSession implements AutoCloseable {
     private final CompletableFuture<TracingSession> completion = new CompletableFuture<>();
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
     private volatile State state = State.RUNNING;
+    /** The thread that stopped the session; set under {@link #timers} with the state. */
+    private volatile Thread stoppingThread;
     /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
     private volatile List<TraceBufferStats> finalStats;
 
@@ -631,30 +633,34 @@ public final class TracingSession implements AutoCloseable {
                 return;
             }
             state = State.STOPPED;
+            stoppingThread = Thread.currentThread();
             timers.forEach(timer -> timer.cancel(false));
             timers.clear();
         }
-        // As Perfetto's service does when a session ends by its duration: what producers in
-        // other processes hold is committed while their data sources still write here.
-        awaitRemoteFlushes();
-        service.awaitDataSourceStops(this, config.effectiveDataSourceStopTimeoutMs());
-        service.stopDataSources(this);
-        for (Producer producer : service.producers()) {
-            producer.flush();
-        }
-        recordEvent(TracingServiceEvent.TRACING_DISABLED_FIELD_NUMBER);
-        if (fileSink != null) {
-            readbackLock.lock();
-            try {
-                readBack(fileSink);
-            } catch (IOException | RuntimeException e) {
-                completion.completeExceptionally(e);
-                return;
-            } finally {
-                readbackLock.unlock();
+        try {
+            // As Perfetto's service does when a session ends by its duration: what producers in
+            // other processes hold is committed while their data sources still write here.
+            awaitRemoteFlushes();
+            service.awaitDataSourceStops(this, config.effectiveDataSourceStopTimeoutMs());
+            service.stopDataSources(this);
+            for (Producer producer : service.producers()) {
+                producer.flush();
             }
+            recordEvent(TracingServiceEvent.TRACING_DISABLED_FIELD_NUMBER);
+            if (fileSink != null) {
+                readbackLock.lock();
+                try {
+                    readBack(fileSink);
+                } finally {
+                    readbackLock.unlock();
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            completion.completeExceptionally(e);
+        } finally {
+            // Whatever happened, a close() waiting for this stop goes on.
+            completion.complete(this);
         }
-        completion.complete(this);
     }
 
     /**
@@ -704,12 +710,18 @@ public final class TracingSession implements AutoCloseable {
 
     /**
      * {@linkplain #stop() Stops} the session if it runs (with {@code write_into_file}, the
-     * rest is written into the output first), then frees its buffers; what they held and
-     * was not read is lost. Closing twice does nothing more.
+     * rest is written into the output first), or waits for a stop under way on another
+     * thread, then frees its buffers; what they held and was not read is lost. Closing
+     * twice does nothing more.
      */
     @Override
     public void close() {
         stop();
+        if (Thread.currentThread() != stoppingThread) {
+            // A stop under way on another thread (the duration timer's) still takes the
+            // producers' last chunks and writes the output: the buffers must outlive it.
+            completion.handle((session, failure) -> session).join();
+        }
         readbackLock.lock();
         try {
             synchronized (timers) {

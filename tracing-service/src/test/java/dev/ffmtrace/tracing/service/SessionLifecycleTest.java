@@ -31,8 +31,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -84,6 +86,34 @@ class SessionLifecycleTest {
             assertTrue(session.isStopped());
             assertFalse(session.isClosed(), "a stopped session's buffers stay readable");
             session.close();
+        }
+    }
+
+    @Test
+    void closeWaitsForAStopUnderWayOnAnotherThread() throws Exception {
+        try (TracingService service = new TracingService()) {
+            DataSource source = service.connectProducer(ProducerOptions.of("app")).registerDataSource("track_event");
+            CountDownLatch stopping = new CountDownLatch(1);
+            AtomicReference<Runnable> release = new AtomicReference<>();
+            source.onStop(done -> {
+                release.set(done);
+                stopping.countDown();
+            });
+            TracingSession session = service.startSession(oneBuffer().durationMs(100).build());
+            TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL);
+            for (int i = 1; i <= 10; i++) {
+                writer.newTracePacket().setTimestamp(i);
+                writer.finishTracePacket();
+            }
+            assertTrue(stopping.await(10, TimeUnit.SECONDS), "the duration timer stops the session");
+            CompletableFuture<Void> closed = CompletableFuture.runAsync(session::close);
+            Thread.sleep(200);
+            assertFalse(closed.isDone(), "close waits for the timer's stop, which still takes the writers' chunks");
+            writer.close();
+            release.get().run();
+            closed.get(10, TimeUnit.SECONDS);
+            assertTrue(session.isClosed());
+            assertTrue(session.stats().get(0).bytesWritten() > 0, "the stop's last flush reached the buffer");
         }
     }
 

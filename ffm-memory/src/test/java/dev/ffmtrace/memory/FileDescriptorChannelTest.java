@@ -1,0 +1,58 @@
+package dev.ffmtrace.memory;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.ffmtrace.memory.internal.Native;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class FileDescriptorChannelTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void writesEveryByteInOrderAcrossManyCopies() throws IOException {
+        Path file = Files.createFile(dir.resolve("out"));
+        byte[] data = new byte[200_000];
+        new Random(7).nextBytes(data);
+        try (FileDescriptorChannel channel = FileDescriptorChannel.openForWriting(file)) {
+            ByteBuffer heap = ByteBuffer.wrap(data, 0, 150_000);
+            assertEquals(150_000, channel.write(heap));
+            assertFalse(heap.hasRemaining());
+            ByteBuffer direct = ByteBuffer.allocateDirect(50_000).put(data, 150_000, 50_000).flip();
+            assertEquals(50_000, channel.write(direct));
+        }
+        assertArrayEquals(data, Files.readAllBytes(file));
+    }
+
+    @Test
+    void adoptedDescriptorIsWrittenAtItsOwnOffsetAndClosedOnce() throws IOException {
+        Path file = dir.resolve("adopted");
+        Files.write(file, "head:".getBytes());
+        int fd = Native.open(file.toString(), Native.O_WRONLY | Native.O_CLOEXEC | 0x400 /* O_APPEND */, 0);
+        FileDescriptorChannel channel = FileDescriptorChannel.adopt(fd);
+        channel.write(ByteBuffer.wrap("tail".getBytes()));
+        channel.close();
+        channel.close();
+        assertEquals("head:tail", Files.readString(file));
+        assertThrows(ClosedChannelException.class, () -> channel.write(ByteBuffer.wrap(new byte[1])));
+    }
+
+    @Test
+    void failedWriteIsAnIoExceptionNamingTheErrno() {
+        try (FileDescriptorChannel full = FileDescriptorChannel.openForWriting(Path.of("/dev/full"))) {
+            IOException e = assertThrows(IOException.class, () -> full.write(ByteBuffer.wrap(new byte[10])));
+            assertEquals("ENOSPC", ((NativeException) e.getCause()).errnoName());
+        }
+        assertThrows(NativeException.class, () -> FileDescriptorChannel.openForWriting(dir.resolve("missing")));
+    }
+}

@@ -1,0 +1,429 @@
+package dev.ffmtrace.tracing.service.ipc;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.ipc.IpcHost;
+import dev.ffmtrace.memory.FileDescriptorChannel;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.ObservableEvents;
+import dev.ffmtrace.perfetto.protos.Trace;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TraceStats;
+import dev.ffmtrace.perfetto.protos.TracingServiceState;
+import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.protozero.RepeatedFieldIterator;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The consumer port over a real Unix socket, driven by {@link ConsumerConnection}. */
+class ConsumerPortTest {
+    static final long TIMEOUT_MS = 10_000;
+
+    TracingService service;
+    ConsumerPort port;
+    IpcHost host;
+    Producer producer;
+    DataSource events;
+
+    @TempDir
+    Path dir;
+
+    static UnixAddress newAddress() {
+        return UnixAddress.abstractName("ffmtrace-consumer-test-" + UUID.randomUUID());
+    }
+
+    @BeforeEach
+    void start() {
+        service = new TracingService();
+        port = new ConsumerPort(service, "ffmtrace test");
+        host = IpcHost.listen(newAddress());
+        assertTrue(host.exposeService(port.descriptor()));
+        producer = service.connectProducer(ProducerOptions.of("test-producer").withSmbSize(1 << 20));
+        events = producer.registerDataSource("track_event");
+    }
+
+    @AfterEach
+    void stop() {
+        host.close();
+        port.close();
+        service.close();
+    }
+
+    ConsumerConnection connect() throws InterruptedException {
+        return ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+    }
+
+    static byte[] config(SessionConfig.Builder builder) throws Exception {
+        return builder.build().traceConfig().toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    static SessionConfig.Builder oneBuffer() {
+        return SessionConfig.builder().buffer(1024, OverwritePolicy.RING_BUFFER).dataSource("track_event");
+    }
+
+    /** Writes {@code count} events named "event I", and one of {@code bigSize} bytes named "big". */
+    void writeEvents(int count, int bigSize) {
+        try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+            for (int i = 0; i < count; i++) {
+                TracePacket packet = writer.newTracePacket();
+                packet.setTimestamp(i + 1);
+                packet.setTrackEvent().setName("event " + i);
+                writer.finishTracePacket();
+            }
+            if (bigSize > 0) {
+                TracePacket packet = writer.newTracePacket();
+                packet.setTimestamp(count + 1);
+                packet.setTrackEvent().setName("big" + "x".repeat(bigSize));
+                writer.finishTracePacket();
+            }
+        }
+    }
+
+    /** The track event names in a trace, in order, and its trace_stats packets. */
+    record Read(List<String> names, int statsPackets, int packets) {
+    }
+
+    static Read read(byte[] trace) {
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace));
+        assertFalse(decoder.hasError());
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        TrackEvent.Decoder event = new TrackEvent.Decoder();
+        List<String> names = new ArrayList<>();
+        int stats = 0;
+        int count = 0;
+        while (packets.next()) {
+            packet.reset(packets.field());
+            assertFalse(packet.hasError());
+            count++;
+            if (packet.trackEvent(event)) {
+                names.add(event.name());
+            }
+            stats += packet.hasTraceStats() ? 1 : 0;
+        }
+        return new Read(names, stats, count);
+    }
+
+    static void await(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, "timed out waiting: " + what);
+            Thread.sleep(10);
+        }
+    }
+
+    @Test
+    void enableFlushStatsReadDisableAndFreeOverTheSocket() throws Exception {
+        try (ConsumerConnection consumer = connect()) {
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
+                    consumer.enableTracing(config(oneBuffer()), -1);
+            await(events::isStarted, "the data source starts");
+            // A packet bigger than a slice and than an IPC frame: it comes in several slices over several replies.
+            writeEvents(2000, 300_000);
+            assertTrue(consumer.flush(0, TIMEOUT_MS));
+
+            TraceStats.Decoder stats = new TraceStats.Decoder();
+            stats.reset(MemorySegment.ofArray(consumer.traceStats(TIMEOUT_MS)));
+            assertFalse(stats.hasError());
+            TraceStats.BufferStats.Decoder buffer = new TraceStats.BufferStats.Decoder();
+            assertEquals(1, stats.bufferStatsCount());
+            assertTrue(stats.bufferStats(new RepeatedFieldIterator()).next());
+
+            Read first = read(consumer.readBuffers(TIMEOUT_MS));
+            assertEquals(2001, first.names().size());
+            for (int i = 0; i < 2000; i++) {
+                assertEquals("event " + i, first.names().get(i));
+            }
+            assertEquals("big" + "x".repeat(300_000), first.names().get(2000));
+            assertEquals(1, first.statsPackets());
+            assertFalse(disabled.isDone(), "the EnableTracing reply waits until tracing is disabled");
+
+            assertTrue(consumer.disableTracing(TIMEOUT_MS));
+            assertTrue(disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok());
+            assertFalse(events.isStarted());
+            Read rest = read(consumer.readBuffers(TIMEOUT_MS));
+            assertEquals(List.of(), rest.names(), "what was read is not read again");
+            assertEquals(1, port.sessionCount());
+            assertTrue(consumer.freeBuffers(TIMEOUT_MS));
+            assertEquals(0, port.sessionCount());
+            assertNull(consumer.traceStats(TIMEOUT_MS), "no session: GetTraceStats fails");
+            assertFalse(consumer.flush(0, TIMEOUT_MS), "no session: Flush fails");
+            assertEquals(0, read(consumer.readBuffers(TIMEOUT_MS)).packets(), "no session: ReadBuffers ends at once");
+
+            // The connection can run a second session once the first is freed.
+            CompletableFuture<ConsumerConnection.TracingDisabled> second =
+                    consumer.enableTracing(config(oneBuffer().durationMs(100)), -1);
+            assertTrue(second.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok(), "duration_ms disables it");
+            assertTrue(read(consumer.readBuffers(TIMEOUT_MS)).statsPackets() > 0);
+        }
+        assertEquals(0, producer.abiViolations());
+    }
+
+    @Test
+    void writeIntoFileWritesIntoTheDescriptorSentWithTheRequest() throws Exception {
+        Path file = Files.createFile(dir.resolve("trace.pftrace"));
+        try (ConsumerConnection consumer = connect();
+             FileDescriptorChannel output = FileDescriptorChannel.openForWriting(file)) {
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
+                    consumer.enableTracing(config(oneBuffer().writeIntoFile(100, 0).flushPeriodMs(100)), output.fd());
+            await(events::isStarted, "the data source starts");
+            writeEvents(500, 0);
+            assertTrue(consumer.disableTracing(TIMEOUT_MS));
+            assertTrue(disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok());
+            assertEquals(0, read(consumer.readBuffers(TIMEOUT_MS)).packets(), "a write_into_file session is not read over IPC");
+        }
+        Read written = read(Files.readAllBytes(file));
+        assertEquals(500, written.names().size());
+        assertEquals("event 499", written.names().getLast());
+    }
+
+    @Test
+    void anOutputThatRefusesWritesEndsTracingWithTheError() throws Exception {
+        try (ConsumerConnection consumer = connect();
+             FileDescriptorChannel full = FileDescriptorChannel.openForWriting(Path.of("/dev/full"))) {
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
+                    consumer.enableTracing(config(oneBuffer().writeIntoFile(100, 0)), full.fd());
+            String error = disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error();
+            assertTrue(error.startsWith("cannot write the trace: write(") && error.contains("ENOSPC"), error);
+            assertTrue(consumer.freeBuffers(TIMEOUT_MS));
+            assertEquals(0, port.sessionCount());
+        }
+    }
+
+    @Test
+    void cloneSessionCopiesAnotherConsumersSessionWithoutConsumingIt() throws Exception {
+        try (ConsumerConnection owner = connect(); ConsumerConnection cloner = connect()) {
+            owner.enableTracing(config(oneBuffer()), -1);
+            await(events::isStarted, "the data source starts");
+            writeEvents(300, 0);
+            assertEquals("Tracing session not found", cloner.cloneSession(99, TIMEOUT_MS).error());
+            ConsumerConnection.Cloned cloned = cloner.cloneSession(1, TIMEOUT_MS);
+            assertTrue(cloned.success(), cloned.error());
+            assertTrue(cloned.uuidMsb() != 0 || cloned.uuidLsb() != 0);
+            Read copy = read(cloner.readBuffers(TIMEOUT_MS));
+            assertEquals(300, copy.names().size());
+            assertEquals(0, read(cloner.readBuffers(TIMEOUT_MS)).packets(), "a clone is read once");
+            assertEquals(300, read(owner.readBuffers(TIMEOUT_MS)).names().size(), "the source's data is still unread");
+            assertTrue(events.isStarted(), "the source runs on");
+            assertEquals("The consumer is already attached to another tracing session",
+                    owner.cloneSession(1, TIMEOUT_MS).error());
+            assertTrue(cloner.freeBuffers(TIMEOUT_MS));
+        }
+    }
+
+    @Test
+    void aConsumerThatDisconnectsMidSessionFreesIt() throws Exception {
+        ConsumerConnection consumer = connect();
+        consumer.enableTracing(config(oneBuffer()), -1);
+        await(events::isStarted, "the data source starts");
+        writeEvents(10, 0);
+        assertEquals(1, port.sessionCount());
+        consumer.close();
+        await(() -> port.sessionCount() == 0 && !events.isStarted(), "the session is freed");
+        try (ConsumerConnection next = connect()) {
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled = next.enableTracing(config(oneBuffer()), -1);
+            await(events::isStarted, "the data source is free for the next session");
+            next.disableTracing(TIMEOUT_MS);
+            assertTrue(disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok());
+        }
+    }
+
+    @Test
+    void badConfigsGetPerfettosErrorRepliesAndTheConnectionCarriesOn() throws Exception {
+        try (ConsumerConnection consumer = connect()) {
+            assertEquals("TraceConfig has no buffers",
+                    consumer.enableTracing(new byte[0], -1).get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error());
+            assertTrue(consumer.enableTracing(new byte[] {(byte) 0xff}, -1).get(TIMEOUT_MS, TimeUnit.MILLISECONDS)
+                    .error().startsWith("TraceConfig is not a valid protobuf message"));
+            assertEquals("When write_into_file==true either a FD needs to be passed or output_path must be populated "
+                            + "(but not both)",
+                    consumer.enableTracing(config(oneBuffer().writeIntoFile(0, 0)), -1)
+                            .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error());
+            assertEquals("Requested too long trace (604800001ms  > 604800000 ms)",
+                    consumer.enableTracing(config(oneBuffer().durationMs(7L * 24 * 3600 * 1000 + 1)), -1)
+                            .get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error());
+            assertEquals(0, port.sessionCount());
+
+            CompletableFuture<ConsumerConnection.TracingDisabled> first = consumer.enableTracing(config(oneBuffer()), -1);
+            CompletableFuture<ConsumerConnection.TracingDisabled> second = consumer.enableTracing(config(oneBuffer()), -1);
+            assertEquals("A Consumer is trying to EnableTracing() but another tracing session is already active "
+                    + "(forgot a call to FreeBuffers() ?)", second.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error());
+            assertTrue(first.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).error().startsWith("EnableTracing IPC request rejected"),
+                    "as in Perfetto, the first deferred reply is dropped, hence rejected");
+            assertEquals(1, port.sessionCount(), "the first session goes on");
+            assertTrue(consumer.flush(0, TIMEOUT_MS));
+        }
+    }
+
+    @Test
+    void anOversizedFrameClosesThatConnectionOnly() throws Exception {
+        try (ConsumerConnection consumer = connect()) {
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled = consumer.enableTracing(config(oneBuffer()), -1);
+            try (UnixSocket raw = UnixSocket.connect(host.address())) {
+                raw.send(new byte[] {0, 0, 4, 0, 1, 2, 3});
+                byte[] into = new byte[16];
+                assertEquals(0, raw.receive(into, 0).bytes(), "the host closed the connection");
+            }
+            await(() -> host.violations() == 1, "the violation is counted");
+            assertTrue(consumer.flush(0, TIMEOUT_MS), "the other consumer's session carries on");
+            assertFalse(disabled.isDone());
+        }
+    }
+
+    @Test
+    void queryServiceStateListsProducersDataSourcesAndSessions() throws Exception {
+        producer.registerDataSource("counters");
+        try (ConsumerConnection consumer = connect()) {
+            consumer.enableTracing(config(oneBuffer()), -1);
+            await(events::isStarted, "the data source starts");
+            TracingServiceState.Decoder state = new TracingServiceState.Decoder();
+            state.reset(MemorySegment.ofArray(consumer.queryServiceState(TIMEOUT_MS)));
+            assertFalse(state.hasError());
+            assertEquals("ffmtrace test", state.tracingServiceVersion());
+            TracingServiceState.Producer.Decoder p = new TracingServiceState.Producer.Decoder();
+            RepeatedFieldIterator producers = state.producers(new RepeatedFieldIterator());
+            assertTrue(producers.next());
+            p.reset(producers.field());
+            assertEquals("test-producer", p.name());
+            assertEquals(producer.id(), p.id());
+            assertEquals(ProcessHandle.current().pid(), p.pid());
+            List<String> dataSources = new ArrayList<>();
+            RepeatedFieldIterator sources = state.dataSources(new RepeatedFieldIterator());
+            TracingServiceState.DataSource.Decoder source = new TracingServiceState.DataSource.Decoder();
+            dev.ffmtrace.perfetto.protos.DataSourceDescriptor.Decoder descriptor =
+                    new dev.ffmtrace.perfetto.protos.DataSourceDescriptor.Decoder();
+            while (sources.next()) {
+                source.reset(sources.field());
+                assertTrue(source.dsDescriptor(descriptor));
+                assertEquals(producer.id(), source.producerId());
+                dataSources.add(descriptor.name());
+            }
+            assertEquals(List.of("counters", "track_event"), dataSources);
+            assertEquals(1, state.numSessions());
+            assertEquals(1, state.numSessionsStarted());
+        }
+    }
+
+    @Test
+    void observeEventsTellsWhenAllDataSourcesStartedAndEachInstance() throws Exception {
+        try (ConsumerConnection consumer = connect()) {
+            LinkedBlockingQueue<byte[]> received = new LinkedBlockingQueue<>();
+            consumer.observeEvents(List.of(ObservableEvents.Type.TYPE_ALL_DATA_SOURCES_STARTED,
+                    ObservableEvents.Type.TYPE_DATA_SOURCES_INSTANCES), received::add);
+            CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
+                    consumer.enableTracing(config(oneBuffer().dataSource("late")), -1);
+            assertNull(received.poll(300, TimeUnit.MILLISECONDS), "\"late\" is not registered yet");
+            service.connectProducer(ProducerOptions.of("late-producer")).registerDataSource("late");
+            ObservableEvents.Decoder started = new ObservableEvents.Decoder();
+            byte[] event = received.poll(TIMEOUT_MS, TimeUnit.MILLISECONDS);
+            assertNotNull(event);
+            started.reset(MemorySegment.ofArray(event));
+            assertTrue(started.allDataSourcesStarted());
+
+            consumer.disableTracing(TIMEOUT_MS);
+            assertTrue(disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok());
+            ObservableEvents.Decoder stopped = new ObservableEvents.Decoder();
+            stopped.reset(MemorySegment.ofArray(received.poll(TIMEOUT_MS, TimeUnit.MILLISECONDS)));
+            List<String> instances = new ArrayList<>();
+            RepeatedFieldIterator changes = stopped.instanceStateChanges(new RepeatedFieldIterator());
+            ObservableEvents.DataSourceInstanceStateChange.Decoder change =
+                    new ObservableEvents.DataSourceInstanceStateChange.Decoder();
+            while (changes.next()) {
+                change.reset(changes.field());
+                assertEquals(ObservableEvents.DataSourceInstanceState.DATA_SOURCE_INSTANCE_STATE_STOPPED.number(),
+                        change.state());
+                instances.add(change.producerName() + "/" + change.dataSourceName());
+            }
+            instances.sort(null);
+            assertEquals(List.of("late-producer/late", "test-producer/track_event"), instances);
+        }
+    }
+
+    @Test
+    void slicesGlueBackIntoTheSameTrace() {
+        byte[] big = new byte[200_000];
+        Arrays.fill(big, (byte) 7);
+        dev.ffmtrace.protozero.HeapBuffered<Trace> trace = new dev.ffmtrace.protozero.HeapBuffered<>(Trace.FACTORY);
+        trace.get().addPacket().setTimestamp(1);
+        trace.get().addPacket().appendBytes(TracePacket.SYNCHRONIZATION_MARKER_FIELD_NUMBER, big);
+        trace.get().addPacket().setTimestamp(3);
+        byte[] bytes = trace.toByteArray();
+        List<byte[]> replies = new ArrayList<>();
+        java.io.ByteArrayOutputStream glued = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream partial = new java.io.ByteArrayOutputStream();
+        TracePackets.cutIntoSlices(bytes, (reply, last) -> {
+            assertTrue(reply.length <= ConsumerPort.MAX_READ_REPLY, "each reply fits an IPC frame");
+            replies.add(reply);
+            dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
+                    new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
+            response.reset(MemorySegment.ofArray(reply));
+            TracePackets.appendSlices(response, partial, glued);
+        });
+        assertEquals(3, replies.size(), "the big packet's 64 KiB slices spread over three replies");
+        // ProtoZero writes a nested message's size in a fixed 4-byte varint; glued packets get the shortest one.
+        List<byte[]> expected = packets(bytes);
+        List<byte[]> actual = packets(glued.toByteArray());
+        assertEquals(3, actual.size());
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(expected.get(i), actual.get(i));
+        }
+
+        // Written in pieces that split packets anywhere, the same packets come out.
+        java.io.ByteArrayOutputStream pieces = new java.io.ByteArrayOutputStream();
+        java.io.ByteArrayOutputStream piecesPartial = new java.io.ByteArrayOutputStream();
+        TracePackets.SliceWriter writer = new TracePackets.SliceWriter((reply, last) -> {
+            dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
+                    new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
+            response.reset(MemorySegment.ofArray(reply));
+            TracePackets.appendSlices(response, piecesPartial, pieces);
+        });
+        for (int at = 0; at < bytes.length; at += 7777) {
+            writer.write(java.nio.ByteBuffer.wrap(bytes, at, Math.min(7777, bytes.length - at)));
+        }
+        writer.finish();
+        List<byte[]> fromPieces = packets(pieces.toByteArray());
+        assertEquals(3, fromPieces.size());
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(expected.get(i), fromPieces.get(i));
+        }
+    }
+
+    static List<byte[]> packets(byte[] trace) {
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace));
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        List<byte[]> out = new ArrayList<>();
+        while (packets.next()) {
+            out.add(packets.field().asBytes());
+        }
+        return out;
+    }
+}

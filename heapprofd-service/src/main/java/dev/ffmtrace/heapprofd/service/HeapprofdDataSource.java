@@ -142,7 +142,7 @@ public final class HeapprofdDataSource implements AutoCloseable {
             startFailure = e;
             return;
         }
-        Running run = new Running(service, new ProfileDumper(packetBudget));
+        Running run = new Running(service, new ProfileDumper(packetBudget, ProfileDumper.DEFAULT_MAX_INTERNED));
         running = run;
         HeapprofdConfig.ContinuousDumpConfig.Decoder continuous = new HeapprofdConfig.ContinuousDumpConfig.Decoder();
         if (heapprofd.continuousDumpConfig(continuous) && continuous.dumpIntervalMs() != 0) {

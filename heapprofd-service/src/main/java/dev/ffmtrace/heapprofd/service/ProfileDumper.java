@@ -28,7 +28,8 @@ import java.util.Set;
  * paths, mappings, frames and callstacks its samples use that no earlier packet of the
  * sequence defined. The ids stay the same from dump to dump, so a later dump sends only
  * what is new; {@link #clearIncrementalState()} starts them again (the buffer lost
- * packets that defined some). A packet is closed once its estimated size passes the
+ * packets that defined some), as does a dump that finds more than its bound of entries
+ * kept. A packet is closed once its estimated size passes the
  * budget, so packets stay far below the SMB's chunks times their count (a single callstack
  * larger than the budget still goes whole, in a packet of its own). One per trace writer,
  * used by one thread at a time.
@@ -38,6 +39,11 @@ final class ProfileDumper {
     static final int DEFAULT_PACKET_BUDGET = 32 * 1024;
     /** Process tracks' uuids are this plus the pid: apart from the small uuids TrackEvent writers pick. */
     static final long PROCESS_TRACK_UUID_BASE = 0x6865_6170_0000_0000L;
+    /**
+     * Interned entries kept across dumps before a dump starts them again: a session whose
+     * clients come and go would otherwise keep every frame and callstack it ever sent.
+     */
+    static final int DEFAULT_MAX_INTERNED = 1 << 21;
 
     /**
      * One heap of one process at the dump.
@@ -54,6 +60,7 @@ final class ProfileDumper {
     }
 
     private final int packetBudget;
+    private final int maxInterned;
     private final Map<String, Long> functionNames = new HashMap<>();
     private final Map<ByteBuffer, Long> buildIds = new HashMap<>();
     private final Map<String, Long> mappingPaths = new HashMap<>();
@@ -64,8 +71,9 @@ final class ProfileDumper {
     private boolean stateCleared = true;
     private long nextIndex;
 
-    ProfileDumper(int packetBudget) {
+    ProfileDumper(int packetBudget, int maxInterned) {
         this.packetBudget = packetBudget;
+        this.maxInterned = maxInterned;
     }
 
     /** Forgets every id: the next packet defines what it uses again and says the state was cleared. */
@@ -87,6 +95,10 @@ final class ProfileDumper {
      * @return the packets written
      */
     int dump(TraceWriter<TracePacket> writer, List<Heap> heaps, long timestamp, long boottime) {
+        if (functionNames.size() + buildIds.size() + mappingPaths.size() + mappings.size() + frames.size()
+                + callstacks.size() > maxInterned) {
+            clearIncrementalState();
+        }
         for (Heap heap : heaps) {
             if (describedProcesses.add(heap.pid())) {
                 describe(writer, heap, boottime);

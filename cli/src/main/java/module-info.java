@@ -1,8 +1,9 @@
-/** The ffmtrace command line: record, serve, produce, convert, dump and demo. */
+/** The ffmtrace command line: record, serve, produce, heapprofd, convert, dump and demo. */
 @SuppressWarnings("requires-automatic")
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;
     requires dev.ffmtrace.tracing.service;
+    requires dev.ffmtrace.heapprofd.service;
     requires info.picocli;
 
     // picocli sets the commands' annotated fields reflectively.

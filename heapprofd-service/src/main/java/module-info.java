@@ -5,6 +5,7 @@
 module dev.ffmtrace.heapprofd.service {
     requires transitive dev.ffmtrace.heapprofd.client;
     requires dev.ffmtrace.protozero;
+    requires transitive dev.ffmtrace.tracing.service;
 
     exports dev.ffmtrace.heapprofd.service;
 }

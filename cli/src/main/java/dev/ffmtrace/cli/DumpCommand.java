@@ -18,6 +18,7 @@ import java.util.concurrent.Callable;
 import perfetto.protos.TracePacketOuterClass.TracePacket;
 import perfetto.protos.TrackEventOuterClass.TrackEvent;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
@@ -30,12 +31,31 @@ import picocli.CommandLine.Parameters;
 final class DumpCommand implements Callable<Integer> {
     private static final int TRACE_PACKET_TAG = (1 << 3) | 2;
 
-    @Parameters(index = "0", paramLabel = "FILE.pftrace", description = "A binary trace file.")
+    @Parameters(index = "0", arity = "0..1", paramLabel = "FILE.pftrace", description = "A binary trace file.")
     Path trace;
+
+    @Option(names = "--folded", arity = "0..1", fallbackValue = "unreleased", paramLabel = "unreleased|allocated",
+            description = "Print the trace's heap profiles as folded stacks instead, 'process;root;...;leaf BYTES': "
+                    + "unreleased bytes (allocated minus freed, the default) or allocated ones.")
+    String folded;
 
     @Override
     public Integer call() throws CliFailure {
+        if (folded != null && trace == null && !folded.equals("unreleased") && !folded.equals("allocated")) {
+            // "--folded FILE": the optional mode was the file.
+            trace = Path.of(folded);
+            folded = "unreleased";
+        }
+        if (trace == null) {
+            throw new CliFailure("a trace file is required", CliFailure.USAGE);
+        }
+        if (folded != null && !folded.equals("unreleased") && !folded.equals("allocated")) {
+            throw new CliFailure("--folded takes unreleased or allocated, not " + folded, CliFailure.USAGE);
+        }
         byte[] bytes = readOnce();
+        if (folded != null) {
+            return printFolded(bytes, folded.equals("unreleased"));
+        }
         PrintStream out = System.out;
         long packets = 0;
         long statsPackets = 0;
@@ -89,6 +109,43 @@ final class DumpCommand implements Callable<Integer> {
         printSummary(out, packets, statsPackets, malformed,
                 TrackEventReader.read(MemorySegment.ofArray(wellFormed.toByteArray())));
         return failed || malformed > 0 ? CliFailure.USAGE : 0;
+    }
+
+    /** The heap profiles as folded stacks; a malformed packet is reported and skipped, as the dump does. */
+    private int printFolded(byte[] bytes, boolean unreleased) {
+        HeapProfiles profiles = new HeapProfiles();
+        CodedInputStream input = CodedInputStream.newInstance(bytes);
+        input.setSizeLimit(Integer.MAX_VALUE);
+        boolean failed = false;
+        while (true) {
+            int offset = input.getTotalBytesRead();
+            ByteString payload;
+            try {
+                if (input.isAtEnd()) {
+                    break;
+                }
+                int tag = input.readTag();
+                if (tag != TRACE_PACKET_TAG) {
+                    input.skipField(tag);
+                    continue;
+                }
+                payload = input.readBytes();
+            } catch (IOException e) {
+                System.err.println("ffmtrace dump: " + trace + ": not a valid trace file at byte " + offset + ": "
+                        + e.getMessage() + " (the rest is not read)");
+                failed = true;
+                break;
+            }
+            try {
+                profiles.add(TracePacket.parseFrom(payload));
+            } catch (InvalidProtocolBufferException e) {
+                failed = true;
+                System.err.println("ffmtrace dump: " + trace + ": the packet at byte " + offset + " is malformed: "
+                        + e.getMessage());
+            }
+        }
+        profiles.folded(unreleased).forEach(System.out::println);
+        return failed ? CliFailure.USAGE : 0;
     }
 
     /**

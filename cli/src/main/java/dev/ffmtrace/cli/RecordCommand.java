@@ -1,7 +1,10 @@
 package dev.ffmtrace.cli;
 
 import com.google.protobuf.TextFormat;
+import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
 import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
@@ -78,6 +81,11 @@ final class RecordCommand implements Callable<Integer> {
     /** The config as read, for a service that gets it whole. */
     private byte[] configBytes;
 
+    @Option(names = "--heapprofd-socket", paramLabel = "NAME",
+            description = "With an android.heapprofd data source in the config: the abstract socket its clients "
+                    + "connect to (default ffmtrace-heapprofd-PID).")
+    String heapprofdSocket;
+
     @Override
     public Integer call() throws IOException, InterruptedException, CliFailure {
         SessionConfig session = readSession();
@@ -100,11 +108,31 @@ final class RecordCommand implements Callable<Integer> {
         try (TraceOutput output = TraceOutput.open(out, "--out");
              TraceOutput snapshotOutput = snapshot == null ? null : TraceOutput.open(snapshot, "--snapshot");
              StopOnSignal signal = new StopOnSignal();
-             TracingService service = new TracingService()) {
+             TracingService service = new TracingService();
+             HeapprofdDataSource heapprofd = heapprofd(session, service)) {
+            if (heapprofd != null) {
+                String name = heapprofd.address().name();
+                System.out.println("heapprofd: clients connect at @" + name + " (LD_PRELOAD="
+                        + CProducerProcess.defaultProgram().resolveSibling("libffmtrace_heapprofd.so")
+                        + " FFMTRACE_HEAPPROFD_SOCKET=@" + name + ")");
+            }
             int status = record(session, service, signal, output, snapshotOutput);
             System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
             return status;
         }
+    }
+
+    /**
+     * heapprofd's data source, registered before the session starts, when the config names
+     * it; null otherwise. Its clients are programs run with the C client preloaded and the
+     * socket in {@code FFMTRACE_HEAPPROFD_SOCKET}, or Java clients of that address.
+     */
+    private HeapprofdDataSource heapprofd(SessionConfig session, TracingService service) {
+        if (session.dataSources().stream().noneMatch(source -> source.name().equals(HeapprofdDataSource.NAME))) {
+            return null;
+        }
+        String name = heapprofdSocket != null ? heapprofdSocket : "ffmtrace-heapprofd-" + Os.pid();
+        return HeapprofdDataSource.register(service, UnixAddress.abstractName(name));
     }
 
     private SessionConfig readSession() throws CliFailure {

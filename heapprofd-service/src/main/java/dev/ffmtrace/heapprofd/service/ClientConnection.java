@@ -1,6 +1,7 @@
 package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.AllocMetadata;
+import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
 import dev.ffmtrace.heapprofd.wire.WireFormatException;
 import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.memory.NativeException;
@@ -23,13 +24,21 @@ import java.util.concurrent.ConcurrentHashMap;
  * client that writes garbage costs only its own books.
  */
 final class ClientConnection implements Runnable {
-    private static final String UNKNOWN_FRAME = "[unknown]";
+    private static final Frame UNKNOWN_FRAME = Frame.unknown("[unknown]");
+    /** Heaps a client may book into: as many as its configuration can name. */
+    static final int MAX_HEAPS = ClientConfiguration.MAX_HEAPS;
+    /** What a heap the client never named is called: the C client's one heap, as Perfetto's malloc hooks name it. */
+    static final String DEFAULT_HEAP_NAME = "libc.malloc";
     /** More than any process's maps: a client cannot make the service read without bound. */
     private static final int MAX_MAPS_BYTES = 16 << 20;
 
     /** How the profile names the process: its command name, read once at the handshake, and pid. */
     final String process;
-    final HeapBooks books = new HeapBooks();
+    /** The process's command name, as the kernel keeps it (at most 15 bytes). */
+    final String name;
+    final int pid;
+    /** The books of each heap the client booked into, by heap id. */
+    final Map<Integer, HeapBooks> heaps = new ConcurrentHashMap<>();
     private final UnixSocket socket;
     private final SharedRingBuffer ring;
     private final int mapsFd;
@@ -38,19 +47,25 @@ final class ClientConnection implements Runnable {
     private final Unwinder unwinder;
     private final WireRecord record = new WireRecord();
     /** The names the client gave its heaps, by heap id. */
-    final Map<Integer, String> heapNames = new ConcurrentHashMap<>();
+    private final Map<Integer, String> heapNames = new ConcurrentHashMap<>();
     private volatile long records;
     private volatile long malformed;
     private volatile long nativeStacks;
     private volatile long unwindingErrors;
+    private volatile long mapsReparses;
+    private volatile SharedRingBuffer.Stats ringStats;
+    private volatile boolean ringCorrupt;
+    private volatile boolean disconnected;
 
     /**
      * Takes ownership of the socket, the ring and the client's /proc fds; reads the client's
      * maps while it waits for its configuration, so that even a client that exits at once
      * has its mappings known. Made on the thread that runs it.
      */
-    ClientConnection(String process, UnixSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
-        this.process = process;
+    ClientConnection(String name, int pid, UnixSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
+        this.name = name;
+        this.process = name + " (" + pid + ")";
+        this.pid = pid;
         this.socket = socket;
         this.ring = ring;
         this.mapsFd = mapsFd;
@@ -73,9 +88,15 @@ final class ClientConnection implements Runnable {
                 drain(slot);
             }
         } finally {
+            disconnected = true;
             socket.close();
             release();
         }
+    }
+
+    /** Whether the client has gone: its socket closed and its ring let go. */
+    boolean isClosed() {
+        return disconnected;
     }
 
     /** Lets go of the ring, the unwinder and the client's /proc fds; the socket is its owner's to close. */
@@ -92,7 +113,10 @@ final class ClientConnection implements Runnable {
             if (result != SharedRingBuffer.ReadResult.OK) {
                 if (result == SharedRingBuffer.ReadResult.CORRUPT) {
                     malformed++;
+                    ringCorrupt = true;
                 }
+                // The counters the client keeps in the ring, read while it is still mapped.
+                ringStats = ring.stats();
                 return;
             }
             try {
@@ -110,33 +134,87 @@ final class ClientConnection implements Runnable {
         switch (type) {
             case MALLOC -> {
                 AllocMetadata alloc = record.alloc();
-                List<String> stack;
+                List<Frame> stack;
                 if (alloc.arch() == AllocMetadata.ARCH_JAVA) {
-                    stack = javaStacks.decode(record.stack());
-                    if (stack == null) {
+                    List<String> names = javaStacks.decode(record.stack());
+                    if (names == null) {
                         malformed++;
                         stack = List.of(UNKNOWN_FRAME);
+                    } else {
+                        stack = names.stream().map(Frame::java).toList();
                     }
                 } else {
                     stack = unwind(alloc);
                 }
-                books.malloc(alloc.allocAddress(), alloc.sampleSize(), stack);
+                HeapBooks books = heap(alloc.heapId());
+                if (books != null) {
+                    books.malloc(alloc.allocAddress(), alloc.sampleSize(), stack);
+                }
             }
-            case FREE -> books.free(record.freeAddress());
+            case FREE -> {
+                HeapBooks books = heap(record.heapId());
+                if (books != null) {
+                    books.free(record.freeAddress());
+                }
+            }
             case HEAP_NAME -> {
                 String name = record.heapName();
-                if (!name.isEmpty()) {
+                if (!name.isEmpty() && (heapNames.size() < MAX_HEAPS || heapNames.containsKey(record.heapId()))) {
                     heapNames.put(record.heapId(), name);
                 }
             }
         }
     }
 
-    private List<String> unwind(AllocMetadata alloc) {
-        List<String> stack = unwinder.unwind(alloc, record.stack());
+    private List<Frame> unwind(AllocMetadata alloc) {
+        List<Frame> stack = unwinder.unwind(alloc, record.stack());
         nativeStacks = unwinder.stacks();
         unwindingErrors = unwinder.errors();
+        mapsReparses = unwinder.mapsReads() - 1;
         return stack;
+    }
+
+    /** The books of heap {@code heapId}; null, counted, past {@value #MAX_HEAPS} heaps. */
+    private HeapBooks heap(int heapId) {
+        HeapBooks books = heaps.get(heapId);
+        if (books == null) {
+            if (heaps.size() == MAX_HEAPS) {
+                malformed++;
+                return null;
+            }
+            books = new HeapBooks();
+            heaps.put(heapId, books);
+        }
+        return books;
+    }
+
+    /** The name the client gave heap {@code heapId}, or {@value #DEFAULT_HEAP_NAME}. */
+    String heapName(int heapId) {
+        return heapNames.getOrDefault(heapId, DEFAULT_HEAP_NAME);
+    }
+
+    /** Allocations the books of every heap dropped, or booked at the root, because a bound was reached. */
+    long overflowed() {
+        long total = 0;
+        for (HeapBooks books : heaps.values()) {
+            total += books.overflowed();
+        }
+        return total;
+    }
+
+    /** Times the unwinder read the maps again after the first. */
+    long mapsReparses() {
+        return mapsReparses;
+    }
+
+    /** The counters the client kept in its ring at the last read; null before the first. */
+    SharedRingBuffer.Stats ringStats() {
+        return ringStats;
+    }
+
+    /** Whether the ring held a record that was not one (its header or length broken). */
+    boolean ringCorrupt() {
+        return ringCorrupt;
     }
 
     /** The client's maps, read again from the start; null once they cannot be read (the process has exited). */

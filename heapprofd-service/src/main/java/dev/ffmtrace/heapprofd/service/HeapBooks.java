@@ -21,17 +21,26 @@ final class HeapBooks {
 
     /** A callsite: a frame and its caller; the root has neither. */
     static final class Callsite {
-        final String frame;
+        final Frame frame;
         final Callsite parent;
-        final Map<String, Callsite> children = new LinkedHashMap<>();
+        final Map<Frame, Callsite> children = new LinkedHashMap<>();
         long allocatedBytes;
         long freedBytes;
         long allocations;
         long frees;
 
-        Callsite(String frame, Callsite parent) {
+        Callsite(Frame frame, Callsite parent) {
             this.frame = frame;
             this.parent = parent;
+        }
+
+        /** The frames from the root's child down to this callsite. */
+        List<Frame> frames() {
+            List<Frame> frames = new ArrayList<>();
+            for (Callsite at = this; at.parent != null; at = at.parent) {
+                frames.add(at.frame);
+            }
+            return frames.reversed();
         }
     }
 
@@ -44,7 +53,7 @@ final class HeapBooks {
     private long overflowed;
 
     /** Books a sampled allocation of {@code sampleBytes} at {@code address}, made at {@code stack} (innermost first). */
-    synchronized void malloc(long address, long sampleBytes, List<String> stack) {
+    synchronized void malloc(long address, long sampleBytes, List<Frame> stack) {
         if (live.size() >= MAX_LIVE && !live.containsKey(address)) {
             overflowed++;
             return;
@@ -86,6 +95,29 @@ final class HeapBooks {
         freed.callsite().frees++;
     }
 
+    /**
+     * A callsite's totals at one moment.
+     *
+     * @param frames the callsite's stack, outermost first
+     */
+    record Sample(List<Frame> frames, long allocatedBytes, long freedBytes, long allocations, long frees) {
+    }
+
+    /** The totals of every callsite with allocations, outermost callsites first, as one consistent view. */
+    synchronized List<Sample> samples() {
+        List<Sample> samples = new ArrayList<>();
+        List<Callsite> pending = new ArrayList<>(List.of(root));
+        while (!pending.isEmpty()) {
+            Callsite callsite = pending.removeLast();
+            if (callsite.allocations > 0) {
+                samples.add(new Sample(callsite.frames(), callsite.allocatedBytes, callsite.freedBytes,
+                        callsite.allocations, callsite.frees));
+            }
+            pending.addAll(new ArrayList<>(callsite.children.values()).reversed());
+        }
+        return samples;
+    }
+
     /** Allocations the books dropped, or booked at the root, because a bound was reached. */
     synchronized long overflowed() {
         return overflowed;
@@ -108,7 +140,7 @@ final class HeapBooks {
             out.put(String.join(";", path), bytes);
         }
         for (Callsite child : callsite.children.values()) {
-            path.add(child.frame);
+            path.add(child.frame.name());
             fold(child, path, unreleased, out);
             path.removeLast();
         }

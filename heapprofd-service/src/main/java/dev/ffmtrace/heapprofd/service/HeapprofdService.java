@@ -19,6 +19,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -38,15 +39,19 @@ public final class HeapprofdService implements AutoCloseable {
     private final UnixServerSocket server;
     private final ClientConfiguration configuration;
     private final long ringSize;
+    private final ClientFilter filter;
+    private volatile long rejected;
     private final List<ClientConnection> clients = new CopyOnWriteArrayList<>();
     private final List<UnixSocket> sockets = new CopyOnWriteArrayList<>();
     private final Thread acceptor;
     private volatile boolean closed;
 
-    private HeapprofdService(UnixServerSocket server, ClientConfiguration configuration, long ringSize) {
+    private HeapprofdService(UnixServerSocket server, ClientConfiguration configuration, long ringSize,
+                             ClientFilter filter) {
         this.server = server;
         this.configuration = configuration;
         this.ringSize = ringSize;
+        this.filter = filter;
         this.acceptor = Thread.ofPlatform().daemon().name("heapprofd accept").unstarted(this::acceptClients);
     }
 
@@ -57,8 +62,29 @@ public final class HeapprofdService implements AutoCloseable {
      * @param ringSize a power of two, at least a page, as SharedRingBuffer's sizes are
      */
     public static HeapprofdService start(UnixAddress address, ClientConfiguration configuration, long ringSize) {
+        return start(address, configuration, ringSize, (pid, cmdline) -> true);
+    }
+
+    /**
+     * Which clients a service profiles, by their pid (from the socket, trusted) and the
+     * first word of their {@code /proc/PID/cmdline} (empty if it cannot be read).
+     */
+    @FunctionalInterface
+    public interface ClientFilter {
+        /** Whether the client is profiled; one that is not has its socket closed before the configuration is sent. */
+        boolean accepts(int pid, String cmdline);
+    }
+
+    /**
+     * {@link #start(UnixAddress, ClientConfiguration, long)}, profiling only the clients
+     * {@code filter} accepts.
+     */
+    public static HeapprofdService start(UnixAddress address, ClientConfiguration configuration, long ringSize,
+                                         ClientFilter filter) {
         Objects.requireNonNull(configuration, "configuration");
-        HeapprofdService service = new HeapprofdService(UnixServerSocket.listen(address, 16), configuration, ringSize);
+        Objects.requireNonNull(filter, "filter");
+        HeapprofdService service = new HeapprofdService(UnixServerSocket.listen(address, 16), configuration, ringSize,
+                filter);
         service.acceptor.start();
         return service;
     }
@@ -92,7 +118,6 @@ public final class HeapprofdService implements AutoCloseable {
             sockets.remove(socket);
             return;
         }
-        clients.add(connection);
         connection.run();
         sockets.remove(socket);
     }
@@ -103,6 +128,11 @@ public final class HeapprofdService implements AutoCloseable {
         if (hello.bytes() != 1 || hello.fds().length != 2) {
             UnixSocket.closeReceived(hello.fds());
             throw new IllegalStateException("a client's handshake is one byte with two fds");
+        }
+        if (!filter.accepts(peer.pid(), cmdline(peer.pid()))) {
+            UnixSocket.closeReceived(hello.fds());
+            rejected++;
+            throw new IllegalStateException("a client the session does not profile");
         }
         // The client's /proc/self/maps and /proc/self/mem, for unwinding its native stacks.
         int mapsFd = hello.fds()[0];
@@ -116,18 +146,20 @@ public final class HeapprofdService implements AutoCloseable {
             throw e;
         }
         try {
-            connection = new ClientConnection(processName(peer.pid()) + " (" + peer.pid() + ")", socket, ring, mapsFd,
-                    memFd);
+            connection = new ClientConnection(processName(peer.pid()), peer.pid(), socket, ring, mapsFd, memFd);
         } catch (RuntimeException e) {
             ring.close();
             UnixSocket.closeReceived(hello.fds());
             throw e;
         }
+        // Listed before the client has its ring: once it can write, clientsGone() waits for it.
+        clients.add(connection);
         try {
             byte[] bytes = new byte[ClientConfiguration.SIZE];
             configuration.encodeTo(MemorySegment.ofArray(bytes), 0);
             socket.send(bytes, ring.fd());
         } catch (RuntimeException e) {
+            clients.remove(connection);
             connection.release();
             throw e;
         }
@@ -143,9 +175,11 @@ public final class HeapprofdService implements AutoCloseable {
         List<String> lines = new ArrayList<>();
         for (ClientConnection client : clients) {
             String process = client.process;
-            for (Map.Entry<String, Long> callsite : client.books.folded(unreleased).entrySet()) {
-                String stack = callsite.getKey().isEmpty() ? process : process + ";" + callsite.getKey();
-                lines.add(stack + " " + callsite.getValue());
+            for (HeapBooks books : new TreeMap<>(client.heaps).values()) {
+                for (Map.Entry<String, Long> callsite : books.folded(unreleased).entrySet()) {
+                    String stack = callsite.getKey().isEmpty() ? process : process + ";" + callsite.getKey();
+                    lines.add(stack + " " + callsite.getValue());
+                }
             }
         }
         return lines;
@@ -186,11 +220,55 @@ public final class HeapprofdService implements AutoCloseable {
     public Map<String, Stats> processStats() {
         Map<String, Stats> stats = new LinkedHashMap<>();
         for (ClientConnection client : clients) {
-            Stats own = new Stats(client.records(), client.malformed(), client.books.overflowed(), client.nativeStacks(),
+            Stats own = new Stats(client.records(), client.malformed(), client.overflowed(), client.nativeStacks(),
                     client.unwindingErrors());
             stats.merge(client.process, own, Stats::plus);
         }
         return stats;
+    }
+
+    /** Clients whose handshake the filter refused, so far. */
+    public long rejectedClients() {
+        return rejected;
+    }
+
+    /** Clients that made the handshake, so far. */
+    public int clientCount() {
+        return clients.size();
+    }
+
+    /** Whether every client that made the handshake has gone and its records are booked. */
+    public boolean clientsGone() {
+        for (ClientConnection client : clients) {
+            if (!client.isClosed()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** The clients so far, those that have gone included, in the order they connected. */
+    List<ClientConnection> clients() {
+        return clients;
+    }
+
+    /** The configuration every client gets. */
+    ClientConfiguration configuration() {
+        return configuration;
+    }
+
+    /** The first word of a process's command line, without its NUL; empty if it cannot be read. */
+    private static String cmdline(int pid) {
+        try {
+            byte[] bytes = Files.readAllBytes(Path.of("/proc", Integer.toString(pid), "cmdline"));
+            int end = 0;
+            while (end < bytes.length && end < 4096 && bytes[end] != 0) {
+                end++;
+            }
+            return new String(bytes, 0, end, StandardCharsets.UTF_8);
+        } catch (IOException | RuntimeException e) {
+            return "";
+        }
     }
 
     private static String processName(int pid) {

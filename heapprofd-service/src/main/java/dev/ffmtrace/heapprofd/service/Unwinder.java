@@ -44,7 +44,7 @@ final class Unwinder implements AutoCloseable {
     /** The base names of the client libraries whose leaf frames are dropped. */
     static final Set<String> CLIENT_LIBRARIES = Set.of("libffmtrace_heapprofd.so");
     private static final int MAX_ELF_FILES = 4096;
-    private static final int MAX_FRAME_NAMES = 1 << 16;
+    private static final int MAX_FRAMES_CACHED = 1 << 16;
     // unwindstack's x86-64 register order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
     private static final long RBP_OFFSET = 6 * 8;
     private static final long RSP_OFFSET = 7 * 8;
@@ -66,7 +66,7 @@ final class Unwinder implements AutoCloseable {
     private final StackOverlayMemory memory;
     private final LongSupplier nanoTime;
     private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
-    private final Map<Long, String> frameNames = new HashMap<>();
+    private final Map<Long, Frame> framesByPc = new HashMap<>();
     private final long[] pcs = new long[MAX_FRAMES];
     private final Mappings.Mapping[] pcMappings = new Mappings.Mapping[MAX_FRAMES];
     private Mappings mappings;
@@ -92,7 +92,7 @@ final class Unwinder implements AutoCloseable {
      * The frames of a native Malloc record, innermost first; {@code stack} is the record's
      * copy of the memory at its stack pointer.
      */
-    List<String> unwind(AllocMetadata alloc, MemorySegment stack) {
+    List<Frame> unwind(AllocMetadata alloc, MemorySegment stack) {
         stacks++;
         if (alloc.arch() != AllocMetadata.ARCH_X86_64) {
             return failed(new ArrayList<>(), Error.BAD_ARCH);
@@ -145,17 +145,17 @@ final class Unwinder implements AutoCloseable {
         while (first < count && CLIENT_LIBRARIES.contains(pcMappings[first].name())) {
             first++;
         }
-        List<String> frames = new ArrayList<>(count - first + 1);
+        List<Frame> frames = new ArrayList<>(count - first + 1);
         for (int i = first; i < count; i++) {
             // A caller's pc is a return address: the call before it is the caller's line.
-            frames.add(frameName(i == 0 ? pcs[i] : pcs[i] - 1, pcMappings[i]));
+            frames.add(frame(i == 0 ? pcs[i] : pcs[i] - 1, pcMappings[i]));
         }
         return error == null ? frames : failed(frames, error);
     }
 
-    private List<String> failed(List<String> frames, Error error) {
+    private List<Frame> failed(List<Frame> frames, Error error) {
         errors[error.ordinal()]++;
-        frames.add(error.frame());
+        frames.add(Frame.unknown(error.frame()));
         return frames;
     }
 
@@ -176,34 +176,38 @@ final class Unwinder implements AutoCloseable {
         if (text != null && text.length > 0) {
             mappings = Mappings.parse(text);
             // A pc may now be another file's.
-            frameNames.clear();
+            framesByPc.clear();
         }
     }
 
-    private String frameName(long pc, Mappings.Mapping mapping) {
-        String name = frameNames.get(pc);
-        if (name == null) {
-            name = symbolize(pc, mapping);
-            if (frameNames.size() == MAX_FRAME_NAMES) {
-                frameNames.clear();
+    private Frame frame(long pc, Mappings.Mapping mapping) {
+        Frame frame = framesByPc.get(pc);
+        if (frame == null) {
+            frame = symbolize(pc, mapping);
+            if (framesByPc.size() == MAX_FRAMES_CACHED) {
+                framesByPc.clear();
             }
-            frameNames.put(pc, name);
+            framesByPc.put(pc, frame);
         }
-        return name;
+        return frame;
     }
 
-    private String symbolize(long pc, Mappings.Mapping mapping) {
+    private Frame symbolize(long pc, Mappings.Mapping mapping) {
         long fileOffset = pc - mapping.start() + mapping.offset();
         ElfFile elf = mapping.isFile() ? elfFile(mapping) : null;
-        if (elf == null) {
-            return mapping.name() + "+0x" + Long.toHexString(fileOffset);
-        }
-        long vaddr = elf.vaddrOf(fileOffset);
+        long vaddr = elf == null ? -1 : elf.vaddrOf(fileOffset);
         if (vaddr == -1) {
-            return mapping.name() + "+0x" + Long.toHexString(fileOffset);
+            return new Frame(mapping.name() + "+0x" + Long.toHexString(fileOffset), module(mapping, null, 0), fileOffset);
         }
         String function = elf.functionAt(vaddr);
-        return function != null ? function : mapping.name() + "+0x" + Long.toHexString(vaddr);
+        // The bias of the segment this mapping loads: its file offsets to the addresses the symbols use.
+        long mappedVaddr = elf.vaddrOf(mapping.offset());
+        Frame.Module module = module(mapping, elf.buildId(), mappedVaddr == -1 ? 0 : mappedVaddr - mapping.offset());
+        return new Frame(function != null ? function : mapping.name() + "+0x" + Long.toHexString(vaddr), module, vaddr);
+    }
+
+    private static Frame.Module module(Mappings.Mapping mapping, String buildId, long loadBias) {
+        return new Frame.Module(mapping.path(), buildId, mapping.start(), mapping.end(), mapping.offset(), loadBias);
     }
 
     private ElfFile elfFile(Mappings.Mapping mapping) {

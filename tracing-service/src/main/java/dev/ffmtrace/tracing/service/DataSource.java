@@ -29,6 +29,32 @@ public final class DataSource {
         void onStop(Runnable done);
     }
 
+    /**
+     * What a data source of a producer in this process does when a session starts it: it
+     * gets the data source's DataSourceConfig as a producer in another process would
+     * (with the service's fields set), to read its own part, such as
+     * {@code heapprofd_config}.
+     */
+    @FunctionalInterface
+    public interface StartHandler {
+        /**
+         * Called once per start, under the service's lock: must not block for long nor call
+         * the service or its sessions.
+         */
+        void onStart(byte[] dataSourceConfig);
+    }
+
+    /**
+     * What a data source of a producer in this process does when its session flushes,
+     * before the service takes the producer's chunks, as Perfetto's data sources do on
+     * {@code Flush}: write what it holds (heapprofd writes its dump) and commit it.
+     */
+    @FunctionalInterface
+    public interface FlushHandler {
+        /** Called on the flushing thread, once per flush and once more when the session stops. */
+        void onFlush();
+    }
+
     private final Producer producer;
     private final String name;
     private volatile int targetBuffer;
@@ -36,6 +62,8 @@ public final class DataSource {
     private volatile long instanceId;
     private volatile long incrementalStateClears;
     private volatile StopHandler stopHandler;
+    private volatile StartHandler startHandler;
+    private volatile FlushHandler flushHandler;
 
     DataSource(Producer producer, String name) {
         this.producer = producer;
@@ -90,6 +118,24 @@ public final class DataSource {
     /** Sets what the data source does when its session stops (null: nothing, the session stops at once). */
     public void onStop(StopHandler handler) {
         this.stopHandler = handler;
+    }
+
+    /** Sets what the data source does when a session starts it (null: nothing); producers in this process only. */
+    public void onStart(StartHandler handler) {
+        this.startHandler = handler;
+    }
+
+    /** Sets what the data source does when its session flushes (null: nothing); producers in this process only. */
+    public void onFlush(FlushHandler handler) {
+        this.flushHandler = handler;
+    }
+
+    StartHandler startHandler() {
+        return startHandler;
+    }
+
+    FlushHandler flushHandler() {
+        return flushHandler;
     }
 
     /** What stops the data source: for a producer in another process, its StopDataSource command. */

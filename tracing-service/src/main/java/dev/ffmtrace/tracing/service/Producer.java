@@ -229,6 +229,8 @@ public final class Producer implements AutoCloseable {
         if (commands != null) {
             commands.startDataSource(dataSource, instanceId,
                     DataSourceConfigs.forProducer(session, configIndex, bufferId));
+        } else if (dataSource.startHandler() != null) {
+            dataSource.startHandler().onStart(DataSourceConfigs.forProducer(session, configIndex, bufferId));
         }
     }
 
@@ -254,11 +256,15 @@ public final class Producer implements AutoCloseable {
 
     /**
      * Asks a producer in another process to commit what the data sources writing into
-     * {@code session} hold; completes when it has. Completed at once for an in-process
-     * producer, whose flush needs no answer.
+     * {@code session} hold; completes when it has. For a producer in this process, runs its
+     * data sources' flush handlers and completes at once.
      */
     CompletableFuture<Void> requestFlush(TracingSession session) {
-        if (commands == null || closed) {
+        if (closed) {
+            return CompletableFuture.completedFuture(null);
+        }
+        if (commands == null) {
+            flushInProcess(session);
             return CompletableFuture.completedFuture(null);
         }
         List<DataSource> flushed = new ArrayList<>();
@@ -268,6 +274,20 @@ public final class Producer implements AutoCloseable {
             }
         }
         return flushed.isEmpty() ? CompletableFuture.completedFuture(null) : commands.flush(flushed);
+    }
+
+    /** Runs the flush handlers of this in-process producer's data sources writing into {@code session}. */
+    private void flushInProcess(TracingSession session) {
+        for (DataSource dataSource : dataSourceArray) {
+            DataSource.FlushHandler handler = dataSource.flushHandler();
+            if (handler != null && dataSource.isStarted() && session.ownsBuffer(dataSource.targetBuffer())) {
+                try {
+                    handler.onFlush();
+                } catch (RuntimeException e) {
+                    // A data source that fails to write loses only its own packets, not the flush.
+                }
+            }
+        }
     }
 
     Iterable<DataSource> dataSources() {

@@ -247,9 +247,10 @@ public final class TracingSession implements AutoCloseable {
     }
 
     /**
-     * Takes everything producers have written: idle writers' chunks are committed, and
-     * chunks still being written are scraped (their last, possibly unfinished, packet
-     * stays hidden until the writer commits the chunk).
+     * Takes everything producers have written: the {@linkplain DataSource#onFlush flush
+     * handlers} of this session's in-process data sources write what they hold first, then
+     * idle writers' chunks are committed, and chunks still being written are scraped (their
+     * last, possibly unfinished, packet stays hidden until the writer commits the chunk).
      */
     public void flush() {
         checkOpen("flush");

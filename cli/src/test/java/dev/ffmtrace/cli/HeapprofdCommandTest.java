@@ -1,0 +1,163 @@
+package dev.ffmtrace.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
+import dev.ffmtrace.heapprofd.service.HeapprofdService;
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import perfetto.protos.DataSourceConfigOuterClass.DataSourceConfig;
+import perfetto.protos.HeapprofdConfigOuterClass.HeapprofdConfig;
+import perfetto.protos.TraceConfigOuterClass.TraceConfig;
+
+/** {@code heapprofd} on the C pattern program, and {@code dump --folded} of the trace it writes. */
+class HeapprofdCommandTest {
+    @TempDir
+    Path dir;
+
+    private static Path pattern() {
+        return CProducerProcess.defaultProgram().resolveSibling("heapprofd_pattern");
+    }
+
+    @Test
+    void heapprofdWritesATraceWhoseFoldedStacksHoldThePatternsBytes() {
+        Path trace = dir.resolve("pattern.pftrace");
+        ConvertAndDumpTest.Run profiled = ConvertAndDumpTest.run("heapprofd", "--sampling-interval", "1", "--out",
+                trace.toString(), "--", pattern().toString());
+        assertEquals(0, profiled.exit(), profiled.err());
+        assertTrue(profiled.err().contains("from 1 process(es), 0 unwinding errors"), profiled.err());
+        ConvertAndDumpTest.Run unreleased = ConvertAndDumpTest.run("dump", "--folded", trace.toString());
+        assertEquals(0, unreleased.exit(), unreleased.err());
+        assertEquals(1_000_000, bytesUnder(unreleased.out(), ";main;a"), unreleased.out());
+        assertEquals(1_500_000, bytesUnder(unreleased.out(), ";main;b"), unreleased.out());
+        ConvertAndDumpTest.Run allocated = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(0, allocated.exit(), allocated.err());
+        assertEquals(1_000_000, bytesUnder(allocated.out(), ";main;a"), allocated.out());
+        assertEquals(3_000_000, bytesUnder(allocated.out(), ";main;b"), allocated.out());
+    }
+
+    @Test
+    void dumpFoldedPrintsWhatTheServiceFolded() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-cli-heapprofd-" + Os.pid() + "-" + System.nanoTime());
+        Path trace = dir.resolve("session.pftrace");
+        List<String> unreleased;
+        List<String> allocated;
+        try (TracingService tracing = new TracingService();
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address)) {
+            byte[] config = TraceConfig.newBuilder()
+                    .addBuffers(TraceConfig.BufferConfig.newBuilder().setSizeKb(4096))
+                    .addDataSources(TraceConfig.DataSource.newBuilder().setConfig(DataSourceConfig.newBuilder()
+                            .setName(HeapprofdDataSource.NAME).setHeapprofdConfig(HeapprofdConfig.newBuilder()
+                                    .setSamplingIntervalBytes(1).setBlockClient(true))))
+                    .build().toByteArray();
+            TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(config)));
+            HeapprofdService service = heapprofd.service();
+            assertNotNull(service);
+            ProcessBuilder builder = new ProcessBuilder(pattern().toString());
+            builder.environment().put("LD_PRELOAD", pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
+            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
+            Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            try {
+                process.getInputStream().readAllBytes();
+                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            } finally {
+                process.destroyForcibly();
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (service.clientCount() == 0 || !service.clientsGone()) {
+                assertTrue(System.nanoTime() < deadline, "the client's records were not all read");
+                Thread.sleep(10);
+            }
+            unreleased = service.folded(true);
+            allocated = service.folded(false);
+            session.stop();
+            try (OutputStream out = Files.newOutputStream(trace)) {
+                session.writeTrace(out);
+            }
+            session.close();
+        }
+        assertTrue(bytesUnder(String.join("\n", unreleased), ";main;b") == 1_500_000, unreleased.toString());
+        ConvertAndDumpTest.Run dumped = ConvertAndDumpTest.run("dump", "--folded", "unreleased", trace.toString());
+        assertEquals(0, dumped.exit(), dumped.err());
+        assertEquals(unreleased, dumped.out().lines().toList());
+        dumped = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(allocated, dumped.out().lines().toList());
+    }
+
+    @Test
+    void recordWithAHeapprofdDataSourceProfilesTheClientsThatConnect() throws Exception {
+        Path config = dir.resolve("heapprofd.pbtxt");
+        Files.writeString(config, Files.readString(Path.of("../configs/heapprofd.pbtxt"))
+                .replace("sampling_interval_bytes: 4096", "sampling_interval_bytes: 1")
+                .replace("duration_ms: 10000", "duration_ms: 4000"));
+        Path trace = dir.resolve("record.pftrace");
+        String socket = "ffmtrace-record-heapprofd-" + Os.pid() + "-" + System.nanoTime();
+        CliProcess record = CliProcess.start("record", "--config", config.toString(), "--out", trace.toString(),
+                "--heapprofd-socket", socket);
+        try {
+            record.awaitLine(line -> line.startsWith("recording "));
+            ProcessBuilder builder = new ProcessBuilder(pattern().toString());
+            builder.environment().put("LD_PRELOAD", pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
+            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + socket);
+            Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            try {
+                process.getInputStream().readAllBytes();
+                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            } finally {
+                process.destroyForcibly();
+            }
+            ConvertAndDumpTest.Run recorded = record.await();
+            assertEquals(0, recorded.exit(), recorded.err());
+            assertTrue(recorded.out().contains("heapprofd: clients connect at @" + socket), recorded.out());
+        } finally {
+            record.process().destroyForcibly();
+        }
+        ConvertAndDumpTest.Run dumped = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(0, dumped.exit(), dumped.err());
+        assertEquals(1_000_000, bytesUnder(dumped.out(), ";main;a"), dumped.out());
+        assertEquals(3_000_000, bytesUnder(dumped.out(), ";main;b"), dumped.out());
+    }
+
+    @Test
+    void aFoldedModeThatIsNeitherIsAUsageError() {
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("dump", "--folded", "sideways", "x.pftrace");
+        assertEquals(2, run.exit());
+        assertTrue(run.err().contains("--folded takes unreleased or allocated, not sideways"), run.err());
+    }
+
+    @Test
+    void aTruncatedOrMalformedTraceIsReportedAndWhatCouldBeReadIsPrinted() throws Exception {
+        Path truncated = dir.resolve("truncated.pftrace");
+        // A packet field whose length runs past the end of the file.
+        Files.write(truncated, new byte[] {0x0a, 0x05, 0x01});
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("dump", "--folded", truncated.toString());
+        assertEquals(2, run.exit());
+        assertEquals("", run.out());
+        assertTrue(run.err().contains("not a valid trace file at byte 0"), run.err());
+        Path malformed = dir.resolve("malformed.pftrace");
+        // A packet whose only field has wire type 7, which protobuf does not define.
+        Files.write(malformed, new byte[] {0x0a, 0x02, 0x0f, 0x00});
+        run = ConvertAndDumpTest.run("dump", "--folded", "allocated", malformed.toString());
+        assertEquals(2, run.exit());
+        assertTrue(run.err().contains("the packet at byte 0 is malformed"), run.err());
+    }
+
+    /** The bytes of every folded line whose stack ends in {@code leaf}. */
+    private static long bytesUnder(String folded, String leaf) {
+        return folded.lines().filter(line -> line.contains(" ") && line.substring(0, line.lastIndexOf(' ')).endsWith(leaf))
+                .mapToLong(line -> Long.parseLong(line.substring(line.lastIndexOf(' ') + 1))).sum();
+    }
+}

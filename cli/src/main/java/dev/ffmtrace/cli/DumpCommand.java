@@ -30,6 +30,10 @@ import picocli.CommandLine.Parameters;
         description = "Print a trace file's packets in protobuf text format, then a summary.")
 final class DumpCommand implements Callable<Integer> {
     private static final int TRACE_PACKET_TAG = (1 << 3) | 2;
+    /** Indexes of the dump's counters. */
+    private static final int PACKETS = 0;
+    private static final int STATS_PACKETS = 1;
+    private static final int MALFORMED = 2;
 
     @Parameters(index = "0", arity = "0..1", paramLabel = "FILE.pftrace", description = "A binary trace file.")
     Path trace;
@@ -57,46 +61,22 @@ final class DumpCommand implements Callable<Integer> {
             return printFolded(bytes, folded.equals("unreleased"));
         }
         PrintStream out = System.out;
-        long packets = 0;
-        long statsPackets = 0;
-        long malformed = 0;
-        boolean failed = false;
+        long[] counts = new long[3];
         // The well-formed packets, for the summary's decoder.
         ByteArrayOutputStream wellFormed = new ByteArrayOutputStream(bytes.length);
-        CodedInputStream input = CodedInputStream.newInstance(bytes);
-        input.setSizeLimit(Integer.MAX_VALUE);
-        while (true) {
-            int offset = input.getTotalBytesRead();
-            ByteString payload;
-            try {
-                if (input.isAtEnd()) {
-                    break;
-                }
-                int tag = input.readTag();
-                if (tag != TRACE_PACKET_TAG) {
-                    input.skipField(tag);
-                    continue;
-                }
-                payload = input.readBytes();
-            } catch (IOException e) {
-                // Without a field's length, nothing after it can be found.
-                System.err.println("ffmtrace dump: " + trace + ": not a valid trace file at byte " + offset + ": "
-                        + e.getMessage() + " (the rest is not read)");
-                failed = true;
-                break;
-            }
-            packets++;
+        boolean whole = forEachPacket(bytes, (offset, end, payload) -> {
+            long number = ++counts[PACKETS];
             TracePacket packet;
             try {
                 packet = TracePacket.parseFrom(payload);
             } catch (InvalidProtocolBufferException e) {
-                malformed++;
-                System.err.println("ffmtrace dump: " + trace + ": packet " + packets + " at byte " + offset
+                counts[MALFORMED]++;
+                System.err.println("ffmtrace dump: " + trace + ": packet " + number + " at byte " + offset
                         + " is malformed: " + e.getMessage());
-                out.println("# packet " + packets + " at byte " + offset + ": malformed, skipped");
-                continue;
+                out.println("# packet " + number + " at byte " + offset + ": malformed, skipped");
+                return;
             }
-            wellFormed.write(bytes, offset, input.getTotalBytesRead() - offset);
+            wellFormed.write(bytes, offset, end - offset);
             out.println("packet {");
             for (String line : TextFormat.printer().printToString(packet).split("\n")) {
                 if (!line.isEmpty()) {
@@ -104,25 +84,49 @@ final class DumpCommand implements Callable<Integer> {
                 }
             }
             out.println("}");
-            statsPackets += packet.hasTraceStats() ? 1 : 0;
-        }
-        printSummary(out, packets, statsPackets, malformed,
+            counts[STATS_PACKETS] += packet.hasTraceStats() ? 1 : 0;
+        });
+        printSummary(out, counts[PACKETS], counts[STATS_PACKETS], counts[MALFORMED],
                 TrackEventReader.read(MemorySegment.ofArray(wellFormed.toByteArray())));
-        return failed || malformed > 0 ? CliFailure.USAGE : 0;
+        return !whole || counts[MALFORMED] > 0 ? CliFailure.USAGE : 0;
     }
 
     /** The heap profiles as folded stacks; a malformed packet is reported and skipped, as the dump does. */
     private int printFolded(byte[] bytes, boolean unreleased) {
         HeapProfiles profiles = new HeapProfiles();
+        boolean[] malformed = new boolean[1];
+        boolean whole = forEachPacket(bytes, (offset, end, payload) -> {
+            try {
+                profiles.add(TracePacket.parseFrom(payload));
+            } catch (InvalidProtocolBufferException e) {
+                malformed[0] = true;
+                System.err.println("ffmtrace dump: " + trace + ": the packet at byte " + offset + " is malformed: "
+                        + e.getMessage());
+            }
+        });
+        profiles.folded(unreleased).forEach(System.out::println);
+        return !whole || malformed[0] ? CliFailure.USAGE : 0;
+    }
+
+    /** What a walk over a trace's packets does with each: where its field starts and ends in the file, and its bytes. */
+    @FunctionalInterface
+    private interface PacketVisitor {
+        void visit(int offset, int end, ByteString payload);
+    }
+
+    /**
+     * Hands each packet (field 1 of the Trace; other fields are skipped) to {@code visitor};
+     * false, after saying so, if a field's framing is broken: nothing after it can be found.
+     */
+    private boolean forEachPacket(byte[] bytes, PacketVisitor visitor) {
         CodedInputStream input = CodedInputStream.newInstance(bytes);
         input.setSizeLimit(Integer.MAX_VALUE);
-        boolean failed = false;
         while (true) {
             int offset = input.getTotalBytesRead();
             ByteString payload;
             try {
                 if (input.isAtEnd()) {
-                    break;
+                    return true;
                 }
                 int tag = input.readTag();
                 if (tag != TRACE_PACKET_TAG) {
@@ -133,19 +137,10 @@ final class DumpCommand implements Callable<Integer> {
             } catch (IOException e) {
                 System.err.println("ffmtrace dump: " + trace + ": not a valid trace file at byte " + offset + ": "
                         + e.getMessage() + " (the rest is not read)");
-                failed = true;
-                break;
+                return false;
             }
-            try {
-                profiles.add(TracePacket.parseFrom(payload));
-            } catch (InvalidProtocolBufferException e) {
-                failed = true;
-                System.err.println("ffmtrace dump: " + trace + ": the packet at byte " + offset + " is malformed: "
-                        + e.getMessage());
-            }
+            visitor.visit(offset, input.getTotalBytesRead(), payload);
         }
-        profiles.folded(unreleased).forEach(System.out::println);
-        return failed ? CliFailure.USAGE : 0;
     }
 
     /**

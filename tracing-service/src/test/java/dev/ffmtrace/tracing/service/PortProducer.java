@@ -46,6 +46,8 @@ final class PortProducer implements AutoCloseable {
     volatile SharedMemory smb;
     volatile SharedMemoryArbiter arbiter;
     volatile int pageSizeKb;
+    /** Whether a test has taken the SetupTracing command off {@link #commands}. */
+    private boolean setupTracingTaken;
 
     /** One command from the service, decoded. */
     record Command(int kind, long instanceId, byte[] config, long flushRequestId, List<Long> dataSourceIds, int fd) {
@@ -125,6 +127,7 @@ final class PortProducer implements AutoCloseable {
         if (command == null) {
             throw new AssertionError("no command from the service within 5 s");
         }
+        setupTracingTaken |= command.kind() == GetAsyncCommandResponse.SETUP_TRACING_FIELD_NUMBER;
         return command;
     }
 
@@ -135,6 +138,18 @@ final class PortProducer implements AutoCloseable {
             throw new AssertionError("expected command " + kind + ", got " + command);
         }
         return command;
+    }
+
+    /**
+     * Takes the commands that start a data source, with SetupTracing before the first:
+     * what a session that names it sends; returns the target buffer the config names.
+     */
+    int awaitStarted() throws InterruptedException {
+        if (!setupTracingTaken) {
+            next(GetAsyncCommandResponse.SETUP_TRACING_FIELD_NUMBER);
+        }
+        next(GetAsyncCommandResponse.SETUP_DATA_SOURCE_FIELD_NUMBER);
+        return targetBuffer(next(GetAsyncCommandResponse.START_DATA_SOURCE_FIELD_NUMBER));
     }
 
     /** A writer on the mapped SMB for buffer {@code targetBuffer}, registered with the service. */

@@ -227,9 +227,7 @@ class ProducerPortTest {
                 producer.reclaimOnFlush = false;
                 producer.registerDataSource("track_event", false, false);
                 TracingSession session = service.startSession(config("track_event", 0));
-                producer.next(SETUP_TRACING_FIELD_NUMBER);
-                producer.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
-                int target = PortProducer.targetBuffer(producer.next(START_DATA_SOURCE_FIELD_NUMBER));
+                int target = producer.awaitStarted();
                 TraceWriter<TracePacket> writer = producer.newWriter(target);
                 for (int i = 0; i < 5; i++) {
                     write(writer, "held-" + i);
@@ -251,9 +249,7 @@ class ProducerPortTest {
             TracingSession session = service.startSession(config("track_event", 0));
             PortProducer producer = PortProducer.connect(port.address(), "killed", 0, 0);
             producer.registerDataSource("track_event", false, false);
-            producer.next(SETUP_TRACING_FIELD_NUMBER);
-            producer.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
-            int target = PortProducer.targetBuffer(producer.next(START_DATA_SOURCE_FIELD_NUMBER));
+            int target = producer.awaitStarted();
             TraceWriter<TracePacket> writer = producer.newWriter(target);
             for (int i = 0; i < 5; i++) {
                 write(writer, "before-" + i);
@@ -330,9 +326,7 @@ class ProducerPortTest {
             for (int i = 0; i < 100; i++) {
                 try (PortProducer producer = PortProducer.connect(port.address(), "short-lived-" + i, 64 * 1024, 4096)) {
                     producer.registerDataSource("track_event", false, false);
-                    producer.next(SETUP_TRACING_FIELD_NUMBER);
-                    producer.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
-                    int target = PortProducer.targetBuffer(producer.next(START_DATA_SOURCE_FIELD_NUMBER));
+                    int target = producer.awaitStarted();
                     try (TraceWriter<TracePacket> writer = producer.newWriter(target)) {
                         write(writer, "from-" + i);
                     }
@@ -356,9 +350,7 @@ class ProducerPortTest {
              PortProducer good = PortProducer.connect(port.address(), "good", 0, 0)) {
             good.registerDataSource("track_event", false, false);
             TracingSession session = service.startSession(config("track_event", 1000));
-            good.next(SETUP_TRACING_FIELD_NUMBER);
-            good.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
-            int target = PortProducer.targetBuffer(good.next(START_DATA_SOURCE_FIELD_NUMBER));
+            int target = good.awaitStarted();
             long fds = fdCount();
             Random random = new Random(17);
             List<String> methods = List.of("RegisterDataSource", "UnregisterDataSource", "CommitData",

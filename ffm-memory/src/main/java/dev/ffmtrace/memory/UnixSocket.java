@@ -31,6 +31,49 @@ public final class UnixSocket implements AutoCloseable {
 
     private final int fd;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /**
+     * The native message, I/O vector, control and data buffers of each direction, made on
+     * first use and reused, so that a socket's steady traffic allocates no native memory
+     * per call. Freed by the GC with the socket (an automatic arena): a thread may still
+     * be inside a call when another closes the socket.
+     */
+    private final Scratch receiving = new Scratch();
+    private final Scratch sending = new Scratch();
+
+    /** One direction's buffers; guarded by itself. */
+    private static final class Scratch {
+        private final Arena arena = Arena.ofAuto();
+        private MemorySegment message;
+        private MemorySegment iov;
+        private MemorySegment control;
+        private MemorySegment data = MemorySegment.NULL;
+
+        /** The message, pointing at a data buffer of at least {@code size} bytes, with no control. */
+        MemorySegment message(long size) {
+            if (message == null) {
+                message = arena.allocate(Native.MSGHDR_SIZE, 8);
+                iov = arena.allocate(Native.IOVEC_SIZE, 8);
+                control = arena.allocate(controlSpace(MAX_FDS_PER_MESSAGE + 1), 8);
+            }
+            if (data.byteSize() < size) {
+                data = arena.allocate(Math.max(size, 2 * data.byteSize()));
+            }
+            message.fill((byte) 0);
+            iov.set(Layouts.LONG, 0, data.address());
+            iov.set(Layouts.LONG, 8, size);
+            message.set(Layouts.LONG, Native.MSGHDR_IOV_OFFSET, iov.address());
+            message.set(Layouts.LONG, Native.MSGHDR_IOVLEN_OFFSET, 1);
+            return message;
+        }
+
+        /** Points the I/O vector {@code offset} bytes further into the data, for the rest of a partial send. */
+        void advance(long offset, long size) {
+            iov.set(Layouts.LONG, 0, data.address() + offset);
+            iov.set(Layouts.LONG, 8, size - offset);
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, 0L);
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, 0L);
+        }
+    }
 
     UnixSocket(int fd) {
         this.fd = fd;
@@ -56,13 +99,24 @@ public final class UnixSocket implements AutoCloseable {
         if (fds.length > MAX_FDS_PER_MESSAGE) {
             throw new IllegalArgumentException(fds.length + " descriptors in one message, at most " + MAX_FDS_PER_MESSAGE);
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buffer = arena.allocate(data.length);
-            MemorySegment.copy(data, 0, buffer, Layouts.BYTE, 0, data.length);
-            long sent = Native.sendmsg(fd, message(arena, buffer, fds), Native.MSG_NOSIGNAL);
+        synchronized (sending) {
+            MemorySegment message = sending.message(data.length);
+            MemorySegment.copy(data, 0, sending.data, Layouts.BYTE, 0, data.length);
+            if (fds.length > 0) {
+                long space = controlSpace(fds.length);
+                MemorySegment control = sending.control;
+                control.set(Layouts.LONG, 0, Native.CMSG_HEADER_SIZE + 4L * fds.length);
+                control.set(Layouts.INT, Native.CMSG_LEVEL_OFFSET, Native.SOL_SOCKET);
+                control.set(Layouts.INT, Native.CMSG_TYPE_OFFSET, Native.SCM_RIGHTS);
+                MemorySegment.copy(fds, 0, control, Layouts.INT_UNALIGNED, Native.CMSG_HEADER_SIZE, fds.length);
+                message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, control.address());
+                message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, space);
+            }
+            long sent = Native.sendmsg(fd, message, Native.MSG_NOSIGNAL);
             while (sent < data.length) {
-                long more = Native.sendmsg(fd, message(arena, buffer.asSlice(sent), NO_FDS), Native.MSG_NOSIGNAL);
-                sent += more;
+                // The descriptors went with the first byte; the rest goes without them.
+                sending.advance(sent, data.length);
+                sent += Native.sendmsg(fd, message, Native.MSG_NOSIGNAL);
             }
         }
     }
@@ -81,12 +135,11 @@ public final class UnixSocket implements AutoCloseable {
         if (maxFds < 0 || maxFds > MAX_FDS_PER_MESSAGE) {
             throw new IllegalArgumentException("maxFds must be 0.." + MAX_FDS_PER_MESSAGE + ", got " + maxFds);
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buffer = arena.allocate(into.length);
-            MemorySegment message = message(arena, buffer, NO_FDS);
+        synchronized (receiving) {
+            MemorySegment message = receiving.message(into.length);
             long controlSize = maxFds == 0 ? 0 : controlSpace(maxFds);
-            MemorySegment control = controlSize == 0 ? MemorySegment.NULL : arena.allocate(controlSize, 8);
-            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, control.address());
+            MemorySegment control = receiving.control;
+            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, controlSize == 0 ? 0L : control.address());
             message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, controlSize);
 
             int received = (int) Native.recvmsg(fd, message, Native.MSG_CMSG_CLOEXEC);
@@ -100,7 +153,7 @@ public final class UnixSocket implements AutoCloseable {
                 throw new IllegalStateException("peer sent more than " + maxFds
                         + " descriptors; the extra ones were dropped by the kernel and the rest closed");
             }
-            MemorySegment.copy(buffer, Layouts.BYTE, 0, into, 0, received);
+            MemorySegment.copy(receiving.data, Layouts.BYTE, 0, into, 0, received);
             return new Received(received, fds);
         }
     }
@@ -171,26 +224,6 @@ public final class UnixSocket implements AutoCloseable {
         if (closed.get()) {
             throw new IllegalStateException("socket (fd " + fd + ") is closed");
         }
-    }
-
-    private static MemorySegment message(Arena arena, MemorySegment data, int[] fds) {
-        MemorySegment message = arena.allocate(Native.MSGHDR_SIZE, 8);
-        MemorySegment iov = arena.allocate(Native.IOVEC_SIZE, 8);
-        iov.set(Layouts.LONG, 0, data.address());
-        iov.set(Layouts.LONG, 8, data.byteSize());
-        message.set(Layouts.LONG, Native.MSGHDR_IOV_OFFSET, iov.address());
-        message.set(Layouts.LONG, Native.MSGHDR_IOVLEN_OFFSET, 1);
-        if (fds.length > 0) {
-            long space = controlSpace(fds.length);
-            MemorySegment control = arena.allocate(space, 8);
-            control.set(Layouts.LONG, 0, Native.CMSG_HEADER_SIZE + 4L * fds.length);
-            control.set(Layouts.INT, Native.CMSG_LEVEL_OFFSET, Native.SOL_SOCKET);
-            control.set(Layouts.INT, Native.CMSG_TYPE_OFFSET, Native.SCM_RIGHTS);
-            MemorySegment.copy(fds, 0, control, Layouts.INT_UNALIGNED, Native.CMSG_HEADER_SIZE, fds.length);
-            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, control.address());
-            message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, space);
-        }
-        return message;
     }
 
     /** CMSG_SPACE for {@code count} ints: the header plus the data rounded up to 8 bytes. */

@@ -1,6 +1,6 @@
 // Unix-socket plumbing shared by ffmtrace's C programs (test peers and tools): connect
 // to the JVM's socket and pass one fd across it. Failures print to stderr and exit(2):
-// these are helpers for single-purpose processes.
+// these are helpers for single-purpose processes (peer_try_connect excepted).
 #ifndef FFMTRACE_UNIX_PEER_H_
 #define FFMTRACE_UNIX_PEER_H_
 
@@ -9,7 +9,11 @@
 // Prints "<program>: <what>: <strerror(errno)>" to stderr and exits with status 2.
 __attribute__((noreturn)) void peer_die(const char* what);
 
-// Connects to a Unix stream socket: a filesystem path, or @name for the abstract namespace.
+// Connects to a Unix stream socket by path, or @name in the abstract namespace; the fd,
+// or -1 with errno set (ENAMETOOLONG for a name that fits no sockaddr_un).
+int peer_try_connect(const char* name);
+
+// peer_try_connect, exiting with status 2 when it fails.
 int peer_connect(const char* name);
 
 // Receives one byte with one fd attached (SCM_RIGHTS, close-on-exec) and returns the fd.

@@ -1,12 +1,12 @@
 #define _GNU_SOURCE
 #include "perfetto_ipc.h"
+#include "unix_peer.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 enum {
@@ -171,31 +171,8 @@ int ipc_connect(struct ipc_client* c, const char* name) {
   c->fd = -1;
   c->rx_used = c->rx_consumed = 0;
   c->next_request_id = 1;
-  struct sockaddr_un addr;
-  memset(&addr, 0, sizeof(addr));
-  addr.sun_family = AF_UNIX;
-  size_t length = strlen(name);
-  if (length == 0 || length >= sizeof(addr.sun_path)) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  socklen_t len;
-  if (name[0] == '@') {
-    // The abstract namespace: a leading NUL, no terminator.
-    memcpy(addr.sun_path + 1, name + 1, length - 1);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
-  } else {
-    memcpy(addr.sun_path, name, length);
-    len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + 1);
-  }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = peer_try_connect(name);
   if (fd < 0) return -1;
-  if (connect(fd, (struct sockaddr*)&addr, len) != 0) {
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
-  }
   c->sock = fd;
   return 0;
 }

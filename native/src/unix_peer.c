@@ -17,14 +17,14 @@ void peer_die(const char* what) {
   exit(2);
 }
 
-int peer_connect(const char* name) {
+int peer_try_connect(const char* name) {
   struct sockaddr_un addr;
   memset(&addr, 0, sizeof(addr));
   addr.sun_family = AF_UNIX;
   size_t length = strlen(name);
-  if (length >= sizeof(addr.sun_path)) {
-    fprintf(stderr, "%s: socket name too long: %s\n", program_invocation_short_name, name);
-    exit(2);
+  if (length == 0 || length >= sizeof(addr.sun_path)) {
+    errno = ENAMETOOLONG;
+    return -1;
   }
   socklen_t len;
   if (name[0] == '@') {
@@ -36,8 +36,25 @@ int peer_connect(const char* name) {
     len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length + 1);
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) peer_die("socket");
-  if (connect(fd, (struct sockaddr*)&addr, len) != 0) peer_die("connect");
+  if (fd < 0) return -1;
+  if (connect(fd, (struct sockaddr*)&addr, len) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+int peer_connect(const char* name) {
+  int fd = peer_try_connect(name);
+  if (fd < 0) {
+    if (errno == ENAMETOOLONG) {
+      fprintf(stderr, "%s: socket name too long: %s\n", program_invocation_short_name, name);
+      exit(2);
+    }
+    peer_die("connect");
+  }
   return fd;
 }
 

@@ -37,6 +37,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiPredicate;
 
 /**
  * One producer connected to a {@link ProducerPort}: its {@link Producer} in the service,
@@ -204,12 +205,9 @@ final class RemoteProducer implements ProducerCommands {
     }
 
     void registerDataSource(Invocation invocation) {
-        RegisterDataSourceRequest.Decoder request = new RegisterDataSourceRequest.Decoder();
-        request.reset(MemorySegment.ofArray(invocation.args()));
-        DataSourceDescriptor.Decoder descriptor = new DataSourceDescriptor.Decoder();
-        if (request.hasError() || !request.dataSourceDescriptor(descriptor) || descriptor.hasError()) {
-            port.countViolation();
-            invocation.fail();
+        DataSourceDescriptor.Decoder descriptor = describedIn(invocation, new RegisterDataSourceRequest.Decoder(),
+                RegisterDataSourceRequest.Decoder::dataSourceDescriptor);
+        if (descriptor == null) {
             return;
         }
         // Perfetto's service ignores a data source without a name; so does this one.
@@ -221,18 +219,33 @@ final class RemoteProducer implements ProducerCommands {
     }
 
     void updateDataSource(Invocation invocation) {
-        UpdateDataSourceRequest.Decoder request = new UpdateDataSourceRequest.Decoder();
-        request.reset(MemorySegment.ofArray(invocation.args()));
-        DataSourceDescriptor.Decoder descriptor = new DataSourceDescriptor.Decoder();
-        if (request.hasError() || !request.dataSourceDescriptor(descriptor) || descriptor.hasError()) {
-            port.countViolation();
-            invocation.fail();
+        DataSourceDescriptor.Decoder descriptor = describedIn(invocation, new UpdateDataSourceRequest.Decoder(),
+                UpdateDataSourceRequest.Decoder::dataSourceDescriptor);
+        if (descriptor == null) {
             return;
         }
         if (descriptor.hasName() && descriptors.containsKey(descriptor.name())) {
             describe(descriptor);
         }
         invocation.reply(new byte[0]);
+    }
+
+    /**
+     * The DataSourceDescriptor a Register- or UpdateDataSource request carries; null, after
+     * failing the invocation and counting it, if the request or its descriptor does not parse.
+     */
+    private <D extends TypedProtoDecoder> DataSourceDescriptor.Decoder describedIn(
+            Invocation invocation, D request, BiPredicate<D, DataSourceDescriptor.Decoder> field) {
+        DataSourceDescriptor.Decoder descriptor = new DataSourceDescriptor.Decoder();
+        if (decode(invocation, request) == null) {
+            return null;
+        }
+        if (!field.test(request, descriptor) || descriptor.hasError()) {
+            port.countViolation();
+            invocation.fail();
+            return null;
+        }
+        return descriptor;
     }
 
     private void describe(DataSourceDescriptor.Decoder descriptor) {

@@ -6,7 +6,6 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -44,9 +43,9 @@ final class ServeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws InterruptedException, CliFailure {
-        UnixAddress consumerAddress = ConsumerConnection.address(
+        UnixAddress consumerAddress = UnixAddress.parse(
                 socketName(consumerSocket, "PERFETTO_CONSUMER_SOCK_NAME", DEFAULT_CONSUMER_SOCKET));
-        UnixAddress producerAddress = ConsumerConnection.address(
+        UnixAddress producerAddress = UnixAddress.parse(
                 socketName(producerSocket, "PERFETTO_PRODUCER_SOCK_NAME", DEFAULT_PRODUCER_SOCKET));
         List<IpcHost> hosts = new ArrayList<>();
         try (StopOnSignal signal = new StopOnSignal();

@@ -3,6 +3,7 @@ package dev.ffmtrace.cli;
 import dev.ffmtrace.ipc.IpcException;
 import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.NativeException;
+import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
 import java.io.IOException;
@@ -87,7 +88,7 @@ final class ServiceRecording {
 
     private static ConsumerConnection connect(String socket) throws CliFailure, InterruptedException {
         try {
-            return ConsumerConnection.connect(ConsumerConnection.address(socket), REPLY_TIMEOUT_MS);
+            return ConsumerConnection.connect(UnixAddress.parse(socket), REPLY_TIMEOUT_MS);
         } catch (NativeException | IllegalArgumentException e) {
             throw new CliFailure("--service " + socket + ": cannot connect: " + e.getMessage(), CliFailure.FAILED);
         } catch (IpcException e) {

@@ -33,6 +33,14 @@ public record UnixAddress(String name, boolean isAbstract) {
         return new UnixAddress(path.toString(), false);
     }
 
+    /**
+     * An address as {@link #toString()} writes it, and as Perfetto and {@code ss} name
+     * sockets: {@code @name} in the abstract namespace, anything else a path.
+     */
+    public static UnixAddress parse(String name) {
+        return name.startsWith("@") ? abstractName(name.substring(1)) : path(Path.of(name));
+    }
+
     /** {@code struct sockaddr_un} for this address; its meaningful length is {@link #sockaddrLength()}. */
     MemorySegment toSockaddr(Arena arena) {
         MemorySegment sockaddr = arena.allocate(Native.SOCKADDR_UN_SIZE, 2);

@@ -233,13 +233,10 @@ public final class ProducerConnection implements AutoCloseable {
 
     /** A socket name as Perfetto writes them: a path, or {@code @name} for an abstract socket. */
     public static UnixAddress socketAddress(String name) {
-        if (name.startsWith("@")) {
-            return UnixAddress.abstractName(name.substring(1));
-        }
-        if (!name.startsWith("/") && name.contains(":")) {
+        if (!name.startsWith("@") && !name.startsWith("/") && name.contains(":")) {
             throw new IllegalArgumentException("only Unix sockets are supported, not " + name);
         }
-        return UnixAddress.path(Path.of(name));
+        return UnixAddress.parse(name);
     }
 
     /** The producer socket this connection uses. */

@@ -1,9 +1,8 @@
 package dev.ffmtrace.tracing.service;
 
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-
 import dev.ffmtrace.ipc.ClientInfo;
 import dev.ffmtrace.ipc.Invocation;
+import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
@@ -360,12 +359,8 @@ final class RemoteProducer implements ProducerCommands {
             while (inner.next()) {
                 patchEntry.reset(inner.field());
                 ProtoField data = patchEntry.field(CommitDataRequest.ChunkToPatch.Patch.DATA_FIELD_NUMBER);
-                MemorySegment bytes = data.segment();
-                long at = data.offset();
-                int value = (bytes.get(JAVA_BYTE, at) & 0xFF)
-                        | (bytes.get(JAVA_BYTE, at + 1) & 0xFF) << 8
-                        | (bytes.get(JAVA_BYTE, at + 2) & 0xFF) << 16
-                        | (bytes.get(JAVA_BYTE, at + 3) & 0xFF) << 24;
+                // The patch's 4 bytes as CommitRequest holds them: little-endian in an int.
+                int value = data.segment().get(Layouts.INT_UNALIGNED, data.offset());
                 commit.addPatch(patchDecoder.targetBuffer(), patchDecoder.writerId(), patchDecoder.chunkId(),
                         patchEntry.offset(), value, false);
             }

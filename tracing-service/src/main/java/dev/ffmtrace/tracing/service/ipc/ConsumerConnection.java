@@ -20,7 +20,6 @@ import dev.ffmtrace.perfetto.protos.ReadBuffersResponse;
 import dev.ffmtrace.protozero.HeapBuffered;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -61,13 +60,6 @@ public final class ConsumerConnection implements AutoCloseable {
             client.close();
             throw e;
         }
-    }
-
-    /**
-     * Perfetto's way of naming a socket: {@code @name} in Linux's abstract namespace, else a path.
-     */
-    public static UnixAddress address(String name) {
-        return name.startsWith("@") ? UnixAddress.abstractName(name.substring(1)) : UnixAddress.path(Path.of(name));
     }
 
     /** The end of tracing: {@code error} is empty unless the service refused the config or failed. */

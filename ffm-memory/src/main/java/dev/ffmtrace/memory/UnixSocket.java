@@ -206,17 +206,24 @@ public final class UnixSocket implements AutoCloseable {
      * thread that owns the socket can close it without racing another thread's call.
      */
     public void shutdown() {
-        if (!closed.get()) {
-            Native.shutdownQuietly(fd, Native.SHUT_RDWR);
+        // Under the lock close() takes, so that a concurrent close cannot free the number
+        // for another file between the check and the call. Not the send or receive locks:
+        // shutting down is how another thread fails a blocked send.
+        synchronized (closed) {
+            if (!closed.get()) {
+                Native.shutdownQuietly(fd, Native.SHUT_RDWR);
+            }
         }
     }
 
     /** Shuts the connection down (waking a thread blocked in receive) and closes it; later calls do nothing. */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Native.shutdownQuietly(fd, Native.SHUT_RDWR);
-            Native.close(fd);
+        synchronized (closed) {
+            if (closed.compareAndSet(false, true)) {
+                Native.shutdownQuietly(fd, Native.SHUT_RDWR);
+                Native.close(fd);
+            }
         }
     }
 

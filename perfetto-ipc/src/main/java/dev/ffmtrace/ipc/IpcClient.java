@@ -99,14 +99,13 @@ public final class IpcClient implements AutoCloseable {
         send(requestId, Frames.invokeMethod(requestId, service.serviceId(), service.methodId(method), args, true), -1);
     }
 
-    /** Disconnects and waits for the I/O thread; open requests end as failed. */
+    /**
+     * Disconnects and waits for the I/O thread; open requests end as failed. A send blocked
+     * on a peer that stops reading fails at once.
+     */
     @Override
     public void close() {
-        synchronized (sendLock) {
-            if (!socketClosed) {
-                socket.shutdown();
-            }
-        }
+        socket.shutdown();
         if (Thread.currentThread() != thread) {
             IpcHost.join(thread);
         }

@@ -81,6 +81,8 @@ public final class ProducerConnection implements AutoCloseable {
     private static final long HANDSHAKE_TIMEOUT_SECONDS = 10;
     /** Commits queued beyond this are dropped (and counted) rather than growing without bound. */
     private static final int MAX_QUEUED_COMMITS = 64 * 1024;
+    /** How long close() lets the sender deliver what was queued before it gives up on the socket. */
+    private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
     private static final byte[] EMPTY = new byte[0];
 
     /**
@@ -184,6 +186,8 @@ public final class ProducerConnection implements AutoCloseable {
     private final Thread sender;
     /** The session with the service now, or null. Guarded by this. */
     private Session session;
+    /** The session the sender serves or tears down, or null while it connects or waits. */
+    private volatile Session serving;
 
     private final AtomicLong connections = new AtomicLong();
     private final AtomicLong connectFailures = new AtomicLong();
@@ -330,17 +334,38 @@ public final class ProducerConnection implements AutoCloseable {
 
     /**
      * Disconnects: started instances are stopped (their handlers told), writers closed,
-     * the buffer unmapped, the socket closed; waits for the connection's threads to end.
+     * then what is queued for the service (their last commits, NotifyDataSourceStopped of
+     * instances that just stopped) is sent, the socket closed and the buffer unmapped;
+     * waits for the connection's threads to end. A service that does not read within 2 s
+     * loses what is left, counted in {@link Stats#commitsDropped()}.
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        sender.interrupt();
+        // A serving sender sees closed within its poll; one connecting or waiting to retry
+        // is woken. Both fields are volatile: a sender that stops serving after this read
+        // sees closed before it connects again.
+        if (serving == null) {
+            sender.interrupt();
+        }
         boolean interrupted = false;
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_TIMEOUT_MILLIS);
         while (true) {
             try {
+                long left = deadline - System.nanoTime();
+                if (left > 0) {
+                    TimeUnit.NANOSECONDS.timedJoin(sender, left);
+                    if (!sender.isAlive()) {
+                        break;
+                    }
+                }
+                // The service stopped reading: shutting the socket down fails the blocked send.
+                Session stuck = serving;
+                if (stuck != null) {
+                    stuck.client.close();
+                }
                 sender.join();
                 break;
             } catch (InterruptedException e) {
@@ -370,17 +395,19 @@ public final class ProducerConnection implements AutoCloseable {
                     continue;
                 }
                 delay = 0;
+                serving = current;
                 try {
                     serve(current);
                 } finally {
                     tearDown(current);
+                    serving = null;
                 }
                 if (!closed.get()) {
                     disconnections.incrementAndGet();
                 }
             }
         } catch (InterruptedException e) {
-            // close() interrupts: the session, if any, is already torn down.
+            // close() interrupts a sender that connects or waits; no session is open.
         } finally {
             dropQueued();
         }
@@ -462,12 +489,26 @@ public final class ProducerConnection implements AutoCloseable {
     }
 
     /** Sends queued messages until the session is lost or the connection closed. */
-    private void serve(Session current) throws InterruptedException {
+    private void serve(Session current) {
         while (!closed.get() && current.client.isConnected()) {
-            Outgoing message = outgoing.poll(20, TimeUnit.MILLISECONDS);
+            Outgoing message;
+            try {
+                message = outgoing.poll(20, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                // Only close() interrupts, and it set closed first.
+                continue;
+            }
             if (message != null) {
                 send(message);
             }
+        }
+    }
+
+    /** Sends what is queued, in order, while the service is connected; close() bounds the time. */
+    private void drain(Session current) {
+        Outgoing message;
+        while (current.client.isConnected() && (message = outgoing.poll()) != null) {
+            send(message);
         }
     }
 
@@ -558,17 +599,21 @@ public final class ProducerConnection implements AutoCloseable {
     /**
      * Ends a session: stops its instances (their handlers told, with nothing to wait for),
      * closes its writers, the socket, and unmaps the buffer once no writer can touch it.
+     * On close() with the service still there, the writers' last commits and everything
+     * queued before go out first.
      */
     private void tearDown(Session ending) {
         List<DataSourceInstance> stopped;
         List<TraceWriter<TracePacket>> writers = new ArrayList<>();
+        boolean graceful = closed.get() && ending.client.isConnected();
         synchronized (this) {
             if (session == ending) {
                 session = null;
             }
         }
         synchronized (ending) {
-            ending.live = false;
+            ending.live = graceful;
+            ending.closing = true;
             stopped = new ArrayList<>(ending.instances.values());
             ending.instances.clear();
             for (DataSourceInstance instance : stopped) {
@@ -591,9 +636,15 @@ public final class ProducerConnection implements AutoCloseable {
         }
         for (TraceWriter<TracePacket> writer : writers) {
             if (writer.isOpen()) {
-                writersClosedByDisconnect.incrementAndGet();
+                if (!graceful) {
+                    writersClosedByDisconnect.incrementAndGet();
+                }
                 writer.close();
             }
+        }
+        if (graceful) {
+            drain(ending);
+            ending.live = false;
         }
         ending.client.close();
         synchronized (ending) {
@@ -616,6 +667,8 @@ public final class ProducerConnection implements AutoCloseable {
         private final BoundService port;
         private final Map<Long, DataSourceInstance> instances = new HashMap<>();
         private volatile boolean live = true;
+        /** Torn down: takes no more commands, though its last messages may still go out. Guarded by this. */
+        private boolean closing;
         private SharedMemory smb;
         private SharedMemoryArbiter arbiter;
 
@@ -689,7 +742,7 @@ public final class ProducerConnection implements AutoCloseable {
         private synchronized boolean handle(byte[] bytes, int fd) {
             GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
             command.reset(MemorySegment.ofArray(bytes));
-            if (!live || command.hasError()) {
+            if (!live || closing || command.hasError()) {
                 UnixSocket.closeReceived(fd);
                 return !command.hasError();
             }

@@ -62,10 +62,11 @@ class ProducerConnectionTest {
 
         @Override
         public void onStop(DataSourceInstance instance, Runnable done) {
-            events.add("stop " + instance.id());
             if (deferStop) {
                 stopDone = done;
-            } else {
+            }
+            events.add("stop " + instance.id());
+            if (!deferStop) {
                 done.run();
             }
         }
@@ -261,6 +262,79 @@ class ProducerConnectionTest {
             recorder.stopDone.run();
             Thread.sleep(100);
             assertTrue(service.calls.stream().noneMatch(call -> call.method().equals("NotifyDataSourceStopped")));
+        }
+    }
+
+    @Test
+    void closeRightAfterAStopIsDoneStillDeliversItsCommitsAndNotification() throws Exception {
+        // The race is the sender's poll against close(): repeat it.
+        for (int round = 0; round < 20; round++) {
+            Recorder recorder = new Recorder();
+            recorder.deferStop = true;
+            try (ScriptedService service = new ScriptedService()) {
+                TraceWriter<TracePacket> writer;
+                try (ProducerConnection producer = ProducerConnection.connect(options(service))) {
+                    DataSourceInstance instance = start(service, producer, recorder, 3);
+                    writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL);
+                    writeEvents(writer, 0, 10);
+                    service.stop(3);
+                    recorder.await("stop 3");
+                    recorder.stopDone.run();
+                }
+                assertEquals(3, NotifyDataSourceStoppedRequest.parseFrom(service.next("NotifyDataSourceStopped").args())
+                        .getDataSourceId(), "round " + round);
+                assertEvents(service.packetsOf(writer.writerId()), 0, 10);
+            }
+        }
+    }
+
+    @Test
+    void closeCommitsWhatRunningWritersHoldBeforeDisconnecting() throws Exception {
+        Recorder recorder = new Recorder();
+        try (ScriptedService service = new ScriptedService()) {
+            TraceWriter<TracePacket> writer;
+            ProducerConnection.Stats stats;
+            try (ProducerConnection producer = ProducerConnection.connect(options(service))) {
+                DataSourceInstance instance = start(service, producer, recorder, 4);
+                writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL);
+                writeEvents(writer, 0, 25);
+                producer.close();
+                stats = producer.stats();
+                assertFalse(writer.isOpen());
+                assertFalse(instance.isRunning());
+            }
+            recorder.await("stop 4");
+            assertEquals(writer.writerId(), UnregisterTraceWriterRequest.parseFrom(
+                    service.next("UnregisterTraceWriter").args()).getTraceWriterId());
+            assertEvents(service.packetsOf(writer.writerId()), 0, 25);
+            assertEquals(0, stats.writersClosedByDisconnect());
+            assertEquals(0, stats.commitsDropped());
+        }
+    }
+
+    @Test
+    void closeGivesUpOnAServiceThatStopsReading() throws Exception {
+        Recorder recorder = new Recorder();
+        CompletableFuture<Void> gate = new CompletableFuture<>();
+        try (ScriptedService service = new ScriptedService()) {
+            ProducerConnection producer = ProducerConnection.connect(options(service));
+            try {
+                DataSourceInstance instance = start(service, producer, recorder, 1);
+                service.holdCommits(gate);
+                // The first commit stops the service reading; the writers' register and
+                // unregister messages behind it fill the socket until the sender blocks.
+                for (int i = 0; i < 20_000; i++) {
+                    TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.DROP);
+                    writeEvents(writer, i, 1);
+                    writer.close();
+                }
+                Thread closing = Thread.ofPlatform().start(producer::close);
+                closing.join(TimeUnit.SECONDS.toMillis(20));
+                assertFalse(closing.isAlive(), "close() waited for a service that does not read");
+            } finally {
+                gate.complete(null);
+                producer.close();
+            }
         }
     }
 

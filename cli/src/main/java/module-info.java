@@ -1,4 +1,4 @@
-/** The ffmtrace command line: record, serve, produce, heapprofd, convert, dump and demo. */
+/** The ffmtrace command line: record, serve, produce, heapprofd, convert, dump, demo and stress. */
 @SuppressWarnings("requires-automatic")
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;

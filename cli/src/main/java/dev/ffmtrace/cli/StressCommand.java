@@ -1,0 +1,174 @@
+package dev.ffmtrace.cli;
+
+import dev.ffmtrace.cli.stress.StressPacket;
+import dev.ffmtrace.cli.stress.StressRun;
+import dev.ffmtrace.cli.stress.StressVerifier;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code ffmtrace stress}: C producer processes and Java writers on platform and virtual
+ * threads write checksummed, numbered packets through their SMBs into a ring and a
+ * discard buffer while the session streams the trace into a file; with {@code --faults}
+ * C producers are killed with SIGKILL and replaced. Then every packet is accounted for,
+ * per writer ({@link StressVerifier}); the exit status is 0 only if none is unaccounted,
+ * corrupt, duplicated or out of order.
+ */
+@Command(name = "stress", mixinStandardHelpOptions = true,
+        description = "Stress the tracing machinery across processes and account for every packet.")
+final class StressCommand implements Callable<Integer> {
+    private static final Pattern DURATION = Pattern.compile("(\\d{1,9})(ms|s|m|h)");
+
+    @Option(names = "--duration", defaultValue = "60s", paramLabel = "TIME",
+            description = "How long the writers write: e.g. 500ms, 60s, 10m (default ${DEFAULT-VALUE}).")
+    String duration;
+
+    @Option(names = "--c-producers", defaultValue = "2", paramLabel = "N",
+            description = "C producer processes alive at a time (default ${DEFAULT-VALUE}).")
+    int cProducers;
+
+    @Option(names = "--c-threads", defaultValue = "2", paramLabel = "N",
+            description = "Writer threads per C producer (default ${DEFAULT-VALUE}).")
+    int cThreads;
+
+    @Option(names = "--threads", defaultValue = "2", paramLabel = "N",
+            description = "Java writers on platform threads (default ${DEFAULT-VALUE}).")
+    int threads;
+
+    @Option(names = "--virtual-threads", defaultValue = "2", paramLabel = "N",
+            description = "Java writers on virtual threads (default ${DEFAULT-VALUE}).")
+    int virtualThreads;
+
+    @Option(names = "--rate", defaultValue = "1000", paramLabel = "N",
+            description = "Packets per second per writer; 0 for as fast as it can (default ${DEFAULT-VALUE}).")
+    int rate;
+
+    @Option(names = "--sizes", defaultValue = "small:70,medium:25,large:5", paramLabel = "MIX",
+            description = "Packet size weights: small (8-48 B), medium (100-900 B), large (2-16 KiB, spanning"
+                    + " chunks with patched sizes) (default ${DEFAULT-VALUE}).")
+    String sizes;
+
+    @Option(names = "--seed", paramLabel = "N", description = "The random seed (default: a new one, printed).")
+    Long seed;
+
+    @Option(names = "--faults", description = "Kill C producers with SIGKILL at random moments, replacing each.")
+    boolean faults;
+
+    @Option(names = "--ring-kb", defaultValue = "8192", paramLabel = "KB",
+            description = "The RING_BUFFER buffer's size (default ${DEFAULT-VALUE}).")
+    long ringKb;
+
+    @Option(names = "--discard-kb", defaultValue = "4096", paramLabel = "KB",
+            description = "The DISCARD buffer's size (default ${DEFAULT-VALUE}).")
+    long discardKb;
+
+    @Option(names = "--out", paramLabel = "FILE", description = "Keep the trace in FILE (default: a temporary file,"
+            + " deleted after the run).")
+    Path out;
+
+    @Option(names = "--c-program", paramLabel = "PATH",
+            description = "The C stress producer (default: the C build's ffmtrace-stress-producer).")
+    Path cProgram;
+
+    @Override
+    public Integer call() throws Exception {
+        Duration length = parseDuration(duration);
+        StressPacket.Mix mix;
+        try {
+            mix = StressPacket.Mix.parse(sizes);
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure("--sizes " + sizes + ": " + e.getMessage(), CliFailure.USAGE);
+        }
+        if (ringKb < 4 || discardKb < 4) {
+            throw new CliFailure("--ring-kb and --discard-kb must be at least 4", CliFailure.USAGE);
+        }
+        long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
+        Path program = cProgram != null ? cProgram
+                : CProducerProcess.defaultProgram().resolveSibling("ffmtrace-stress-producer");
+        Path trace = out != null ? out : Files.createTempFile("ffmtrace-stress-", ".pftrace");
+        StressRun.Options options;
+        try {
+            options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
+                    rate, faults, ringKb, discardKb, cProducers > 0 ? program : null, trace);
+        } catch (IllegalArgumentException e) {
+            throw new CliFailure(e.getMessage(), CliFailure.USAGE);
+        }
+        if (cProducers > 0 && !Files.isExecutable(program)) {
+            throw new CliFailure("no C stress producer at " + program
+                    + " (make -C native ffmtrace-stress-producer, or --c-producers 0)", CliFailure.FAILED);
+        }
+        PrintStream stdout = System.out;
+        stdout.printf("stress: %s, seed %d, %d C producers x %d threads, %d platform and %d virtual Java writers,"
+                        + " %s packets/s per writer, sizes %s%s%n", length, runSeed, cProducers, cThreads, threads,
+                virtualThreads, rate == 0 ? "unpaced" : Integer.toString(rate), mix, faults ? ", faults on" : "");
+        StressRun.Report report;
+        try {
+            report = new StressRun(options, stdout).run();
+        } finally {
+            if (out == null) {
+                Files.deleteIfExists(trace);
+            }
+        }
+        print(report, stdout);
+        return report.result().ok() ? 0 : CliFailure.FAILED;
+    }
+
+    static Duration parseDuration(String text) throws CliFailure {
+        Matcher matcher = DURATION.matcher(text.trim());
+        if (!matcher.matches()) {
+            throw new CliFailure("--duration " + text + ": expected a number and ms, s, m or h", CliFailure.USAGE);
+        }
+        long value = Long.parseLong(matcher.group(1));
+        Duration length = switch (matcher.group(2)) {
+            case "ms" -> Duration.ofMillis(value);
+            case "s" -> Duration.ofSeconds(value);
+            case "m" -> Duration.ofMinutes(value);
+            default -> Duration.ofHours(value);
+        };
+        if (length.isZero()) {
+            throw new CliFailure("--duration must be positive", CliFailure.USAGE);
+        }
+        return length;
+    }
+
+    private static void print(StressRun.Report report, PrintStream out) {
+        StressVerifier.Result result = report.result();
+        out.printf("%-8s %-7s %10s %10s %9s %9s %9s %11s %7s %5s %s%n", "writer", "buffer", "attempted", "read",
+                "lost:flag", "lost:kill", "lost:disc", "unaccounted", "corrupt", "order", "last");
+        for (StressVerifier.Account account : result.accounts()) {
+            StressVerifier.Writer writer = account.writer();
+            out.printf("%-8s %-7s %10d %10d %9d %9d %9d %11d %7d %5d %s%s%n", writer.name(),
+                    writer.buffer() == 0 ? "ring" : "discard", writer.attempted(), account.read(),
+                    account.lostFlagged(), account.lostAtKill(), account.lostDiscarded(), account.unaccounted(),
+                    account.corrupt(), account.outOfOrder() + account.crossedSequences(),
+                    account.sawLast() ? "yes" : writer.killed() ? "killed" : "no",
+                    account.examples().isEmpty() ? "" : "  " + String.join("; ", account.examples()));
+        }
+        for (String example : result.strangerExamples()) {
+            out.println("stress: " + example);
+        }
+        for (int i = 0; i < result.buffers().size(); i++) {
+            StressVerifier.BufferCounters buffer = result.buffers().get(i);
+            out.printf("buffer %d: %d chunks written, %d overwritten, %d discarded, %d ABI violations,"
+                            + " %d patches failed, %d writer packet losses%n", i, buffer.chunksWritten(),
+                    buffer.chunksOverwritten(), buffer.chunksDiscarded(), buffer.abiViolations(),
+                    buffer.patchesFailed(), buffer.traceWriterPacketLoss());
+        }
+        out.printf("service: %d invalid packets, %d chunks discarded (producers gone), %d violations counted%n",
+                result.invalidPackets(), result.serviceChunksDiscarded(), report.serviceViolations());
+        out.printf("stress: %d writers (%d Java, %d C processes of which %d killed) in %.1f s: %d packets attempted,"
+                        + " %d read intact, %d lost and accounted, %d unaccounted, %d strangers%n",
+                result.accounts().size(), report.javaWriters(), report.cProcesses(), report.killed(),
+                report.elapsed().toMillis() / 1000.0, result.attempted(), result.read(), result.lost(),
+                result.unaccounted(), result.strangers());
+        out.println(result.ok() ? "stress: PASS, every packet accounted for" : "stress: FAIL");
+    }
+}

@@ -1,0 +1,245 @@
+package dev.ffmtrace.cli.stress;
+
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.InvalidConfigException;
+import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.ProducerPort;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLongArray;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * One stress run: a service with a RING_BUFFER and a DISCARD buffer, a session that
+ * writes its trace into a file while it runs, Java writers on platform and virtual
+ * threads of a producer in this process, and C stress producer processes connected
+ * through Perfetto's producer IPC; with faults, C producers are killed with SIGKILL at
+ * random moments and replaced. At the end the session stops (the C producers write their
+ * last packets), and {@link StressVerifier} accounts for every packet in the file.
+ *
+ * <p>Writers alternate between the two buffers, and between {@code STALL} and
+ * {@code DROP} when their chunks run out.
+ */
+public final class StressRun {
+    public static final String RING_SOURCE = "ffmtrace.stress.ring";
+    public static final String DISCARD_SOURCE = "ffmtrace.stress.discard";
+    static final int RING_BUFFER = 0;
+    static final int DISCARD_BUFFER = 1;
+    /** The Java writers' producer number in the packets; C producers count from 1. */
+    static final int JAVA_PRODUCER = 0;
+    private static final long STOP_TIMEOUT_SECONDS = 20;
+
+    /**
+     * @param cProducers      C producer processes alive at any time
+     * @param cThreads        writer threads in each C producer
+     * @param javaThreads     Java writers on platform threads
+     * @param virtualThreads  Java writers on virtual threads
+     * @param rate            packets per second per writer (0: as fast as it can)
+     * @param faults          kill C producers with SIGKILL at random moments, replacing each
+     * @param cProgram        the C stress producer; needed when {@code cProducers > 0}
+     * @param trace           where the session writes the trace
+     */
+    public record Options(int cProducers, int cThreads, int javaThreads, int virtualThreads, Duration duration,
+                          StressPacket.Mix mix, long seed, int rate, boolean faults, long ringKb, long discardKb,
+                          Path cProgram, Path trace) {
+        public Options {
+            Objects.requireNonNull(duration, "duration");
+            Objects.requireNonNull(mix, "mix");
+            Objects.requireNonNull(trace, "trace");
+            if (cProducers < 0 || cThreads < 1 || javaThreads < 0 || virtualThreads < 0 || rate < 0) {
+                throw new IllegalArgumentException("counts and rates cannot be negative, C threads at least 1");
+            }
+            if (cProducers + javaThreads + virtualThreads == 0) {
+                throw new IllegalArgumentException("nothing would write: give C producers or Java threads");
+            }
+            if (faults && cProducers == 0) {
+                throw new IllegalArgumentException("faults kill C producers: give at least one");
+            }
+            if (cProducers > 0 && cProgram == null) {
+                throw new IllegalArgumentException("C producers need the C stress producer program");
+            }
+        }
+    }
+
+    /** What the run did, and the verifier's verdict. */
+    public record Report(StressVerifier.Result result, int javaWriters, int cProcesses, int killed,
+                         long serviceViolations, Duration elapsed) {
+    }
+
+    private final Options options;
+    private final PrintStream log;
+    private final SplittableRandom random;
+    private final AtomicBoolean stopWriters = new AtomicBoolean();
+
+    public StressRun(Options options, PrintStream log) {
+        this.options = options;
+        this.log = log;
+        this.random = new SplittableRandom(options.seed());
+    }
+
+    public Report run() throws IOException, InterruptedException, InvalidConfigException {
+        long started = System.nanoTime();
+        SessionConfig config = SessionConfig.builder()
+                .buffer("ring", options.ringKb(), OverwritePolicy.RING_BUFFER)
+                .buffer("discard", options.discardKb(), OverwritePolicy.DISCARD)
+                .dataSource(RING_SOURCE, "ring")
+                .dataSource(DISCARD_SOURCE, "discard")
+                .flushPeriodMs(1000)
+                .writeIntoFile(SessionConfig.MIN_FILE_WRITE_PERIOD_MS * 2, 0)
+                .build();
+        List<StressVerifier.Writer> writers = new ArrayList<>();
+        List<CStressProducer> processes = new ArrayList<>();
+        int killed = 0;
+        long serviceViolations;
+        int javaWriters = options.javaThreads() + options.virtualThreads();
+        ProducerPort port = null;
+        try (TracingService service = new TracingService();
+             FileChannel output = FileChannel.open(options.trace(), StandardOpenOption.CREATE,
+                     StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
+            port = ProducerPort.listen(service, UnixAddress.abstractName(
+                    "ffmtrace-stress-" + ProcessHandle.current().pid() + "-" + System.nanoTime()));
+            Producer javaProducer = service.connectProducer(ProducerOptions.of("ffmtrace-stress-java")
+                    .withSmbSize(ProducerOptions.MAX_SMB_SIZE / 8));
+            DataSource[] sources = {javaProducer.registerDataSource(RING_SOURCE),
+                    javaProducer.registerDataSource(DISCARD_SOURCE)};
+            TracingSession session = service.startSession(config, output);
+            AtomicLongArray javaLedger = new AtomicLongArray(javaWriters);
+            List<Thread> threads = new ArrayList<>();
+            for (int i = 0; i < javaWriters; i++) {
+                int index = i;
+                int buffer = i % 2;
+                BufferExhaustedPolicy policy = (i / 2) % 2 == 0 ? BufferExhaustedPolicy.STALL : BufferExhaustedPolicy.DROP;
+                TraceWriter<TracePacket> writer = sources[buffer].newTraceWriter(policy);
+                Runnable loop = () -> writeLoop(writer, index, javaLedger);
+                threads.add(i < options.javaThreads()
+                        ? Thread.ofPlatform().name("stress writer " + i).start(loop)
+                        : Thread.ofVirtual().name("stress writer " + i).start(loop));
+                writers.add(null);
+            }
+            int nextProducer = 1;
+            for (int i = 0; i < options.cProducers(); i++) {
+                processes.add(startC(port, nextProducer++));
+            }
+            long deadline = started + options.duration().toNanos();
+            while (System.nanoTime() < deadline) {
+                long pause = options.faults()
+                        ? Math.max(1, Math.min(deadline - System.nanoTime(), nextFaultDelayNanos()))
+                        : deadline - System.nanoTime();
+                TimeUnit.NANOSECONDS.sleep(Math.max(0, pause));
+                if (options.faults() && System.nanoTime() < deadline) {
+                    CStressProducer victim = pickLive(processes);
+                    if (victim != null) {
+                        victim.kill();
+                        killed++;
+                        processes.add(startC(port, nextProducer++));
+                    }
+                }
+            }
+            stopWriters.set(true);
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            session.stop();
+            if (!session.completion().isDone()) {
+                session.completion().orTimeout(STOP_TIMEOUT_SECONDS, TimeUnit.SECONDS).join();
+            }
+            serviceViolations = port.violations() + port.abiViolations() + javaProducer.abiViolations();
+            // The C producers exit when their service hangs up.
+            port.close();
+            for (CStressProducer process : processes) {
+                process.awaitExit();
+            }
+            for (int i = 0; i < javaWriters; i++) {
+                writers.set(i, new StressVerifier.Writer(JAVA_PRODUCER, i, i % 2, javaLedger.get(i), false));
+            }
+            for (CStressProducer process : processes) {
+                writers.addAll(process.writers());
+            }
+            session.close();
+        } finally {
+            if (port != null) {
+                port.close();
+            }
+            for (CStressProducer process : processes) {
+                process.close();
+            }
+        }
+        StressVerifier.Result result = StressVerifier.verify(options.trace(), writers);
+        return new Report(result, javaWriters, processes.size(), killed, serviceViolations,
+                Duration.ofNanos(System.nanoTime() - started));
+    }
+
+    private void writeLoop(TraceWriter<TracePacket> writer, int index, AtomicLongArray ledger) {
+        StressPacket.Generator generator = new StressPacket.Generator(JAVA_PRODUCER, index, options.mix(),
+                options.seed());
+        long start = System.nanoTime();
+        long counter = 0;
+        try (writer) {
+            while (!stopWriters.get()) {
+                pace(start, counter);
+                generator.write(writer.newTracePacket(), counter, Os.clockNanos(Os.CLOCK_BOOTTIME), false);
+                writer.finishTracePacket();
+                ledger.lazySet(index, ++counter);
+            }
+            generator.write(writer.newTracePacket(), counter, Os.clockNanos(Os.CLOCK_BOOTTIME), true);
+            writer.finishTracePacket();
+            ledger.set(index, ++counter);
+        }
+    }
+
+    /** Sleeps until packet {@code counter} is due at the run's rate. */
+    private void pace(long start, long counter) {
+        if (options.rate() == 0) {
+            return;
+        }
+        long due = start + counter * 1_000_000_000L / options.rate();
+        long early = due - System.nanoTime();
+        if (early > 0) {
+            LockSupport.parkNanos(early);
+        }
+    }
+
+    /** Faults come on average twice per C producer over the run. */
+    private long nextFaultDelayNanos() {
+        long mean = Math.max(TimeUnit.MILLISECONDS.toNanos(200), options.duration().toNanos() / (2L * options.cProducers() + 1));
+        return (long) (-Math.log(1 - random.nextDouble()) * mean);
+    }
+
+    private CStressProducer pickLive(List<CStressProducer> processes) {
+        List<CStressProducer> live = processes.stream().filter(CStressProducer::isAlive).toList();
+        return live.isEmpty() ? null : live.get(random.nextInt(live.size()));
+    }
+
+    private CStressProducer startC(ProducerPort port, int producer) throws IOException {
+        int buffer = producer % 2 == 1 ? RING_BUFFER : DISCARD_BUFFER;
+        String policy = (producer / 2) % 2 == 0 ? "stall" : "drop";
+        return CStressProducer.start(options.cProgram(), port.address(), producer, buffer,
+                buffer == RING_BUFFER ? RING_SOURCE : DISCARD_SOURCE, options.cThreads(), options.rate(),
+                options.mix(), options.seed(), policy, log);
+    }
+
+    static Path defaultTrace() throws IOException {
+        return Files.createTempFile("ffmtrace-stress-", ".pftrace");
+    }
+}

@@ -1,0 +1,66 @@
+package dev.ffmtrace.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import perfetto.protos.TraceOuterClass;
+import perfetto.protos.TracePacketOuterClass;
+
+/** {@code stress}: a short run passes, its report agrees with its trace, bad options fail in one line. */
+class StressCommandTest {
+    private static final Pattern TOTALS = Pattern.compile(
+            "(\\d+) packets attempted, (\\d+) read intact, (\\d+) lost and accounted, (\\d+) unaccounted, (\\d+) strangers");
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void javaWritersOnlyPassAndTheReportMatchesTheTrace() throws Exception {
+        Path trace = dir.resolve("stress.pftrace");
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "2s", "--c-producers", "0",
+                "--threads", "2", "--virtual-threads", "2", "--seed", "7", "--discard-kb", "512",
+                "--out", trace.toString());
+        assertEquals(0, run.exit(), run.out() + run.err());
+        assertTrue(run.out().contains("stress: PASS, every packet accounted for"), run.out());
+        Matcher totals = TOTALS.matcher(run.out());
+        assertTrue(totals.find(), run.out());
+        long attempted = Long.parseLong(totals.group(1));
+        long read = Long.parseLong(totals.group(2));
+        long lost = Long.parseLong(totals.group(3));
+        assertEquals(attempted, read + lost);
+        assertTrue(lost > 0, "a 512 KiB discard buffer fills in two seconds: " + run.out());
+
+        // protobuf-java, not the verifier's decoder, counts the stress packets in the file.
+        long stressPackets = 0;
+        try (InputStream in = Files.newInputStream(trace)) {
+            for (TracePacketOuterClass.TracePacket packet : TraceOuterClass.Trace.parseFrom(in).getPacketList()) {
+                if (packet.hasForTesting()) {
+                    stressPackets++;
+                }
+            }
+        }
+        assertEquals(read, stressPackets);
+    }
+
+    @Test
+    void badOptionsFailInOneLine() {
+        ConvertAndDumpTest.Run duration = ConvertAndDumpTest.run("stress", "--duration", "5x");
+        assertEquals(CliFailure.USAGE, duration.exit());
+        assertEquals("ffmtrace stress: --duration 5x: expected a number and ms, s, m or h", duration.err().strip());
+
+        ConvertAndDumpTest.Run faults = ConvertAndDumpTest.run("stress", "--faults", "--c-producers", "0");
+        assertEquals(CliFailure.USAGE, faults.exit());
+        assertEquals("ffmtrace stress: faults kill C producers: give at least one", faults.err().strip());
+
+        ConvertAndDumpTest.Run sizes = ConvertAndDumpTest.run("stress", "--sizes", "huge:3");
+        assertEquals(CliFailure.USAGE, sizes.exit());
+        assertEquals("ffmtrace stress: --sizes huge:3: no size class \"huge\" (small, medium, large)", sizes.err().strip());
+    }
+}

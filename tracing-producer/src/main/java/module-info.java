@@ -9,7 +9,9 @@ module dev.ffmtrace.tracing.producer {
 
     exports dev.ffmtrace.tracing.smb;
     exports dev.ffmtrace.tracing.producer;
-    // The SMB's layout and chunk state machine: for the service that reads it and the
-    // buffer that stores its chunks, not for applications.
-    exports dev.ffmtrace.tracing.smb.abi to dev.ffmtrace.tracing.buffer, dev.ffmtrace.tracing.service;
+    // The SMB's layout and chunk state machine: for the service that reads it, the
+    // buffer that stores its chunks and the stress suite's hostile producer, not for
+    // applications.
+    exports dev.ffmtrace.tracing.smb.abi to dev.ffmtrace.tracing.buffer, dev.ffmtrace.tracing.service,
+            dev.ffmtrace.cli;
 }

@@ -59,7 +59,8 @@ final class StressCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "N", description = "The random seed (default: a new one, printed).")
     Long seed;
 
-    @Option(names = "--faults", description = "Kill C producers with SIGKILL at random moments, replacing each.")
+    @Option(names = "--faults", description = "Kill C producers with SIGKILL at random moments, replacing each, and"
+            + " run a hostile producer that rewrites its SMB, commits garbage and tries to resize the sealed memfd.")
     boolean faults;
 
     @Option(names = "--ring-kb", defaultValue = "8192", paramLabel = "KB",
@@ -97,7 +98,8 @@ final class StressCommand implements Callable<Integer> {
         StressRun.Options options;
         try {
             options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
-                    rate, faults, ringKb, discardKb, cProducers > 0 ? program : null, trace);
+                    rate, faults, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
+                    trace);
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage(), CliFailure.USAGE);
         }
@@ -106,8 +108,8 @@ final class StressCommand implements Callable<Integer> {
                     + " (make -C native ffmtrace-stress-producer, or --c-producers 0)", CliFailure.FAILED);
         }
         PrintStream stdout = System.out;
-        stdout.printf("stress: %s, seed %d, %d C producers x %d threads, %d platform and %d virtual Java writers,"
-                        + " %s packets/s per writer, sizes %s%s%n", length, runSeed, cProducers, cThreads, threads,
+        stdout.printf("stress: %.1f s, seed %d, %d C producers x %d threads, %d platform and %d virtual Java writers,"
+                        + " %s packets/s per writer, sizes %s%s%n", length.toMillis() / 1000.0, runSeed, cProducers, cThreads, threads,
                 virtualThreads, rate == 0 ? "unpaced" : Integer.toString(rate), mix, faults ? ", faults on" : "");
         StressRun.Report report;
         try {
@@ -118,7 +120,7 @@ final class StressCommand implements Callable<Integer> {
             }
         }
         print(report, stdout);
-        return report.result().ok() ? 0 : CliFailure.FAILED;
+        return report.ok() ? 0 : CliFailure.FAILED;
     }
 
     static Duration parseDuration(String text) throws CliFailure {
@@ -164,11 +166,16 @@ final class StressCommand implements Callable<Integer> {
         }
         out.printf("service: %d invalid packets, %d chunks discarded (producers gone), %d violations counted%n",
                 result.invalidPackets(), result.serviceChunksDiscarded(), report.serviceViolations());
+        if (!report.hostile().isEmpty()) {
+            out.printf("hostile producer: %s (commits, SMB rewrites, resize attempts, resizes refused); %d of its"
+                    + " packets in the trace, not verified%s%n", report.hostile(), result.hostilePackets(),
+                    report.hostileResizesAllRefused() ? "" : "; A RESIZE OF THE SEALED SMB SUCCEEDED");
+        }
         out.printf("stress: %d writers (%d Java, %d C processes of which %d killed) in %.1f s: %d packets attempted,"
                         + " %d read intact, %d lost and accounted, %d unaccounted, %d strangers%n",
                 result.accounts().size(), report.javaWriters(), report.cProcesses(), report.killed(),
                 report.elapsed().toMillis() / 1000.0, result.attempted(), result.read(), result.lost(),
                 result.unaccounted(), result.strangers());
-        out.println(result.ok() ? "stress: PASS, every packet accounted for" : "stress: FAIL");
+        out.println(report.ok() ? "stress: PASS, every packet accounted for" : "stress: FAIL");
     }
 }

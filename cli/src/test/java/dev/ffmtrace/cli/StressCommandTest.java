@@ -50,14 +50,31 @@ class StressCommandTest {
     }
 
     @Test
+    void withFaultsAHostileProducerAttacksAndTheOthersLoseNothingUncounted() {
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "4s", "--c-producers", "0",
+                "--threads", "1", "--virtual-threads", "1", "--seed", "5", "--faults");
+        assertEquals(0, run.exit(), run.out() + run.err());
+        assertTrue(run.out().contains("stress: PASS, every packet accounted for"), run.out());
+        Matcher hostile = Pattern.compile("hostile producer: H (\\d+) (\\d+) (\\d+) (\\d+) ").matcher(run.out());
+        assertTrue(hostile.find(), run.out());
+        assertTrue(Long.parseLong(hostile.group(1)) > 100, "garbage commits sent: " + run.out());
+        assertTrue(Long.parseLong(hostile.group(3)) > 0, "resize attempts: " + run.out());
+        assertEquals(hostile.group(3), hostile.group(4), "every resize of the sealed SMB refused");
+        Matcher violations = Pattern.compile("(\\d+) violations counted").matcher(run.out());
+        assertTrue(violations.find() && Long.parseLong(violations.group(1)) > 0, "the service counted the attack: "
+                + run.out());
+    }
+
+    @Test
     void badOptionsFailInOneLine() {
         ConvertAndDumpTest.Run duration = ConvertAndDumpTest.run("stress", "--duration", "5x");
         assertEquals(CliFailure.USAGE, duration.exit());
         assertEquals("ffmtrace stress: --duration 5x: expected a number and ms, s, m or h", duration.err().strip());
 
-        ConvertAndDumpTest.Run faults = ConvertAndDumpTest.run("stress", "--faults", "--c-producers", "0");
-        assertEquals(CliFailure.USAGE, faults.exit());
-        assertEquals("ffmtrace stress: faults kill C producers: give at least one", faults.err().strip());
+        ConvertAndDumpTest.Run nothing = ConvertAndDumpTest.run("stress", "--c-producers", "0", "--threads", "0",
+                "--virtual-threads", "0");
+        assertEquals(CliFailure.USAGE, nothing.exit());
+        assertEquals("ffmtrace stress: nothing would write: give C producers or Java threads", nothing.err().strip());
 
         ConvertAndDumpTest.Run sizes = ConvertAndDumpTest.run("stress", "--sizes", "huge:3");
         assertEquals(CliFailure.USAGE, sizes.exit());

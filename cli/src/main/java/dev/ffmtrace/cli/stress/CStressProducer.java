@@ -69,7 +69,7 @@ final class CStressProducer implements AutoCloseable {
         }
     }
 
-    private static CompletableFuture<String> readAll(InputStream stream) {
+    static CompletableFuture<String> readAll(InputStream stream) {
         CompletableFuture<String> text = new CompletableFuture<>();
         Thread.ofVirtual().name("stress producer output").start(() -> {
             try (stream) {

@@ -24,6 +24,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -56,13 +57,16 @@ public final class StressRun {
      * @param javaThreads     Java writers on platform threads
      * @param virtualThreads  Java writers on virtual threads
      * @param rate            packets per second per writer (0: as fast as it can)
-     * @param faults          kill C producers with SIGKILL at random moments, replacing each
+     * @param faults          kill C producers with SIGKILL at random moments, replacing each,
+     *                        and run a hostile producer
      * @param cProgram        the C stress producer; needed when {@code cProducers > 0}
+     * @param hostileCommand  the command that runs {@code ffmtrace} (the hostile peer is its
+     *                        {@code stress-hostile}); with faults, null for no hostile peer
      * @param trace           where the session writes the trace
      */
     public record Options(int cProducers, int cThreads, int javaThreads, int virtualThreads, Duration duration,
                           StressPacket.Mix mix, long seed, int rate, boolean faults, long ringKb, long discardKb,
-                          Path cProgram, Path trace) {
+                          Path cProgram, List<String> hostileCommand, Path trace) {
         public Options {
             Objects.requireNonNull(duration, "duration");
             Objects.requireNonNull(mix, "mix");
@@ -73,18 +77,28 @@ public final class StressRun {
             if (cProducers + javaThreads + virtualThreads == 0) {
                 throw new IllegalArgumentException("nothing would write: give C producers or Java threads");
             }
-            if (faults && cProducers == 0) {
-                throw new IllegalArgumentException("faults kill C producers: give at least one");
-            }
             if (cProducers > 0 && cProgram == null) {
                 throw new IllegalArgumentException("C producers need the C stress producer program");
             }
         }
     }
 
-    /** What the run did, and the verifier's verdict. */
+    /**
+     * What the run did, and the verifier's verdict. {@code hostile} is the hostile peer's
+     * summary ({@code H <commits> <rewrites> <resize attempts> <resizes refused>}), empty
+     * without one.
+     */
     public record Report(StressVerifier.Result result, int javaWriters, int cProcesses, int killed,
-                         long serviceViolations, Duration elapsed) {
+                         long serviceViolations, String hostile, Duration elapsed) {
+        /** The verdict: every packet accounted for, and the sealed SMB never resized. */
+        public boolean ok() {
+            return result.ok() && hostileResizesAllRefused();
+        }
+
+        public boolean hostileResizesAllRefused() {
+            String[] fields = hostile.split(" ");
+            return hostile.isEmpty() || (fields.length == 5 && fields[3].equals(fields[4]));
+        }
     }
 
     private final Options options;
@@ -112,6 +126,8 @@ public final class StressRun {
         List<CStressProducer> processes = new ArrayList<>();
         int killed = 0;
         long serviceViolations;
+        Process hostile = null;
+        java.util.concurrent.CompletableFuture<String> hostileOutput = null;
         int javaWriters = options.javaThreads() + options.virtualThreads();
         ProducerPort port = null;
         try (TracingService service = new TracingService();
@@ -141,13 +157,22 @@ public final class StressRun {
             for (int i = 0; i < options.cProducers(); i++) {
                 processes.add(startC(port, nextProducer++));
             }
+            if (options.faults() && options.hostileCommand() != null) {
+                List<String> command = new ArrayList<>(options.hostileCommand());
+                command.addAll(List.of("stress-hostile", "@" + port.address().name(),
+                        "--seed", Long.toString(options.seed())));
+                hostile = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                hostile.getOutputStream().close();
+                hostileOutput = CStressProducer.readAll(hostile.getInputStream());
+                log.printf("stress: hostile producer (pid %d) rewrites its SMB and commits garbage%n", hostile.pid());
+            }
             long deadline = started + options.duration().toNanos();
             while (System.nanoTime() < deadline) {
-                long pause = options.faults()
+                long pause = options.faults() && options.cProducers() > 0
                         ? Math.max(1, Math.min(deadline - System.nanoTime(), nextFaultDelayNanos()))
                         : deadline - System.nanoTime();
                 TimeUnit.NANOSECONDS.sleep(Math.max(0, pause));
-                if (options.faults() && System.nanoTime() < deadline) {
+                if (options.faults() && options.cProducers() > 0 && System.nanoTime() < deadline) {
                     CStressProducer victim = pickLive(processes);
                     if (victim != null) {
                         victim.kill();
@@ -170,6 +195,9 @@ public final class StressRun {
             for (CStressProducer process : processes) {
                 process.awaitExit();
             }
+            if (hostile != null && !hostile.waitFor(STOP_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+                hostile.destroyForcibly();
+            }
             for (int i = 0; i < javaWriters; i++) {
                 writers.set(i, new StressVerifier.Writer(JAVA_PRODUCER, i, i % 2, javaLedger.get(i), false));
             }
@@ -184,9 +212,17 @@ public final class StressRun {
             for (CStressProducer process : processes) {
                 process.close();
             }
+            if (hostile != null) {
+                hostile.destroyForcibly();
+            }
         }
-        StressVerifier.Result result = StressVerifier.verify(options.trace(), writers);
-        return new Report(result, javaWriters, processes.size(), killed, serviceViolations,
+        StressVerifier.Result result = StressVerifier.verify(options.trace(), writers,
+                hostile == null ? Set.of() : Set.of((int) hostile.pid()));
+        String hostileSummary = hostileOutput == null ? "" : hostileOutput.join().strip();
+        if (hostile != null && hostileSummary.isEmpty()) {
+            hostileSummary = "H 0 0 0 0 (the hostile producer reported nothing, exit " + hostile.exitValue() + ")";
+        }
+        return new Report(result, javaWriters, processes.size(), killed, serviceViolations, hostileSummary,
                 Duration.ofNanos(System.nanoTime() - started));
     }
 

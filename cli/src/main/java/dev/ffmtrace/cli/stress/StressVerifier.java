@@ -17,14 +17,16 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Reads a stress run's trace and accounts for every packet of every writer: read intact
  * exactly once and in order, or lost where the trace says so. A gap in a writer's
  * counters is accounted when the packet after it carries {@code previous_packet_dropped}
  * (the service or the writer saw the loss); packets missing after the last one read are
- * accounted when the writer's process was killed, or when its buffer discards and its
- * stats count discarded chunks. Anything else is unaccounted; a packet whose checksum or
+ * accounted when the writer's process was killed, or when it writes into the DISCARD
+ * buffer ({@link StressRun#DISCARD_BUFFER}), whose stats count discarded chunks (once
+ * full, it refuses every later chunk). Anything else is unaccounted; a packet whose checksum or
  * encoding is wrong is corrupt; one at or below a counter already read is a duplicate or
  * out of order. The trace's last {@code trace_stats} gives the buffers' counters.
  */
@@ -128,8 +130,9 @@ public final class StressVerifier {
      * The verdict: each writer's account, the stress packets of no known writer (or whose
      * identity does not parse), the buffers' counters and the service's.
      */
-    public record Result(List<Account> accounts, long strangers, List<String> strangerExamples, List<BufferCounters> buffers, long invalidPackets,
-                         long serviceChunksDiscarded, long packets) {
+    public record Result(List<Account> accounts, long strangers, List<String> strangerExamples,
+                         List<BufferCounters> buffers, long invalidPackets, long serviceChunksDiscarded, long packets,
+                         long hostilePackets) {
         public long read() {
             return accounts.stream().mapToLong(Account::read).sum();
         }
@@ -161,8 +164,11 @@ public final class StressVerifier {
     private long serviceChunksDiscarded;
     private final TestEvent.Decoder event = new TestEvent.Decoder();
     private final TraceStats.Decoder stats = new TraceStats.Decoder();
+    private final Set<Integer> hostilePids;
+    private long hostilePackets;
 
-    private StressVerifier(List<Writer> writers) {
+    private StressVerifier(List<Writer> writers, Set<Integer> hostilePids) {
+        this.hostilePids = hostilePids;
         for (Writer writer : writers) {
             Account account = new Account(writer);
             if (accounts.putIfAbsent(writer.name(), account) != null) {
@@ -172,9 +178,13 @@ public final class StressVerifier {
         }
     }
 
-    /** Verifies the trace in {@code file} against what {@code writers} attempted. */
-    public static Result verify(Path file, List<Writer> writers) throws IOException {
-        StressVerifier verifier = new StressVerifier(writers);
+    /**
+     * Verifies the trace in {@code file} against what {@code writers} attempted; packets
+     * the service stamped with a pid in {@code hostilePids} are a hostile producer's
+     * garbage, counted apart and not verified.
+     */
+    public static Result verify(Path file, List<Writer> writers, Set<Integer> hostilePids) throws IOException {
+        StressVerifier verifier = new StressVerifier(writers, hostilePids);
         try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ);
              Arena arena = Arena.ofConfined()) {
             if (channel.size() > 0) {
@@ -186,7 +196,7 @@ public final class StressVerifier {
 
     /** Verifies a trace held in memory. */
     public static Result verify(MemorySegment trace, List<Writer> writers) {
-        StressVerifier verifier = new StressVerifier(writers);
+        StressVerifier verifier = new StressVerifier(writers, Set.of());
         verifier.readTrace(trace);
         return verifier.finish();
     }
@@ -208,7 +218,9 @@ public final class StressVerifier {
             if (packet.has(TracePacket.TRACE_STATS_FIELD_NUMBER)) {
                 readStats(packet.field(TracePacket.TRACE_STATS_FIELD_NUMBER));
             }
-            if (packet.has(TracePacket.FOR_TESTING_FIELD_NUMBER)) {
+            if (packet.has(TracePacket.TRUSTED_PID_FIELD_NUMBER) && hostilePids.contains(packet.trustedPid())) {
+                hostilePackets++;
+            } else if (packet.has(TracePacket.FOR_TESTING_FIELD_NUMBER)) {
                 readStressPacket(packet);
             }
         }
@@ -353,7 +365,7 @@ public final class StressVerifier {
             BufferCounters buffer = writer.buffer() < buffers.size() ? buffers.get(writer.buffer()) : null;
             if (writer.killed()) {
                 account.lostAtKill += tail;
-            } else if (buffer != null && buffer.chunksDiscarded() > 0) {
+            } else if (writer.buffer() == StressRun.DISCARD_BUFFER && buffer != null && buffer.chunksDiscarded() > 0) {
                 account.lostDiscarded += tail;
             } else {
                 account.unaccounted += tail;
@@ -361,6 +373,6 @@ public final class StressVerifier {
             }
         }
         return new Result(List.copyOf(ordered), strangers, List.copyOf(strangerExamples),
-                buffers, invalidPackets, serviceChunksDiscarded, packets);
+                buffers, invalidPackets, serviceChunksDiscarded, packets, hostilePackets);
     }
 }

@@ -27,8 +27,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A hostile producer, run as a process of its own by {@code stress --faults}: it joins the
- * service through Perfetto's producer IPC like any producer, registers the stress data
- * sources, and once started attacks what it was given. One thread rewrites its SMB at
+ * service through Perfetto's producer IPC like any producer, registers its data source
+ * ({@link StressRun#HOSTILE_SOURCE}, which has a buffer of its own), and once started
+ * attacks what it was given, and the other producers' buffers by their ids. One thread rewrites its SMB at
  * random while chunks in it are in use (page headers, chunk headers, fragments); another
  * takes chunks the ABI's way, fills them with garbage and commits them, with patches at
  * random offsets and commits of pages and buffers that do not exist. It also tries to
@@ -66,11 +67,9 @@ public final class HostilePeer {
             init.get().setProducerName("ffmtrace-stress-hostile");
             client.invoke(port, "InitializeConnection", init.toByteArray()).get(HANDSHAKE_SECONDS, TimeUnit.SECONDS);
             client.invoke(port, "GetAsyncCommand", new byte[0], -1, this::onCommand);
-            for (String source : new String[] {StressRun.RING_SOURCE, StressRun.DISCARD_SOURCE}) {
-                HeapBuffered<RegisterDataSourceRequest> register = new HeapBuffered<>(RegisterDataSourceRequest.FACTORY);
-                register.get().setDataSourceDescriptor().setName(source);
-                client.invokeDropReply(port, "RegisterDataSource", register.toByteArray());
-            }
+            HeapBuffered<RegisterDataSourceRequest> register = new HeapBuffered<>(RegisterDataSourceRequest.FACTORY);
+            register.get().setDataSourceDescriptor().setName(StressRun.HOSTILE_SOURCE);
+            client.invokeDropReply(port, "RegisterDataSource", register.toByteArray());
             Thread rewriter = Thread.ofPlatform().name("hostile rewriter").start(() -> rewrite(client));
             SplittableRandom commitRandom = random.split();
             while (client.isConnected()) {
@@ -153,11 +152,11 @@ public final class HostilePeer {
             CommitDataRequest.ChunksToMove move = commit.get().addChunksToMove();
             move.setPage(random.nextInt(pages * 2 + 1));
             move.setChunk(random.nextInt(20));
-            move.setTargetBuffer(random.nextInt(4) == 0 ? random.nextInt() : target);
+            move.setTargetBuffer(otherTarget(random, target));
         }
         for (int i = random.nextInt(3); i > 0; i--) {
             CommitDataRequest.ChunkToPatch patch = commit.get().addChunksToPatch();
-            patch.setTargetBuffer(target);
+            patch.setTargetBuffer(otherTarget(random, target));
             patch.setWriterId(1 + random.nextInt(1024));
             patch.setChunkId(random.nextInt());
             CommitDataRequest.ChunkToPatch.Patch one = patch.addPatches();
@@ -168,6 +167,18 @@ public final class HostilePeer {
             patch.setHasMorePatches(random.nextBoolean());
         }
         return commit.toByteArray();
+    }
+
+    /**
+     * Mostly its own buffer; else a small id, likely another producer's buffer, which the
+     * service must refuse since no session granted it to this producer; else any id.
+     */
+    private static int otherTarget(SplittableRandom random, int own) {
+        return switch (random.nextInt(4)) {
+            case 0 -> random.nextInt(8);
+            case 1 -> random.nextInt();
+            default -> own;
+        };
     }
 
     /** Rewrites random bytes of the SMB, now and then a whole page header, while the service reads it. */

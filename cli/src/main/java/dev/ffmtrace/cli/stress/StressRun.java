@@ -32,7 +32,8 @@ import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * One stress run: a service with a RING_BUFFER and a DISCARD buffer, a session that
+ * One stress run: a service with a RING_BUFFER and a DISCARD buffer (and one for the
+ * hostile producer's data source), a session that
  * writes its trace into a file while it runs, Java writers on platform and virtual
  * threads of a producer in this process, and C stress producer processes connected
  * through Perfetto's producer IPC; with faults, C producers are killed with SIGKILL at
@@ -45,6 +46,8 @@ import java.util.concurrent.locks.LockSupport;
 public final class StressRun {
     public static final String RING_SOURCE = "ffmtrace.stress.ring";
     public static final String DISCARD_SOURCE = "ffmtrace.stress.discard";
+    /** The hostile producer's data source, with a buffer of its own: what it floods is its own. */
+    public static final String HOSTILE_SOURCE = "ffmtrace.stress.hostile";
     static final int RING_BUFFER = 0;
     static final int DISCARD_BUFFER = 1;
     /** The Java writers' producer number in the packets; C producers count from 1. */
@@ -117,8 +120,10 @@ public final class StressRun {
         SessionConfig config = SessionConfig.builder()
                 .buffer("ring", options.ringKb(), OverwritePolicy.RING_BUFFER)
                 .buffer("discard", options.discardKb(), OverwritePolicy.DISCARD)
+                .buffer("hostile", 1024, OverwritePolicy.RING_BUFFER)
                 .dataSource(RING_SOURCE, "ring")
                 .dataSource(DISCARD_SOURCE, "discard")
+                .dataSource(HOSTILE_SOURCE, "hostile")
                 .flushPeriodMs(1000)
                 .writeIntoFile(SessionConfig.MIN_FILE_WRITE_PERIOD_MS * 2, 0)
                 .build();

@@ -28,6 +28,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -95,6 +96,8 @@ public final class TracingSession implements AutoCloseable {
     private final TraceSink fileSink;
     private final CompletableFuture<TracingSession> completion = new CompletableFuture<>();
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
+    /** Whether a periodic flush waits for acknowledgements. */
+    private final AtomicBoolean periodicFlushPending = new AtomicBoolean();
     private volatile State state = State.RUNNING;
     /** The thread that stopped the session; set under {@link #timers} with the state. */
     private volatile Thread stoppingThread;
@@ -147,8 +150,8 @@ public final class TracingSession implements AutoCloseable {
     void startTimers(ScheduledExecutorService timer) {
         synchronized (timers) {
             if (config.flushPeriodMs() > 0) {
-                timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::flush), config.flushPeriodMs(),
-                        config.flushPeriodMs(), TimeUnit.MILLISECONDS));
+                timers.add(timer.scheduleAtFixedRate(() -> runTimed(() -> flushInBackground(timer)),
+                        config.flushPeriodMs(), config.flushPeriodMs(), TimeUnit.MILLISECONDS));
             }
             if (config.incrementalStateClearPeriodMs() > 0) {
                 timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::clearIncrementalState),
@@ -254,31 +257,62 @@ public final class TracingSession implements AutoCloseable {
      */
     public void flush() {
         checkOpen("flush");
-        awaitRemoteFlushes();
-        for (Producer producer : service.producers()) {
-            producer.flush();
-        }
-        recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER);
+        awaitFlushes();
+        takeFlushedChunks();
     }
 
-    /**
-     * Asks the producers in other processes to commit what they hold for this session, and
-     * waits until each has said it did, at most {@code flush_timeout_ms}: a producer that
-     * does not answer in time loses only what the scrape after it cannot take.
-     */
-    private void awaitRemoteFlushes() {
-        List<CompletableFuture<Void>> acks = new ArrayList<>();
-        for (Producer producer : service.producers()) {
-            acks.add(producer.requestFlush(this));
-        }
+    /** {@link #requestFlushes()}, waiting at most {@code flush_timeout_ms}. */
+    private void awaitFlushes() {
         try {
-            CompletableFuture.allOf(acks.toArray(new CompletableFuture<?>[0]))
-                    .get(config.effectiveFlushTimeoutMs(), TimeUnit.MILLISECONDS);
+            requestFlushes().get(config.effectiveFlushTimeoutMs(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (ExecutionException | TimeoutException e) {
             // A producer that failed or did not answer: the scrape takes what it can.
         }
+    }
+
+    /**
+     * The periodic flush, on the service's timer, which it never holds up: the producers'
+     * acknowledgements (at most {@code flush_timeout_ms}) are awaited off the timer, and
+     * the chunks taken on it afterwards, so that a producer that never answers cannot
+     * delay the session's file writes (a ring buffer would wrap meanwhile). A flush still
+     * waiting when the next is due makes that one skip.
+     */
+    private void flushInBackground(ScheduledExecutorService timer) {
+        if (!periodicFlushPending.compareAndSet(false, true)) {
+            return;
+        }
+        requestFlushes()
+                .completeOnTimeout(null, config.effectiveFlushTimeoutMs(), TimeUnit.MILLISECONDS)
+                .whenCompleteAsync((ignored, failed) -> {
+                    try {
+                        runTimed(this::takeFlushedChunks);
+                    } finally {
+                        periodicFlushPending.set(false);
+                    }
+                }, timer);
+    }
+
+    /**
+     * Asks the producers in other processes to commit what they hold for this session
+     * (and runs this process's flush handlers): completes when each has said it did. A
+     * producer that does not answer in time loses only what the scrape after it cannot take.
+     */
+    private CompletableFuture<Void> requestFlushes() {
+        List<CompletableFuture<Void>> acks = new ArrayList<>();
+        for (Producer producer : service.producers()) {
+            acks.add(producer.requestFlush(this));
+        }
+        return CompletableFuture.allOf(acks.toArray(new CompletableFuture<?>[0]));
+    }
+
+    /** Commits idle writers' chunks and scrapes those being written, into the buffers. */
+    private void takeFlushedChunks() {
+        for (Producer producer : service.producers()) {
+            producer.flush();
+        }
+        recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER);
     }
 
     /**
@@ -640,7 +674,7 @@ public final class TracingSession implements AutoCloseable {
         try {
             // As Perfetto's service does when a session ends by its duration: what producers in
             // other processes hold is committed while their data sources still write here.
-            awaitRemoteFlushes();
+            awaitFlushes();
             service.awaitDataSourceStops(this, config.effectiveDataSourceStopTimeoutMs());
             service.stopDataSources(this);
             for (Producer producer : service.producers()) {

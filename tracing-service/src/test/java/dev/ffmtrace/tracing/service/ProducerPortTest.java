@@ -24,6 +24,7 @@ import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.ProtoDecoder;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -179,6 +180,49 @@ class ProducerPortTest {
 
             assertEquals(written, names(session), "every packet, in order, the fragmented one whole");
             assertEquals(0, port.violations());
+            session.close();
+        }
+    }
+
+    @Test
+    void aProducerThatNeverAcknowledgesAFlushDoesNotHoldUpTheFileWrites() throws Exception {
+        HeapBuffered<TraceConfig> traceConfig = new HeapBuffered<>(TraceConfig.FACTORY);
+        traceConfig.get().addBuffers().setSizeKb(1024);
+        traceConfig.get().addDataSources().setConfig().setName("silent_source");
+        traceConfig.get().addDataSources().setConfig().setName("local_source");
+        traceConfig.get().setFlushPeriodMs(100);
+        traceConfig.get().setFlushTimeoutMs(30_000);
+        traceConfig.get().setWriteIntoFile(true);
+        traceConfig.get().setFileWritePeriodMs(100);
+        ByteArrayOutputStream file = new ByteArrayOutputStream();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address());
+             PortProducer silent = PortProducer.connect(port.address(), "silent", 0, 0)) {
+            silent.onFlush = id -> { };
+            silent.registerDataSource("silent_source", false, false);
+            await(() -> service.registeredDataSources().values().stream().anyMatch(s -> s.contains("silent_source")),
+                    "the silent producer registered");
+            DataSource local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
+            TracingSession session = service.startSession(SessionConfig.parse(traceConfig.toSegment()),
+                    java.nio.channels.Channels.newChannel(file));
+            silent.next(SETUP_TRACING_FIELD_NUMBER);
+            silent.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
+            silent.next(START_DATA_SOURCE_FIELD_NUMBER);
+            silent.next(FLUSH_FIELD_NUMBER);
+            // The first periodic flush now waits up to 30 s for the silent producer; the
+            // file writes every 100 ms go on meanwhile.
+            try (TraceWriter<TracePacket> writer = local.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                write(writer, "written while a flush waits");
+                writer.flush();
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (!new String(file.toByteArray(), java.nio.charset.StandardCharsets.ISO_8859_1)
+                    .contains("written while a flush waits")) {
+                assertTrue(System.nanoTime() < deadline, "the packet did not reach the file while a flush waited");
+                Thread.sleep(10);
+            }
+            // The stop's own flush is answered at once.
+            silent.onFlush = null;
             session.close();
         }
     }

@@ -25,17 +25,15 @@
 // on stdout and exits 0; status 1 if the service broke the protocol or refused it,
 // 2 for a bad command line or a socket it could not connect to.
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "c_trace_writer.h"
 #include "perfetto_ipc.h"
+#include "producer_client.h"
 #include "smb_abi.h"
 
 enum {
@@ -79,31 +77,6 @@ enum {
   THREAD_NAME = 5,
   COUNTER_UNIT = 3,
   UNIT_TIME_NS = 1,
-};
-
-// Producer port messages (protos/perfetto/ipc/producer_port.proto) and DataSourceConfig.
-enum {
-  INIT_PAGE_SIZE_HINT = 1,
-  INIT_SIZE_HINT = 2,
-  INIT_PRODUCER_NAME = 3,
-  REGISTER_DESCRIPTOR = 1,
-  DESCRIPTOR_NAME = 1,
-  DESCRIPTOR_WILL_NOTIFY_ON_STOP = 2,
-  CMD_START_DATA_SOURCE = 1,
-  CMD_STOP_DATA_SOURCE = 2,
-  CMD_SETUP_TRACING = 3,
-  CMD_FLUSH = 5,
-  CMD_SETUP_DATA_SOURCE = 6,
-  START_INSTANCE_ID = 1,
-  START_CONFIG = 2,
-  STOP_INSTANCE_ID = 1,
-  SETUP_TRACING_PAGE_SIZE_KB = 1,
-  FLUSH_REQUEST_ID = 2,
-  CONFIG_NAME = 1,
-  CONFIG_TARGET_BUFFER = 2,
-  REGISTER_WRITER_ID = 1,
-  REGISTER_WRITER_TARGET_BUFFER = 2,
-  NOTIFY_DATA_SOURCE_ID = 1,
 };
 
 // A packet of the workload: the writer's encoded packet, over a buffer of its own.
@@ -269,66 +242,6 @@ static void iterate(struct producer* p, long iteration) {
 
 // ---- the service's commands ----
 
-// The instance id and the config's name and target buffer of a Setup/StartDataSource.
-static int read_instance(const uint8_t* data, size_t size, uint64_t* instance, int* is_ours, uint32_t* target) {
-  struct pb_reader r, c;
-  struct pb_field f, g;
-  *instance = 0;
-  *is_ours = 0;
-  *target = 0;
-  pb_reader_init(&r, data, size);
-  while (pb_next(&r, &f)) {
-    if (f.id == START_INSTANCE_ID && f.type == PB_VARINT) *instance = f.value;
-    if (f.id != START_CONFIG || f.type != PB_BYTES) continue;
-    pb_reader_init(&c, f.data, f.size);
-    while (pb_next(&c, &g)) {
-      if (g.id == CONFIG_NAME && g.type == PB_BYTES) {
-        *is_ours = g.size == sizeof(DATA_SOURCE) - 1 && memcmp(g.data, DATA_SOURCE, g.size) == 0;
-      }
-      if (g.id == CONFIG_TARGET_BUFFER && g.type == PB_VARINT) *target = (uint32_t)g.value;
-    }
-    if (c.error) return -1;
-  }
-  return r.error ? -1 : 0;
-}
-
-static uint64_t read_varint_field(const uint8_t* data, size_t size, uint32_t id, int* error) {
-  struct pb_reader r;
-  struct pb_field f;
-  uint64_t value = 0;
-  pb_reader_init(&r, data, size);
-  while (pb_next(&r, &f)) {
-    if (f.id == id && f.type == PB_VARINT) value = f.value;
-  }
-  if (r.error) *error = 1;
-  return value;
-}
-
-// Maps the SMB of SetupTracing, if its size and page size are ones the writer can use.
-static int map_smb(struct producer* p, const uint8_t* data, size_t size, int fd) {
-  int error = 0;
-  uint64_t page_kb = read_varint_field(data, size, SETUP_TRACING_PAGE_SIZE_KB, &error);
-  if (p->smb_ready) return 0;  // the service keeps the SMB of the first
-  struct stat st;
-  if (error || fd < 0 || fstat(fd, &st) != 0 || page_kb == 0 || page_kb > 64 || st.st_size <= 0) return -1;
-  size_t bytes = (size_t)st.st_size;
-  uint32_t page_size = (uint32_t)page_kb * 1024;
-  void* base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) return -1;
-  if (smb_init(&p->smb, base, bytes, page_size) != 0) {
-    munmap(base, bytes);
-    return -1;
-  }
-  p->smb_ready = 1;
-  return 0;
-}
-
-static int setup_tracing(struct producer* p, const uint8_t* data, size_t size, int fd) {
-  int status = map_smb(p, data, size, fd);
-  if (fd >= 0) close(fd);
-  return status;
-}
-
 static void notify_stopped(struct producer* p, uint64_t instance) {
   uint8_t buffer[32];
   struct pb request;
@@ -368,22 +281,22 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size) 
     int ours;
     switch (f.id) {
       case CMD_SETUP_TRACING:
-        if (setup_tracing(p, f.data, f.size, ipc_take_fd(&p->ipc)) != 0) error = 1;
+        if (pc_setup_tracing(&p->smb, &p->smb_ready, f.data, f.size, ipc_take_fd(&p->ipc)) != 0) error = 1;
         break;
       case CMD_SETUP_DATA_SOURCE:
-        if (read_instance(f.data, f.size, &instance, &ours, &target) != 0) error = 1;
+        if (pc_read_instance(f.data, f.size, DATA_SOURCE, &instance, &ours, &target) != 0) error = 1;
         if (ours) {
           p->setup_instance = instance;
           p->setup_target = target;
         }
         break;
       case CMD_START_DATA_SOURCE:
-        if (read_instance(f.data, f.size, &instance, &ours, &target) != 0) error = 1;
+        if (pc_read_instance(f.data, f.size, DATA_SOURCE, &instance, &ours, &target) != 0) error = 1;
         // Perfetto's service sends the config with the start too; the setup's is the fallback.
         if (ours) start(p, instance, instance == p->setup_instance && target == 0 ? p->setup_target : target);
         break;
       case CMD_STOP_DATA_SOURCE:
-        instance = read_varint_field(f.data, f.size, STOP_INSTANCE_ID, &error);
+        instance = pc_read_varint(f.data, f.size, STOP_INSTANCE_ID, &error);
         if (p->started && instance == p->instance) {
           ctw_commit(&p->writer, 0, 0);
           p->started = 0;
@@ -392,7 +305,7 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size) 
         break;
       case CMD_FLUSH:
         // Every flush is answered, one for instances that are not this writer's too.
-        ctw_commit(&p->writer, 1, read_varint_field(f.data, f.size, FLUSH_REQUEST_ID, &error));
+        ctw_commit(&p->writer, 1, pc_read_varint(f.data, f.size, FLUSH_REQUEST_ID, &error));
         break;
       default:
         // ClearIncrementalState is not asked of a data source that does not handle it.
@@ -402,51 +315,11 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size) 
   return r.error || error ? -1 : 0;
 }
 
-static int connect_and_register(struct producer* p, const char* socket_name, const char* name, uint32_t smb_size,
-                                uint32_t page_size, uint64_t* stream) {
-  if (ipc_connect(&p->ipc, socket_name) != 0) {
-    fprintf(stderr, "ffmtrace-c-producer: cannot connect to %s: %s\n", socket_name, strerror(errno));
-    return 2;
-  }
-  if (ipc_bind(&p->ipc, "ProducerPort") != 0) {
-    fprintf(stderr, "ffmtrace-c-producer: %s did not bind ProducerPort\n", socket_name);
-    return 1;
-  }
-  uint8_t buffer[256];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  pb_varint(&request, INIT_PAGE_SIZE_HINT, page_size);
-  pb_varint(&request, INIT_SIZE_HINT, smb_size);
-  pb_string(&request, INIT_PRODUCER_NAME, name);
-  invoke(p, "InitializeConnection", &request, 0);
-  *stream = ipc_invoke(&p->ipc, "GetAsyncCommand", NULL, 0, 0);
-  pb_init(&request, buffer, sizeof(buffer));
-  uint8_t* descriptor = pb_begin(&request, REGISTER_DESCRIPTOR);
-  pb_string(&request, DESCRIPTOR_NAME, DATA_SOURCE);
-  pb_varint(&request, DESCRIPTOR_WILL_NOTIFY_ON_STOP, 1);
-  pb_end(&request, descriptor);
-  invoke(p, "RegisterDataSource", &request, 0);
-  if (*stream == 0 || p->violations != 0) {
-    fprintf(stderr, "ffmtrace-c-producer: %s hung up or lacks the producer port's methods\n", socket_name);
-    return 1;
-  }
-  return 0;
-}
-
 static const char* default_socket(void) {
   const char* env = getenv("PERFETTO_PRODUCER_SOCK_NAME");
   if (env != NULL && env[0] != '\0') return env;
   // Perfetto's default on Linux: /run/perfetto if it exists, else /tmp.
   return access("/run/perfetto", F_OK) == 0 ? "/run/perfetto/traced-producer.sock" : "/tmp/perfetto-producer";
-}
-
-static int parse_size(const char* text, uint32_t* out) {
-  char* end;
-  errno = 0;
-  unsigned long value = strtoul(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value == 0 || value > UINT32_MAX) return -1;
-  *out = (uint32_t)value;
-  return 0;
 }
 
 static struct producer producer;
@@ -459,9 +332,9 @@ int main(int argc, char** argv) {
     int has_value = i + 1 < argc;
     if (strcmp(argv[i], "--name") == 0 && has_value) {
       name = argv[++i];
-    } else if (strcmp(argv[i], "--smb-size") == 0 && has_value && parse_size(argv[i + 1], &smb_size) == 0) {
+    } else if (strcmp(argv[i], "--smb-size") == 0 && has_value && pc_parse_size(argv[i + 1], &smb_size) == 0) {
       i++;
-    } else if (strcmp(argv[i], "--page-size") == 0 && has_value && parse_size(argv[i + 1], &page_size) == 0) {
+    } else if (strcmp(argv[i], "--page-size") == 0 && has_value && pc_parse_size(argv[i + 1], &page_size) == 0) {
       i++;
     } else if (argv[i][0] != '-' && socket_name == NULL) {
       socket_name = argv[i];
@@ -474,7 +347,16 @@ int main(int argc, char** argv) {
   struct producer* p = &producer;
   ctw_writer_init(&p->writer, &p->smb, LAYOUT, WRITER_ID, send_commit, p, 0);
   uint64_t stream;
-  int status = connect_and_register(p, socket_name, name, smb_size, page_size, &stream);
+  struct pc_options options = {
+      .program = "ffmtrace-c-producer",
+      .socket_name = socket_name,
+      .producer_name = name,
+      .smb_size = smb_size,
+      .page_size = page_size,
+      .scraping = SMB_SCRAPING_UNSPECIFIED,
+      .data_source = DATA_SOURCE,
+  };
+  int status = pc_connect(&p->ipc, &options, &stream);
   if (status != 0) return status;
   p->pid = getpid();
   p->tid = gettid();

@@ -34,14 +34,15 @@
 // --ledger names a file of T 8-byte slots: after each packet, writer i stores (release)
 // its packets attempted in slot i, little-endian, for whoever outlives a kill -9.
 //
-// When the service closes the socket it prints "W <writer-index> <attempted> <dropped>"
-// for each writer and exits 0; 1 if the service broke the protocol or refused it, 2 for
+// When the service closes the socket, or on SIGINT or SIGTERM, it prints
+// "W <writer-index> <attempted> <dropped>" for each writer and exits 0; 1 if the service broke the protocol or refused it, 2 for
 // a bad command line, ledger or socket.
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -651,6 +652,9 @@ static int has_method(const struct ipc_client* c, const char* name) {
 }
 
 static struct stress stress;
+static volatile sig_atomic_t signalled;
+
+static void on_signal(int signal) { signalled = signal; }
 
 int main(int argc, char** argv) {
   struct stress* s = &stress;
@@ -665,6 +669,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "ffmtrace-stress-producer: %s is no ledger of %d slots\n", s->o.ledger, s->o.threads);
     return 2;
   }
+  struct sigaction action = {.sa_handler = on_signal};
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, NULL);
+  sigaction(SIGTERM, &action, NULL);
   pthread_mutex_init(&s->send_lock, NULL);
   pthread_mutex_init(&s->lock, NULL);
   pthread_condattr_t monotonic;
@@ -693,7 +701,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  for (;;) {
+  // A signal ends the loop within a poll period (ipc_receive polls again on EINTR).
+  while (!signalled) {
     struct ipc_reply reply;
     int got = ipc_receive(&s->ipc, &reply, s->stopping ? STOP_POLL_MS : IDLE_POLL_MS);
     if (got == IPC_VIOLATION) {

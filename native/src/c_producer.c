@@ -14,13 +14,10 @@
 // slice holding a "c step" slice and a "c tick" instant, and the step's length on the
 // counter track. Timestamps are absolute CLOCK_BOOTTIME, the default trace clock.
 //
-// It writes as Perfetto's TraceWriter does: nested messages have 4-byte size fields;
-// a packet that does not fit in its chunk goes on in the next one, and the size fields
-// of submessages still open in the chunk it leaves are zeroed there (the chunk flagged
-// as needing patches) and sent later as CommitData patches, with has_more_patches while
-// another is pending for that chunk. Each chunk it completes is committed at once
-// (chunks_to_move), and patches once the packet that needed them is written. Flush commits the chunk it holds and acknowledges the request id;
-// StopDataSource commits it and answers NotifyDataSourceStopped.
+// It writes as Perfetto's TraceWriter does (c_trace_writer.h: 4-byte size fields,
+// packets fragmented across chunks, size fields left behind sent as patches, each chunk
+// committed once full). Flush commits the chunk it holds and acknowledges the request
+// id; StopDataSource commits it and answers NotifyDataSourceStopped.
 //
 // An iteration's packets are written only if the SMB has free chunks for all of them,
 // so a full SMB drops whole iterations (counted) and never leaves a slice open. When
@@ -28,29 +25,23 @@
 // on stdout and exits 0; status 1 if the service broke the protocol or refused it,
 // 2 for a bad command line or a socket it could not connect to.
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "c_trace_writer.h"
 #include "perfetto_ipc.h"
+#include "producer_client.h"
 #include "smb_abi.h"
 
 enum {
   LAYOUT = SMB_DIV4,
   WRITER_ID = 1,
   PACKET_MAX = 512,
-  MAX_SPANS = 4,
-  // Size fields awaiting a patch: a packet leaves at most MAX_SPANS in one chunk, and
-  // every commit sends those that are done.
-  MAX_PATCHES = 64,
   DEFAULT_SMB_SIZE = 1 << 20,
   DEFAULT_PAGE_SIZE = 4096,
-  COMMIT_BUFFER = 4096,
 };
 
 static const long long DESCRIBE_PERIOD_NS = 1000000000LL;
@@ -88,110 +79,23 @@ enum {
   UNIT_TIME_NS = 1,
 };
 
-// Producer port messages (protos/perfetto/ipc/producer_port.proto) and DataSourceConfig.
-enum {
-  INIT_PAGE_SIZE_HINT = 1,
-  INIT_SIZE_HINT = 2,
-  INIT_PRODUCER_NAME = 3,
-  REGISTER_DESCRIPTOR = 1,
-  DESCRIPTOR_NAME = 1,
-  DESCRIPTOR_WILL_NOTIFY_ON_STOP = 2,
-  COMMIT_CHUNKS_TO_MOVE = 1,
-  COMMIT_CHUNKS_TO_PATCH = 2,
-  COMMIT_FLUSH_REQUEST_ID = 3,
-  MOVE_PAGE = 1,
-  MOVE_CHUNK = 2,
-  MOVE_TARGET_BUFFER = 3,
-  PATCH_TARGET_BUFFER = 1,
-  PATCH_WRITER_ID = 2,
-  PATCH_CHUNK_ID = 3,
-  PATCH_PATCHES = 4,
-  PATCH_HAS_MORE = 5,
-  PATCH_OFFSET = 1,
-  PATCH_DATA = 2,
-  CMD_START_DATA_SOURCE = 1,
-  CMD_STOP_DATA_SOURCE = 2,
-  CMD_SETUP_TRACING = 3,
-  CMD_FLUSH = 5,
-  CMD_SETUP_DATA_SOURCE = 6,
-  START_INSTANCE_ID = 1,
-  START_CONFIG = 2,
-  STOP_INSTANCE_ID = 1,
-  SETUP_TRACING_PAGE_SIZE_KB = 1,
-  FLUSH_REQUEST_ID = 2,
-  CONFIG_NAME = 1,
-  CONFIG_TARGET_BUFFER = 2,
-  REGISTER_WRITER_ID = 1,
-  REGISTER_WRITER_TARGET_BUFFER = 2,
-  NOTIFY_DATA_SOURCE_ID = 1,
-};
-
-// A packet encoded before it is written, with where its submessages' size fields are.
+// A packet of the workload: the writer's encoded packet, over a buffer of its own.
 struct packet {
+  struct ctw_packet k;
   uint8_t bytes[PACKET_MAX];
-  struct pb pb;
-  struct {
-    uint32_t size_at;  // offset of the size field in bytes
-    uint32_t end;      // offset just past the submessage
-  } spans[MAX_SPANS];
-  int span_count;
-  uint8_t* open[MAX_SPANS];
-  int depth;
 };
 
-static void packet_init(struct packet* p) {
-  pb_init(&p->pb, p->bytes, sizeof(p->bytes));
-  p->span_count = 0;
-  p->depth = 0;
-}
-
-static void nest_begin(struct packet* p, uint32_t field) {
-  if (p->depth == MAX_SPANS) {
-    p->pb.failed = 1;
-    return;
-  }
-  p->open[p->depth++] = pb_begin(&p->pb, field);
-}
-
-// Unlike pb_end, keeps the 4-byte size field: whether the submessage ends in the chunk
-// it starts in is known only once the packet is copied into the SMB, where a size field
-// left behind in a full chunk becomes a patch.
-static void nest_end(struct packet* p) {
-  uint8_t* size_field = p->open[--p->depth];
-  if (size_field == NULL || p->pb.failed || p->span_count == MAX_SPANS) {
-    p->pb.failed = 1;
-    return;
-  }
-  pb_put_size(size_field, (uint32_t)(p->pb.at - size_field - PB_SIZE_FIELD));
-  p->spans[p->span_count].size_at = (uint32_t)(size_field - p->bytes);
-  p->spans[p->span_count].end = (uint32_t)pb_size(&p->pb);
-  p->span_count++;
-}
-
-struct patch {
-  uint32_t chunk_id;
-  uint32_t offset;  // from the start of the chunk's payload
-  uint8_t data[PB_SIZE_FIELD];
-  uint32_t done_at;  // the packet offset past which the submessage is complete
-  int pending;
-};
+static void packet_init(struct packet* k) { ctw_packet_init(&k->k, k->bytes, sizeof(k->bytes)); }
 
 struct producer {
   struct ipc_client ipc;
   struct smb smb;
   int smb_ready;
-  // The writer: the chunk it holds, if any.
-  uint8_t* chunk;
-  uint32_t page, chunk_index, chunk_id, next_chunk_id;
-  uint8_t* cursor;
-  uint8_t* end;
-  struct patch patches[MAX_PATCHES];
-  int patch_count;
+  struct ctw_writer writer;
   // The data source instance being written, if started.
   uint64_t setup_instance;
   uint32_t setup_target;
   uint64_t instance;
-  uint32_t target_buffer;
   int started;
   int first_packet_written;
   uint64_t process_uuid, thread_uuid, counter_uuid;
@@ -222,203 +126,25 @@ static void invoke(struct producer* p, const char* method, const struct pb* args
   }
 }
 
-// ---- the writer ----
-
-static uint32_t payload_size(const struct producer* p) {
-  return smb_chunk_size(p->smb.page_size, LAYOUT) - SMB_CHUNK_HEADER_SIZE;
-}
-
-// Free chunks in the SMB: only the service frees them, so there are at least this many
-// for as long as this process does not take any.
-static uint32_t free_chunks(const struct producer* p) {
-  uint32_t count = 0;
-  for (uint32_t page = 0; page < p->smb.num_pages; page++) {
-    uint32_t bitmap = smb_page_bitmap(&p->smb, page);
-    uint32_t layout = smb_layout_of(bitmap);
-    if (layout == 0) {
-      count += smb_chunks_per_layout(LAYOUT);
-      continue;
-    }
-    if (layout != LAYOUT) continue;
-    for (uint32_t i = 0; i < smb_chunks_per_layout(layout); i++) {
-      if (smb_chunk_state_of(bitmap, i) == SMB_FREE) count++;
-    }
-  }
-  return count;
-}
-
-static int acquire(struct producer* p, uint16_t packets) {
-  // A few passes: the service may be changing a page's bitmap as this one reads it.
-  for (int pass = 0; pass < 4; pass++) {
-    for (uint32_t page = 0; page < p->smb.num_pages; page++) {
-      smb_try_partition_page(&p->smb, page, LAYOUT);
-      uint32_t bitmap = smb_page_bitmap(&p->smb, page);
-      if (smb_layout_of(bitmap) != LAYOUT) continue;
-      for (uint32_t i = 0; i < smb_chunks_per_layout(LAYOUT); i++) {
-        if (smb_chunk_state_of(bitmap, i) != SMB_FREE) continue;
-        uint8_t* c = smb_try_acquire_chunk_for_writing(&p->smb, page, i, p->next_chunk_id, WRITER_ID, packets);
-        if (c != NULL) {
-          p->chunk = c;
-          p->page = page;
-          p->chunk_index = i;
-          p->chunk_id = p->next_chunk_id++;
-          p->cursor = c + SMB_CHUNK_HEADER_SIZE;
-          p->end = p->cursor + payload_size(p);
-          return 0;
-        }
-      }
-    }
-  }
-  return -1;
-}
-
-// Releases the chunk held, if any, and commits it with the patches that are done, as
-// Perfetto's arbiter does when a writer returns a chunk; with flush_id, also
-// acknowledges that flush.
-static void commit(struct producer* p, int flush, uint64_t flush_id) {
-  static uint8_t buffer[COMMIT_BUFFER];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  int any = flush;
-  if (p->chunk != NULL) {
-    smb_release_chunk_as_complete(&p->smb, p->page, p->chunk_index);
-    p->chunk = NULL;
-    uint8_t* move = pb_begin(&request, COMMIT_CHUNKS_TO_MOVE);
-    pb_varint(&request, MOVE_PAGE, p->page);
-    pb_varint(&request, MOVE_CHUNK, p->chunk_index);
-    pb_varint(&request, MOVE_TARGET_BUFFER, p->target_buffer);
-    pb_end(&request, move);
-    any = 1;
-  }
-  uint8_t* to_patch = NULL;
-  uint32_t last_chunk_id = 0;
-  int sent = 0;
-  while (sent < p->patch_count && !p->patches[sent].pending) {
-    const struct patch* patch = &p->patches[sent++];
-    if (to_patch == NULL || patch->chunk_id != last_chunk_id) {
-      if (to_patch != NULL) pb_end(&request, to_patch);
-      to_patch = pb_begin(&request, COMMIT_CHUNKS_TO_PATCH);
-      pb_varint(&request, PATCH_TARGET_BUFFER, p->target_buffer);
-      pb_varint(&request, PATCH_WRITER_ID, WRITER_ID);
-      pb_varint(&request, PATCH_CHUNK_ID, patch->chunk_id);
-      last_chunk_id = patch->chunk_id;
-    }
-    uint8_t* entry = pb_begin(&request, PATCH_PATCHES);
-    pb_varint(&request, PATCH_OFFSET, patch->offset);
-    pb_bytes(&request, PATCH_DATA, patch->data, sizeof(patch->data));
-    pb_end(&request, entry);
-  }
-  if (to_patch != NULL) {
-    // Patches of one chunk are contiguous: one left for this chunk means more will come.
-    if (sent < p->patch_count && p->patches[sent].chunk_id == last_chunk_id) pb_varint(&request, PATCH_HAS_MORE, 1);
-    pb_end(&request, to_patch);
-    any = 1;
-  }
-  memmove(p->patches, p->patches + sent, (size_t)(p->patch_count - sent) * sizeof(struct patch));
-  p->patch_count -= sent;
-  if (flush) pb_varint(&request, COMMIT_FLUSH_REQUEST_ID, flush_id);
-  if (any) invoke(p, "CommitData", &request, !flush);
-}
-
-static void commit_patches(struct producer* p) {
-  uint8_t* held = p->chunk;
-  p->chunk = NULL;
-  commit(p, 0, 0);
-  p->chunk = held;
-}
-
-static void set_flags(uint8_t* chunk, uint32_t flags) {
-  smb_set_packets(chunk, (uint16_t)(smb_packets(chunk) | (flags << SMB_FLAGS_SHIFT)));
-}
-
-// The packet offset before which the packet must leave the chunk at `pos` with `room`
-// bytes: a size field is never split between chunks, as ProtoZero reserves it whole.
-static size_t fitting(const struct packet* k, size_t pos, size_t room) {
-  for (int i = 0; i < k->span_count; i++) {
-    size_t at = k->spans[i].size_at;
-    if (at >= pos && at < pos + room && at + PB_SIZE_FIELD > pos + room) room = at - pos;
-  }
-  return room;
-}
-
-// Leaves the current chunk in the middle of a packet: the fragment's size, the size
-// fields of submessages still open in it turned into patches, the chunk committed.
-static int next_fragment(struct producer* p, const struct packet* k, uint8_t** header, uint8_t** fragment,
-                         size_t fragment_pos, size_t pos) {
-  pb_put_size(*header, (uint32_t)(p->cursor - *fragment));
-  uint32_t flags = SMB_FLAG_LAST_CONTINUES;
-  for (int i = 0; i < k->span_count; i++) {
-    size_t at = k->spans[i].size_at;
-    if (at < fragment_pos || at >= pos || k->spans[i].end <= pos) continue;
-    uint8_t* field = *fragment + (at - fragment_pos);
-    if (p->patch_count == MAX_PATCHES) continue;  // unreachable: the size stays in place
-    struct patch* patch = &p->patches[p->patch_count++];
-    patch->chunk_id = p->chunk_id;
-    patch->offset = (uint32_t)(field - (p->chunk + SMB_CHUNK_HEADER_SIZE));
-    memcpy(patch->data, field, sizeof(patch->data));
-    patch->done_at = k->spans[i].end;
-    patch->pending = 1;
-    memset(field, 0, PB_SIZE_FIELD);
-    flags |= SMB_FLAG_NEEDS_PATCHING;
-  }
-  set_flags(p->chunk, flags);
-  commit(p, 0, 0);
-  if (acquire(p, (uint16_t)(1 | (SMB_FLAG_FIRST_CONTINUES << SMB_FLAGS_SHIFT))) != 0) return -1;
-  *header = p->cursor;
-  p->cursor += SMB_PACKET_HEADER_SIZE;
-  *fragment = p->cursor;
-  return 0;
-}
-
-static int write_packet(struct producer* p, const struct packet* k) {
-  size_t size = pb_size(&k->pb);
-  // A packet starts where its size field and a byte fit, in a chunk that can count it.
-  if (p->chunk != NULL && ((size_t)(p->end - p->cursor) < SMB_PACKET_HEADER_SIZE + 1 ||
-                           smb_packet_count_of(smb_packets(p->chunk)) >= SMB_MAX_PACKET_COUNT - 1)) {
-    commit(p, 0, 0);
-  }
-  if (p->chunk == NULL && acquire(p, 0) != 0) return -1;
-  uint8_t* header = p->cursor;
-  p->cursor += SMB_PACKET_HEADER_SIZE;
-  smb_set_packets(p->chunk, (uint16_t)(smb_packets(p->chunk) + 1));
-  uint8_t* fragment = p->cursor;
-  size_t fragment_pos = 0;
-  size_t pos = 0;
-  while (pos < size) {
-    size_t room = fitting(k, pos, (size_t)(p->end - p->cursor));
-    if (room == 0) {
-      if (next_fragment(p, k, &header, &fragment, fragment_pos, pos) != 0) return -1;
-      fragment_pos = pos;
-      continue;
-    }
-    size_t n = size - pos < room ? size - pos : room;
-    memcpy(p->cursor, k->bytes + pos, n);
-    p->cursor += n;
-    pos += n;
-    for (int i = 0; i < p->patch_count; i++) {
-      if (p->patches[i].pending && p->patches[i].done_at <= pos) p->patches[i].pending = 0;
-    }
-  }
-  pb_put_size(header, (uint32_t)(p->cursor - fragment));
-  // The patches this packet completed go now rather than with the next chunk, so that a
-  // producer killed between packets leaves no chunk waiting for patches in the service.
-  if (p->patch_count > 0 && !p->patches[0].pending) commit_patches(p);
-  return 0;
+// The writer's commits: a flush's acknowledgement wants a reply, the others do not.
+static void send_commit(void* context, const struct pb* request, int flush) {
+  invoke(context, "CommitData", request, !flush);
 }
 
 // Writes packets all or none: none if the SMB lacks the chunks they may need.
 static int write_packets(struct producer* p, const struct packet* packets, int count) {
+  struct ctw_writer* w = &p->writer;
   size_t bytes = 0;
   for (int i = 0; i < count; i++) {
-    if (packets[i].pb.failed) return -1;
-    bytes += pb_size(&packets[i].pb) + SMB_PACKET_HEADER_SIZE;
+    if (packets[i].k.pb.failed) return -1;
+    bytes += pb_size(&packets[i].k.pb) + SMB_PACKET_HEADER_SIZE;
   }
-  size_t held = p->chunk == NULL ? 0 : (size_t)(p->end - p->cursor);
+  size_t held = w->chunk == NULL ? 0 : (size_t)(w->end - w->cursor);
   // Generous: a chunk loses to fragment headers and uncut size fields far less than half.
-  size_t needed = bytes <= held ? 0 : (bytes - held) / (payload_size(p) / 2) + 1;
-  if (free_chunks(p) < needed) return -1;
+  size_t needed = bytes <= held ? 0 : (bytes - held) / (ctw_payload_size(w) / 2) + 1;
+  if (ctw_free_chunks(w) < needed) return -1;
   for (int i = 0; i < count; i++) {
-    if (write_packet(p, &packets[i]) != 0) return -1;
+    if (ctw_write_packet(w, &packets[i].k) != 0) return -1;
   }
   p->packets += count;
   return 0;
@@ -429,10 +155,10 @@ static int write_packets(struct producer* p, const struct packet* packets, int c
 static void descriptor_packet(struct packet* k, int first) {
   packet_init(k);
   if (first) {
-    pb_varint(&k->pb, PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-    pb_varint(&k->pb, PACKET_FIRST_PACKET_ON_SEQUENCE, 1);
+    pb_varint(&k->k.pb, PACKET_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+    pb_varint(&k->k.pb, PACKET_FIRST_PACKET_ON_SEQUENCE, 1);
   }
-  nest_begin(k, PACKET_TRACK_DESCRIPTOR);
+  ctw_nest_begin(&k->k, PACKET_TRACK_DESCRIPTOR);
 }
 
 // The three track descriptors, restated every second so that a ring buffer that wrapped
@@ -440,31 +166,31 @@ static void descriptor_packet(struct packet* k, int first) {
 static int describe(struct producer* p) {
   struct packet k[3];
   descriptor_packet(&k[0], !p->first_packet_written);
-  pb_varint(&k[0].pb, TRACK_UUID, p->process_uuid);
-  nest_begin(&k[0], TRACK_PROCESS);
-  pb_varint(&k[0].pb, PROCESS_PID, (uint64_t)p->pid);
-  pb_string(&k[0].pb, PROCESS_NAME, "ffmtrace c producer");
-  nest_end(&k[0]);
-  nest_end(&k[0]);
+  pb_varint(&k[0].k.pb, TRACK_UUID, p->process_uuid);
+  ctw_nest_begin(&k[0].k, TRACK_PROCESS);
+  pb_varint(&k[0].k.pb, PROCESS_PID, (uint64_t)p->pid);
+  pb_string(&k[0].k.pb, PROCESS_NAME, "ffmtrace c producer");
+  ctw_nest_end(&k[0].k);
+  ctw_nest_end(&k[0].k);
 
   descriptor_packet(&k[1], 0);
-  pb_varint(&k[1].pb, TRACK_UUID, p->thread_uuid);
-  pb_varint(&k[1].pb, TRACK_PARENT_UUID, p->process_uuid);
-  nest_begin(&k[1], TRACK_THREAD);
-  pb_varint(&k[1].pb, THREAD_PID, (uint64_t)p->pid);
-  pb_varint(&k[1].pb, THREAD_TID, (uint64_t)p->tid);
-  pb_string(&k[1].pb, THREAD_NAME, "c producer main");
-  nest_end(&k[1]);
-  nest_end(&k[1]);
+  pb_varint(&k[1].k.pb, TRACK_UUID, p->thread_uuid);
+  pb_varint(&k[1].k.pb, TRACK_PARENT_UUID, p->process_uuid);
+  ctw_nest_begin(&k[1].k, TRACK_THREAD);
+  pb_varint(&k[1].k.pb, THREAD_PID, (uint64_t)p->pid);
+  pb_varint(&k[1].k.pb, THREAD_TID, (uint64_t)p->tid);
+  pb_string(&k[1].k.pb, THREAD_NAME, "c producer main");
+  ctw_nest_end(&k[1].k);
+  ctw_nest_end(&k[1].k);
 
   descriptor_packet(&k[2], 0);
-  pb_varint(&k[2].pb, TRACK_UUID, p->counter_uuid);
-  pb_varint(&k[2].pb, TRACK_PARENT_UUID, p->process_uuid);
-  pb_string(&k[2].pb, TRACK_NAME, "c step length");
-  nest_begin(&k[2], TRACK_COUNTER);
-  pb_varint(&k[2].pb, COUNTER_UNIT, UNIT_TIME_NS);
-  nest_end(&k[2]);
-  nest_end(&k[2]);
+  pb_varint(&k[2].k.pb, TRACK_UUID, p->counter_uuid);
+  pb_varint(&k[2].k.pb, TRACK_PARENT_UUID, p->process_uuid);
+  pb_string(&k[2].k.pb, TRACK_NAME, "c step length");
+  ctw_nest_begin(&k[2].k, TRACK_COUNTER);
+  pb_varint(&k[2].k.pb, COUNTER_UNIT, UNIT_TIME_NS);
+  ctw_nest_end(&k[2].k);
+  ctw_nest_end(&k[2].k);
 
   if (write_packets(p, k, 3) != 0) return -1;
   p->first_packet_written = 1;
@@ -475,16 +201,16 @@ static int describe(struct producer* p) {
 static void event_packet(struct packet* k, long long timestamp, int type, uint64_t track, const char* name,
                          long long counter_value) {
   packet_init(k);
-  pb_varint(&k->pb, PACKET_TIMESTAMP, (uint64_t)timestamp);
-  nest_begin(k, PACKET_TRACK_EVENT);
-  pb_varint(&k->pb, EVENT_TYPE, (uint64_t)type);
-  pb_varint(&k->pb, EVENT_TRACK_UUID, track);
+  pb_varint(&k->k.pb, PACKET_TIMESTAMP, (uint64_t)timestamp);
+  ctw_nest_begin(&k->k, PACKET_TRACK_EVENT);
+  pb_varint(&k->k.pb, EVENT_TYPE, (uint64_t)type);
+  pb_varint(&k->k.pb, EVENT_TRACK_UUID, track);
   if (name != NULL) {
-    pb_string(&k->pb, EVENT_CATEGORIES, "c");
-    pb_string(&k->pb, EVENT_NAME, name);
+    pb_string(&k->k.pb, EVENT_CATEGORIES, "c");
+    pb_string(&k->k.pb, EVENT_NAME, name);
   }
-  if (type == TYPE_COUNTER) pb_varint(&k->pb, EVENT_COUNTER_VALUE, (uint64_t)counter_value);
-  nest_end(k);
+  if (type == TYPE_COUNTER) pb_varint(&k->k.pb, EVENT_COUNTER_VALUE, (uint64_t)counter_value);
+  ctw_nest_end(&k->k);
 }
 
 // Stand-in work for the "c step" slice to measure.
@@ -516,66 +242,6 @@ static void iterate(struct producer* p, long iteration) {
 
 // ---- the service's commands ----
 
-// The instance id and the config's name and target buffer of a Setup/StartDataSource.
-static int read_instance(const uint8_t* data, size_t size, uint64_t* instance, int* is_ours, uint32_t* target) {
-  struct pb_reader r, c;
-  struct pb_field f, g;
-  *instance = 0;
-  *is_ours = 0;
-  *target = 0;
-  pb_reader_init(&r, data, size);
-  while (pb_next(&r, &f)) {
-    if (f.id == START_INSTANCE_ID && f.type == PB_VARINT) *instance = f.value;
-    if (f.id != START_CONFIG || f.type != PB_BYTES) continue;
-    pb_reader_init(&c, f.data, f.size);
-    while (pb_next(&c, &g)) {
-      if (g.id == CONFIG_NAME && g.type == PB_BYTES) {
-        *is_ours = g.size == sizeof(DATA_SOURCE) - 1 && memcmp(g.data, DATA_SOURCE, g.size) == 0;
-      }
-      if (g.id == CONFIG_TARGET_BUFFER && g.type == PB_VARINT) *target = (uint32_t)g.value;
-    }
-    if (c.error) return -1;
-  }
-  return r.error ? -1 : 0;
-}
-
-static uint64_t read_varint_field(const uint8_t* data, size_t size, uint32_t id, int* error) {
-  struct pb_reader r;
-  struct pb_field f;
-  uint64_t value = 0;
-  pb_reader_init(&r, data, size);
-  while (pb_next(&r, &f)) {
-    if (f.id == id && f.type == PB_VARINT) value = f.value;
-  }
-  if (r.error) *error = 1;
-  return value;
-}
-
-// Maps the SMB of SetupTracing, if its size and page size are ones the writer can use.
-static int map_smb(struct producer* p, const uint8_t* data, size_t size, int fd) {
-  int error = 0;
-  uint64_t page_kb = read_varint_field(data, size, SETUP_TRACING_PAGE_SIZE_KB, &error);
-  if (p->smb_ready) return 0;  // the service keeps the SMB of the first
-  struct stat st;
-  if (error || fd < 0 || fstat(fd, &st) != 0 || page_kb == 0 || page_kb > 64 || st.st_size <= 0) return -1;
-  size_t bytes = (size_t)st.st_size;
-  uint32_t page_size = (uint32_t)page_kb * 1024;
-  void* base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (base == MAP_FAILED) return -1;
-  if (smb_init(&p->smb, base, bytes, page_size) != 0) {
-    munmap(base, bytes);
-    return -1;
-  }
-  p->smb_ready = 1;
-  return 0;
-}
-
-static int setup_tracing(struct producer* p, const uint8_t* data, size_t size, int fd) {
-  int status = map_smb(p, data, size, fd);
-  if (fd >= 0) close(fd);
-  return status;
-}
-
 static void notify_stopped(struct producer* p, uint64_t instance) {
   uint8_t buffer[32];
   struct pb request;
@@ -597,7 +263,7 @@ static void start(struct producer* p, uint64_t instance, uint32_t target) {
   pb_varint(&request, REGISTER_WRITER_TARGET_BUFFER, target);
   invoke(p, "RegisterTraceWriter", &request, 1);
   p->instance = instance;
-  p->target_buffer = target;
+  p->writer.target_buffer = target;
   p->started = 1;
   p->first_packet_written = 0;
 }
@@ -615,31 +281,31 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size) 
     int ours;
     switch (f.id) {
       case CMD_SETUP_TRACING:
-        if (setup_tracing(p, f.data, f.size, ipc_take_fd(&p->ipc)) != 0) error = 1;
+        if (pc_setup_tracing(&p->smb, &p->smb_ready, f.data, f.size, ipc_take_fd(&p->ipc)) != 0) error = 1;
         break;
       case CMD_SETUP_DATA_SOURCE:
-        if (read_instance(f.data, f.size, &instance, &ours, &target) != 0) error = 1;
+        if (pc_read_instance(f.data, f.size, DATA_SOURCE, &instance, &ours, &target) != 0) error = 1;
         if (ours) {
           p->setup_instance = instance;
           p->setup_target = target;
         }
         break;
       case CMD_START_DATA_SOURCE:
-        if (read_instance(f.data, f.size, &instance, &ours, &target) != 0) error = 1;
+        if (pc_read_instance(f.data, f.size, DATA_SOURCE, &instance, &ours, &target) != 0) error = 1;
         // Perfetto's service sends the config with the start too; the setup's is the fallback.
         if (ours) start(p, instance, instance == p->setup_instance && target == 0 ? p->setup_target : target);
         break;
       case CMD_STOP_DATA_SOURCE:
-        instance = read_varint_field(f.data, f.size, STOP_INSTANCE_ID, &error);
+        instance = pc_read_varint(f.data, f.size, STOP_INSTANCE_ID, &error);
         if (p->started && instance == p->instance) {
-          commit(p, 0, 0);
+          ctw_commit(&p->writer, 0, 0);
           p->started = 0;
         }
         notify_stopped(p, instance);
         break;
       case CMD_FLUSH:
         // Every flush is answered, one for instances that are not this writer's too.
-        commit(p, 1, read_varint_field(f.data, f.size, FLUSH_REQUEST_ID, &error));
+        ctw_commit(&p->writer, 1, pc_read_varint(f.data, f.size, FLUSH_REQUEST_ID, &error));
         break;
       default:
         // ClearIncrementalState is not asked of a data source that does not handle it.
@@ -649,51 +315,11 @@ static int handle_command(struct producer* p, const uint8_t* data, size_t size) 
   return r.error || error ? -1 : 0;
 }
 
-static int connect_and_register(struct producer* p, const char* socket_name, const char* name, uint32_t smb_size,
-                                uint32_t page_size, uint64_t* stream) {
-  if (ipc_connect(&p->ipc, socket_name) != 0) {
-    fprintf(stderr, "ffmtrace-c-producer: cannot connect to %s: %s\n", socket_name, strerror(errno));
-    return 2;
-  }
-  if (ipc_bind(&p->ipc, "ProducerPort") != 0) {
-    fprintf(stderr, "ffmtrace-c-producer: %s did not bind ProducerPort\n", socket_name);
-    return 1;
-  }
-  uint8_t buffer[256];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  pb_varint(&request, INIT_PAGE_SIZE_HINT, page_size);
-  pb_varint(&request, INIT_SIZE_HINT, smb_size);
-  pb_string(&request, INIT_PRODUCER_NAME, name);
-  invoke(p, "InitializeConnection", &request, 0);
-  *stream = ipc_invoke(&p->ipc, "GetAsyncCommand", NULL, 0, 0);
-  pb_init(&request, buffer, sizeof(buffer));
-  uint8_t* descriptor = pb_begin(&request, REGISTER_DESCRIPTOR);
-  pb_string(&request, DESCRIPTOR_NAME, DATA_SOURCE);
-  pb_varint(&request, DESCRIPTOR_WILL_NOTIFY_ON_STOP, 1);
-  pb_end(&request, descriptor);
-  invoke(p, "RegisterDataSource", &request, 0);
-  if (*stream == 0 || p->violations != 0) {
-    fprintf(stderr, "ffmtrace-c-producer: %s hung up or lacks the producer port's methods\n", socket_name);
-    return 1;
-  }
-  return 0;
-}
-
 static const char* default_socket(void) {
   const char* env = getenv("PERFETTO_PRODUCER_SOCK_NAME");
   if (env != NULL && env[0] != '\0') return env;
   // Perfetto's default on Linux: /run/perfetto if it exists, else /tmp.
   return access("/run/perfetto", F_OK) == 0 ? "/run/perfetto/traced-producer.sock" : "/tmp/perfetto-producer";
-}
-
-static int parse_size(const char* text, uint32_t* out) {
-  char* end;
-  errno = 0;
-  unsigned long value = strtoul(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value == 0 || value > UINT32_MAX) return -1;
-  *out = (uint32_t)value;
-  return 0;
 }
 
 static struct producer producer;
@@ -706,9 +332,9 @@ int main(int argc, char** argv) {
     int has_value = i + 1 < argc;
     if (strcmp(argv[i], "--name") == 0 && has_value) {
       name = argv[++i];
-    } else if (strcmp(argv[i], "--smb-size") == 0 && has_value && parse_size(argv[i + 1], &smb_size) == 0) {
+    } else if (strcmp(argv[i], "--smb-size") == 0 && has_value && pc_parse_size(argv[i + 1], &smb_size) == 0) {
       i++;
-    } else if (strcmp(argv[i], "--page-size") == 0 && has_value && parse_size(argv[i + 1], &page_size) == 0) {
+    } else if (strcmp(argv[i], "--page-size") == 0 && has_value && pc_parse_size(argv[i + 1], &page_size) == 0) {
       i++;
     } else if (argv[i][0] != '-' && socket_name == NULL) {
       socket_name = argv[i];
@@ -719,8 +345,18 @@ int main(int argc, char** argv) {
   }
   if (socket_name == NULL) socket_name = default_socket();
   struct producer* p = &producer;
+  ctw_writer_init(&p->writer, &p->smb, LAYOUT, WRITER_ID, send_commit, p, 0);
   uint64_t stream;
-  int status = connect_and_register(p, socket_name, name, smb_size, page_size, &stream);
+  struct pc_options options = {
+      .program = "ffmtrace-c-producer",
+      .socket_name = socket_name,
+      .producer_name = name,
+      .smb_size = smb_size,
+      .page_size = page_size,
+      .scraping = SMB_SCRAPING_UNSPECIFIED,
+      .data_source = DATA_SOURCE,
+  };
+  int status = pc_connect(&p->ipc, &options, &stream);
   if (status != 0) return status;
   p->pid = getpid();
   p->tid = gettid();

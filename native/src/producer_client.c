@@ -1,0 +1,125 @@
+#define _GNU_SOURCE
+#include "producer_client.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum {
+  INIT_PAGE_SIZE_HINT = 1,
+  INIT_SIZE_HINT = 2,
+  INIT_PRODUCER_NAME = 3,
+  INIT_SMB_SCRAPING_MODE = 4,
+  REGISTER_DESCRIPTOR = 1,
+  DESCRIPTOR_NAME = 1,
+  DESCRIPTOR_WILL_NOTIFY_ON_STOP = 2,
+  START_INSTANCE_ID = 1,
+  START_CONFIG = 2,
+  CONFIG_NAME = 1,
+  CONFIG_TARGET_BUFFER = 2,
+  SETUP_TRACING_PAGE_SIZE_KB = 1,
+};
+
+int pc_connect(struct ipc_client* c, const struct pc_options* o, uint64_t* stream) {
+  if (ipc_connect(c, o->socket_name) != 0) {
+    fprintf(stderr, "%s: cannot connect to %s: %s\n", o->program, o->socket_name, strerror(errno));
+    return 2;
+  }
+  if (ipc_bind(c, "ProducerPort") != 0) {
+    fprintf(stderr, "%s: %s did not bind ProducerPort\n", o->program, o->socket_name);
+    return 1;
+  }
+  uint8_t buffer[256];
+  struct pb request;
+  pb_init(&request, buffer, sizeof(buffer));
+  pb_varint(&request, INIT_PAGE_SIZE_HINT, o->page_size);
+  pb_varint(&request, INIT_SIZE_HINT, o->smb_size);
+  pb_string(&request, INIT_PRODUCER_NAME, o->producer_name);
+  if (o->scraping != SMB_SCRAPING_UNSPECIFIED) pb_varint(&request, INIT_SMB_SCRAPING_MODE, o->scraping);
+  int failed = request.failed || ipc_invoke(c, "InitializeConnection", request.start, pb_size(&request), 0) == 0;
+  *stream = ipc_invoke(c, "GetAsyncCommand", NULL, 0, 0);
+  pb_init(&request, buffer, sizeof(buffer));
+  uint8_t* descriptor = pb_begin(&request, REGISTER_DESCRIPTOR);
+  pb_string(&request, DESCRIPTOR_NAME, o->data_source);
+  pb_varint(&request, DESCRIPTOR_WILL_NOTIFY_ON_STOP, 1);
+  pb_end(&request, descriptor);
+  failed |= request.failed || ipc_invoke(c, "RegisterDataSource", request.start, pb_size(&request), 0) == 0;
+  if (*stream == 0 || failed) {
+    fprintf(stderr, "%s: %s hung up or lacks the producer port's methods\n", o->program, o->socket_name);
+    return 1;
+  }
+  return 0;
+}
+
+int pc_read_instance(const uint8_t* data, size_t size, const char* data_source, uint64_t* instance, int* is_ours,
+                     uint32_t* target) {
+  struct pb_reader r, c;
+  struct pb_field f, g;
+  size_t name_size = strlen(data_source);
+  *instance = 0;
+  *is_ours = 0;
+  *target = 0;
+  pb_reader_init(&r, data, size);
+  while (pb_next(&r, &f)) {
+    if (f.id == START_INSTANCE_ID && f.type == PB_VARINT) *instance = f.value;
+    if (f.id != START_CONFIG || f.type != PB_BYTES) continue;
+    pb_reader_init(&c, f.data, f.size);
+    while (pb_next(&c, &g)) {
+      if (g.id == CONFIG_NAME && g.type == PB_BYTES) {
+        *is_ours = g.size == name_size && memcmp(g.data, data_source, g.size) == 0;
+      }
+      if (g.id == CONFIG_TARGET_BUFFER && g.type == PB_VARINT) *target = (uint32_t)g.value;
+    }
+    if (c.error) return -1;
+  }
+  return r.error ? -1 : 0;
+}
+
+uint64_t pc_read_varint(const uint8_t* data, size_t size, uint32_t id, int* error) {
+  struct pb_reader r;
+  struct pb_field f;
+  uint64_t value = 0;
+  pb_reader_init(&r, data, size);
+  while (pb_next(&r, &f)) {
+    if (f.id == id && f.type == PB_VARINT) value = f.value;
+  }
+  if (r.error) *error = 1;
+  return value;
+}
+
+static int map_smb(struct smb* smb, int* ready, const uint8_t* data, size_t size, int fd) {
+  int error = 0;
+  uint64_t page_kb = pc_read_varint(data, size, SETUP_TRACING_PAGE_SIZE_KB, &error);
+  if (*ready) return 0;
+  struct stat st;
+  if (error || fd < 0 || fstat(fd, &st) != 0 || page_kb == 0 || page_kb > 64 || st.st_size <= 0) return -1;
+  size_t bytes = (size_t)st.st_size;
+  uint32_t page_size = (uint32_t)page_kb * 1024;
+  void* base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) return -1;
+  if (smb_init(smb, base, bytes, page_size) != 0) {
+    munmap(base, bytes);
+    return -1;
+  }
+  *ready = 1;
+  return 0;
+}
+
+int pc_setup_tracing(struct smb* smb, int* ready, const uint8_t* data, size_t size, int fd) {
+  int status = map_smb(smb, ready, data, size, fd);
+  if (fd >= 0) close(fd);
+  return status;
+}
+
+int pc_parse_size(const char* text, uint32_t* out) {
+  char* end;
+  errno = 0;
+  unsigned long value = strtoul(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || value == 0 || value > UINT32_MAX) return -1;
+  *out = (uint32_t)value;
+  return 0;
+}

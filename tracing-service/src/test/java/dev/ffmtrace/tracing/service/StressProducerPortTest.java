@@ -1,0 +1,374 @@
+package dev.ffmtrace.tracing.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.CPrograms;
+import dev.ffmtrace.memory.testing.Peers;
+import dev.ffmtrace.perfetto.protos.TraceConfig;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The C stress producer ({@code native/src/stress_producer.c}) through a {@link ProducerPort}:
+ * four writer threads filling one SMB at once, their packets decoded from the trace
+ * (TracePacket.for_testing, field 900, read by hand) and checked against the producer's
+ * report and ledger: each writer's counters in order, checksums, the last packet marked,
+ * and, under the drop policy, every gap announced by previous_packet_dropped, packets
+ * abandoned mid-way among them.
+ */
+class StressProducerPortTest {
+    private static final String DATA_SOURCE = "ffmtrace.stress";
+    private static final int PRODUCER_ID = 7;
+    private static final int THREADS = 4;
+    private static final int FOR_TESTING = 900;
+    private static final int PREVIOUS_PACKET_DROPPED = 42;
+    private static final long SMB_FULL_LOSS = 257;
+    private static final long WRITER_ABORT = 128;
+    private static final Pattern REPORT_LINE = Pattern.compile("W (\\d+) (\\d+) (\\d+)");
+    private static final int ACK_TIMEOUT_MS = 60_000;
+
+    /** One writer's packet, as decoded from the trace. */
+    record Event(int writer, long counter, boolean checksumRight, boolean last, long previousDropped,
+                 int payloadBytes, int sequenceId) {
+    }
+
+    private static UnixAddress address() {
+        return UnixAddress.abstractName("ffmtrace-stress-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    }
+
+    private static SessionConfig config() throws InvalidConfigException {
+        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+        config.get().addBuffers().setSizeKb(64 * 1024);
+        config.get().addDataSources().setConfig().setName(DATA_SOURCE);
+        config.get().setFlushTimeoutMs(ACK_TIMEOUT_MS);
+        config.get().setDataSourceStopTimeoutMs(ACK_TIMEOUT_MS);
+        return SessionConfig.parse(config.toSegment());
+    }
+
+    private static Peers.Peer startProducer(ProducerPort port, Path ledger, String... options) {
+        List<String> args = new ArrayList<>(List.of("--producer-id", Integer.toString(PRODUCER_ID), "--data-source",
+                DATA_SOURCE, "--threads", Integer.toString(THREADS), "--seed", "42", "--ledger", ledger.toString(),
+                "--page-size", "4096"));
+        args.addAll(List.of(options));
+        args.add("@" + port.address().name());
+        return Peers.startNative(CPrograms.program("ffmtrace-stress-producer"), args.toArray(String[]::new));
+    }
+
+    private static Path ledger(Path dir) throws Exception {
+        Path ledger = dir.resolve("ledger");
+        Files.write(ledger, new byte[THREADS * Long.BYTES]);
+        return ledger;
+    }
+
+    private static long[] readLedger(Path ledger) {
+        try {
+            ByteBuffer bytes = ByteBuffer.wrap(Files.readAllBytes(ledger)).order(ByteOrder.LITTLE_ENDIAN);
+            long[] slots = new long[THREADS];
+            for (int i = 0; i < THREADS; i++) {
+                slots[i] = bytes.getLong();
+            }
+            return slots;
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("timed out waiting until " + what);
+            }
+            Thread.sleep(5);
+        }
+    }
+
+    /** The producer's report: packets attempted and dropped, by writer index. */
+    private static long[][] report(Peers.Peer peer) {
+        String out = peer.awaitSuccess();
+        long[][] report = new long[THREADS][];
+        for (String line : out.strip().split("\n")) {
+            Matcher m = REPORT_LINE.matcher(line);
+            assertTrue(m.matches(), "report line " + line);
+            report[Integer.parseInt(m.group(1))] = new long[] {Long.parseLong(m.group(2)), Long.parseLong(m.group(3))};
+        }
+        for (long[] writer : report) {
+            assertTrue(writer != null, "a line for every writer: " + out);
+        }
+        return report;
+    }
+
+    /** The stress packets of the trace, by writer index, in trace order. */
+    private static Map<Integer, List<Event>> events(TracingSession session) throws Exception {
+        ByteArrayOutputStream trace = new ByteArrayOutputStream();
+        session.writeTrace(trace);
+        TracePacket.Decoder decoder = new TracePacket.Decoder();
+        Map<Integer, List<Event>> events = new HashMap<>();
+        for (byte[] raw : ProducerRemoteWriterTest.rawPackets(trace.toByteArray())) {
+            decoder.reset(MemorySegment.ofArray(raw));
+            Event event = decode(raw, decoder.trustedPacketSequenceId());
+            if (event != null) {
+                events.computeIfAbsent(event.writer(), w -> new ArrayList<>()).add(event);
+            }
+        }
+        return events;
+    }
+
+    /** A minimal protobuf reader, for the fields the generated decoders do not know. */
+    private static final class Reader {
+        private final byte[] bytes;
+        private int at;
+        private final int end;
+        int id;
+        int type;
+        long value;
+        int start;
+        int size;
+
+        Reader(byte[] bytes, int start, int end) {
+            this.bytes = bytes;
+            this.at = start;
+            this.end = end;
+        }
+
+        boolean next() {
+            if (at >= end) {
+                return false;
+            }
+            long tag = varint();
+            id = (int) (tag >>> 3);
+            type = (int) (tag & 7);
+            switch (type) {
+                case 0 -> value = varint();
+                case 1 -> at += 8;
+                case 2 -> {
+                    size = (int) varint();
+                    start = at;
+                    at += size;
+                }
+                case 5 -> at += 4;
+                default -> throw new AssertionError("wire type " + type);
+            }
+            if (at > end) {
+                throw new AssertionError("field " + id + " runs past its message");
+            }
+            return true;
+        }
+
+        Reader inner() {
+            return new Reader(bytes, start, start + size);
+        }
+
+        byte[] data() {
+            return Arrays.copyOfRange(bytes, start, start + size);
+        }
+
+        private long varint() {
+            long result = 0;
+            for (int shift = 0; shift < 64; shift += 7) {
+                byte b = bytes[at++];
+                result |= (long) (b & 0x7f) << shift;
+                if (b >= 0) {
+                    return result;
+                }
+            }
+            throw new AssertionError("varint too long");
+        }
+    }
+
+    private static int fnv1a(int hash, byte[] data) {
+        for (byte b : data) {
+            hash = (hash ^ (b & 0xff)) * 16777619;
+        }
+        return hash;
+    }
+
+    /** FNV-1a over a TestPayload's strings in pre-order; adds their bytes to {@code bytes[0]}. */
+    private static int hashPayload(int hash, Reader payload, int[] bytes) {
+        List<Reader> nested = new ArrayList<>();
+        while (payload.next()) {
+            if (payload.id == 1 && payload.type == 2) {
+                hash = fnv1a(hash, payload.data());
+                bytes[0] += payload.size;
+            } else if (payload.id == 2 && payload.type == 2) {
+                nested.add(payload.inner());
+            }
+        }
+        for (Reader child : nested) {
+            hash = hashPayload(hash, child, bytes);
+        }
+        return hash;
+    }
+
+    private static Event decode(byte[] raw, int sequenceId) {
+        Reader packet = new Reader(raw, 0, raw.length);
+        Reader forTesting = null;
+        long previousDropped = 0;
+        while (packet.next()) {
+            if (packet.id == FOR_TESTING && packet.type == 2) {
+                forTesting = packet.inner();
+            } else if (packet.id == PREVIOUS_PACKET_DROPPED && packet.type == 0) {
+                previousDropped = packet.value;
+            }
+        }
+        if (forTesting == null) {
+            return null;
+        }
+        byte[] str = null;
+        long counter = -1;
+        long seqValue = -1;
+        boolean last = false;
+        Reader payload = null;
+        while (forTesting.next()) {
+            switch (forTesting.id) {
+                case 1 -> str = forTesting.data();
+                case 2 -> seqValue = forTesting.value;
+                case 3 -> counter = forTesting.value;
+                case 4 -> last = forTesting.value != 0;
+                case 5 -> payload = forTesting.inner();
+                default -> throw new AssertionError("TestEvent field " + forTesting.id);
+            }
+        }
+        String name = new String(str, StandardCharsets.US_ASCII);
+        assertTrue(name.startsWith(PRODUCER_ID + "/"), name);
+        byte[] counterBytes = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(counter).array();
+        int hash = fnv1a(fnv1a(0x811c9dc5, str), counterBytes);
+        int[] bytes = {0};
+        hash = hashPayload(hash, payload, bytes);
+        return new Event(Integer.parseInt(name.substring(name.indexOf('/') + 1)), counter,
+                Integer.toUnsignedLong(hash) == seqValue, last, previousDropped, bytes[0], sequenceId);
+    }
+
+    private static void assertNoViolations(TracingSession session, ProducerPort port) {
+        TraceBufferStats stats = session.stats().getFirst();
+        assertEquals(0, stats.patchesFailed());
+        assertEquals(0, stats.abiViolations());
+        assertEquals(0, stats.chunksOverwritten(), "the buffer is big enough for every packet");
+        assertEquals(0, port.violations());
+        assertEquals(0, port.abiViolations());
+    }
+
+    @Test
+    void underStallFourWritersLoseNothingAndStopWithALastPacket(@TempDir Path dir) throws Exception {
+        Path ledger = ledger(dir);
+        Peers.Peer peer = null;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            TracingSession session = service.startSession(config());
+            // A small SMB, so that writers wait for chunks and large packets span many.
+            peer = startProducer(port, ledger, "--policy", "stall", "--rate", "1000", "--smb-size",
+                    Integer.toString(64 * 1024));
+            await(() -> Arrays.stream(readLedger(ledger)).allMatch(n -> n >= 1000),
+                    "every writer has written 1000 packets");
+            for (int i = 0; i < 3; i++) {
+                assertTrue(session.flush(Duration.ofSeconds(20)), "flush " + i + " acknowledged");
+            }
+            session.stop();
+            port.close();
+            long[][] report = report(peer);
+            long[] attempted = readLedger(ledger);
+
+            Map<Integer, List<Event>> events = events(session);
+            assertEquals(THREADS, events.size(), "every writer's packets are in the trace");
+            long large = 0;
+            for (int w = 0; w < THREADS; w++) {
+                List<Event> written = events.get(w);
+                assertEquals(report[w][0], attempted[w], "the ledger counts what the writer attempted");
+                assertEquals(0, report[w][1], "no packet dropped under stall");
+                assertEquals(attempted[w], written.size(), "writer " + w + "'s packets all in the trace");
+                for (int i = 0; i < written.size(); i++) {
+                    Event event = written.get(i);
+                    assertEquals(i, event.counter(), "writer " + w + "'s packets in order");
+                    assertTrue(event.checksumRight(), "checksum of " + event);
+                    assertEquals(i == written.size() - 1, event.last(), "only the last packet is marked last");
+                    assertEquals(0, event.previousDropped());
+                    assertEquals(written.getFirst().sequenceId(), event.sequenceId(), "one sequence a writer");
+                    large += event.payloadBytes() >= 2048 ? 1 : 0;
+                }
+            }
+            assertTrue(large >= 50, large + " large packets");
+            assertTrue(session.stats().getFirst().patchesSucceeded() > 0, "size fields left behind were patched");
+            assertNoViolations(session, port);
+            session.close();
+        } finally {
+            if (peer != null) {
+                peer.process().destroyForcibly();
+            }
+        }
+    }
+
+    @Test
+    void underDropEveryGapIsAnnouncedAndTheCountsAgree(@TempDir Path dir) throws Exception {
+        Path ledger = ledger(dir);
+        long perWriter = 3000;
+        Peers.Peer peer = null;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            TracingSession session = service.startSession(config());
+            // Sixteen chunks for four writers as fast as they go, and packets of up to 17 chunks.
+            peer = startProducer(port, ledger, "--policy", "drop", "--packets-per-writer", Long.toString(perWriter),
+                    "--sizes", "small:50,medium:30,large:20", "--smb-size", Integer.toString(16 * 1024));
+            await(() -> Arrays.stream(readLedger(ledger)).allMatch(n -> n == perWriter),
+                    "every writer has attempted all its packets");
+            assertTrue(session.flush(Duration.ofSeconds(20)), "flush acknowledged");
+            session.stop();
+            port.close();
+            long[][] report = report(peer);
+
+            Map<Integer, List<Event>> events = events(session);
+            long dropped = 0;
+            long abandoned = 0;
+            for (int w = 0; w < THREADS; w++) {
+                List<Event> written = events.getOrDefault(w, List.of());
+                assertEquals(perWriter, report[w][0]);
+                assertEquals(perWriter - report[w][1], written.size(), "writer " + w + ": written = attempted - dropped");
+                long expected = 0;
+                for (Event event : written) {
+                    assertTrue(event.counter() >= expected, "writer " + w + "'s packets in order");
+                    assertTrue(event.checksumRight(), "checksum of " + event);
+                    // The service adds its own causes: WRITER_ABORT for a packet abandoned mid-way.
+                    assertEquals(event.counter() > expected ? SMB_FULL_LOSS : 0, event.previousDropped() & SMB_FULL_LOSS,
+                            "a gap, and only a gap, is announced: " + event);
+                    abandoned += (event.previousDropped() & WRITER_ABORT) != 0 ? 1 : 0;
+                    assertEquals(event.counter() == perWriter - 1, event.last());
+                    expected = event.counter() + 1;
+                }
+                assertFalse(written.isEmpty());
+                dropped += report[w][1];
+            }
+            assertTrue(dropped > 0, "a 16 KiB SMB dropped packets");
+            assertTrue(abandoned > 0, "packets of up to 17 chunks in 16 were abandoned mid-way");
+            assertNoViolations(session, port);
+            session.close();
+        } finally {
+            if (peer != null) {
+                peer.process().destroyForcibly();
+            }
+        }
+    }
+}

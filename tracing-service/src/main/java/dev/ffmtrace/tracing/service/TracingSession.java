@@ -98,6 +98,14 @@ public final class TracingSession implements AutoCloseable {
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
     /** Whether a periodic flush waits for acknowledgements. */
     private final AtomicBoolean periodicFlushPending = new AtomicBoolean();
+    /**
+     * The {@code write_into_file} timer, apart from {@link #timers}: it goes on while a
+     * stop waits for the producers, as Perfetto's does, so a ring buffer written into
+     * meanwhile is still read. Guarded by {@link #timers}.
+     */
+    private ScheduledFuture<?> fileWrites;
+    /** Set by stop() before its last readback: the periodic file writes are over. Under {@link #readbackLock}. */
+    private boolean finalReadbackStarted;
     private volatile State state = State.RUNNING;
     /** The thread that stopped the session; set under {@link #timers} with the state. */
     private volatile Thread stoppingThread;
@@ -160,8 +168,7 @@ public final class TracingSession implements AutoCloseable {
             }
             if (fileSink != null) {
                 long period = config.effectiveFileWritePeriodMs();
-                timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::writeIntoFile), period, period,
-                        TimeUnit.MILLISECONDS));
+                fileWrites = timer.scheduleAtFixedRate(this::periodicFileWrite, period, period, TimeUnit.MILLISECONDS);
             }
             if (config.durationMs() > 0) {
                 timers.add(timer.schedule(() -> runTimed(this::stop), config.durationMs(), TimeUnit.MILLISECONDS));
@@ -636,11 +643,21 @@ public final class TracingSession implements AutoCloseable {
                 ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
     }
 
-    /** The {@code write_into_file} timer: one readback into the output; a full output stops the session. */
+    /** The {@code write_into_file} timer's task; a failure stops the session and completes {@link #completion()} with it. */
+    private void periodicFileWrite() {
+        try {
+            writeIntoFile();
+        } catch (IOException | RuntimeException e) {
+            completion.completeExceptionally(e);
+            stop();
+        }
+    }
+
+    /** One readback into the output, until stop() starts its last; a full output stops the session. */
     private void writeIntoFile() throws IOException {
         readbackLock.lock();
         try {
-            if (state != State.RUNNING) {
+            if (finalReadbackStarted || state == State.CLOSED) {
                 // stop() writes the rest.
                 return;
             }
@@ -658,7 +675,8 @@ public final class TracingSession implements AutoCloseable {
      * DataSource#onStop stop handler} runs and is waited for, at most
      * {@code data_source_stop_timeout_ms}; a session waiting for the data sources then
      * gets them), then takes what the producers had written with a last flush; with
-     * {@code write_into_file}, writes everything left into the output. The buffers stay
+     * {@code write_into_file}, writes everything left into the output (the periodic writes
+     * go on while the stop waits for the producers). The buffers stay
      * readable until {@link #close()}. Completes {@link #completion()}.
      */
     public void stop() {
@@ -684,6 +702,7 @@ public final class TracingSession implements AutoCloseable {
             if (fileSink != null) {
                 readbackLock.lock();
                 try {
+                    finalReadbackStarted = true;
                     readBack(fileSink);
                 } finally {
                     readbackLock.unlock();
@@ -692,6 +711,11 @@ public final class TracingSession implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             completion.completeExceptionally(e);
         } finally {
+            synchronized (timers) {
+                if (fileWrites != null) {
+                    fileWrites.cancel(false);
+                }
+            }
             // Whatever happened, a close() waiting for this stop goes on.
             completion.complete(this);
         }

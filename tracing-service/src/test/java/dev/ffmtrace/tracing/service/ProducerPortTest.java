@@ -228,6 +228,48 @@ class ProducerPortTest {
     }
 
     @Test
+    void theFileWritesGoOnWhileAStopWaitsForAProducer() throws Exception {
+        HeapBuffered<TraceConfig> traceConfig = new HeapBuffered<>(TraceConfig.FACTORY);
+        traceConfig.get().addBuffers().setSizeKb(1024);
+        traceConfig.get().addDataSources().setConfig().setName("silent_source");
+        traceConfig.get().addDataSources().setConfig().setName("local_source");
+        traceConfig.get().setFlushTimeoutMs(4000);
+        traceConfig.get().setWriteIntoFile(true);
+        traceConfig.get().setFileWritePeriodMs(100);
+        ByteArrayOutputStream file = new ByteArrayOutputStream();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address());
+             PortProducer silent = PortProducer.connect(port.address(), "silent", 0, 0)) {
+            silent.onFlush = id -> { };
+            silent.registerDataSource("silent_source", false, false);
+            await(() -> service.registeredDataSources().values().stream().anyMatch(s -> s.contains("silent_source")),
+                    "the silent producer registered");
+            DataSource local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
+            TracingSession session = service.startSession(SessionConfig.parse(traceConfig.toSegment()),
+                    java.nio.channels.Channels.newChannel(file));
+            silent.next(SETUP_TRACING_FIELD_NUMBER);
+            silent.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
+            silent.next(START_DATA_SOURCE_FIELD_NUMBER);
+            CompletableFuture<Void> stopped = CompletableFuture.runAsync(session::stop);
+            silent.next(FLUSH_FIELD_NUMBER);
+            // The stop now waits up to 4 s for the silent producer; a writer still writes.
+            try (TraceWriter<TracePacket> writer = local.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                write(writer, "written while the stop waits");
+                writer.flush();
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+            while (!new String(file.toByteArray(), java.nio.charset.StandardCharsets.ISO_8859_1)
+                    .contains("written while the stop waits")) {
+                assertTrue(System.nanoTime() < deadline, "the packet did not reach the file while the stop waited");
+                Thread.sleep(10);
+            }
+            assertFalse(stopped.isDone(), "the stop still waits for the silent producer");
+            stopped.get(10, TimeUnit.SECONDS);
+            session.close();
+        }
+    }
+
+    @Test
     void aFlushWaitsForTheAcknowledgementAtMostTheFlushTimeout() throws Exception {
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, address());

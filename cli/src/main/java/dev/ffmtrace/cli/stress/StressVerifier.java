@@ -24,7 +24,8 @@ import java.util.Set;
  * exactly once and in order, or lost where the trace says so. A gap in a writer's
  * counters is accounted when the packet after it carries {@code previous_packet_dropped}
  * (the service or the writer saw the loss); packets missing after the last one read are
- * accounted when the writer's process was killed, or when it writes into the DISCARD
+ * accounted when the writer's process was killed and they are at most
+ * {@value #MAX_LOST_AT_KILL}, or when it writes into the DISCARD
  * buffer ({@link StressRun#DISCARD_BUFFER}), whose stats count discarded chunks (once
  * full, it refuses every later chunk). Anything else is unaccounted; a packet whose checksum or
  * encoding is wrong is corrupt; one at or below a counter already read is a duplicate or
@@ -33,6 +34,12 @@ import java.util.Set;
 public final class StressVerifier {
     private static final int TRACE_PACKET_FIELD = 1;
     private static final int EXAMPLES = 5;
+    /**
+     * The most packets a SIGKILL may take from a writer's tail: the one it was writing, and
+     * the one before if it died between finishing it and sending the patches of its nested
+     * sizes (the service's last scrape after the death takes every complete chunk).
+     */
+    static final int MAX_LOST_AT_KILL = 2;
 
     /** What one writer of the run was: its identity, its buffer, how many packets it attempted. */
     public record Writer(int producer, int writer, int buffer, long attempted, boolean killed) {
@@ -363,10 +370,10 @@ public final class StressVerifier {
                 continue;
             }
             BufferCounters buffer = writer.buffer() < buffers.size() ? buffers.get(writer.buffer()) : null;
-            if (writer.killed()) {
-                account.lostAtKill += tail;
-            } else if (writer.buffer() == StressRun.DISCARD_BUFFER && buffer != null && buffer.chunksDiscarded() > 0) {
+            if (writer.buffer() == StressRun.DISCARD_BUFFER && buffer != null && buffer.chunksDiscarded() > 0) {
                 account.lostDiscarded += tail;
+            } else if (writer.killed() && tail <= MAX_LOST_AT_KILL) {
+                account.lostAtKill += tail;
             } else {
                 account.unaccounted += tail;
                 account.example("the last " + tail + " packets of " + writer.attempted() + " missing");

@@ -8,7 +8,19 @@
 // It starts at load when FFMTRACE_HEAPPROFD_SOCKET names the service's socket (a path,
 // or @name for the abstract namespace), or later when the process gets heapprofd's
 // real-time signal (SIGRTMIN + 4): the handler only asks, and the next allocation
-// connects. Without a service every hook is one relaxed load and the real call.
+// connects.
+//
+// Each thread samples its own allocations (Perfetto's client keeps one sampler, under its
+// spinlock): it keeps the bytes to its next sample, drawn from its own random sequence, so
+// the samples of all threads together are Poisson sampling of the process's bytes at the
+// configured interval. An allocation that does not reach the next sample costs the hook
+// a compare, a subtraction and a compare on that thread-local state, and a relaxed load
+// of an epoch that changes only when the client's state does (asked to start, started,
+// stopped): no lock, no atomic write, no call besides the allocator's. The
+// rest (a sample, a new thread, a changed epoch, an allocation at least the interval)
+// takes the slow path out of line, which also keeps errno as the allocator left it. Every
+// free is recorded, as Perfetto's client does; without a service a free costs a relaxed
+// load.
 //
 // The real allocator is glibc's __libc_* entry points, so looking it up never allocates.
 // A thread-local flag keeps the client's own allocations (and those of the libc calls it
@@ -41,44 +53,78 @@ extern void* __libc_memalign(size_t alignment, size_t size);
 enum { STATE_OFF = 0, STATE_ACTIVE = 1, STATE_STOPPED = 2 };
 enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4 };
 
-static atomic_int g_state = STATE_OFF;
-static atomic_int g_start_requested = 0;
-// The client's lock, a spinlock as Perfetto's client has: held for a sampler step, or for
-// one record's write.
+// What every hook reads, on a cache line of its own: the writes of the sampled path (the
+// lock, the sequence number) never take it away from the other cores. The interval is set
+// before the state turns active, and read only after it has.
+static struct {
+  _Alignas(64) atomic_uint epoch;
+  atomic_int state;
+  atomic_int start_requested;
+  uint64_t interval;
+} g_shared = {.epoch = 1, .state = STATE_OFF};
+// The client's lock, a spinlock as Perfetto's client has: held for one record's write.
 static atomic_flag g_lock = ATOMIC_FLAG_INIT;
 static int g_socket = -1;
 static srb g_ring;
 static hpd_client_configuration g_config;
-static uint64_t g_interval;
-static int64_t g_bytes_to_next_sample;
 static uint64_t g_sequence_number;
-static uint64_t g_random_state = 0x9e3779b97f4a7c15ULL;
-// initial-exec: the preloaded library's thread-locals at a fixed offset, with no
-// __tls_get_addr call on every malloc.
-static __thread int t_in_client __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t t_stack_end __attribute__((tls_model("initial-exec")));
+static uint64_t g_seed;
+static atomic_uint_fast64_t g_threads_seeded;
 
-// Perfetto's sampler: exponential gaps between samples, an allocation at least the
-// interval always sampled with its size, otherwise the interval per sample crossed.
+// A thread's sampler and the client's other per-thread state. initial-exec: the
+// preloaded library's thread-locals at a fixed offset from the thread pointer, with no
+// __tls_get_addr call on every malloc. A new thread's zeros (epoch 0, limit 0) send its
+// first allocation to the slow path, which sets the sampler up.
+static __thread struct {
+  int64_t bytes_to_next_sample;
+  // The size from which an allocation takes the slow path: the interval while sampling
+  // (always sampled, with its size), otherwise never.
+  uint64_t limit;
+  // 0 when the thread does not sample.
+  uint64_t interval;
+  uint64_t random;
+  unsigned epoch;
+  int in_client;
+  uintptr_t stack_end;
+} t_client __attribute__((tls_model("initial-exec")));
+
+// The state and the epoch that tells the hooks to look at it again.
+static void set_state(int state) {
+  atomic_store_explicit(&g_shared.state, state, memory_order_release);
+  atomic_fetch_add_explicit(&g_shared.epoch, 1, memory_order_release);
+}
+
+static uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Perfetto's sampler, per thread: exponential gaps between samples with the interval for
+// mean (plus one byte), an allocation at least the interval always sampled with its size,
+// otherwise the interval per sample crossed.
 static int64_t next_sample_interval(void) {
-  g_random_state ^= g_random_state << 13;
-  g_random_state ^= g_random_state >> 7;
-  g_random_state ^= g_random_state << 17;
-  double u = (double)(g_random_state >> 11) / (double)(1ULL << 53);
-  return (int64_t)(-log(1.0 - u) * (double)g_interval) + 1;
+  uint64_t x = t_client.random;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  t_client.random = x;
+  double u = (double)(x >> 11) / (double)(1ULL << 53);
+  return (int64_t)(-log(1.0 - u) * (double)t_client.interval) + 1;
 }
 
 static uint64_t sample_size(size_t size) {
-  if (size >= g_interval) {
+  if (size >= t_client.interval) {
     return size;
   }
-  g_bytes_to_next_sample -= (int64_t)size;
+  t_client.bytes_to_next_sample -= (int64_t)size;
   uint64_t samples = 0;
-  while (g_bytes_to_next_sample <= 0) {
-    g_bytes_to_next_sample += next_sample_interval();
+  while (t_client.bytes_to_next_sample <= 0) {
+    t_client.bytes_to_next_sample += next_sample_interval();
     samples++;
   }
-  return samples * g_interval;
+  return samples * t_client.interval;
 }
 
 static int connect_to(const char* name) {
@@ -173,46 +219,45 @@ static uint64_t malloc_interval(void) {
   return g_config.all_heaps ? g_config.default_interval : 0;
 }
 
-// Called with g_lock held and t_in_client set.
+// Called with g_lock held and t_client.in_client set.
 static void start(void) {
   const char* name = getenv("FFMTRACE_HEAPPROFD_SOCKET");
   int sock = name == NULL ? -1 : connect_to(name);
   int ring_fd = sock < 0 || !send_proc_fds(sock) ? -1 : receive_configuration(sock);
   char err[256];
   if (ring_fd < 0 || g_config.num_heaps > HPD_MAX_HEAPS || srb_attach(&g_ring, ring_fd, 1, err, sizeof(err)) != 0 ||
-      (g_interval = malloc_interval()) == 0) {
+      (g_shared.interval = malloc_interval()) == 0) {
     if (sock >= 0) {
       close(sock);
     }
-    atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_release);
+    set_state(STATE_STOPPED);
     return;
   }
   g_socket = sock;
-  g_random_state ^= (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
-  g_bytes_to_next_sample = next_sample_interval();
-  atomic_store_explicit(&g_state, STATE_ACTIVE, memory_order_release);
+  g_seed = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)&g_seed;
+  set_state(STATE_ACTIVE);
 }
 
 static void stop(void) {
-  atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_release);
+  set_state(STATE_STOPPED);
 }
 
 // The end of the calling thread's stack, cached per thread: the main thread's from
 // /proc/self/maps ([stack]), another's from its attributes.
 static uintptr_t stack_end(void) {
-  if (t_stack_end != 0) {
-    return t_stack_end;
+  if (t_client.stack_end != 0) {
+    return t_client.stack_end;
   }
   pthread_attr_t attr;
   void* base;
   size_t size;
   if (pthread_getattr_np(pthread_self(), &attr) == 0) {
     if (pthread_attr_getstack(&attr, &base, &size) == 0) {
-      t_stack_end = (uintptr_t)base + size;
+      t_client.stack_end = (uintptr_t)base + size;
     }
     pthread_attr_destroy(&attr);
   }
-  return t_stack_end;
+  return t_client.stack_end;
 }
 
 // Copies stack memory one word at a time: a fortified memcpy can refuse to read across
@@ -272,12 +317,9 @@ static void publish_record(const srb_record* record) {
   }
 }
 
-__attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
+// Called with g_lock held.
+__attribute__((noinline)) static void record_malloc(void* ptr, size_t size, uint64_t sampled) {
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-  uint64_t sampled = sample_size(size);
-  if (sampled == 0) {
-    return;
-  }
   hpd_alloc_metadata metadata;
   memset(&metadata, 0, sizeof(metadata));
   uintptr_t end = stack_end();
@@ -287,7 +329,7 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size) {
   }
   bytes -= bytes % sizeof(uintptr_t);
 #if defined(__x86_64__)
-  // The registers as they will be once this function returns to its caller (the hook),
+  // The registers as they will be once this function returns to its caller (the slow path),
   // so that pc, frame pointer and stack pointer describe one frame: rip the return
   // address, rbp the caller's frame pointer this frame saved, rsp past this frame's two
   // words. unwindstack's x86-64 order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
@@ -334,43 +376,115 @@ static void record_free(void* ptr) {
   publish_record(&record);
 }
 
-static void leave(void) {
-  atomic_flag_clear_explicit(&g_lock, memory_order_release);
-  t_in_client = 0;
-}
-
-// Whether this call should be recorded, starting the client if one was asked for; takes
-// g_lock and marks the thread as inside the client when it returns 1.
-static int enter(void) {
-  if (t_in_client) {
-    return 0;
-  }
-  int state = atomic_load_explicit(&g_state, memory_order_acquire);
-  if (state != STATE_ACTIVE && !(state == STATE_OFF && atomic_load_explicit(&g_start_requested, memory_order_relaxed))) {
-    return 0;
-  }
-  t_in_client = 1;
+static void lock(void) {
   while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
   }
-  if (atomic_load_explicit(&g_state, memory_order_relaxed) == STATE_OFF) {
-    start();
-  }
-  if (atomic_load_explicit(&g_state, memory_order_relaxed) != STATE_ACTIVE) {
-    leave();
-    return 0;
-  }
-  return 1;
 }
 
-static void* recorded(void* ptr, size_t size) {
-  if (ptr != NULL && enter()) {
-    record_malloc(ptr, size);
-    leave();
+static void unlock(void) {
+  atomic_flag_clear_explicit(&g_lock, memory_order_release);
+}
+
+static int active(void) {
+  return atomic_load_explicit(&g_shared.state, memory_order_relaxed) == STATE_ACTIVE;
+}
+
+// Brings the thread's sampler up to the client's state, starting the client if one was
+// asked for: while active, a fresh gap (gaps are memoryless, so one cut short is no bias);
+// otherwise nothing to sample until the epoch changes. The epoch is read before the state,
+// so that a change in between only brings the thread here once more.
+static void resync(void) {
+  unsigned epoch = atomic_load_explicit(&g_shared.epoch, memory_order_acquire);
+  int state = atomic_load_explicit(&g_shared.state, memory_order_acquire);
+  if (state == STATE_OFF && atomic_load_explicit(&g_shared.start_requested, memory_order_relaxed)) {
+    lock();
+    if (atomic_load_explicit(&g_shared.state, memory_order_relaxed) == STATE_OFF) {
+      start();
+    }
+    unlock();
+    epoch = atomic_load_explicit(&g_shared.epoch, memory_order_acquire);
+    state = atomic_load_explicit(&g_shared.state, memory_order_acquire);
   }
+  t_client.epoch = epoch;
+  if (state != STATE_ACTIVE) {
+    t_client.interval = 0;
+    t_client.limit = UINT64_MAX;
+    t_client.bytes_to_next_sample = INT64_MAX;
+    return;
+  }
+  if (t_client.random == 0) {
+    uint64_t n = atomic_fetch_add_explicit(&g_threads_seeded, 1, memory_order_relaxed);
+    // xorshift's one forbidden state is 0.
+    t_client.random = splitmix64(g_seed + n * 0x9e3779b97f4a7c15ULL) | 1;
+  }
+  t_client.interval = g_shared.interval;
+  t_client.limit = g_shared.interval;
+  t_client.bytes_to_next_sample = next_sample_interval();
+}
+
+// An allocation the hook's compares did not let through: a sample, or the thread's
+// sampler to set up.
+__attribute__((noinline)) static void* allocation_slow_path(void* ptr, size_t size) {
+  if (t_client.in_client) {
+    return ptr;
+  }
+  int saved_errno = errno;
+  t_client.in_client = 1;
+  if (t_client.epoch != atomic_load_explicit(&g_shared.epoch, memory_order_acquire)) {
+    resync();
+  }
+  if (ptr != NULL && t_client.interval != 0) {
+    uint64_t sampled = sample_size(size);
+    if (sampled != 0) {
+      // Recording allocates (the client's own, unprofiled): they draw the thread's gap
+      // down too, and are given back.
+      int64_t left = t_client.bytes_to_next_sample;
+      lock();
+      if (active()) {
+        record_malloc(ptr, size, sampled);
+      }
+      unlock();
+      t_client.bytes_to_next_sample = left;
+    }
+  }
+  t_client.in_client = 0;
+  errno = saved_errno;
   return ptr;
+}
+
+static inline __attribute__((always_inline)) void* recorded(void* ptr, size_t size) {
+  int64_t left = (int64_t)((uint64_t)t_client.bytes_to_next_sample - size);
+  if (__builtin_expect(size < t_client.limit && left > 0 &&
+                           t_client.epoch == atomic_load_explicit(&g_shared.epoch, memory_order_relaxed),
+                       1)) {
+    t_client.bytes_to_next_sample = left;
+    return ptr;
+  }
+  return allocation_slow_path(ptr, size);
+}
+
+__attribute__((noinline)) static void free_slow_path(void* ptr) {
+  if (t_client.in_client) {
+    return;
+  }
+  int saved_errno = errno;
+  t_client.in_client = 1;
+  lock();
+  if (active()) {
+    record_free(ptr);
+  }
+  unlock();
+  t_client.in_client = 0;
+  errno = saved_errno;
+}
+
+static inline __attribute__((always_inline)) void recorded_free(void* ptr) {
+  if (ptr != NULL && __builtin_expect(active(), 0)) {
+    free_slow_path(ptr);
+  }
 }
 
 void* malloc(size_t size) {
@@ -402,41 +516,38 @@ int posix_memalign(void** out, size_t alignment, size_t size) {
 }
 
 void free(void* ptr) {
-  if (ptr != NULL && enter()) {
-    record_free(ptr);
-    leave();
-  }
+  recorded_free(ptr);
   __libc_free(ptr);
 }
 
 void* realloc(void* ptr, size_t size) {
-  if (ptr != NULL && enter()) {
-    record_free(ptr);
-    leave();
-  }
+  recorded_free(ptr);
   return recorded(__libc_realloc(ptr, size), size);
 }
 
+// Lock-free atomics only: async-signal-safe.
 static void on_profiler_signal(int signal) {
   (void)signal;
-  atomic_store_explicit(&g_start_requested, 1, memory_order_relaxed);
+  atomic_store_explicit(&g_shared.start_requested, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&g_shared.epoch, 1, memory_order_release);
 }
 
 // Around fork the lock is held, so that no other thread is half-way through a record in
 // the child's copy of the client; the child then stops, with the lock free.
 static void before_fork(void) {
-  t_in_client = 1;
-  while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
-  }
+  t_client.in_client = 1;
+  lock();
 }
 
 static void in_forked_parent(void) {
-  leave();
+  unlock();
+  t_client.in_client = 0;
 }
 
 static void in_forked_child(void) {
-  atomic_store_explicit(&g_state, STATE_STOPPED, memory_order_relaxed);
-  leave();
+  set_state(STATE_STOPPED);
+  unlock();
+  t_client.in_client = 0;
 }
 
 __attribute__((constructor)) static void initialize(void) {
@@ -447,6 +558,6 @@ __attribute__((constructor)) static void initialize(void) {
   sigaction(SIGRTMIN + PROFILER_SIGNAL_OFFSET, &action, NULL);
   pthread_atfork(before_fork, in_forked_parent, in_forked_child);
   if (getenv("FFMTRACE_HEAPPROFD_SOCKET") != NULL) {
-    atomic_store_explicit(&g_start_requested, 1, memory_order_relaxed);
+    atomic_store_explicit(&g_shared.start_requested, 1, memory_order_relaxed);
   }
 }

@@ -4,12 +4,15 @@
 // draining the ring, so the client never waits for room. The main thread then times
 // mallocs of 64 bytes at the sampling interval given (huge: none sampled; 6400: 1 in 100;
 // 1: every one, each with its stack copy; 0: no client, for the bare malloc), and prints
-// ns per malloc; the frees, which the client records whatever the interval, are outside
-// the timed loop.
+// ns per malloc, with, in the same process and rounds, glibc's __libc_malloc, which the
+// hook calls, and the difference: what the hook adds. The frees are outside the timed
+// loops, and bypass the client (__libc_free): it records every free, and the records'
+// traffic through the caches would slow whichever round came next.
 //
 //   heapprofd_client_bench INTERVAL BATCH
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -25,6 +28,9 @@
 #include "unix_peer.h"
 
 enum { ALLOC_SIZE = 64 };
+
+extern void* __libc_malloc(size_t size);
+extern void __libc_free(void* ptr);
 
 static srb g_ring;
 static atomic_int g_done;
@@ -82,10 +88,41 @@ static void* serve(void* unused) {
   return NULL;
 }
 
+// Waits until the service thread has read every record: the samples just recorded must
+// not still be draining while the next round is timed.
+static void wait_until_drained(void) {
+  const uint64_t* read_pos = (const uint64_t*)(g_ring.meta + SRB_READ_POS_OFFSET);
+  const uint64_t* write_pos = (const uint64_t*)(g_ring.meta + SRB_WRITE_POS_OFFSET);
+  while (__atomic_load_n(read_pos, __ATOMIC_ACQUIRE) != __atomic_load_n(write_pos, __ATOMIC_ACQUIRE)) {
+    sched_yield();
+  }
+}
+
 static double now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+// ns per malloc of `batch` mallocs, through the hook or straight to glibc's; then frees
+// them, untimed.
+static double time_mallocs(void** blocks, long batch, int hooked) {
+  double start = now_ns();
+  if (hooked) {
+    for (long i = 0; i < batch; i++) {
+      blocks[i] = malloc(ALLOC_SIZE);
+    }
+  } else {
+    for (long i = 0; i < batch; i++) {
+      blocks[i] = __libc_malloc(ALLOC_SIZE);
+    }
+  }
+  double elapsed = now_ns() - start;
+  for (long i = 0; i < batch; i++) {
+    __libc_free(blocks[i]);
+  }
+  wait_until_drained();
+  return elapsed / (double)batch;
 }
 
 // One client per process (its state is global): this run's interval is argv's.
@@ -119,17 +156,18 @@ int main(int argc, char** argv) {
   if (g_interval > 0) {
     kill(getpid(), SIGRTMIN + 4);  // heapprofd's signal: the next allocation connects
   }
-  free(malloc(1));
-  for (int round = 0; round < 7; round++) {
-    double start = now_ns();
-    for (long i = 0; i < batch; i++) {
-      blocks[i] = malloc(ALLOC_SIZE);
+  __libc_free(malloc(1));
+  // Each round times two loops of each kind, in the order ABBA, BAAB on alternate rounds,
+  // so that both kinds see the same heap, the same drift of the machine's speed and each
+  // place in the round as often.
+  for (int round = 0; round < 8; round++) {
+    double ns[2] = {0, 0};
+    for (int k = 0; k < 4; k++) {
+      int hooked = (k == 1 || k == 2) ^ (round & 1);
+      ns[hooked] += time_mallocs(blocks, batch, hooked) / 2;
     }
-    double elapsed = now_ns() - start;
-    for (long i = 0; i < batch; i++) {
-      free(blocks[i]);
-    }
-    printf("interval %llu: %.1f ns per malloc\n", (unsigned long long)g_interval, elapsed / (double)batch);
+    printf("interval %llu: %.1f ns per malloc, %.1f bare, hook %+.1f\n", (unsigned long long)g_interval, ns[1], ns[0],
+           ns[1] - ns[0]);
   }
   // The service thread may still wait in accept (no client preloaded): exit ends it.
   atomic_store(&g_done, 1);

@@ -6,14 +6,16 @@
 // which the client does not follow. With "deep", it only allocates 5,000 bytes from c()
 // beneath deep(), whose frame is larger than the client's 64 KiB stack copy, then waits
 // for a line on stdin before it exits, so that the service reads the rest of that stack
-// from the live process.
+// from the live process. With "threads", 4 threads at once each allocate 1,000 blocks of
+// 2,000 bytes from t(), none freed, and nothing else.
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { BLOCKS = 1000 };
+enum { BLOCKS = 1000, THREADS = 4 };
 
 __attribute__((noinline)) static void* a(void) {
   return malloc(1000);
@@ -25,6 +27,17 @@ __attribute__((noinline)) static void* b(void) {
 
 __attribute__((noinline)) static void* c(void) {
   return malloc(5000);
+}
+
+__attribute__((noinline)) static void* t(void) {
+  return malloc(2000);
+}
+
+static void* allocate_from_t(void* blocks) {
+  for (int i = 0; i < BLOCKS; i++) {
+    ((void**)blocks)[i] = t();
+  }
+  return NULL;
 }
 
 __attribute__((noinline)) static void* deep(void) {
@@ -41,6 +54,18 @@ int main(int argc, char** argv) {
     printf("%p\n", deep());
     fflush(stdout);
     return getchar() == EOF;
+  }
+  if (argc > 1 && strcmp(argv[1], "threads") == 0) {
+    static void* from_t[THREADS][BLOCKS];
+    pthread_t threads[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      pthread_create(&threads[i], NULL, allocate_from_t, from_t[i]);
+    }
+    for (int i = 0; i < THREADS; i++) {
+      pthread_join(threads[i], NULL);
+    }
+    printf("%p\n", from_t[0][0]);
+    return 0;
   }
   static void* from_a[BLOCKS];
   static void* from_b[BLOCKS];

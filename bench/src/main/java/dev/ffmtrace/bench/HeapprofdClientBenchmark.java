@@ -31,7 +31,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * into the ring and sends the wake-up byte; the service's thread reads it on the other
  * core). The client blocks on a full ring, so a service that fell behind would show in the
  * sampled rows; the allocation column counts both ends. {@code unsampledSamplerAlone} is the control: the
- * unsampled path's sampler by itself, without the client's lock and checks.
+ * unsampled path's sampler by itself, without the client's heap lookup and the thread-local
+ * lookup of its thread's sampler.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
@@ -92,7 +93,7 @@ public class HeapprofdClientBenchmark {
         return state.client.reportAllocation(state.heapId, address, SIZE);
     }
 
-    /** A sampler that never samples, without a client: what the unsampled path costs before its lock. */
+    /** A sampler that never samples, without a client: the unsampled path's arithmetic alone. */
     @State(Scope.Thread)
     public static class SamplerState {
         final Sampler sampler = new Sampler(1L << 50, 1);

@@ -14,8 +14,8 @@ import dev.ffmtrace.shmring.SharedRingBuffer;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Arrays;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -31,15 +31,21 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Recording never throws into the application: once the service has gone (the wake-up
  * byte finds the socket closed, or the ring is shut down) or the ring stays full past the
  * configuration's patience, the client {@linkplain #isActive() stops} for good, and every
- * later call does nothing and returns false. Each heap has its {@link Sampler} and a
- * sequence number its allocations and frees share. A Malloc record carries the Java stack
- * of the allocation ({@link AllocMetadata#ARCH_JAVA} describes the encoding). With adaptive
- * sampling configured, a sampled allocation that finds less room in the ring than the
- * threshold doubles its heap's interval (up to the configured maximum) and tells the
- * service, as Perfetto's client does.
+ * later call does nothing and returns false. Each heap has a sequence number its
+ * allocations and frees share, and a {@link Sampler} per thread: a thread's allocations
+ * draw down its own gap to the next sample, so the samples of all threads together are
+ * still Poisson sampling of the heap's bytes at the heap's interval. A Malloc record
+ * carries the Java stack of the allocation ({@link AllocMetadata#ARCH_JAVA} describes the
+ * encoding). With adaptive sampling configured, a sampled allocation that finds less room
+ * in the ring than the threshold doubles its heap's interval (up to the configured
+ * maximum) and tells the service, as Perfetto's client does; each thread's sampler takes
+ * the new interval after its next sample, its samples until then weighted with the
+ * interval they were drawn at.
  *
- * <p>Thread-safe: recording takes the client's lock; the unsampled path takes it too, as
- * Perfetto's client takes its spinlock for the sampler.
+ * <p>Thread-safe. An unsampled allocation takes no lock and writes nothing other threads
+ * read: a thread-local lookup and its sampler's subtraction (Perfetto's client takes its
+ * spinlock for the sampler on every allocation). Recording a sample, a free or a heap
+ * takes the client's lock.
  */
 public final class HeapprofdClient implements AutoCloseable {
     /** How long a blocking client waits between tries of a full ring, as Perfetto's does. */
@@ -50,20 +56,29 @@ public final class HeapprofdClient implements AutoCloseable {
     private final UnixSocket socket;
     private final SharedRingBuffer ring;
     private final ClientConfiguration configuration;
-    private final List<Heap> heaps = new ArrayList<>();
+    /** Copied on registration, so that reporting reads it without the lock. */
+    private volatile Heap[] heaps = new Heap[0];
     private final AllocMetadata metadata = new AllocMetadata();
     private final JavaStackEncoder stacks = new JavaStackEncoder();
     private MemorySegment record = MemorySegment.ofArray(new byte[4096]);
     private volatile boolean active = true;
 
     private static final class Heap {
-        final String name;
-        final Sampler sampler;
+        /**
+         * Null if the configuration does not profile the heap. A virtual thread is a thread
+         * here too: each one that reports gets a sampler of its own (about 100 bytes, and a
+         * logarithm for its first gap) on its first report, kept until it ends.
+         */
+        final ThreadLocal<Sampler> samplers;
+        /** Under the client's lock; adaptive sampling doubles it, threads' samplers follow at their next sample. */
+        volatile long samplingInterval;
+        /** Under the client's lock. */
         long sequenceNumber;
 
-        Heap(String name, Sampler sampler) {
-            this.name = name;
-            this.sampler = sampler;
+        Heap(long samplingInterval) {
+            this.samplingInterval = samplingInterval;
+            this.samplers = samplingInterval == 0 ? null
+                    : ThreadLocal.withInitial(() -> new Sampler(this.samplingInterval, ThreadLocalRandom.current().nextLong()));
         }
     }
 
@@ -177,8 +192,10 @@ public final class HeapprofdClient implements AutoCloseable {
     public synchronized int registerHeap(String name) {
         byte[] nameBytes = new ClientConfiguration.Heap(name, 0).name().getBytes(StandardCharsets.UTF_8);
         long interval = configuration.samplingInterval(name);
-        heaps.add(new Heap(name, interval > 0 ? new Sampler(interval, System.nanoTime() ^ heaps.size()) : null));
-        int heapId = heaps.size();
+        Heap[] grown = Arrays.copyOf(heaps, heaps.length + 1);
+        grown[heaps.length] = new Heap(interval);
+        heaps = grown;
+        int heapId = grown.length;
         if (active) {
             WireRecords.writeHeapName(record, 0, interval, heapId, nameBytes);
             send(WireRecords.HEAP_NAME_RECORD_SIZE);
@@ -188,20 +205,30 @@ public final class HeapprofdClient implements AutoCloseable {
 
     /**
      * Reports an allocation of {@code size} bytes at {@code address} on heap {@code heapId};
-     * the sampler decides whether it is recorded.
+     * the calling thread's sampler decides whether it is recorded.
      *
      * @return whether it was recorded
      */
-    public synchronized boolean reportAllocation(int heapId, long address, long size) {
+    public boolean reportAllocation(int heapId, long address, long size) {
         Heap heap = heap(heapId);
-        if (!active || heap == null || heap.sampler == null) {
+        if (heap == null || heap.samplers == null) {
             return false;
         }
-        long sampleSize = heap.sampler.sampleSize(size);
+        Sampler sampler = heap.samplers.get();
+        long sampleSize = sampler.sampleSize(size);
         if (sampleSize == 0) {
             return false;
         }
-        if (!adaptSampling(heap, heapId)) {
+        boolean recorded = record(heap, heapId, address, size, sampleSize);
+        long interval = heap.samplingInterval;
+        if (sampler.samplingInterval() != interval) {
+            sampler.setSamplingInterval(interval);
+        }
+        return recorded;
+    }
+
+    private synchronized boolean record(Heap heap, int heapId, long address, long size, long sampleSize) {
+        if (!active || !adaptSampling(heap, heapId)) {
             return false;
         }
         metadata.sequenceNumber(++heap.sequenceNumber).allocSize(size).sampleSize(sampleSize).allocAddress(address)
@@ -232,11 +259,11 @@ public final class HeapprofdClient implements AutoCloseable {
             return true;
         }
         long max = configuration.adaptiveSamplingMaxSamplingIntervalBytes();
-        long interval = heap.sampler.samplingInterval();
+        long interval = heap.samplingInterval;
         if (max != 0 && interval >= max) {
             return true;
         }
-        heap.sampler.setSamplingInterval(2 * interval);
+        heap.samplingInterval = 2 * interval;
         WireRecords.writeHeapName(record, 0, 2 * interval, heapId, NO_NAME);
         return send(WireRecords.HEAP_NAME_RECORD_SIZE);
     }
@@ -244,7 +271,7 @@ public final class HeapprofdClient implements AutoCloseable {
     /** Reports that the allocation at {@code address} on heap {@code heapId} was freed. */
     public synchronized void reportFree(int heapId, long address) {
         Heap heap = heap(heapId);
-        if (!active || heap == null || heap.sampler == null) {
+        if (!active || heap == null || heap.samplers == null) {
             return;
         }
         WireRecords.writeFree(record, 0, ++heap.sequenceNumber, address, heapId);
@@ -252,7 +279,8 @@ public final class HeapprofdClient implements AutoCloseable {
     }
 
     private Heap heap(int heapId) {
-        return heapId >= 1 && heapId <= heaps.size() ? heaps.get(heapId - 1) : null;
+        Heap[] registered = heaps;
+        return heapId >= 1 && heapId <= registered.length ? registered[heapId - 1] : null;
     }
 
     /** Writes the record staged in {@link #record} and wakes the service; false (and inactive) if that failed for good. */

@@ -11,8 +11,8 @@ import java.util.SplittableRandom;
  * its real size. The gaps between samples are exponentially distributed (a geometric
  * distribution approximated as Perfetto's client does), plus one byte.
  *
- * <p>The unsampled path is a subtraction and a compare. Not thread-safe: one per heap,
- * used under the client's lock (or one per thread).
+ * <p>The unsampled path is a compare, a subtraction and a compare. Not thread-safe:
+ * {@link HeapprofdClient} keeps one per heap and thread.
  */
 public final class Sampler {
     private final SplittableRandom random;

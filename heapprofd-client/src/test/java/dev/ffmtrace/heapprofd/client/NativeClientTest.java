@@ -158,6 +158,32 @@ class NativeClientTest {
         assertTrue(Math.abs(sumB / runs - 1.5e6) < 0.18 * 1.5e6, "b(): mean " + sumB / runs);
     }
 
+    @Test
+    void threadsAllocatingAtOnceAreEachRecordedOnce() throws Exception {
+        ClientConfiguration everyByte = new ClientConfiguration(1, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
+        Profile profile = profile(everyByte, "threads");
+        assertEquals(4 * BLOCKS, profile.mallocsBySize().get(2000L), "t(): 1,000 blocks on each of 4 threads");
+        assertEquals(2000L * 4 * BLOCKS, profile.liveBySize().get(2000L));
+        long last = profile.sequenceNumbers().stream().mapToLong(Long::longValue).max().orElseThrow();
+        assertEquals(last, profile.sequenceNumbers().size(), "one sequence for the threads' records, each once");
+    }
+
+    @Test
+    void threadsSampledEachByItsOwnSamplerAddUpToTheirBytes() throws Exception {
+        ClientConfiguration sampled = new ClientConfiguration(4096, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 4096)), true, false, false, false);
+        int runs = 5;
+        double sum = 0;
+        for (int run = 0; run < runs; run++) {
+            double bytes = profile(sampled, "threads").liveBySize().getOrDefault(2000L, 0L);
+            // About 1,950 samples in the threads' 8,000,000 bytes: a relative spread of 2.3% per run.
+            assertTrue(Math.abs(bytes - 8e6) < 0.15 * 8e6, "run " + run + ": t() " + bytes);
+            sum += bytes;
+        }
+        assertTrue(Math.abs(sum / runs - 8e6) < 0.05 * 8e6, "t(): mean " + sum / runs);
+    }
+
     /**
      * A client that blocks for room, with no timeout, waits only while the service is there,
      * as Perfetto's client does: when the service hangs up with the ring full, it stops

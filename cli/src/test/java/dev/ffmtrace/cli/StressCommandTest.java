@@ -66,6 +66,20 @@ class StressCommandTest {
     }
 
     @Test
+    void cProducersKilledMidWriteLoseAtMostTheirLastPackets() {
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "6s", "--c-producers", "2",
+                "--threads", "1", "--virtual-threads", "1", "--seed", "9", "--faults");
+        assertEquals(0, run.exit(), run.out() + run.err());
+        assertTrue(run.out().contains("stress: PASS, every packet accounted for"), run.out());
+        Matcher processes = Pattern.compile("(\\d+) C processes of which (\\d+) killed").matcher(run.out());
+        assertTrue(processes.find(), run.out());
+        assertTrue(Integer.parseInt(processes.group(2)) > 0, "seed 9 kills within 6 s: " + run.out());
+        assertEquals(Integer.parseInt(processes.group(1)), 2 + Integer.parseInt(processes.group(2)),
+                "each killed producer was replaced");
+        assertTrue(run.out().contains(" killed\n") || run.out().contains(" killed  "), run.out());
+    }
+
+    @Test
     void badOptionsFailInOneLine() {
         ConvertAndDumpTest.Run duration = ConvertAndDumpTest.run("stress", "--duration", "5x");
         assertEquals(CliFailure.USAGE, duration.exit());

@@ -1,5 +1,6 @@
 package dev.ffmtrace.cli;
 
+import dev.ffmtrace.cli.stress.ProcessFootprint;
 import dev.ffmtrace.cli.stress.StressPacket;
 import dev.ffmtrace.cli.stress.StressRun;
 import dev.ffmtrace.cli.stress.StressVerifier;
@@ -63,6 +64,10 @@ final class StressCommand implements Callable<Integer> {
             + " run a hostile producer that rewrites its SMB, commits garbage and tries to resize the sealed memfd.")
     boolean faults;
 
+    @Option(names = "--soak", description = "Also sample this process's RSS, open descriptors and mappings every"
+            + " second and fail if they grow (run for minutes: the first quarter is warm-up).")
+    boolean soak;
+
     @Option(names = "--ring-kb", defaultValue = "8192", paramLabel = "KB",
             description = "The RING_BUFFER buffer's size (default ${DEFAULT-VALUE}).")
     long ringKb;
@@ -98,7 +103,7 @@ final class StressCommand implements Callable<Integer> {
         StressRun.Options options;
         try {
             options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
-                    rate, faults, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
+                    rate, faults, soak, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
                     trace);
         } catch (IllegalArgumentException e) {
             throw new CliFailure(e.getMessage(), CliFailure.USAGE);
@@ -176,6 +181,14 @@ final class StressCommand implements Callable<Integer> {
                 result.accounts().size(), report.javaWriters(), report.cProcesses(), report.killed(),
                 report.elapsed().toMillis() / 1000.0, result.attempted(), result.read(), result.lost(),
                 result.unaccounted(), result.strangers());
+        ProcessFootprint.Verdict soak = report.soak();
+        if (soak != null) {
+            out.printf("soak: %d samples; RSS %d MiB before, %d MiB at peak, %d MiB after; descriptors %d, %d, %d;"
+                            + " mappings %d, %d, %d%s%n", soak.samples(), soak.before().rssKb() / 1024,
+                    soak.peak().rssKb() / 1024, soak.after().rssKb() / 1024, soak.before().fds(), soak.peak().fds(),
+                    soak.after().fds(), soak.before().mappings(), soak.peak().mappings(), soak.after().mappings(),
+                    soak.flat() ? ": flat" : ": " + String.join("; ", soak.problems()));
+        }
         out.println(report.ok() ? "stress: PASS, every packet accounted for" : "stress: FAIL");
     }
 }

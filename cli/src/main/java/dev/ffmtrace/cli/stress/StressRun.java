@@ -53,6 +53,11 @@ public final class StressRun {
     /** The Java writers' producer number in the packets; C producers count from 1. */
     static final int JAVA_PRODUCER = 0;
     private static final long STOP_TIMEOUT_SECONDS = 20;
+    private static final long SOAK_SAMPLE_MILLIS = 1000;
+    /** A JVM's resident memory settles within this of its size after warm-up. */
+    private static final int SOAK_RSS_GROWTH_PERCENT = 25;
+    /** Descriptors and mappings that come and go with a producer being replaced or a thread starting. */
+    private static final int SOAK_SLACK = 16;
 
     /**
      * @param cProducers      C producer processes alive at any time
@@ -65,11 +70,13 @@ public final class StressRun {
      * @param cProgram        the C stress producer; needed when {@code cProducers > 0}
      * @param hostileCommand  the command that runs {@code ffmtrace} (the hostile peer is its
      *                        {@code stress-hostile}); with faults, null for no hostile peer
+     * @param soak            sample this process's RSS, descriptors and mappings through the
+     *                        run and fail if they grow
      * @param trace           where the session writes the trace
      */
     public record Options(int cProducers, int cThreads, int javaThreads, int virtualThreads, Duration duration,
-                          StressPacket.Mix mix, long seed, int rate, boolean faults, long ringKb, long discardKb,
-                          Path cProgram, List<String> hostileCommand, Path trace) {
+                          StressPacket.Mix mix, long seed, int rate, boolean faults, boolean soak, long ringKb,
+                          long discardKb, Path cProgram, List<String> hostileCommand, Path trace) {
         public Options {
             Objects.requireNonNull(duration, "duration");
             Objects.requireNonNull(mix, "mix");
@@ -92,10 +99,10 @@ public final class StressRun {
      * without one.
      */
     public record Report(StressVerifier.Result result, int javaWriters, int cProcesses, int killed,
-                         long serviceViolations, String hostile, Duration elapsed) {
-        /** The verdict: every packet accounted for, and the sealed SMB never resized. */
+                         long serviceViolations, String hostile, ProcessFootprint.Verdict soak, Duration elapsed) {
+        /** The verdict: every packet accounted for, the sealed SMB never resized, and with a soak, nothing grew. */
         public boolean ok() {
-            return result.ok() && hostileResizesAllRefused();
+            return result.ok() && hostileResizesAllRefused() && (soak == null || soak.flat());
         }
 
         public boolean hostileResizesAllRefused() {
@@ -116,6 +123,15 @@ public final class StressRun {
     }
 
     public Report run() throws IOException, InterruptedException, InvalidConfigException {
+        ProcessFootprint before = options.soak() ? ProcessFootprint.now() : null;
+        List<ProcessFootprint> samples = new java.util.concurrent.CopyOnWriteArrayList<>();
+        AtomicBoolean sampling = new AtomicBoolean(options.soak());
+        Thread sampler = Thread.ofVirtual().name("stress soak sampler").start(() -> {
+            while (sampling.get()) {
+                samples.add(ProcessFootprint.now());
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(SOAK_SAMPLE_MILLIS));
+            }
+        });
         long started = System.nanoTime();
         SessionConfig config = SessionConfig.builder()
                 .buffer("ring", options.ringKb(), OverwritePolicy.RING_BUFFER)
@@ -186,6 +202,7 @@ public final class StressRun {
                     }
                 }
             }
+            sampling.set(false);
             stopWriters.set(true);
             for (Thread thread : threads) {
                 thread.join();
@@ -221,13 +238,18 @@ public final class StressRun {
                 hostile.destroyForcibly();
             }
         }
+        sampling.set(false);
+        sampler.join();
+        ProcessFootprint.Verdict soak = options.soak()
+                ? ProcessFootprint.judge(before, samples, ProcessFootprint.now(), SOAK_RSS_GROWTH_PERCENT, SOAK_SLACK)
+                : null;
         StressVerifier.Result result = StressVerifier.verify(options.trace(), writers,
                 hostile == null ? Set.of() : Set.of((int) hostile.pid()));
         String hostileSummary = hostileOutput == null ? "" : hostileOutput.join().strip();
         if (hostile != null && hostileSummary.isEmpty()) {
             hostileSummary = "H 0 0 0 0 (the hostile producer reported nothing, exit " + hostile.exitValue() + ")";
         }
-        return new Report(result, javaWriters, processes.size(), killed, serviceViolations, hostileSummary,
+        return new Report(result, javaWriters, processes.size(), killed, serviceViolations, hostileSummary, soak,
                 Duration.ofNanos(System.nanoTime() - started));
     }
 

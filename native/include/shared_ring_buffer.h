@@ -56,6 +56,11 @@ typedef struct {
   size_t outer_size;
   int pid;  // set again by a forked child that takes the lock
   uint16_t ns_slot;  // our PID namespace's slot (1-based), 0 if it could not be recorded
+  // 0 (attach and create set it): a holder found dead poisons the lock, as the Java side
+  // does. 1: the waiter that finds it dead takes the lock over instead, for writers that
+  // share a ring across processes and must outlive one another (ffmtrace's ring stress).
+  int take_over_dead_holders;
+  uint64_t takeovers;  // locks this process took from a dead holder
 } srb;
 
 typedef struct {
@@ -73,7 +78,10 @@ void srb_close(srb* b);
 
 // Try mode (blocking = 0) gives up after 1000 rounds of 1024 tries and a 1 ms sleep.
 // Returns 1 when locked. Either mode poisons the lock and fails when its holder is found
-// dead: a process of our PID namespace that no longer exists or is a zombie.
+// dead (a process of our PID namespace that no longer exists or is a zombie), or, with
+// take_over_dead_holders set, takes it over with a compare-and-set of the dead holder's
+// word and returns 1: a record the holder had reserved stays uncommitted (see
+// ring_stress_writer.c for how a supervisor can account for it).
 int srb_lock(srb* b, int blocking);
 void srb_unlock(srb* b);
 void srb_poison(srb* b);

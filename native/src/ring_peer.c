@@ -16,9 +16,11 @@
 //   zombie-holder  fork a child that takes the spinlock, SIGKILL it and leave it unreaped
 //                  (a zombie, which kill(pid, 0) still finds); print "zombie <pid>", reap it
 //                  when a byte (or EOF) arrives on the socket, print "reaped"
-//   lock try|blocking
+//   lock try|blocking [take-over]
 //                  take the spinlock in that mode and release it; print "locked", "poisoned"
-//                  or "failed" (held throughout a try), then the milliseconds it took
+//                  or "failed" (held throughout a try), then the milliseconds it took; with
+//                  take-over, a dead holder's lock is taken over, and "took-over" printed
+//                  instead of "locked"
 //   golden         the operation sequence of SharedRingBufferGoldenTest, then send "G"
 // <socket> is a path or @name (abstract). Exit 0 on success, 1 on a check failure.
 #define _GNU_SOURCE
@@ -186,13 +188,15 @@ static void zombie_holder(srb* b, int sock) {
   printf("reaped\n");
 }
 
-static void lock_and_report(srb* b, const char* mode) {
+static void lock_and_report(srb* b, const char* mode, int take_over) {
+  b->take_over_dead_holders = take_over;
   double start = now_seconds();
   int locked = srb_lock(b, strcmp(mode, "blocking") == 0);
   long ms = (long)((now_seconds() - start) * 1000);
   if (locked) srb_unlock(b);
   int poisoned = atomic_load((_Atomic uint8_t*)(b->meta + SRB_POISONED_OFFSET)) != 0;
-  printf("%s %ld\n", locked ? "locked" : poisoned ? "poisoned" : "failed", ms);
+  const char* verdict = locked ? (b->takeovers ? "took-over" : "locked") : poisoned ? "poisoned" : "failed";
+  printf("%s %ld\n", verdict, ms);
 }
 
 // Keep in step with SharedRingBufferGoldenTest.runSequence.
@@ -272,9 +276,9 @@ int main(int argc, char** argv) {
     hold_until_told(&b, sock);
   } else if (strcmp(action, "zombie-holder") == 0) {
     zombie_holder(&b, sock);
-  } else if (strcmp(action, "lock") == 0 && argc == 5 &&
+  } else if (strcmp(action, "lock") == 0 && (argc == 5 || (argc == 6 && strcmp(argv[5], "take-over") == 0)) &&
              (strcmp(argv[4], "try") == 0 || strcmp(argv[4], "blocking") == 0)) {
-    lock_and_report(&b, argv[4]);
+    lock_and_report(&b, argv[4], argc == 6);
   } else if (strcmp(action, "golden") == 0) {
     golden(&b, sock);
   } else {

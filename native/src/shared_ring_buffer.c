@@ -78,6 +78,8 @@ static int map_fd(srb* b, int fd, size_t file_size, char* err, size_t err_len) {
   b->outer_size = outer;
   b->pid = (int)getpid();
   b->ns_slot = register_pid_namespace(region);
+  b->take_over_dead_holders = 0;
+  b->takeovers = 0;
   return 0;
 }
 
@@ -162,14 +164,26 @@ static int process_exited(int pid) {
 // A holder clears itself before unlocking, so one still recorded, unchanged, after its
 // process was found exited died holding the lock. Its pid is only read when it is of our
 // PID namespace (the same slot): a pid of another namespace names another process here.
-static int holder_died(srb* b) {
+// The dead holder's word goes to *dead_word.
+static int holder_died(srb* b, uint64_t* dead_word) {
   uint64_t word = atomic_load(LOCK_WORD(b));
   int holder = (int)(uint32_t)(word >> 32);
   uint16_t slot = (uint16_t)(word >> HOLDER_SHIFT);
   if (b->ns_slot == 0 || slot != b->ns_slot || holder <= 0 || holder == b->pid) return 0;
   if (!process_exited(holder)) return 0;
   uint64_t now = atomic_load(LOCK_WORD(b));
+  *dead_word = now;
   return (now & 0xFF) != 0 && now >> HOLDER_SHIFT == word >> HOLDER_SHIFT;
+}
+
+// Replaces the dead holder's word with ours in one step, so of several waiters that found it
+// dead one takes the lock. A poisoned word is left alone: poison is for good.
+static int take_over(srb* b, uint64_t dead_word) {
+  if (dead_word & 0xFF00) return 0;
+  uint64_t ours = 1 | (uint64_t)b->ns_slot << HOLDER_SHIFT | (uint64_t)(uint32_t)b->pid << 32;
+  if (!atomic_compare_exchange_strong(LOCK_WORD(b), &dead_word, ours)) return 0;
+  b->takeovers++;
+  return 1;
 }
 
 int srb_lock(srb* b, int blocking) {
@@ -184,7 +198,15 @@ int srb_lock(srb* b, int blocking) {
       }
       if (attempt % ATTEMPTS_PER_SLEEP == 0) {
         if (atomic_load_explicit(A8(b, SRB_POISONED_OFFSET), memory_order_relaxed)) break;
-        if (holder_died(b)) {
+        uint64_t dead_word;
+        if (holder_died(b, &dead_word)) {
+          if (b->take_over_dead_holders) {
+            if (take_over(b, dead_word)) {
+              locked = 1;
+              break;
+            }
+            continue;
+          }
           srb_poison(b);
           break;
         }

@@ -85,6 +85,21 @@ class SharedRingBufferDeadHolderTest {
     }
 
     @Test
+    void aCWaiterThatTakesOverDeadHoldersGetsTheLockBackInsteadOfPoisoningIt() throws Exception {
+        try (Session session = new Session()) {
+            Helper holder = session.start("zombie-holder");
+            zombie(holder);
+            String verdict = session.start("lock", "try", "take-over").line();
+            assertTrue(verdict.startsWith("took-over "), verdict);
+            assertFalse(session.buffer.isSpinlockPoisoned());
+            assertTrue(session.buffer.lock(LockMode.TRY), "released by the waiter that took it over");
+            session.buffer.unlock();
+            holder.tell();
+            assertEquals("reaped", holder.line());
+        }
+    }
+
+    @Test
     void aLiveHolderInAnotherPidNamespaceIsNotJudgedDeadByTheJavaOrTheCWaiter() throws Exception {
         int innerPid = pidUnusedHere();
         try (Session session = new Session()) {

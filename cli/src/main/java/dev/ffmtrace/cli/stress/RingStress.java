@@ -1,0 +1,574 @@
+package dev.ffmtrace.cli.stress;
+
+import static dev.ffmtrace.memory.AtomicSegment.getIntAcquire;
+import static dev.ffmtrace.memory.AtomicSegment.getLongAcquire;
+import static dev.ffmtrace.memory.AtomicSegment.putIntRelease;
+import static dev.ffmtrace.memory.AtomicSegment.putLongOpaque;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.shmring.RecordSlot;
+import dev.ffmtrace.shmring.SharedRingBuffer;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The SharedRingBuffer part of {@code ffmtrace stress}: writer processes
+ * ({@code native/src/ring_stress_writer.c}, whose comment gives the record and ledger
+ * formats) share one sealed ring with each other and with a reader thread here, which checks
+ * every record as it reads it: checksum, known writer, each writer's sequence numbers
+ * increasing by one plus the drops the record announces. At the end every writer's
+ * attempted records (its report, or its ledger after a kill) must equal those read, dropped
+ * and lost with a kill.
+ *
+ * <p>With faults, writers are killed with SIGKILL at random moments, half the time while
+ * they sleep holding the ring's spinlock, and replaced. The others take a dead holder's lock
+ * over (the C ring's take_over_dead_holders). A killed writer's record that was reserved but
+ * never committed would stop the reader for good, so once the writer is reaped this class
+ * commits a tombstone in its place (see {@link #salvage}): the reader reads it as that
+ * writer's sequence number, lost with the kill. At most one record per kill is so lost.
+ *
+ * <p>The hostile phase runs on a ring of its own, after the clean one: a thread here
+ * rewrites the ring's positions, lock word and stats at random while writers write and the
+ * reader reads. Nothing read there is held against the ring; the phase counts what the
+ * reader made of it (corrupt reads, bad records) and fails only if the reader throws.
+ */
+public final class RingStress {
+    // Perfetto's SharedRingBuffer metadata (shm-ring's SharedRingBufferDescriptor).
+    private static final long LOCK_WORD = 0;
+    private static final long READ_POS = 8;
+    private static final long WRITE_POS = 16;
+    private static final long STATS_FIRST = 64;
+    private static final long STATS_LAST = 112;
+    private static final int HEADER = 8;
+
+    private static final int FIXED_FIELDS = 24;
+    private static final int KIND_RECORD = 0;
+    private static final int KIND_TOMBSTONE = 1;
+    private static final int TAG_BIT = 0x8000_0000;
+    private static final int LEDGER_BYTES = 40;
+    private static final Path SHM = Path.of("/dev/shm");
+    private static final long DRAIN_MILLIS = 10_000;
+    private static final int MAX_PROBLEMS = 20;
+    /** A writer ends within a lock wait (about a second) of its deadline; longer is a hang. */
+    private static final long EXIT_SECONDS = 10;
+
+    /**
+     * @param program        the ring_stress_writer binary
+     * @param writers        writer processes running at once
+     * @param duration       how long the clean phase writes
+     * @param rate           records per second per writer, 0 as fast as each can
+     * @param seed           seeds the writers and the kills
+     * @param ringSize       the ring's size: a power of two, whole pages
+     * @param maxPayload     the largest record (at least 36 bytes)
+     * @param faults         kill writers with SIGKILL and replace them
+     * @param holdLockMicros how long writers sleep inside the lock (every 8th record); 0 never
+     * @param hostile        how long the hostile phase runs; zero for none
+     */
+    public record Options(Path program, int writers, Duration duration, int rate, long seed, long ringSize,
+                          int maxPayload, boolean faults, int holdLockMicros, Duration hostile) {
+        public Options {
+            if (writers < 1 || maxPayload < FIXED_FIELDS + 12 || rate < 0 || holdLockMicros < 0) {
+                throw new IllegalArgumentException("bad ring stress options");
+            }
+        }
+    }
+
+    /**
+     * The clean phase's books. Every record attempted is {@link #read}, {@link #dropped} by
+     * its writer (announced by a later record, or in its report or ledger) or
+     * {@link #lostWithKills lost with a killed writer}; {@link #unaccounted} is what is left,
+     * {@link #problems} what the reader found wrong.
+     *
+     * @param killsHoldingLock  kills of a writer that was holding the spinlock
+     * @param takeovers         locks taken from a dead holder, as writers that ended cleanly report
+     * @param minReadsAfterKill the fewest records read between one kill and the next (or the
+     *                          end); -1 without kills
+     */
+    public record Result(long writersStarted, long attempted, long read, long dropped, long lostWithKills,
+                         long kills, long killsHoldingLock, long takeovers, long lockFailures,
+                         long minReadsAfterKill, boolean poisoned, long unaccounted, long problemCount,
+                         List<String> problems, Hostile hostile) {
+        /** Whether everything attempted is accounted for and nothing was wrong. */
+        public boolean ok() {
+            return unaccounted == 0 && problemCount == 0 && !poisoned && (hostile == null || hostile.failure == null);
+        }
+    }
+
+    /**
+     * The hostile phase's counts, all excused by the hostile rewrites: none of them is an
+     * error of the ring.
+     *
+     * @param failure what the reader threw, or null: the one thing the phase fails on
+     */
+    public record Hostile(long rewrites, long recordsRead, long corruptReads, long badRecords,
+                          long ringReadsCorrupt, String failure) {
+    }
+
+    private final Options options;
+    private final PrintStream log;
+
+    private RingStress(Options options, PrintStream log) {
+        this.options = options;
+        this.log = log;
+    }
+
+    /** Runs the clean phase, then the hostile one if asked; reports progress on {@code log}. */
+    public static Result run(Options options, PrintStream log) throws IOException, InterruptedException {
+        return new RingStress(options, log).run();
+    }
+
+    private Result run() throws IOException, InterruptedException {
+        if (!Files.isExecutable(options.program)) {
+            throw new IOException("no ring stress writer at " + options.program + " (make -C native ring_stress_writer)");
+        }
+        Result clean = cleanPhase();
+        Hostile hostile = options.hostile.isZero() ? null : hostilePhase();
+        return new Result(clean.writersStarted, clean.attempted, clean.read, clean.dropped, clean.lostWithKills,
+                clean.kills, clean.killsHoldingLock, clean.takeovers, clean.lockFailures, clean.minReadsAfterKill,
+                clean.poisoned, clean.unaccounted, clean.problemCount, clean.problems, hostile);
+    }
+
+    // ---- clean phase ----
+
+    private Result cleanPhase() throws IOException, InterruptedException {
+        SplittableRandom random = new SplittableRandom(options.seed);
+        try (SharedRingBuffer ring = SharedRingBuffer.create(options.ringSize)) {
+            // A record stays uncommitted only while its writer fills it, or until a killed
+            // writer's tombstone is committed: a long stall is a fault to report, not to wait out.
+            ring.uncommittedRecordTimeout(Duration.ofSeconds(30));
+            Verifier verifier = new Verifier();
+            Reader reader = new Reader(ring, verifier);
+            Thread readerThread = Thread.ofPlatform().name("ring stress reader").start(reader);
+            List<Writer> running = new ArrayList<>();
+            List<Writer> all = new ArrayList<>();
+            long kills = 0;
+            long killsHoldingLock = 0;
+            long lostWithKills = 0;
+            long minReadsAfterKill = -1;
+            long readsAtLastKill = -1;
+            try {
+                long end = System.nanoTime() + options.duration.toNanos();
+                for (int i = 0; i < options.writers; i++) {
+                    Writer w = startWriter(ring, all.size(), random.nextLong(), end, verifier);
+                    running.add(w);
+                    all.add(w);
+                }
+                while (System.nanoTime() < end) {
+                    if (!options.faults) {
+                        Thread.sleep(Math.max(1, Math.min(100, (end - System.nanoTime()) / 1_000_000)));
+                        continue;
+                    }
+                    Thread.sleep(50 + random.nextInt(250));
+                    if (System.nanoTime() >= end) {
+                        break;
+                    }
+                    Writer victim = running.get(random.nextInt(running.size()));
+                    if (random.nextBoolean()) {
+                        victim.awaitInLock(200);
+                    }
+                    victim.kill();
+                    kills++;
+                    if (victim.diedHoldingLock()) {
+                        killsHoldingLock++;
+                    }
+                    if (salvage(ring, victim)) {
+                        lostWithKills++;
+                    }
+                    long reads = reader.records();
+                    if (readsAtLastKill >= 0) {
+                        minReadsAfterKill = minReadsAfterKill < 0 ? reads - readsAtLastKill
+                                : Math.min(minReadsAfterKill, reads - readsAtLastKill);
+                    }
+                    readsAtLastKill = reads;
+                    running.remove(victim);
+                    Writer replacement = startWriter(ring, all.size(), random.nextLong(), end, verifier);
+                    running.add(replacement);
+                    all.add(replacement);
+                }
+                for (Writer w : running) {
+                    w.awaitExit(EXIT_SECONDS);
+                }
+                reader.drain(DRAIN_MILLIS);
+                readerThread.join();
+                if (readsAtLastKill >= 0) {
+                    long after = reader.records() - readsAtLastKill;
+                    minReadsAfterKill = minReadsAfterKill < 0 ? after : Math.min(minReadsAfterKill, after);
+                }
+                if (reader.failure != null) {
+                    verifier.problem("the reader threw " + reader.failure);
+                }
+                if (reader.corrupt > 0) {
+                    verifier.problem(reader.corrupt + " corrupt reads on the clean ring");
+                }
+                long attempted = 0, dropped = 0, takeovers = 0, lockFailures = 0, unaccounted = 0;
+                for (Writer w : all) {
+                    Books books = verifier.books(w.id);
+                    w.settle(books, verifier);
+                    attempted += books.attempted;
+                    dropped += books.dropped;
+                    takeovers += w.takeovers;
+                    lockFailures += w.lockFailures;
+                    unaccounted += Math.abs(books.attempted - books.read - books.dropped - books.lost);
+                }
+                boolean poisoned = ring.isSpinlockPoisoned();
+                Result result = new Result(all.size(), attempted, verifier.read, dropped, lostWithKills, kills,
+                        killsHoldingLock, takeovers, lockFailures, minReadsAfterKill, poisoned, unaccounted,
+                        verifier.problemCount, List.copyOf(verifier.problems), null);
+                log.printf("ring stress: %d writers, %d records attempted, %d read, %d dropped, %d lost with %d kills"
+                                + " (%d holding the lock, %d locks taken over), %d unaccounted, %d problems%n",
+                        result.writersStarted, attempted, verifier.read, dropped, lostWithKills, kills,
+                        killsHoldingLock, takeovers, unaccounted, verifier.problemCount);
+                return result;
+            } finally {
+                reader.stop();
+                readerThread.join();
+                for (Writer w : all) {
+                    w.close();
+                }
+            }
+        }
+    }
+
+    /**
+     * After {@code victim} is reaped: if the record its ledger names was reserved by it (its
+     * tag in the header, the write position past it) and is still uncommitted, and the
+     * reader has not freed that space, writes a tombstone there and commits it. The space is
+     * then ours alone: its writer is dead, nobody else reserves it before the reader passes
+     * it, and the reader reads nothing of it before the release store of its length.
+     */
+    private static boolean salvage(SharedRingBuffer ring, Writer victim) {
+        long position = getLongAcquire(victim.ledger, 16) - 1;
+        if (position < 0) {
+            return false;
+        }
+        int length = (int) getLongAcquire(victim.ledger, 24);
+        long stride = (length + HEADER + 7) & ~7L;
+        MemorySegment meta = ring.metadata();
+        MemorySegment buffer = ring.newSlot().buffer();
+        long writePos = getLongAcquire(meta, WRITE_POS);
+        long readPos = getLongAcquire(meta, READ_POS);
+        long header = position & (ring.size() - 1);
+        if (writePos - position < stride || readPos > position || length < FIXED_FIELDS + 4
+                || getIntAcquire(buffer, header) != 0 || buffer.get(Layouts.INT, header + 4) != (TAG_BIT | victim.id)) {
+            return false;
+        }
+        long counts = getLongAcquire(victim.ledger, 0);
+        byte[] tombstone = new byte[length];
+        ByteBuffer out = ByteBuffer.wrap(tombstone).order(ByteOrder.LITTLE_ENDIAN);
+        out.putInt(victim.id).putInt(KIND_TOMBSTONE).putLong(counts & 0xFFFF_FFFFL)
+                .putLong(getLongAcquire(victim.ledger, 32));
+        out.putInt(length - 4, fnv1a(tombstone, length - 4));
+        MemorySegment.copy(tombstone, 0, buffer, Layouts.BYTE, header + HEADER, length);
+        putIntRelease(buffer, header, length);
+        return true;
+    }
+
+    private Writer startWriter(SharedRingBuffer ring, int id, long seed, long untilNanos, Verifier verifier)
+            throws IOException {
+        Path ledger = Files.createTempFile(Files.isDirectory(SHM) ? SHM : Path.of(System.getProperty("java.io.tmpdir")),
+                "ffmtrace-ring-ledger-" + id + "-", "");
+        Files.write(ledger, new byte[LEDGER_BYTES]);
+        List<String> command = new ArrayList<>(List.of(options.program.toString(),
+                "--ring", "/proc/" + ProcessHandle.current().pid() + "/fd/" + ring.fd(),
+                "--writer-id", Integer.toString(id), "--ledger", ledger.toString(), "--seed", Long.toString(seed),
+                "--rate", Integer.toString(options.rate), "--max-payload", Integer.toString(options.maxPayload),
+                "--hold-lock-us", Integer.toString(options.holdLockMicros),
+                "--seconds", Double.toString(Math.max(0.001, (untilNanos - System.nanoTime()) / 1e9))));
+        verifier.books.put(id, new Books());
+        return new Writer(id, command, ledger);
+    }
+
+    /** A writer process and its ledger, mapped here. */
+    private static final class Writer implements AutoCloseable {
+        final int id;
+        final Process process;
+        final Path ledgerPath;
+        final Arena arena = Arena.ofShared();
+        final MemorySegment ledger;
+        final CompletableFuture<String> output;
+        boolean killed;
+        boolean heldLock;
+        long takeovers;
+        long lockFailures;
+
+        Writer(int id, List<String> command, Path ledgerPath) throws IOException {
+            this.id = id;
+            this.ledgerPath = ledgerPath;
+            try (FileChannel channel = FileChannel.open(ledgerPath, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+                ledger = channel.map(FileChannel.MapMode.READ_WRITE, 0, LEDGER_BYTES, arena);
+            }
+            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            process.getOutputStream().close();
+            output = CStressProducer.readAll(process.getInputStream());
+        }
+
+        /** Waits up to {@code millis} for the writer to be inside the lock (its ledger says so). */
+        void awaitInLock(long millis) {
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+            while (System.nanoTime() < end && getLongAcquire(ledger, 8) == 0) {
+                LockSupport.parkNanos(20_000);
+            }
+        }
+
+        void kill() throws InterruptedException {
+            killed = true;
+            process.destroyForcibly();
+            process.waitFor();
+            heldLock = getLongAcquire(ledger, 8) != 0;
+        }
+
+        boolean diedHoldingLock() {
+            return heldLock;
+        }
+
+        /** Waits for the writer to end by itself; kills it after {@code seconds}. */
+        void awaitExit(long seconds) throws InterruptedException {
+            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
+                kill();
+            }
+        }
+
+        /** Moves the writer's final counts (its report, or its ledger after a kill) into its books. */
+        void settle(Books books, Verifier verifier) {
+            long counts = getLongAcquire(ledger, 0);
+            long attempted = counts & 0xFFFF_FFFFL;
+            long dropped = counts >>> 32;
+            if (!killed) {
+                String report = output.join();
+                for (String line : report.split("\n")) {
+                    String[] f = line.trim().split(" ");
+                    if (f.length == 4 && f[0].equals("R")) {
+                        if (Long.parseLong(f[1]) != attempted || Long.parseLong(f[3]) != dropped) {
+                            verifier.problem("writer " + id + " reports " + line + ", its ledger " + attempted + "/" + dropped);
+                        }
+                    } else if (f.length == 3 && f[0].equals("S")) {
+                        takeovers = Long.parseLong(f[1]);
+                        lockFailures = Long.parseLong(f[2]);
+                    }
+                }
+            }
+            // The record being written at a kill was attempted if it reached the reader.
+            books.attempted = Math.max(attempted, books.nextSeq);
+            books.dropped = dropped;
+        }
+
+        @Override
+        public void close() throws IOException {
+            if (process.isAlive()) {
+                process.destroyForcibly();
+            }
+            arena.close();
+            Files.deleteIfExists(ledgerPath);
+        }
+    }
+
+    /** One writer's books, kept by the reader thread. */
+    private static final class Books {
+        long nextSeq;
+        long read;
+        long lost;
+        long attempted;
+        long dropped;
+    }
+
+    /** Checks records as the reader reads them; its maps are filled before a writer starts. */
+    private static final class Verifier {
+        final Map<Integer, Books> books = new ConcurrentHashMap<>();
+        final List<String> problems = new ArrayList<>();
+        long problemCount;
+        long read;
+
+        Books books(int id) {
+            return books.get(id);
+        }
+
+        synchronized void problem(String what) {
+            problemCount++;
+            if (problems.size() < MAX_PROBLEMS) {
+                problems.add(what);
+            }
+        }
+
+        void check(byte[] record) {
+            int length = record.length;
+            ByteBuffer in = ByteBuffer.wrap(record).order(ByteOrder.LITTLE_ENDIAN);
+            if (length < FIXED_FIELDS + 4 || in.getInt(length - 4) != fnv1a(record, length - 4)) {
+                problem("a record of " + length + " bytes fails its checksum");
+                return;
+            }
+            int id = in.getInt(0);
+            int kind = in.getInt(4);
+            long seq = in.getLong(8);
+            long droppedBefore = in.getLong(16);
+            Books b = books.get(id);
+            if (b == null || (kind != KIND_RECORD && kind != KIND_TOMBSTONE)) {
+                problem("a record of unknown writer " + id + " or kind " + kind);
+                return;
+            }
+            if (seq != b.nextSeq + droppedBefore) {
+                problem("writer " + id + ": sequence " + seq + " after " + (b.nextSeq - 1) + " announcing "
+                        + droppedBefore + " drops");
+                if (seq < b.nextSeq) {
+                    return;
+                }
+            }
+            b.nextSeq = seq + 1;
+            if (kind == KIND_TOMBSTONE) {
+                b.lost++;
+            } else {
+                b.read++;
+                read++;
+            }
+        }
+    }
+
+    /** The reader thread: reads and checks records until stopped, then until the ring is empty. */
+    private static final class Reader implements Runnable {
+        final SharedRingBuffer ring;
+        final Verifier verifier;
+        volatile boolean stopping;
+        volatile long drainUntil = Long.MAX_VALUE;
+        volatile long records;
+        volatile Throwable failure;
+        long corrupt;
+
+        Reader(SharedRingBuffer ring, Verifier verifier) {
+            this.ring = ring;
+            this.verifier = verifier;
+        }
+
+        long records() {
+            return records;
+        }
+
+        void drain(long millis) {
+            drainUntil = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
+            stopping = true;
+        }
+
+        void stop() {
+            drainUntil = 0;
+            stopping = true;
+        }
+
+        @Override
+        public void run() {
+            RecordSlot slot = ring.newSlot();
+            try {
+                while (true) {
+                    SharedRingBuffer.ReadResult result = ring.beginRead(slot);
+                    if (result == SharedRingBuffer.ReadResult.OK) {
+                        byte[] record = new byte[(int) slot.length()];
+                        MemorySegment.copy(slot.buffer(), Layouts.BYTE, slot.offset(), record, 0, record.length);
+                        ring.endRead(slot);
+                        verifier.check(record);
+                        records++;
+                        continue;
+                    }
+                    if (result == SharedRingBuffer.ReadResult.CORRUPT) {
+                        corrupt++;
+                    }
+                    if (stopping && (ring.readAvailable() == 0 || System.nanoTime() > drainUntil)) {
+                        if (ring.readAvailable() != 0) {
+                            verifier.problem(ring.readAvailable() + " bytes left unread in the ring");
+                        }
+                        return;
+                    }
+                    LockSupport.parkNanos(50_000);
+                }
+            } catch (Throwable t) {
+                failure = t;
+            }
+        }
+    }
+
+    // ---- hostile phase ----
+
+    private Hostile hostilePhase() throws IOException, InterruptedException {
+        SplittableRandom random = new SplittableRandom(options.seed ^ 0x5DEECE66DL);
+        long rewrites = 0;
+        try (SharedRingBuffer ring = SharedRingBuffer.create(options.ringSize)) {
+            Verifier verifier = new Verifier();
+            Reader reader = new Reader(ring, verifier);
+            Thread readerThread = Thread.ofPlatform().name("ring stress hostile reader").start(reader);
+            List<Writer> writers = new ArrayList<>();
+            try {
+                long end = System.nanoTime() + options.hostile.toNanos();
+                for (int i = 0; i < options.writers; i++) {
+                    writers.add(startWriter(ring, i, random.nextLong(), end, verifier));
+                }
+                MemorySegment meta = ring.metadata();
+                while (System.nanoTime() < end) {
+                    rewrite(meta, ring.size(), random);
+                    rewrites++;
+                    LockSupport.parkNanos(200_000 + random.nextInt(800_000));
+                }
+                for (Writer w : writers) {
+                    w.awaitExit(EXIT_SECONDS);
+                }
+                reader.stop();
+                readerThread.join();
+                long readsCorrupt = ring.stats().numReadsCorrupt();
+                Throwable failure = reader.failure;
+                Hostile hostile = new Hostile(rewrites, reader.records(), reader.corrupt, verifier.problemCount,
+                        readsCorrupt, failure == null ? null : failure.toString());
+                log.printf("ring stress, hostile phase: %d rewrites of the metadata; the reader read %d records, %d of"
+                                + " them bad, and %d corrupt reads (%d in the ring's stats)%s; all excused%n",
+                        rewrites, hostile.recordsRead, hostile.badRecords, hostile.corruptReads, readsCorrupt,
+                        failure == null ? "" : ", and threw " + failure);
+                return hostile;
+            } finally {
+                reader.stop();
+                readerThread.join();
+                for (Writer w : writers) {
+                    w.close();
+                }
+            }
+        }
+    }
+
+    /** One random rewrite of the metadata: a position, the lock word, or a stat. */
+    private static void rewrite(MemorySegment meta, long size, SplittableRandom random) {
+        long readPos = getLongAcquire(meta, READ_POS);
+        long writePos = getLongAcquire(meta, WRITE_POS);
+        switch (random.nextInt(6)) {
+            case 0 -> putLongOpaque(meta, READ_POS, readPos + random.nextLong(-size, size));
+            case 1 -> putLongOpaque(meta, WRITE_POS, writePos + random.nextLong(-size, size));
+            case 2 -> putLongOpaque(meta, random.nextBoolean() ? READ_POS : WRITE_POS, random.nextLong());
+            case 3 -> putLongOpaque(meta, LOCK_WORD, random.nextBoolean() ? 0 : random.nextLong() & ~0xFF00L);
+            case 4 -> putLongOpaque(meta, STATS_FIRST + 8L * random.nextInt((int) ((STATS_LAST - STATS_FIRST) / 8) + 1),
+                    random.nextLong());
+            default -> {
+                // Put both positions back in order now and then, so that writers and reader
+                // get going again and meet the next rewrite mid-record.
+                putLongOpaque(meta, READ_POS, writePos & ~7L);
+                putLongOpaque(meta, WRITE_POS, writePos & ~7L);
+            }
+        }
+    }
+
+    static int fnv1a(byte[] bytes, int length) {
+        int h = 0x811C9DC5;
+        for (int i = 0; i < length; i++) {
+            h = (h ^ (bytes[i] & 0xFF)) * 0x01000193;
+        }
+        return h;
+    }
+}

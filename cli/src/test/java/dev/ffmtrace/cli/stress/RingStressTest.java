@@ -1,0 +1,64 @@
+package dev.ffmtrace.cli.stress;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** RingStress: the clean books balance, with and without kills; hostile rewrites crash nothing. */
+class RingStressTest {
+    /** The native module builds every program before this module's tests; Maven runs them in cli/. */
+    private static final Path WRITER = Path.of("").toAbsolutePath().getParent()
+            .resolve("native/target/bin/ring_stress_writer");
+
+    private static RingStress.Options options(int writers, Duration duration, int rate, boolean faults, int holdMicros,
+                                              Duration hostile) {
+        return new RingStress.Options(WRITER, writers, duration, rate, 42, 64 * 1024, 2048, faults, holdMicros, hostile);
+    }
+
+    private static RingStress.Result run(RingStress.Options options) throws Exception {
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        RingStress.Result result = RingStress.run(options, new PrintStream(log, true, StandardCharsets.UTF_8));
+        System.out.print(log.toString(StandardCharsets.UTF_8));
+        return result;
+    }
+
+    @Test
+    void aCleanRunAccountsForEveryRecord() throws Exception {
+        RingStress.Result result = run(options(2, Duration.ofSeconds(2), 0, false, 0, Duration.ZERO));
+        assertTrue(result.ok(), result.toString());
+        assertEquals(0, result.kills());
+        assertTrue(result.read() > 1000, "records read: " + result.read());
+        assertEquals(result.attempted(), result.read() + result.dropped(), result.toString());
+        assertNull(result.hostile());
+    }
+
+    @Test
+    void killedWritersLoseAtMostTheirRecordInFlightAndTheOthersGoOn() throws Exception {
+        RingStress.Result result = run(options(3, Duration.ofSeconds(6), 0, true, 2000, Duration.ZERO));
+        assertTrue(result.ok(), result.toString());
+        assertTrue(result.kills() >= 5, "kills: " + result.kills());
+        assertTrue(result.killsHoldingLock() >= 1, "no kill landed inside the lock: " + result);
+        assertTrue(result.lostWithKills() <= result.kills());
+        assertTrue(result.minReadsAfterKill() > 0, "the reader stalled after a kill: " + result);
+        assertFalse(result.poisoned());
+        assertEquals(result.attempted(), result.read() + result.dropped() + result.lostWithKills(), result.toString());
+    }
+
+    @Test
+    void hostileRewritesOfTheMetadataAreCountedAndCrashNothing() throws Exception {
+        RingStress.Result result = run(options(2, Duration.ofSeconds(1), 0, false, 0, Duration.ofSeconds(3)));
+        assertTrue(result.ok(), result.toString());
+        RingStress.Hostile hostile = result.hostile();
+        assertNull(hostile.failure());
+        assertTrue(hostile.rewrites() > 100, hostile.toString());
+        assertTrue(hostile.corruptReads() > 0, "the reader found nothing corrupt: " + hostile);
+    }
+}

@@ -1,14 +1,18 @@
 package dev.ffmtrace.cli;
 
 import dev.ffmtrace.cli.stress.ProcessFootprint;
+import dev.ffmtrace.cli.stress.RingStress;
 import dev.ffmtrace.cli.stress.StressPacket;
 import dev.ffmtrace.cli.stress.StressRun;
 import dev.ffmtrace.cli.stress.StressVerifier;
 import java.io.PrintStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -27,6 +31,11 @@ import picocli.CommandLine.Option;
         description = "Stress the tracing machinery across processes and account for every packet.")
 final class StressCommand implements Callable<Integer> {
     private static final Pattern DURATION = Pattern.compile("(\\d{1,9})(ms|s|m|h)");
+    private static final long RING_SIZE = 64 * 1024;
+    private static final int RING_MAX_RECORD = 4096;
+    /** Writers sleep this long inside the spinlock on every 8th record under faults, so kills land there. */
+    private static final int RING_HOLD_LOCK_MICROS = 2000;
+    private static final Duration RING_HOSTILE_PHASE = Duration.ofSeconds(5);
 
     @Option(names = "--duration", defaultValue = "60s", paramLabel = "TIME",
             description = "How long the writers write: e.g. 500ms, 60s, 10m (default ${DEFAULT-VALUE}).")
@@ -63,6 +72,11 @@ final class StressCommand implements Callable<Integer> {
     @Option(names = "--faults", description = "Kill C producers with SIGKILL at random moments, replacing each, and"
             + " run a hostile producer that rewrites its SMB, commits garbage and tries to resize the sealed memfd.")
     boolean faults;
+
+    @Option(names = "--ring-writers", defaultValue = "2", paramLabel = "N",
+            description = "Writer processes of the SharedRingBuffer part, which runs alongside; 0 for none"
+                    + " (default ${DEFAULT-VALUE}).")
+    int ringWriters;
 
     @Option(names = "--soak", description = "Also sample this process's RSS, open descriptors and mappings every"
             + " second and fail if they grow (run for minutes: the first quarter is warm-up).")
@@ -112,10 +126,21 @@ final class StressCommand implements Callable<Integer> {
             throw new CliFailure("no C stress producer at " + program
                     + " (make -C native ffmtrace-stress-producer, or --c-producers 0)", CliFailure.FAILED);
         }
+        if (ringWriters < 0) {
+            throw new CliFailure("--ring-writers cannot be negative", CliFailure.USAGE);
+        }
+        Path ringProgram = program.resolveSibling("ring_stress_writer");
+        if (ringWriters > 0 && !Files.isExecutable(ringProgram)) {
+            throw new CliFailure("no ring stress writer at " + ringProgram
+                    + " (make -C native ring_stress_writer, or --ring-writers 0)", CliFailure.FAILED);
+        }
         PrintStream stdout = System.out;
         stdout.printf("stress: %.1f s, seed %d, %d C producers x %d threads, %d platform and %d virtual Java writers,"
                         + " %s packets/s per writer, sizes %s%s%n", length.toMillis() / 1000.0, runSeed, cProducers, cThreads, threads,
                 virtualThreads, rate == 0 ? "unpaced" : Integer.toString(rate), mix, faults ? ", faults on" : "");
+        CompletableFuture<RingStress.Result> ring = ringWriters == 0 ? CompletableFuture.completedFuture(null)
+                : CompletableFuture.supplyAsync(() -> runRing(ringProgram, length, runSeed, stdout),
+                        task -> Thread.ofPlatform().name("stress ring").start(task));
         StressRun.Report report;
         try {
             report = new StressRun(options, stdout).run();
@@ -124,8 +149,28 @@ final class StressCommand implements Callable<Integer> {
                 Files.deleteIfExists(trace);
             }
         }
+        RingStress.Result ringResult = ring.join();
         print(report, stdout);
-        return report.ok() ? 0 : CliFailure.FAILED;
+        if (ringResult != null) {
+            print(ringResult, stdout);
+        }
+        boolean passed = report.ok() && (ringResult == null || ringResult.ok());
+        stdout.println(passed ? "stress: PASS, every packet and record accounted for" : "stress: FAIL");
+        return passed ? 0 : CliFailure.FAILED;
+    }
+
+    /** The SharedRingBuffer part: its writers at the same rate, with kills inside the lock and a hostile phase under faults. */
+    private RingStress.Result runRing(Path program, Duration length, long runSeed, PrintStream stdout) {
+        try {
+            return RingStress.run(new RingStress.Options(program, ringWriters, length, rate, runSeed, RING_SIZE,
+                    RING_MAX_RECORD, faults, faults ? RING_HOLD_LOCK_MICROS : 0,
+                    faults ? RING_HOSTILE_PHASE : Duration.ZERO), stdout);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
     }
 
     static Duration parseDuration(String text) throws CliFailure {
@@ -189,6 +234,22 @@ final class StressCommand implements Callable<Integer> {
                     soak.after().fds(), soak.before().mappings(), soak.peak().mappings(), soak.after().mappings(),
                     soak.flat() ? ": flat" : ": " + String.join("; ", soak.problems()));
         }
-        out.println(report.ok() ? "stress: PASS, every packet accounted for" : "stress: FAIL");
+    }
+
+    private static void print(RingStress.Result ring, PrintStream out) {
+        out.printf("ring: %d writers in all, %d kills (%d holding the lock, %d lock takeovers); %d records attempted,"
+                        + " %d read intact, %d dropped and announced, %d lost with killed writers, %d unaccounted,"
+                        + " %d problems%s%n", ring.writersStarted(), ring.kills(), ring.killsHoldingLock(),
+                ring.takeovers(), ring.attempted(), ring.read(), ring.dropped(), ring.lostWithKills(),
+                ring.unaccounted(), ring.problemCount(), ring.poisoned() ? "; THE LOCK WAS POISONED" : "");
+        for (String problem : ring.problems()) {
+            out.println("ring: " + problem);
+        }
+        RingStress.Hostile hostile = ring.hostile();
+        if (hostile != null) {
+            out.printf("ring, hostile phase: %d metadata rewrites, %d records read, %d corrupt reads, %d bad records"
+                            + " (all excused)%s%n", hostile.rewrites(), hostile.recordsRead(), hostile.corruptReads(),
+                    hostile.badRecords(), hostile.failure() == null ? "" : "; THE READER FAILED: " + hostile.failure());
+        }
     }
 }

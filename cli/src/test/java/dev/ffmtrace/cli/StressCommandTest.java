@@ -25,10 +25,11 @@ class StressCommandTest {
     void javaWritersOnlyPassAndTheReportMatchesTheTrace() throws Exception {
         Path trace = dir.resolve("stress.pftrace");
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "2s", "--c-producers", "0",
+                "--ring-writers", "0",
                 "--threads", "2", "--virtual-threads", "2", "--seed", "7", "--discard-kb", "512",
                 "--out", trace.toString());
         assertEquals(0, run.exit(), run.out() + run.err());
-        assertTrue(run.out().contains("stress: PASS, every packet accounted for"), run.out());
+        assertTrue(run.out().contains("stress: PASS, every packet and record accounted for"), run.out());
         Matcher totals = TOTALS.matcher(run.out());
         assertTrue(totals.find(), run.out());
         long attempted = Long.parseLong(totals.group(1));
@@ -52,9 +53,10 @@ class StressCommandTest {
     @Test
     void withFaultsAHostileProducerAttacksAndTheOthersLoseNothingUncounted() {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "4s", "--c-producers", "0",
+                "--ring-writers", "0",
                 "--threads", "1", "--virtual-threads", "1", "--seed", "5", "--faults");
         assertEquals(0, run.exit(), run.out() + run.err());
-        assertTrue(run.out().contains("stress: PASS, every packet accounted for"), run.out());
+        assertTrue(run.out().contains("stress: PASS, every packet and record accounted for"), run.out());
         Matcher hostile = Pattern.compile("hostile producer: H (\\d+) (\\d+) (\\d+) (\\d+) ").matcher(run.out());
         assertTrue(hostile.find(), run.out());
         assertTrue(Long.parseLong(hostile.group(1)) > 100, "garbage commits sent: " + run.out());
@@ -70,13 +72,21 @@ class StressCommandTest {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "6s", "--c-producers", "2",
                 "--threads", "1", "--virtual-threads", "1", "--seed", "9", "--faults");
         assertEquals(0, run.exit(), run.out() + run.err());
-        assertTrue(run.out().contains("stress: PASS, every packet accounted for"), run.out());
+        assertTrue(run.out().contains("stress: PASS, every packet and record accounted for"), run.out());
         Matcher processes = Pattern.compile("(\\d+) C processes of which (\\d+) killed").matcher(run.out());
         assertTrue(processes.find(), run.out());
         assertTrue(Integer.parseInt(processes.group(2)) > 0, "seed 9 kills within 6 s: " + run.out());
         assertEquals(Integer.parseInt(processes.group(1)), 2 + Integer.parseInt(processes.group(2)),
                 "each killed producer was replaced");
         assertTrue(run.out().contains(" killed\n") || run.out().contains(" killed  "), run.out());
+        // The SharedRingBuffer part ran alongside, with kills inside its spinlock.
+        Matcher ring = Pattern.compile("ring: (\\d+) writers in all, (\\d+) kills .* (\\d+) unaccounted, (\\d+) problems")
+                .matcher(run.out());
+        assertTrue(ring.find(), run.out());
+        assertTrue(Long.parseLong(ring.group(2)) > 0, run.out());
+        assertEquals("0", ring.group(3));
+        assertEquals("0", ring.group(4));
+        assertTrue(run.out().contains("ring, hostile phase: "), run.out());
     }
 
     @Test

@@ -191,6 +191,7 @@ public final class RingStress {
                     if (salvage(ring, victim)) {
                         lostWithKills++;
                     }
+                    victim.release();
                     long reads = reader.records();
                     if (readsAtLastKill >= 0) {
                         minReadsAfterKill = minReadsAfterKill < 0 ? reads - readsAtLastKill
@@ -307,6 +308,9 @@ public final class RingStress {
         boolean heldLock;
         long takeovers;
         long lockFailures;
+        /** The ledger's final counts, read once the process is gone; -1 before. */
+        long ledgerAttempted = -1;
+        long ledgerDropped;
 
         Writer(int id, List<String> command, Path ledgerPath) throws IOException {
             this.id = id;
@@ -345,11 +349,27 @@ public final class RingStress {
             }
         }
 
+        /**
+         * Reads the ledger's final counts and unmaps it, once the process is gone: a long
+         * run replaces thousands of writers, and each would otherwise keep its mapping.
+         */
+        void release() throws IOException {
+            if (ledgerAttempted < 0) {
+                long counts = getLongAcquire(ledger, 0);
+                ledgerAttempted = counts & 0xFFFF_FFFFL;
+                ledgerDropped = counts >>> 32;
+            }
+            if (arena.scope().isAlive()) {
+                arena.close();
+            }
+            Files.deleteIfExists(ledgerPath);
+        }
+
         /** Moves the writer's final counts (its report, or its ledger after a kill) into its books. */
-        void settle(Books books, Verifier verifier) {
-            long counts = getLongAcquire(ledger, 0);
-            long attempted = counts & 0xFFFF_FFFFL;
-            long dropped = counts >>> 32;
+        void settle(Books books, Verifier verifier) throws IOException {
+            release();
+            long attempted = ledgerAttempted;
+            long dropped = ledgerDropped;
             if (!killed) {
                 String report = output.join();
                 for (String line : report.split("\n")) {
@@ -373,9 +393,9 @@ public final class RingStress {
         public void close() throws IOException {
             if (process.isAlive()) {
                 process.destroyForcibly();
+                process.onExit().join();
             }
-            arena.close();
-            Files.deleteIfExists(ledgerPath);
+            release();
         }
     }
 

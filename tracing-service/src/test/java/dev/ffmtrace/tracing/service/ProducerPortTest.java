@@ -184,88 +184,92 @@ class ProducerPortTest {
         }
     }
 
-    @Test
-    void aProducerThatNeverAcknowledgesAFlushDoesNotHoldUpTheFileWrites() throws Exception {
-        HeapBuffered<TraceConfig> traceConfig = new HeapBuffered<>(TraceConfig.FACTORY);
-        traceConfig.get().addBuffers().setSizeKb(1024);
-        traceConfig.get().addDataSources().setConfig().setName("silent_source");
-        traceConfig.get().addDataSources().setConfig().setName("local_source");
-        traceConfig.get().setFlushPeriodMs(100);
-        traceConfig.get().setFlushTimeoutMs(30_000);
-        traceConfig.get().setWriteIntoFile(true);
-        traceConfig.get().setFileWritePeriodMs(100);
-        ByteArrayOutputStream file = new ByteArrayOutputStream();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address());
-             PortProducer silent = PortProducer.connect(port.address(), "silent", 0, 0)) {
+    /**
+     * A session writing into a file every 100 ms, with a data source of a producer in
+     * another process that never acknowledges a flush, and one of a producer here.
+     */
+    private static final class SilentProducerSession implements AutoCloseable {
+        final ByteArrayOutputStream file = new ByteArrayOutputStream();
+        final TracingService service = new TracingService();
+        final ProducerPort port = ProducerPort.listen(service, address());
+        final PortProducer silent = PortProducer.connect(port.address(), "silent", 0, 0);
+        final DataSource local;
+        final TracingSession session;
+
+        SilentProducerSession(int flushPeriodMs, int flushTimeoutMs) throws Exception {
+            HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+            config.get().addBuffers().setSizeKb(1024);
+            config.get().addDataSources().setConfig().setName("silent_source");
+            config.get().addDataSources().setConfig().setName("local_source");
+            if (flushPeriodMs > 0) {
+                config.get().setFlushPeriodMs(flushPeriodMs);
+            }
+            config.get().setFlushTimeoutMs(flushTimeoutMs);
+            config.get().setWriteIntoFile(true);
+            config.get().setFileWritePeriodMs(100);
             silent.onFlush = id -> { };
             silent.registerDataSource("silent_source", false, false);
             await(() -> service.registeredDataSources().values().stream().anyMatch(s -> s.contains("silent_source")),
                     "the silent producer registered");
-            DataSource local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
-            TracingSession session = service.startSession(SessionConfig.parse(traceConfig.toSegment()),
+            local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
+            session = service.startSession(SessionConfig.parse(config.toSegment()),
                     java.nio.channels.Channels.newChannel(file));
             silent.next(SETUP_TRACING_FIELD_NUMBER);
             silent.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
             silent.next(START_DATA_SOURCE_FIELD_NUMBER);
-            silent.next(FLUSH_FIELD_NUMBER);
-            // The first periodic flush now waits up to 30 s for the silent producer; the
-            // file writes every 100 ms go on meanwhile.
+        }
+
+        /** Writes and commits a packet named {@code name} from the producer here. */
+        void writeLocally(String name) {
             try (TraceWriter<TracePacket> writer = local.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                write(writer, "written while a flush waits");
+                write(writer, name);
                 writer.flush();
             }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-            while (!new String(file.toByteArray(), java.nio.charset.StandardCharsets.ISO_8859_1)
-                    .contains("written while a flush waits")) {
-                assertTrue(System.nanoTime() < deadline, "the packet did not reach the file while a flush waited");
+        }
+
+        /** Waits at most {@code seconds} for the packet named {@code name} to reach the file. */
+        void awaitInFile(String name, long seconds, String failure) throws InterruptedException {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+            while (!new String(file.toByteArray(), java.nio.charset.StandardCharsets.ISO_8859_1).contains(name)) {
+                assertTrue(System.nanoTime() < deadline, failure);
                 Thread.sleep(10);
             }
-            // The stop's own flush is answered at once.
+        }
+
+        @Override
+        public void close() {
+            // A stop's own flush is answered at once.
             silent.onFlush = null;
             session.close();
+            silent.close();
+            port.close();
+            service.close();
+        }
+    }
+
+    @Test
+    void aProducerThatNeverAcknowledgesAFlushDoesNotHoldUpTheFileWrites() throws Exception {
+        try (SilentProducerSession fixture = new SilentProducerSession(100, 30_000)) {
+            fixture.silent.next(FLUSH_FIELD_NUMBER);
+            // The first periodic flush now waits up to 30 s for the silent producer; the
+            // file writes every 100 ms go on meanwhile.
+            fixture.writeLocally("written while a flush waits");
+            fixture.awaitInFile("written while a flush waits", 5,
+                    "the packet did not reach the file while a flush waited");
         }
     }
 
     @Test
     void theFileWritesGoOnWhileAStopWaitsForAProducer() throws Exception {
-        HeapBuffered<TraceConfig> traceConfig = new HeapBuffered<>(TraceConfig.FACTORY);
-        traceConfig.get().addBuffers().setSizeKb(1024);
-        traceConfig.get().addDataSources().setConfig().setName("silent_source");
-        traceConfig.get().addDataSources().setConfig().setName("local_source");
-        traceConfig.get().setFlushTimeoutMs(4000);
-        traceConfig.get().setWriteIntoFile(true);
-        traceConfig.get().setFileWritePeriodMs(100);
-        ByteArrayOutputStream file = new ByteArrayOutputStream();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address());
-             PortProducer silent = PortProducer.connect(port.address(), "silent", 0, 0)) {
-            silent.onFlush = id -> { };
-            silent.registerDataSource("silent_source", false, false);
-            await(() -> service.registeredDataSources().values().stream().anyMatch(s -> s.contains("silent_source")),
-                    "the silent producer registered");
-            DataSource local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
-            TracingSession session = service.startSession(SessionConfig.parse(traceConfig.toSegment()),
-                    java.nio.channels.Channels.newChannel(file));
-            silent.next(SETUP_TRACING_FIELD_NUMBER);
-            silent.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
-            silent.next(START_DATA_SOURCE_FIELD_NUMBER);
-            CompletableFuture<Void> stopped = CompletableFuture.runAsync(session::stop);
-            silent.next(FLUSH_FIELD_NUMBER);
+        try (SilentProducerSession fixture = new SilentProducerSession(0, 4000)) {
+            CompletableFuture<Void> stopped = CompletableFuture.runAsync(fixture.session::stop);
+            fixture.silent.next(FLUSH_FIELD_NUMBER);
             // The stop now waits up to 4 s for the silent producer; a writer still writes.
-            try (TraceWriter<TracePacket> writer = local.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                write(writer, "written while the stop waits");
-                writer.flush();
-            }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-            while (!new String(file.toByteArray(), java.nio.charset.StandardCharsets.ISO_8859_1)
-                    .contains("written while the stop waits")) {
-                assertTrue(System.nanoTime() < deadline, "the packet did not reach the file while the stop waited");
-                Thread.sleep(10);
-            }
+            fixture.writeLocally("written while the stop waits");
+            fixture.awaitInFile("written while the stop waits", 2,
+                    "the packet did not reach the file while the stop waited");
             assertFalse(stopped.isDone(), "the stop still waits for the silent producer");
             stopped.get(10, TimeUnit.SECONDS);
-            session.close();
         }
     }
 

@@ -6,6 +6,7 @@
  */
 module dev.ffmtrace.ipc {
     requires transitive dev.ffmtrace.memory;
+    requires transitive dev.ffmtrace.protozero;
     requires dev.ffmtrace.perfetto.protos;
 
     exports dev.ffmtrace.ipc;

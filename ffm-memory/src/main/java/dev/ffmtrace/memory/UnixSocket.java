@@ -4,6 +4,7 @@ import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -47,6 +48,8 @@ public final class UnixSocket implements AutoCloseable {
         private MemorySegment iov;
         private MemorySegment control;
         private MemorySegment data = MemorySegment.NULL;
+        /** The descriptors of the last receive; a shared empty array when none came, as is usual. */
+        private int[] fds = NO_FDS;
 
         /** The message, pointing at a data buffer of at least {@code size} bytes, with no control. */
         MemorySegment message(long size) {
@@ -92,16 +95,29 @@ public final class UnixSocket implements AutoCloseable {
 
     /** Sends all of {@code data}; the descriptors, if any, travel with its first byte. The fds stay open here. */
     public void send(byte[] data, int... fds) {
+        sendMessage(data, data.length, fds);
+    }
+
+    /**
+     * Sends the first {@code length} bytes of {@code data}, with {@code fd} if it is not
+     * negative (it stays open here): for a caller that reuses one buffer for its messages.
+     */
+    public void sendBytes(byte[] data, int length, int fd) {
+        Objects.checkFromIndexSize(0, length, data.length);
+        sendMessage(data, length, fd < 0 ? NO_FDS : new int[] {fd});
+    }
+
+    private void sendMessage(byte[] data, int length, int[] fds) {
         checkOpen();
-        if (data.length == 0) {
+        if (length == 0) {
             throw new IllegalArgumentException("a send needs at least one byte (descriptors cannot travel alone)");
         }
         if (fds.length > MAX_FDS_PER_MESSAGE) {
             throw new IllegalArgumentException(fds.length + " descriptors in one message, at most " + MAX_FDS_PER_MESSAGE);
         }
         synchronized (sending) {
-            MemorySegment message = sending.message(data.length);
-            MemorySegment.copy(data, 0, sending.data, Layouts.BYTE, 0, data.length);
+            MemorySegment message = sending.message(length);
+            MemorySegment.copy(data, 0, sending.data, Layouts.BYTE, 0, length);
             if (fds.length > 0) {
                 long space = controlSpace(fds.length);
                 MemorySegment control = sending.control;
@@ -113,9 +129,9 @@ public final class UnixSocket implements AutoCloseable {
                 message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, space);
             }
             long sent = Native.sendmsg(fd, message, Native.MSG_NOSIGNAL);
-            while (sent < data.length) {
+            while (sent < length) {
                 // The descriptors went with the first byte; the rest goes without them.
-                sending.advance(sent, data.length);
+                sending.advance(sent, length);
                 sent += Native.sendmsg(fd, message, Native.MSG_NOSIGNAL);
             }
         }
@@ -128,34 +144,61 @@ public final class UnixSocket implements AutoCloseable {
      * arrive and throws, so nothing leaks.
      */
     public Received receive(byte[] into, int maxFds) {
+        checkMaxFds(maxFds);
+        synchronized (receiving) {
+            int received = receiveLocked(into, maxFds);
+            return new Received(received, receiving.fds);
+        }
+    }
+
+    /**
+     * As {@link #receive(byte[], int)} with up to {@code fds.length} descriptors, without
+     * allocating: the descriptors go to the start of {@code fds}, the rest of it is set to
+     * -1. Returns the bytes received, 0 at end of stream.
+     */
+    public int receive(byte[] into, int[] fds) {
+        checkMaxFds(fds.length);
+        synchronized (receiving) {
+            int received = receiveLocked(into, fds.length);
+            int[] arrived = receiving.fds;
+            Arrays.fill(fds, -1);
+            System.arraycopy(arrived, 0, fds, 0, arrived.length);
+            return received;
+        }
+    }
+
+    private static void checkMaxFds(int maxFds) {
+        if (maxFds < 0 || maxFds > MAX_FDS_PER_MESSAGE) {
+            throw new IllegalArgumentException("maxFds must be 0.." + MAX_FDS_PER_MESSAGE + ", got " + maxFds);
+        }
+    }
+
+    /** One recvmsg into {@code into}; the descriptors that came are left in {@code receiving.fds}. */
+    private int receiveLocked(byte[] into, int maxFds) {
         checkOpen();
         if (into.length == 0) {
             throw new IllegalArgumentException("receive buffer is empty");
         }
-        if (maxFds < 0 || maxFds > MAX_FDS_PER_MESSAGE) {
-            throw new IllegalArgumentException("maxFds must be 0.." + MAX_FDS_PER_MESSAGE + ", got " + maxFds);
-        }
-        synchronized (receiving) {
-            MemorySegment message = receiving.message(into.length);
-            long controlSize = maxFds == 0 ? 0 : controlSpace(maxFds);
-            MemorySegment control = receiving.control;
-            message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, controlSize == 0 ? 0L : control.address());
-            message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, controlSize);
+        MemorySegment message = receiving.message(into.length);
+        long controlSize = maxFds == 0 ? 0 : controlSpace(maxFds);
+        MemorySegment control = receiving.control;
+        message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, controlSize == 0 ? 0L : control.address());
+        message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, controlSize);
 
-            int received = (int) Native.recvmsg(fd, message, Native.MSG_CMSG_CLOEXEC);
-            int[] fds = controlSize == 0 ? NO_FDS
-                    : descriptors(control, message.get(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET));
-            // The control buffer is rounded up to 8 bytes, so one more fd than asked can fit.
-            if (fds.length > maxFds || (message.get(Layouts.INT, Native.MSGHDR_FLAGS_OFFSET) & Native.MSG_CTRUNC) != 0) {
-                for (int descriptor : fds) {
-                    MemoryFile.closeQuietly(descriptor);
-                }
-                throw new IllegalStateException("peer sent more than " + maxFds
-                        + " descriptors; the extra ones were dropped by the kernel and the rest closed");
+        int received = (int) Native.recvmsg(fd, message, Native.MSG_CMSG_CLOEXEC);
+        int[] fds = controlSize == 0 ? NO_FDS
+                : descriptors(control, message.get(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET));
+        // The control buffer is rounded up to 8 bytes, so one more fd than asked can fit.
+        if (fds.length > maxFds || (message.get(Layouts.INT, Native.MSGHDR_FLAGS_OFFSET) & Native.MSG_CTRUNC) != 0) {
+            for (int descriptor : fds) {
+                MemoryFile.closeQuietly(descriptor);
             }
-            MemorySegment.copy(receiving.data, Layouts.BYTE, 0, into, 0, received);
-            return new Received(received, fds);
+            throw new IllegalStateException("peer sent more than " + maxFds
+                    + " descriptors; the extra ones were dropped by the kernel and the rest closed");
         }
+        MemorySegment.copy(receiving.data, Layouts.BYTE, 0, into, 0, received);
+        receiving.fds = fds;
+        return received;
     }
 
     /**

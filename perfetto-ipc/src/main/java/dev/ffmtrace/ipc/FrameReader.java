@@ -1,7 +1,7 @@
 package dev.ffmtrace.ipc;
 
 import dev.ffmtrace.memory.UnixSocket;
-import java.util.ArrayDeque;
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
@@ -16,13 +16,27 @@ import java.util.Arrays;
  * at the frame's first byte. So the descriptor of a read belongs to the last frame that
  * starts within that read's bytes (it may complete in a later read).
  *
+ * <p>Complete frames are copied out of the receive buffer into a payload store; both
+ * are reused, so that steady traffic allocates nothing. A frame taken with
+ * {@link #next()} is readable until the next {@link #feed}.
+ *
  * <p>Zero-length frames are skipped, as Perfetto does. Not thread-safe.
  */
 final class FrameReader implements AutoCloseable {
     static final int HEADER_SIZE = 4;
 
     private final byte[] buffer;
-    private final ArrayDeque<ReceivedFrame> frames = new ArrayDeque<>();
+    /** Payloads of the frames not yet taken, back to back; emptied by a feed once all were taken. */
+    private byte[] payloads = new byte[4096];
+    private MemorySegment payloadSegment = MemorySegment.ofArray(payloads);
+    private int payloadsSize;
+    /** Per complete frame, its payload's offset in {@link #payloads}, its length and its descriptor. */
+    private int[] frameOffsets = new int[16];
+    private int[] frameLengths = new int[16];
+    private int[] frameFds = new int[16];
+    private int frameCount;
+    /** The frame {@link #next()} took last is {@code taken - 1}. */
+    private int taken;
     private int size;
     /** Stream position of buffer[0]. */
     private long bufferStart;
@@ -44,17 +58,22 @@ final class FrameReader implements AutoCloseable {
     /**
      * Takes one read: {@code length} bytes of {@code data} and the descriptor that came
      * with them ({@code -1} if none), which this reader then owns. Complete frames become
-     * available from {@link #poll()}. Returns false on a violation ({@link #violation()}).
+     * available from {@link #next()}. Returns false on a violation ({@link #violation()}).
      */
     boolean feed(byte[] data, int length, int fd) {
         if (violation != null) {
             UnixSocket.closeReceived(fd);
             return false;
         }
+        if (taken == frameCount) {
+            frameCount = 0;
+            taken = 0;
+            payloadsSize = 0;
+        }
         long readBegin = bufferStart + size;
         long readEnd = readBegin + length;
         long fdOwner = -1;
-        ReceivedFrame lastFrame = null;
+        int lastFrame = -1;
         long lastFrameStart = -1;
         int offset = 0;
         while (offset < length) {
@@ -87,10 +106,8 @@ final class FrameReader implements AutoCloseable {
                     pendingFd = -1;
                 }
                 if (payload > 0) {
-                    lastFrame = new ReceivedFrame(
-                            Arrays.copyOfRange(buffer, consumed + HEADER_SIZE, consumed + frameSize), frameFd);
+                    lastFrame = add(consumed + HEADER_SIZE, (int) payload, frameFd);
                     lastFrameStart = start;
-                    frames.add(lastFrame);
                 } else if (frameFd >= 0) {
                     violation = "a descriptor came with an empty frame";
                     UnixSocket.closeReceived(frameFd, fd);
@@ -107,9 +124,8 @@ final class FrameReader implements AutoCloseable {
         if (fd < 0) {
             return true;
         }
-        if (fdOwner >= 0 && fdOwner == lastFrameStart && lastFrame.fd() < 0) {
-            frames.removeLast();
-            frames.add(new ReceivedFrame(lastFrame.payload(), fd));
+        if (fdOwner >= 0 && fdOwner == lastFrameStart && frameFds[lastFrame] < 0) {
+            frameFds[lastFrame] = fd;
             return true;
         }
         if (fdOwner >= 0 && fdOwner == bufferStart && size > 0 && pendingFd < 0) {
@@ -121,9 +137,54 @@ final class FrameReader implements AutoCloseable {
         return false;
     }
 
-    /** The next complete frame, or null. The caller owns its descriptor. */
-    ReceivedFrame poll() {
-        return frames.poll();
+    /** Copies a complete frame's payload out of the receive buffer; returns the frame's index. */
+    private int add(int from, int length, int fd) {
+        if (payloads.length - payloadsSize < length) {
+            payloads = Arrays.copyOf(payloads, Math.max(payloadsSize + length, 2 * payloads.length));
+            payloadSegment = MemorySegment.ofArray(payloads);
+        }
+        if (frameCount == frameOffsets.length) {
+            frameOffsets = Arrays.copyOf(frameOffsets, 2 * frameCount);
+            frameLengths = Arrays.copyOf(frameLengths, 2 * frameCount);
+            frameFds = Arrays.copyOf(frameFds, 2 * frameCount);
+        }
+        System.arraycopy(buffer, from, payloads, payloadsSize, length);
+        frameOffsets[frameCount] = payloadsSize;
+        frameLengths[frameCount] = length;
+        frameFds[frameCount] = fd;
+        payloadsSize += length;
+        return frameCount++;
+    }
+
+    /**
+     * Takes the next complete frame, if any: its payload is then {@link #payloadLength()}
+     * bytes at {@link #payloadOffset()} of {@link #payloads()}, and the caller owns its
+     * {@link #fd()}.
+     */
+    boolean next() {
+        if (taken == frameCount) {
+            return false;
+        }
+        taken++;
+        return true;
+    }
+
+    /** The segment the taken frame's payload is in; valid until the next {@link #feed}. */
+    MemorySegment payloads() {
+        return payloadSegment;
+    }
+
+    int payloadOffset() {
+        return frameOffsets[taken - 1];
+    }
+
+    int payloadLength() {
+        return frameLengths[taken - 1];
+    }
+
+    /** The descriptor that came with the taken frame, or -1. */
+    int fd() {
+        return frameFds[taken - 1];
     }
 
     /** Why the last {@link #feed} failed, or null. */
@@ -141,17 +202,12 @@ final class FrameReader implements AutoCloseable {
     public void close() {
         UnixSocket.closeReceived(pendingFd);
         pendingFd = -1;
-        ReceivedFrame frame;
-        while ((frame = frames.poll()) != null) {
-            UnixSocket.closeReceived(frame.fd());
+        while (next()) {
+            UnixSocket.closeReceived(fd());
         }
     }
 
     private static int readIntLe(byte[] bytes, int at) {
         return (bytes[at] & 0xff) | (bytes[at + 1] & 0xff) << 8 | (bytes[at + 2] & 0xff) << 16 | (bytes[at + 3] & 0xff) << 24;
-    }
-
-    /** One frame's IPCFrame bytes, and the descriptor that came with it ({@code -1} if none). */
-    record ReceivedFrame(byte[] payload, int fd) {
     }
 }

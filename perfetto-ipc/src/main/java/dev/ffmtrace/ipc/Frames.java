@@ -74,8 +74,14 @@ final class Frames {
      */
     static byte[] invokeMethodReply(long requestId, boolean success, boolean hasMore, byte[] replyProto) {
         HeapBuffered<IPCFrame> frame = newFrame();
-        frame.get().setRequestId(requestId);
-        IPCFrame.InvokeMethodReply reply = frame.get().setMsgInvokeMethodReply();
+        writeInvokeMethodReply(frame.get(), requestId, success, hasMore, replyProto);
+        return withHeader(frame);
+    }
+
+    static void writeInvokeMethodReply(IPCFrame frame, long requestId, boolean success, boolean hasMore,
+                                       byte[] replyProto) {
+        frame.setRequestId(requestId);
+        IPCFrame.InvokeMethodReply reply = frame.setMsgInvokeMethodReply();
         if (success) {
             reply.setSuccess(true);
         }
@@ -83,7 +89,6 @@ final class Frames {
         if (success) {
             reply.setReplyProto(replyProto);
         }
-        return withHeader(frame);
     }
 
     static byte[] requestError(long requestId, String error) {
@@ -104,17 +109,25 @@ final class Frames {
 
     /** The payload behind its 4-byte little-endian size; refuses what no peer would accept. */
     static byte[] withHeader(byte[] payload) {
-        if (payload.length > MAX_PAYLOAD) {
-            throw new IllegalArgumentException("IPC frame of " + payload.length + " bytes exceeds Perfetto's limit of "
-                    + MAX_PAYLOAD + " (kIPCBufferSize less the header)");
-        }
+        checkPayloadSize(payload.length);
         byte[] framed = new byte[FrameReader.HEADER_SIZE + payload.length];
-        framed[0] = (byte) payload.length;
-        framed[1] = (byte) (payload.length >>> 8);
-        framed[2] = (byte) (payload.length >>> 16);
-        framed[3] = (byte) (payload.length >>> 24);
+        writeHeader(framed, payload.length);
         System.arraycopy(payload, 0, framed, FrameReader.HEADER_SIZE, payload.length);
         return framed;
+    }
+
+    static void checkPayloadSize(long size) {
+        if (size > MAX_PAYLOAD) {
+            throw new IllegalArgumentException("IPC frame of " + size + " bytes exceeds Perfetto's limit of "
+                    + MAX_PAYLOAD + " (kIPCBufferSize less the header)");
+        }
+    }
+
+    static void writeHeader(byte[] framed, int payloadSize) {
+        framed[0] = (byte) payloadSize;
+        framed[1] = (byte) (payloadSize >>> 8);
+        framed[2] = (byte) (payloadSize >>> 16);
+        framed[3] = (byte) (payloadSize >>> 24);
     }
 
     /** Sends a framed frame with its descriptor, if {@code fd >= 0} (it stays the caller's). */
@@ -130,7 +143,7 @@ final class Frames {
      * A frame being written. Most frames are a few dozen bytes: the first slice is small
      * and later ones grow; slice sizes never change the bytes written.
      */
-    private static HeapBuffered<IPCFrame> newFrame() {
+    static HeapBuffered<IPCFrame> newFrame() {
         return new HeapBuffered<>(IPCFrame.FACTORY, FIRST_SLICE, IPC_BUFFER_SIZE);
     }
 

@@ -1,6 +1,9 @@
 package dev.ffmtrace.ipc;
 
+import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.protozero.TypedProtoDecoder;
+import java.lang.foreign.MemorySegment;
 
 /**
  * One call of a service's method, handed to its {@link ServiceDescriptor.MethodHandler}.
@@ -8,38 +11,81 @@ import dev.ffmtrace.memory.UnixSocket;
  * and a last {@link #reply} (a stream), or {@link #fail}s; now or later, from any thread.
  * Replies after the last one are refused; replies to a client that is gone, or that
  * asked for no reply (drop_reply), are dropped.
+ *
+ * <p>An invocation that has had its last reply when its handler returns is spent: the
+ * host reuses the object for its client's next request, so that a client's steady
+ * requests allocate nothing. Keep no reference to an invocation past its last reply.
  */
 public final class Invocation {
+    private static final byte[] NO_BYTES = new byte[0];
+
     private final IpcHost.Connection connection;
-    private final long requestId;
-    private final byte[] args;
-    private final boolean dropReply;
+    private long requestId;
+    private boolean dropReply;
+    /**
+     * The request message: in the connection's received frames during the handler's call,
+     * in a copy of its own after it for an invocation still open. Guarded by this.
+     */
+    private MemorySegment args;
+    private long argsOffset;
+    private long argsLength;
     private int receivedFd;
     private boolean finished;
 
-    Invocation(IpcHost.Connection connection, long requestId, byte[] args, boolean dropReply, int receivedFd) {
+    Invocation(IpcHost.Connection connection) {
         this.connection = connection;
+    }
+
+    /** Makes this the invocation of a request, before its handler's call. */
+    synchronized void start(long requestId, boolean dropReply, MemorySegment args, long argsOffset, long argsLength,
+                            int receivedFd) {
         this.requestId = requestId;
-        this.args = args;
         this.dropReply = dropReply;
+        this.args = args;
+        this.argsOffset = argsOffset;
+        this.argsLength = argsLength;
         this.receivedFd = receivedFd;
+        this.finished = false;
+    }
+
+    /**
+     * After the handler's call: whether the invocation is spent. One still open takes a
+     * copy of its request, whose bytes the connection's next frames will overwrite.
+     */
+    synchronized boolean endCall() {
+        if (!finished) {
+            args = MemorySegment.ofArray(args());
+            argsOffset = 0;
+        }
+        return finished;
     }
 
     public ClientInfo client() {
         return connection.clientInfo();
     }
 
-    public long requestId() {
+    public synchronized long requestId() {
         return requestId;
     }
 
     /** The request message, serialized: the client's bytes, to be parsed as untrusted. */
-    public byte[] args() {
-        return args.clone();
+    public synchronized byte[] args() {
+        byte[] copy = new byte[(int) argsLength];
+        MemorySegment.copy(args, Layouts.BYTE, argsOffset, copy, 0, copy.length);
+        return copy;
+    }
+
+    /**
+     * Points {@code decoder} at the request message in place, without a copy: the
+     * client's bytes, as the host received them; the decoder reads them only until the
+     * handler returns.
+     */
+    public synchronized void readArgs(TypedProtoDecoder decoder) {
+        decoder.reset(args, argsOffset, argsLength);
     }
 
     /** The client asked for no reply; replies are dropped. */
-    public boolean dropReply() {
+    public synchronized boolean dropReply() {
         return dropReply;
     }
 
@@ -70,42 +116,40 @@ public final class Invocation {
      * @throws IllegalArgumentException if the frame would exceed Perfetto's size limit
      */
     public void reply(byte[] replyProto, boolean hasMore, int fd) {
-        byte[] frame = Frames.invokeMethodReply(requestId, true, hasMore, replyProto);
-        finish(hasMore);
-        send(frame, fd);
+        connection.reply(this, true, hasMore, replyProto, fd, false);
     }
 
     /** Ends the invocation without a result (Perfetto's Deferred::Reject). */
     public void fail() {
-        byte[] frame = Frames.invokeMethodReply(requestId, false, false, new byte[0]);
-        finish(false);
-        send(frame, -1);
+        connection.reply(this, false, false, NO_BYTES, -1, false);
     }
 
     /** Fails the invocation unless it already ended: for a handler that threw. */
-    synchronized boolean failIfOpen() {
-        if (finished) {
-            return false;
-        }
-        fail();
-        return true;
+    void failIfOpen() {
+        connection.reply(this, false, false, NO_BYTES, -1, true);
     }
 
     /** Closes the received descriptor if the handler did not take it. */
     void closeUntakenFd() {
-        UnixSocket.closeReceived(takeReceivedFd());
+        int fd = takeReceivedFd();
+        if (fd >= 0) {
+            UnixSocket.closeReceived(fd);
+        }
     }
 
-    private synchronized void finish(boolean hasMore) {
+    /**
+     * Records a reply; false, or if not {@code ifOpen} an exception, after the last one.
+     *
+     * @throws IllegalStateException after the last reply, unless {@code ifOpen}
+     */
+    synchronized boolean finish(boolean hasMore, boolean ifOpen) {
         if (finished) {
+            if (ifOpen) {
+                return false;
+            }
             throw new IllegalStateException("request " + requestId + " already had its last reply");
         }
         finished = !hasMore;
-    }
-
-    private void send(byte[] frame, int fd) {
-        if (!dropReply) {
-            connection.send(frame, fd);
-        }
+        return true;
     }
 }

@@ -5,7 +5,6 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
-import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -142,9 +141,8 @@ public final class IpcClient implements AutoCloseable {
                     break;
                 }
                 ok = reader.feed(chunk, received.bytes(), fd);
-                FrameReader.ReceivedFrame frame;
-                while (ok && (frame = reader.poll()) != null) {
-                    ok = onFrame(frame);
+                while (ok && reader.next()) {
+                    ok = onFrame(reader);
                 }
             }
         } finally {
@@ -160,10 +158,10 @@ public final class IpcClient implements AutoCloseable {
         }
     }
 
-    /** Handles one frame from the host; false if it does not parse. */
-    private boolean onFrame(FrameReader.ReceivedFrame received) {
+    /** Handles the frame {@code received} took last from the host; false if it does not parse. */
+    private boolean onFrame(FrameReader received) {
         IPCFrame.Decoder frame = new IPCFrame.Decoder();
-        frame.reset(MemorySegment.ofArray(received.payload()));
+        frame.reset(received.payloads(), received.payloadOffset(), received.payloadLength());
         if (frame.hasError()) {
             UnixSocket.closeReceived(received.fd());
             return false;

@@ -6,7 +6,7 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
-import java.lang.foreign.MemorySegment;
+import dev.ffmtrace.protozero.ProtoField;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -174,34 +174,34 @@ public final class IpcHost implements AutoCloseable {
         }
     }
 
-    /** Handles one frame; false on a violation, after closing the frame's descriptor. */
-    private boolean dispatchSafely(Connection connection, FrameReader.ReceivedFrame received) {
+    /** Handles the frame {@code reader} took last; false on a violation, after closing the frame's descriptor. */
+    private boolean dispatchSafely(Connection connection, FrameReader reader) {
         boolean handled;
         try {
-            handled = dispatch(connection, received);
+            handled = dispatch(connection, reader);
         } catch (RuntimeException e) {
             // The decoders report malformed input as status, so this is a frame that
             // broke an assumption elsewhere: the client goes, the host stays.
             handled = false;
         }
         if (!handled) {
-            UnixSocket.closeReceived(received.fd());
+            UnixSocket.closeReceived(reader.fd());
         }
         return handled;
     }
 
-    /** Handles one frame; false on a violation. */
-    private boolean dispatch(Connection connection, FrameReader.ReceivedFrame received) {
-        MemorySegment bytes = MemorySegment.ofArray(received.payload());
+    /** Handles one frame, decoded in place in the reader's copy of it; false on a violation. */
+    private boolean dispatch(Connection connection, FrameReader reader) {
+        int fd = reader.fd();
         IPCFrame.Decoder frame = connection.frame;
-        frame.reset(bytes);
+        frame.reset(reader.payloads(), reader.payloadOffset(), reader.payloadLength());
         if (frame.hasError()) {
             return false;
         }
         long requestId = frame.requestId();
         if (frame.hasMsgBindService()) {
             IPCFrame.BindService.Decoder bind = new IPCFrame.BindService.Decoder();
-            if (received.fd() >= 0 || !frame.msgBindService(bind) || bind.hasError()) {
+            if (fd >= 0 || !frame.msgBindService(bind) || bind.hasError()) {
                 return false;
             }
             ExposedService service = serviceNamed(bind.serviceName());
@@ -219,18 +219,19 @@ public final class IpcHost implements AutoCloseable {
             int methodId = invoke.methodId();
             List<ServiceDescriptor.Method> methods = service == null ? List.of() : service.descriptor().methods();
             if (methodId <= 0 || methodId > methods.size()) {
-                if (received.fd() >= 0) {
+                if (fd >= 0) {
                     return false;
                 }
                 connection.send(Frames.invokeMethodRejected(requestId), -1);
                 return true;
             }
             ServiceDescriptor.Method method = methods.get(methodId - 1);
-            if (received.fd() >= 0 && !method.takesFd()) {
+            if (fd >= 0 && !method.takesFd()) {
                 return false;
             }
-            byte[] args = invoke.hasArgsProto() ? invoke.argsProto() : new byte[0];
-            Invocation invocation = new Invocation(connection, requestId, args, invoke.dropReply(), received.fd());
+            ProtoField args = invoke.field(IPCFrame.InvokeMethod.ARGS_PROTO_FIELD_NUMBER);
+            Invocation invocation = connection.invocation();
+            invocation.start(requestId, invoke.dropReply(), reader.payloads(), args.offset(), args.length(), fd);
             try {
                 method.handler().invoke(invocation);
             } catch (RuntimeException e) {
@@ -238,10 +239,11 @@ public final class IpcHost implements AutoCloseable {
                 invocation.failIfOpen();
             } finally {
                 invocation.closeUntakenFd();
+                connection.endCall(invocation);
             }
             return true;
         }
-        if (received.fd() >= 0) {
+        if (fd >= 0) {
             return false;
         }
         if (frame.hasSetPeerIdentity()) {
@@ -281,9 +283,15 @@ public final class IpcHost implements AutoCloseable {
         /** Decoders of the frames this connection receives, reused: only its I/O thread decodes. */
         private final IPCFrame.Decoder frame = new IPCFrame.Decoder();
         private final IPCFrame.InvokeMethod.Decoder invoke = new IPCFrame.InvokeMethod.Decoder();
+        /** The invocation the next request gets: the last one, if it was spent in its handler's call. */
+        private Invocation spare;
+        /** Where the next socket read puts the descriptor that came with it, if any. */
+        private final int[] receivedFd = new int[1];
         /** Guards sends and the socket's close, so no send uses a closed fd's number. */
         private final Object sendLock = new Object();
         private boolean socketClosed;
+        /** Encodes invocations' replies; guarded by {@link #sendLock}. */
+        private final FrameWriter replies = new FrameWriter();
 
         private Connection(IpcHost host, UnixSocket socket, ClientInfo info) {
             this.host = host;
@@ -310,6 +318,48 @@ public final class IpcHost implements AutoCloseable {
             }
         }
 
+        /** An invocation for the next request: the spare one, or a new one if its last is still open. */
+        private Invocation invocation() {
+            Invocation invocation = spare;
+            spare = null;
+            return invocation != null ? invocation : new Invocation(this);
+        }
+
+        private void endCall(Invocation invocation) {
+            if (invocation.endCall()) {
+                spare = invocation;
+            }
+        }
+
+        /**
+         * Replies to {@code invocation}: success (with {@code replyProto}) or failure, and
+         * whether more follow. Encoded in the connection's reused buffer and sent unless the
+         * client asked for no reply; nothing, and no exception, after the last reply if
+         * {@code ifOpen}.
+         *
+         * @throws IllegalStateException after the last reply, unless {@code ifOpen}
+         * @throws IllegalArgumentException if the frame would exceed Perfetto's size limit
+         */
+        void reply(Invocation invocation, boolean success, boolean hasMore, byte[] replyProto, int fd,
+                   boolean ifOpen) {
+            synchronized (sendLock) {
+                if (invocation.dropReply()) {
+                    invocation.finish(hasMore, ifOpen);
+                    return;
+                }
+                Frames.writeInvokeMethodReply(replies.begin(), invocation.requestId(), success, hasMore, replyProto);
+                int length = replies.end();
+                if (!invocation.finish(hasMore, ifOpen) || socketClosed) {
+                    return;
+                }
+                try {
+                    socket.sendBytes(replies.bytes(), length, fd);
+                } catch (NativeException e) {
+                    socket.shutdown();
+                }
+            }
+        }
+
         void shutdown() {
             synchronized (sendLock) {
                 if (!socketClosed) {
@@ -323,24 +373,23 @@ public final class IpcHost implements AutoCloseable {
             try (FrameReader reader = new FrameReader()) {
                 boolean violated = false;
                 while (!violated) {
-                    UnixSocket.Received received;
+                    int bytes;
                     try {
-                        received = socket.receive(chunk, 1);
+                        bytes = socket.receive(chunk, receivedFd);
                     } catch (IllegalStateException e) {
                         violated = true;
                         break;
                     } catch (NativeException e) {
                         break;
                     }
-                    int fd = received.fds().length == 0 ? -1 : received.fds()[0];
-                    if (received.bytes() == 0) {
+                    int fd = receivedFd[0];
+                    if (bytes == 0) {
                         UnixSocket.closeReceived(fd);
                         break;
                     }
-                    violated = !reader.feed(chunk, received.bytes(), fd);
-                    FrameReader.ReceivedFrame frame;
-                    while (!violated && (frame = reader.poll()) != null) {
-                        violated = !host.dispatchSafely(this, frame);
+                    violated = !reader.feed(chunk, bytes, fd);
+                    while (!violated && reader.next()) {
+                        violated = !host.dispatchSafely(this, reader);
                     }
                 }
                 if (violated) {

@@ -4,6 +4,7 @@ import dev.ffmtrace.memory.MemoryFile;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -14,7 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class FrameReaderTest {
@@ -32,12 +32,16 @@ class FrameReaderTest {
         return out.toByteArray();
     }
 
+    /** A copy of the payload of the frame {@code reader} took last. */
+    static byte[] payload(FrameReader reader) {
+        return reader.payloads().asSlice(reader.payloadOffset(), reader.payloadLength()).toArray(ValueLayout.JAVA_BYTE);
+    }
+
     private static List<byte[]> drain(FrameReader reader) {
         List<byte[]> out = new ArrayList<>();
-        FrameReader.ReceivedFrame frame;
-        while ((frame = reader.poll()) != null) {
-            assertEquals(-1, frame.fd());
-            out.add(frame.payload());
+        while (reader.next()) {
+            assertEquals(-1, reader.fd());
+            out.add(payload(reader));
         }
         return out;
     }
@@ -124,6 +128,24 @@ class FrameReaderTest {
     }
 
     @Test
+    void framesNotTakenBeforeTheNextReadAreKept() {
+        byte[] first = Frames.withHeader(payload(10, 14));
+        byte[] second = Frames.withHeader(payload(5000, 15));
+        FrameReader reader = new FrameReader();
+        assertTrue(reader.feed(first, first.length, -1));
+        assertTrue(reader.feed(second, second.length, -1));
+        List<byte[]> got = drain(reader);
+        assertEquals(2, got.size());
+        assertArrayEquals(payload(10, 14), got.get(0));
+        assertArrayEquals(payload(5000, 15), got.get(1));
+        // All taken: the next read starts the store over.
+        assertTrue(reader.feed(first, first.length, -1));
+        assertTrue(reader.next());
+        assertEquals(0, reader.payloadOffset());
+        assertArrayEquals(payload(10, 14), payload(reader));
+    }
+
+    @Test
     void emptyFramesAreSkipped() {
         byte[] stream = concat(new byte[4], Frames.withHeader(payload(3, 8)), new byte[4]);
         FrameReader reader = new FrameReader();
@@ -141,13 +163,13 @@ class FrameReaderTest {
         int fd = newFd();
         // One read with a whole frame, then the start of the frame the descriptor came with.
         assertTrue(feed(reader, stream, 0, first.length + 3, fd));
-        FrameReader.ReceivedFrame whole = reader.poll();
-        assertEquals(-1, whole.fd());
-        assertNull(reader.poll());
+        assertTrue(reader.next());
+        assertEquals(-1, reader.fd());
+        assertFalse(reader.next());
         assertTrue(feed(reader, stream, first.length + 3, stream.length, -1));
-        FrameReader.ReceivedFrame withFd = reader.poll();
-        assertEquals(fd, withFd.fd());
-        assertArrayEquals(payload(20, 10), withFd.payload());
+        assertTrue(reader.next());
+        assertEquals(fd, reader.fd());
+        assertArrayEquals(payload(20, 10), payload(reader));
         assertTrue(isOpen(fd), "the frame's taker owns it now");
         MemoryFile.attach(fd).close();
     }

@@ -33,8 +33,7 @@ final class RawPeer implements AutoCloseable {
 
     /** The next frame from the host, framed again as it came on the wire; null at end of stream. */
     byte[] nextFrameBytes() {
-        FrameReader.ReceivedFrame frame;
-        while ((frame = reader.poll()) == null) {
+        while (!reader.next()) {
             UnixSocket.Received received = socket.receive(chunk, 1);
             if (received.bytes() == 0) {
                 return null;
@@ -43,8 +42,8 @@ final class RawPeer implements AutoCloseable {
                 throw new AssertionError("the host sent a bad stream: " + reader.violation());
             }
         }
-        UnixSocket.closeReceived(frame.fd());
-        return Frames.withHeader(frame.payload());
+        UnixSocket.closeReceived(reader.fd());
+        return Frames.withHeader(FrameReaderTest.payload(reader));
     }
 
     IPCFrame nextFrame() {

@@ -48,7 +48,8 @@ public final class ProducerPort implements AutoCloseable {
 
     private final TracingService service;
     private final IpcHost host;
-    private final Map<Long, RemoteProducer> producers = new ConcurrentHashMap<>();
+    /** By client: a ClientInfo is one object per connection, and a key that needs no boxing. */
+    private final Map<ClientInfo, RemoteProducer> producers = new ConcurrentHashMap<>();
     private final AtomicLong violations = new AtomicLong();
     /** Held while a producer leaves the map for the gone totals, so that totals count it once. */
     private final Object totals = new Object();
@@ -152,26 +153,26 @@ public final class ProducerPort implements AutoCloseable {
                 new Method("ActivateTriggers", initialized(RemoteProducer::activateTriggers)),
                 new Method("Sync", initialized(RemoteProducer::sync)),
                 new Method("UpdateDataSource", initialized(RemoteProducer::updateDataSource))),
-                this::clientDisconnected);
+                this::closed);
     }
 
     private void initializeConnection(Invocation invocation) {
-        long clientId = invocation.client().clientId();
-        if (producers.containsKey(clientId)) {
+        ClientInfo client = invocation.client();
+        if (producers.containsKey(client)) {
             // Perfetto's port refuses a second InitializeConnection on one connection.
             invocation.fail();
             return;
         }
         RemoteProducer producer = RemoteProducer.initialize(this, invocation);
         if (producer != null) {
-            producers.put(clientId, producer);
+            producers.put(client, producer);
         }
     }
 
     /** A method that needs InitializeConnection first: before it, the invocation fails, as in Perfetto. */
     private ServiceDescriptor.MethodHandler initialized(BiConsumer<RemoteProducer, Invocation> method) {
         return invocation -> {
-            RemoteProducer producer = producers.get(invocation.client().clientId());
+            RemoteProducer producer = producers.get(invocation.client());
             if (producer == null) {
                 invocation.fail();
                 return;
@@ -180,20 +181,16 @@ public final class ProducerPort implements AutoCloseable {
         };
     }
 
-    private void clientDisconnected(ClientInfo client) {
-        closed(client.clientId());
-    }
-
     /** Closes a producer, then takes it out of the map and into the gone totals. */
-    private void closed(long clientId) {
-        RemoteProducer producer = producers.get(clientId);
+    private void closed(ClientInfo client) {
+        RemoteProducer producer = producers.get(client);
         if (producer == null) {
             return;
         }
         // Closed before it leaves the count: a producer not counted holds nothing.
         producer.close();
         synchronized (totals) {
-            if (producers.remove(clientId) != null) {
+            if (producers.remove(client) != null) {
                 goneChunksMoved += producer.producer().chunksMoved();
                 goneAbiViolations += producer.producer().abiViolations();
             }

@@ -27,7 +27,6 @@ import dev.ffmtrace.protozero.TypedProtoDecoder;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
-import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -54,6 +53,8 @@ final class RemoteProducer implements ProducerCommands {
     static final int MAX_PAGE_SIZE = 32 * 1024;
     /** Of a producer's name, the part kept (in messages and the SMB's memfd name). */
     private static final int MAX_NAME_LENGTH = 64;
+    /** The reply of the requests whose response message has no fields. */
+    private static final byte[] NO_BYTES = new byte[0];
 
     private final ProducerPort port;
     private final ClientInfo client;
@@ -110,7 +111,7 @@ final class RemoteProducer implements ProducerCommands {
     static RemoteProducer initialize(ProducerPort port, Invocation invocation) {
         int fd = invocation.takeReceivedFd();
         InitializeConnectionRequest.Decoder request = new InitializeConnectionRequest.Decoder();
-        request.reset(MemorySegment.ofArray(invocation.args()));
+        invocation.readArgs(request);
         if (request.hasError()) {
             UnixSocket.closeReceived(fd);
             port.countViolation();
@@ -214,7 +215,7 @@ final class RemoteProducer implements ProducerCommands {
             describe(descriptor);
             producer.registerDataSource(descriptor.name());
         }
-        invocation.reply(new byte[0]);
+        invocation.reply(NO_BYTES);
     }
 
     void updateDataSource(Invocation invocation) {
@@ -226,7 +227,7 @@ final class RemoteProducer implements ProducerCommands {
         if (descriptor.hasName() && descriptors.containsKey(descriptor.name())) {
             describe(descriptor);
         }
-        invocation.reply(new byte[0]);
+        invocation.reply(NO_BYTES);
     }
 
     /**
@@ -257,7 +258,7 @@ final class RemoteProducer implements ProducerCommands {
         if (request != null) {
             descriptors.remove(request.dataSourceName());
             producer.unregisterDataSource(request.dataSourceName());
-            invocation.reply(new byte[0]);
+            invocation.reply(NO_BYTES);
         }
     }
 
@@ -267,7 +268,7 @@ final class RemoteProducer implements ProducerCommands {
             if (!producer.registerTraceWriter(request.traceWriterId(), request.targetBuffer())) {
                 port.countViolation();
             }
-            invocation.reply(new byte[0]);
+            invocation.reply(NO_BYTES);
         }
     }
 
@@ -277,13 +278,13 @@ final class RemoteProducer implements ProducerCommands {
             if (!producer.unregisterTraceWriter(request.traceWriterId())) {
                 port.countViolation();
             }
-            invocation.reply(new byte[0]);
+            invocation.reply(NO_BYTES);
         }
     }
 
     void notifyDataSourceStarted(Invocation invocation) {
         if (decode(invocation, new NotifyDataSourceStartedRequest.Decoder()) != null) {
-            invocation.reply(new byte[0]);
+            invocation.reply(NO_BYTES);
         }
     }
 
@@ -294,18 +295,18 @@ final class RemoteProducer implements ProducerCommands {
             if (done != null) {
                 done.run();
             }
-            invocation.reply(new byte[0]);
+            invocation.reply(NO_BYTES);
         }
     }
 
     /** Triggers start or stop sessions that name them; ffmtrace's sessions name none. */
     void activateTriggers(Invocation invocation) {
-        invocation.reply(new byte[0]);
+        invocation.reply(NO_BYTES);
     }
 
     /** Everything this producer sent before has been handled: requests are handled in order. */
     void sync(Invocation invocation) {
-        invocation.reply(new byte[0]);
+        invocation.reply(NO_BYTES);
     }
 
     void getAsyncCommand(Invocation invocation) {
@@ -317,7 +318,7 @@ final class RemoteProducer implements ProducerCommands {
     }
 
     void commitData(Invocation invocation) {
-        commitDecoder.reset(MemorySegment.ofArray(invocation.args()));
+        invocation.readArgs(commitDecoder);
         if (commitDecoder.hasError()) {
             port.countViolation();
             invocation.fail();
@@ -330,7 +331,7 @@ final class RemoteProducer implements ProducerCommands {
         if (commitDecoder.hasFlushRequestId()) {
             flushAcknowledged(commitDecoder.flushRequestId());
         }
-        invocation.reply(new byte[0]);
+        invocation.reply(NO_BYTES);
     }
 
     private void readChunksToMove() {
@@ -392,7 +393,7 @@ final class RemoteProducer implements ProducerCommands {
 
     /** Decodes a request; null after failing the invocation if it does not parse. */
     private <D extends TypedProtoDecoder> D decode(Invocation invocation, D decoder) {
-        decoder.reset(MemorySegment.ofArray(invocation.args()));
+        invocation.readArgs(decoder);
         if (decoder.hasError()) {
             port.countViolation();
             invocation.fail();

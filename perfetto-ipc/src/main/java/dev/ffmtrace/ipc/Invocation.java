@@ -12,9 +12,10 @@ import java.lang.foreign.MemorySegment;
  * Replies after the last one are refused; replies to a client that is gone, or that
  * asked for no reply (drop_reply), are dropped.
  *
- * <p>An invocation that has had its last reply when its handler returns is spent: the
- * host reuses the object for its client's next request, so that a client's steady
- * requests allocate nothing. Keep no reference to an invocation past its last reply.
+ * <p>An invocation of a method that {@linkplain ServiceDescriptor.Method#reusesInvocation
+ * reuses invocations}, and that has had its last reply when its handler returns, is spent:
+ * the host reuses the object for its client's next request, so that a client's steady
+ * requests allocate nothing. Such a handler keeps no reference to it past its last reply.
  */
 public final class Invocation {
     private static final byte[] NO_BYTES = new byte[0];

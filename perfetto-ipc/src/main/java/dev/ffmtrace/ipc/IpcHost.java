@@ -239,7 +239,7 @@ public final class IpcHost implements AutoCloseable {
                 invocation.failIfOpen();
             } finally {
                 invocation.closeUntakenFd();
-                connection.endCall(invocation);
+                connection.endCall(invocation, method.reusesInvocation());
             }
             return true;
         }
@@ -318,15 +318,15 @@ public final class IpcHost implements AutoCloseable {
             }
         }
 
-        /** An invocation for the next request: the spare one, or a new one if its last is still open. */
+        /** An invocation for the next request: the spare one, or a new one (the last is still open, or not reusable). */
         private Invocation invocation() {
             Invocation invocation = spare;
             spare = null;
             return invocation != null ? invocation : new Invocation(this);
         }
 
-        private void endCall(Invocation invocation) {
-            if (invocation.endCall()) {
+        private void endCall(Invocation invocation, boolean reusable) {
+            if (invocation.endCall() && reusable) {
                 spare = invocation;
             }
         }

@@ -31,10 +31,15 @@ public record ServiceDescriptor(String name, List<Method> methods, Consumer<Clie
     /**
      * One method.
      *
-     * @param takesFd whether an invocation may carry a file descriptor; one sent to a
-     *                method that takes none closes the connection
+     * @param takesFd          whether an invocation may carry a file descriptor; one sent to
+     *                         a method that takes none closes the connection
+     * @param reusesInvocation whether the host may reuse an invocation its handler finished
+     *                         within its call for the client's next request, so that steady
+     *                         requests allocate nothing: only for handlers that keep no
+     *                         reference to the invocation past its last reply (a stale one
+     *                         would reply to a later request)
      */
-    public record Method(String name, boolean takesFd, MethodHandler handler) {
+    public record Method(String name, boolean takesFd, boolean reusesInvocation, MethodHandler handler) {
         public Method {
             Objects.requireNonNull(name, "name");
             Objects.requireNonNull(handler, "handler");
@@ -43,8 +48,12 @@ public record ServiceDescriptor(String name, List<Method> methods, Consumer<Clie
             }
         }
 
+        public Method(String name, boolean takesFd, MethodHandler handler) {
+            this(name, takesFd, false, handler);
+        }
+
         public Method(String name, MethodHandler handler) {
-            this(name, false, handler);
+            this(name, false, false, handler);
         }
     }
 

@@ -141,6 +141,38 @@ class IpcHostClientTest {
     }
 
     @Test
+    void onlyMethodsThatSaySoHaveTheirSpentInvocationsReused() throws Exception {
+        List<Invocation> plain = new CopyOnWriteArrayList<>();
+        List<Invocation> reusing = new CopyOnWriteArrayList<>();
+        try (IpcHost own = IpcHost.listen(newAddress())) {
+            own.exposeService(new ServiceDescriptor("Keeper", List.of(
+                    new ServiceDescriptor.Method("Plain", inv -> {
+                        plain.add(inv);
+                        inv.reply(inv.args());
+                    }),
+                    new ServiceDescriptor.Method("Reusing", false, true, inv -> {
+                        reusing.add(inv);
+                        inv.reply(inv.args());
+                    }))));
+            try (IpcClient client = IpcClient.connect(own.address())) {
+                BoundService service = await(client.bindService("Keeper"));
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(new byte[] {(byte) i}, await(client.invoke(service, "Plain", new byte[] {(byte) i}))
+                            .replyProto());
+                }
+                // A stale reference to a plain method's invocation cannot answer a later request.
+                assertThrows(IllegalStateException.class, () -> plain.getFirst().reply(new byte[] {9}));
+                assertEquals(3, plain.stream().distinct().count());
+                for (int i = 0; i < 3; i++) {
+                    assertArrayEquals(new byte[] {(byte) i},
+                            await(client.invoke(service, "Reusing", new byte[] {(byte) i})).replyProto());
+                }
+                assertEquals(1, reusing.stream().distinct().count(), "one invocation object served every call");
+            }
+        }
+    }
+
+    @Test
     void aHandlerThatThrowsFailsItsInvocationAndTheHostCarriesOn() throws Exception {
         try (IpcClient client = IpcClient.connect(host.address())) {
             BoundService service = await(client.bindService("TestService"));

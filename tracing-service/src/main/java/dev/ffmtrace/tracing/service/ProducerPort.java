@@ -144,7 +144,8 @@ public final class ProducerPort implements AutoCloseable {
                 new Method("InitializeConnection", true, this::initializeConnection),
                 new Method("RegisterDataSource", initialized(RemoteProducer::registerDataSource)),
                 new Method("UnregisterDataSource", initialized(RemoteProducer::unregisterDataSource)),
-                new Method("CommitData", initialized(RemoteProducer::commitData)),
+                // The commit path allocates nothing: its handler replies within its call.
+                new Method("CommitData", false, true, initialized(RemoteProducer::commitData)),
                 new Method("GetAsyncCommand", initialized(RemoteProducer::getAsyncCommand)),
                 new Method("RegisterTraceWriter", initialized(RemoteProducer::registerTraceWriter)),
                 new Method("UnregisterTraceWriter", initialized(RemoteProducer::unregisterTraceWriter)),

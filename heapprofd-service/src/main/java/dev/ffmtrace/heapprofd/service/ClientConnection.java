@@ -10,6 +10,7 @@ import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -120,13 +121,20 @@ final class ClientConnection implements Runnable {
                 return;
             }
             try {
-                book(record.read(slot.buffer(), slot.offset(), slot.length()));
-                records++;
-            } catch (WireFormatException e) {
-                malformed++;
+                read(slot.buffer(), slot.offset(), slot.length());
             } finally {
                 ring.endRead(slot);
             }
+        }
+    }
+
+    /** Reads, unwinds and books the record of {@code length} bytes at {@code offset}, or counts it malformed. */
+    void read(MemorySegment buffer, long offset, long length) {
+        try {
+            book(record.read(buffer, offset, length));
+            records++;
+        } catch (WireFormatException e) {
+            malformed++;
         }
     }
 

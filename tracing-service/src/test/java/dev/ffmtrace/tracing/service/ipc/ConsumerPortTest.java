@@ -245,7 +245,8 @@ class ConsumerPortTest {
         consumer.enableTracing(config(oneBuffer()), -1);
         await(events::isStarted, "the data source starts");
         writeEvents(10, 0);
-        assertEquals(1, port.sessionCount());
+        // The data source starts inside the service's startSession, before the port records the session.
+        await(() -> port.sessionCount() == 1, "the port holds the session");
         consumer.close();
         await(() -> port.sessionCount() == 0 && !events.isStarted(), "the session is freed");
         try (ConsumerConnection next = connect()) {

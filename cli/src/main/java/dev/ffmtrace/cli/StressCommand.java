@@ -226,6 +226,9 @@ final class StressCommand implements Callable<Integer> {
                 result.accounts().size(), report.javaWriters(), report.cProcesses(), report.killed(),
                 report.elapsed().toMillis() / 1000.0, result.attempted(), result.read(), result.lost(),
                 result.unaccounted(), result.strangers());
+        for (String problem : report.problems()) {
+            out.println("stress: " + problem);
+        }
         ProcessFootprint.Verdict soak = report.soak();
         if (soak != null) {
             out.printf("soak: %d samples; RSS %d MiB before, %d MiB at peak, %d MiB after; descriptors %d, %d, %d;"

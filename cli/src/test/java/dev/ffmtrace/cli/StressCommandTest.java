@@ -90,6 +90,24 @@ class StressCommandTest {
     }
 
     @Test
+    void aNegativeSeedReachesTheCProducersAndAFailingProducerFailsTheRun() {
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "2s", "--c-producers", "1",
+                "--c-threads", "1", "--threads", "0", "--virtual-threads", "0", "--ring-writers", "0", "--seed", "-3");
+        assertEquals(0, run.exit(), run.out() + run.err());
+        Matcher writer = Pattern.compile("\\n1/0 +ring +(\\d+) +(\\d+) ").matcher(run.out());
+        assertTrue(writer.find(), run.out());
+        assertTrue(Long.parseLong(writer.group(1)) > 100, "the C writer wrote: " + run.out());
+
+        // A C producer that exits at once with a failure status wrote nothing to account
+        // for: the run fails on the process, not on its packets.
+        ConvertAndDumpTest.Run failing = ConvertAndDumpTest.run("stress", "--duration", "1s", "--c-producers", "1",
+                "--threads", "1", "--virtual-threads", "0", "--ring-writers", "0", "--c-program", "/bin/false");
+        assertEquals(CliFailure.FAILED, failing.exit(), failing.out() + failing.err());
+        assertTrue(failing.out().contains("exited with status 1"), failing.out());
+        assertTrue(failing.out().contains("stress: FAIL"), failing.out());
+    }
+
+    @Test
     void badOptionsFailInOneLine() {
         ConvertAndDumpTest.Run duration = ConvertAndDumpTest.run("stress", "--duration", "5x");
         assertEquals(CliFailure.USAGE, duration.exit());

@@ -31,6 +31,8 @@ final class CStressProducer implements AutoCloseable {
     private final Path ledger;
     private final CompletableFuture<String> output;
     private volatile boolean killed;
+    /** It did not exit when its service hung up, and was killed then: a failure, not a fault. */
+    private volatile boolean hung;
 
     private CStressProducer(Process process, int producer, int buffer, int threads, Path ledger,
                             CompletableFuture<String> output) {
@@ -54,7 +56,7 @@ final class CStressProducer implements AutoCloseable {
             Files.write(ledger, new byte[threads * Long.BYTES]);
             List<String> command = List.of(program.toString(), "--producer-id", Integer.toString(producer),
                     "--data-source", dataSource, "--threads", Integer.toString(threads),
-                    "--rate", Integer.toString(rate), "--sizes", mix.toString(), "--seed", Long.toString(seed),
+                    "--rate", Integer.toString(rate), "--sizes", mix.toString(), "--seed", Long.toUnsignedString(seed),
                     "--policy", policy, "--ledger", ledger.toString(), "@" + service.name());
             Process process = new ProcessBuilder(command)
                     .redirectError(ProcessBuilder.Redirect.INHERIT)
@@ -92,13 +94,28 @@ final class CStressProducer implements AutoCloseable {
         process.waitFor();
     }
 
-    /** Waits for the process to exit after its service hung up; kills it if it does not. */
+    /** Waits for the process to exit after its service hung up; kills it if it does not, which {@link #failure} reports. */
     void awaitExit() throws InterruptedException {
         if (!process.waitFor(EXIT_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            killed = true;
+            hung = true;
             process.destroyForcibly();
             process.waitFor();
         }
+    }
+
+    /**
+     * What went wrong with the process itself, once it has exited: null if it was killed
+     * here or ended with status 0 (as it does when its service hangs up).
+     */
+    String failure() {
+        if (hung) {
+            return "C producer " + producer + " (pid " + process.pid() + ") did not exit within "
+                    + EXIT_TIMEOUT_SECONDS + " s of its service hanging up";
+        }
+        if (killed || process.isAlive() || process.exitValue() == 0) {
+            return null;
+        }
+        return "C producer " + producer + " (pid " + process.pid() + ") exited with status " + process.exitValue();
     }
 
     /** Each writer thread's identity, buffer and attempted packets, from the ledger. */

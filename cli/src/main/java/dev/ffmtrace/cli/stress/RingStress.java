@@ -288,7 +288,7 @@ public final class RingStress {
         Files.write(ledger, new byte[LEDGER_BYTES]);
         List<String> command = new ArrayList<>(List.of(options.program.toString(),
                 "--ring", "/proc/" + ProcessHandle.current().pid() + "/fd/" + ring.fd(),
-                "--writer-id", Integer.toString(id), "--ledger", ledger.toString(), "--seed", Long.toString(seed),
+                "--writer-id", Integer.toString(id), "--ledger", ledger.toString(), "--seed", Long.toUnsignedString(seed),
                 "--rate", Integer.toString(options.rate), "--max-payload", Integer.toString(options.maxPayload),
                 "--hold-lock-us", Integer.toString(options.holdLockMicros),
                 "--seconds", Double.toString(Math.max(0.001, (untilNanos - System.nanoTime()) / 1e9))));

@@ -99,10 +99,14 @@ public final class StressRun {
      * without one.
      */
     public record Report(StressVerifier.Result result, int javaWriters, int cProcesses, int killed,
-                         long serviceViolations, String hostile, ProcessFootprint.Verdict soak, Duration elapsed) {
-        /** The verdict: every packet accounted for, the sealed SMB never resized, and with a soak, nothing grew. */
+                         long serviceViolations, String hostile, ProcessFootprint.Verdict soak, List<String> problems,
+                         Duration elapsed) {
+        /**
+         * The verdict: every packet accounted for, every process ended as it should, the
+         * sealed SMB never resized, and with a soak, nothing grew.
+         */
         public boolean ok() {
-            return result.ok() && hostileResizesAllRefused() && (soak == null || soak.flat());
+            return result.ok() && problems.isEmpty() && hostileResizesAllRefused() && (soak == null || soak.flat());
         }
 
         public boolean hostileResizesAllRefused() {
@@ -147,6 +151,7 @@ public final class StressRun {
         List<CStressProducer> processes = new ArrayList<>();
         int killed = 0;
         long serviceViolations;
+        List<String> problems = new ArrayList<>();
         Process hostile = null;
         java.util.concurrent.CompletableFuture<String> hostileOutput = null;
         int javaWriters = options.javaThreads() + options.virtualThreads();
@@ -218,7 +223,16 @@ public final class StressRun {
                 process.awaitExit();
             }
             if (hostile != null && !hostile.waitFor(STOP_TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+                problems.add("the hostile producer did not end when its service hung up");
                 hostile.destroyForcibly();
+            } else if (hostile != null && hostile.exitValue() != 0) {
+                problems.add("the hostile producer exited with status " + hostile.exitValue());
+            }
+            for (CStressProducer process : processes) {
+                String failure = process.failure();
+                if (failure != null) {
+                    problems.add(failure);
+                }
             }
             for (int i = 0; i < javaWriters; i++) {
                 writers.set(i, new StressVerifier.Writer(JAVA_PRODUCER, i, i % 2, javaLedger.get(i), false));
@@ -250,7 +264,7 @@ public final class StressRun {
             hostileSummary = "H 0 0 0 0 (the hostile producer reported nothing, exit " + hostile.exitValue() + ")";
         }
         return new Report(result, javaWriters, processes.size(), killed, serviceViolations, hostileSummary, soak,
-                Duration.ofNanos(System.nanoTime() - started));
+                List.copyOf(problems), Duration.ofNanos(System.nanoTime() - started));
     }
 
     private void writeLoop(TraceWriter<TracePacket> writer, int index, AtomicLongArray ledger) {

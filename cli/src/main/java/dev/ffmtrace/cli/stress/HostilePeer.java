@@ -51,6 +51,8 @@ public final class HostilePeer {
     private final AtomicLong resizeAttempts = new AtomicLong();
     private final AtomicLong resizesRefused = new AtomicLong();
     private volatile SharedMemory smb;
+    /** The SMB's ABI view, made with it; null if its page size makes none (then commits go blind). */
+    private volatile SharedMemoryAbi abi;
     private volatile int pageSize;
 
     public HostilePeer(UnixAddress service, long seed, Duration pace) {
@@ -104,7 +106,13 @@ public final class HostilePeer {
             try {
                 MemoryFile file = MemoryFile.attach(fd, Seals.NOT_REQUIRED);
                 pageSize = (int) (setup.sharedBufferPageSizeKb() * 1024L);
-                smb = SharedMemory.map(file);
+                SharedMemory mapped = SharedMemory.map(file);
+                try {
+                    abi = new SharedMemoryAbi(mapped.segment(), pageSize);
+                } catch (IllegalArgumentException e) {
+                    // A page size the ABI refuses: commits go blind.
+                }
+                smb = mapped;
             } catch (RuntimeException e) {
                 UnixSocket.closeReceived(fd);
             }
@@ -126,27 +134,29 @@ public final class HostilePeer {
         Integer[] targets = buffers.toArray(new Integer[0]);
         int target = targets[random.nextInt(targets.length)];
         int pages = (int) (memory.segment().byteSize() / Math.max(pageSize, 4096));
-        try {
-            SharedMemoryAbi abi = new SharedMemoryAbi(memory.segment(), pageSize);
-            int page = random.nextInt(abi.numPages());
-            abi.tryPartitionPage(page, 1 + random.nextInt(7));
-            int layout = abi.pageLayout(page);
-            int chunks = layout == 0 ? 0 : Math.max(1, abi.freeChunks(page));
-            int chunk = chunks == 0 ? 0 : random.nextInt(chunks);
-            long offset = abi.tryAcquireChunkForWriting(page, chunk, random.nextInt(), 1 + random.nextInt(1024));
-            if (offset != SharedMemoryAbi.NO_CHUNK) {
-                MemorySegment payload = memory.segment().asSlice(offset, Math.min(256, abi.chunkSize(layout)));
-                for (long i = 16; i < payload.byteSize(); i++) {
-                    payload.set(ValueLayout.JAVA_BYTE, i, (byte) random.nextInt());
+        SharedMemoryAbi abi = this.abi;
+        if (abi != null) {
+            try {
+                int page = random.nextInt(abi.numPages());
+                abi.tryPartitionPage(page, 1 + random.nextInt(7));
+                int layout = abi.pageLayout(page);
+                int chunks = layout == 0 ? 0 : Math.max(1, abi.freeChunks(page));
+                int chunk = chunks == 0 ? 0 : random.nextInt(chunks);
+                long offset = abi.tryAcquireChunkForWriting(page, chunk, random.nextInt(), 1 + random.nextInt(1024));
+                if (offset != SharedMemoryAbi.NO_CHUNK) {
+                    MemorySegment payload = memory.segment().asSlice(offset, Math.min(256, abi.chunkSize(layout)));
+                    for (long i = 16; i < payload.byteSize(); i++) {
+                        payload.set(ValueLayout.JAVA_BYTE, i, (byte) random.nextInt());
+                    }
+                    abi.releaseChunkAsComplete(page, chunk);
                 }
-                abi.releaseChunkAsComplete(page, chunk);
+                CommitDataRequest.ChunksToMove move = commit.get().addChunksToMove();
+                move.setPage(page);
+                move.setChunk(chunk);
+                move.setTargetBuffer(target);
+            } catch (RuntimeException e) {
+                // The rewriter may leave a page the ABI refuses: commit blind.
             }
-            CommitDataRequest.ChunksToMove move = commit.get().addChunksToMove();
-            move.setPage(page);
-            move.setChunk(chunk);
-            move.setTargetBuffer(target);
-        } catch (RuntimeException e) {
-            // The rewriter may leave a page the ABI refuses: commit blind.
         }
         for (int i = random.nextInt(3); i > 0; i--) {
             CommitDataRequest.ChunksToMove move = commit.get().addChunksToMove();

@@ -17,7 +17,6 @@ import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
@@ -26,6 +25,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
@@ -128,7 +129,7 @@ public final class StressRun {
 
     public Report run() throws IOException, InterruptedException, InvalidConfigException {
         ProcessFootprint before = options.soak() ? ProcessFootprint.now() : null;
-        List<ProcessFootprint> samples = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<ProcessFootprint> samples = new CopyOnWriteArrayList<>();
         AtomicBoolean sampling = new AtomicBoolean(options.soak());
         Thread sampler = Thread.ofVirtual().name("stress soak sampler").start(() -> {
             while (sampling.get()) {
@@ -153,7 +154,7 @@ public final class StressRun {
         long serviceViolations;
         List<String> problems = new ArrayList<>();
         Process hostile = null;
-        java.util.concurrent.CompletableFuture<String> hostileOutput = null;
+        CompletableFuture<String> hostileOutput = null;
         int javaWriters = options.javaThreads() + options.virtualThreads();
         ProducerPort port = null;
         try (TracingService service = new TracingService();
@@ -177,7 +178,6 @@ public final class StressRun {
                 threads.add(i < options.javaThreads()
                         ? Thread.ofPlatform().name("stress writer " + i).start(loop)
                         : Thread.ofVirtual().name("stress writer " + i).start(loop));
-                writers.add(null);
             }
             int nextProducer = 1;
             for (int i = 0; i < options.cProducers(); i++) {
@@ -235,7 +235,7 @@ public final class StressRun {
                 }
             }
             for (int i = 0; i < javaWriters; i++) {
-                writers.set(i, new StressVerifier.Writer(JAVA_PRODUCER, i, i % 2, javaLedger.get(i), false));
+                writers.add(new StressVerifier.Writer(JAVA_PRODUCER, i, i % 2, javaLedger.get(i), false));
             }
             for (CStressProducer process : processes) {
                 writers.addAll(process.writers());
@@ -314,9 +314,5 @@ public final class StressRun {
         return CStressProducer.start(options.cProgram(), port.address(), producer, buffer,
                 buffer == RING_BUFFER ? RING_SOURCE : DISCARD_SOURCE, options.cThreads(), options.rate(),
                 options.mix(), options.seed(), policy, log);
-    }
-
-    static Path defaultTrace() throws IOException {
-        return Files.createTempFile("ffmtrace-stress-", ".pftrace");
     }
 }

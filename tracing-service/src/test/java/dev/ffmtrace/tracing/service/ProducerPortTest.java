@@ -30,6 +30,8 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.Channels;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -213,7 +215,7 @@ class ProducerPortTest {
                     "the silent producer registered");
             local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
             session = service.startSession(SessionConfig.parse(config.toSegment()),
-                    java.nio.channels.Channels.newChannel(file));
+                    Channels.newChannel(file));
             silent.next(SETUP_TRACING_FIELD_NUMBER);
             silent.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
             silent.next(START_DATA_SOURCE_FIELD_NUMBER);
@@ -230,7 +232,7 @@ class ProducerPortTest {
         /** Waits at most {@code seconds} for the packet named {@code name} to reach the file. */
         void awaitInFile(String name, long seconds, String failure) throws InterruptedException {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-            while (!new String(file.toByteArray(), java.nio.charset.StandardCharsets.ISO_8859_1).contains(name)) {
+            while (!new String(file.toByteArray(), StandardCharsets.ISO_8859_1).contains(name)) {
                 assertTrue(System.nanoTime() < deadline, failure);
                 Thread.sleep(10);
             }

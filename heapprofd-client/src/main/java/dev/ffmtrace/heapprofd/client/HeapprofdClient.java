@@ -240,12 +240,7 @@ public final class HeapprofdClient implements AutoCloseable {
             record = MemorySegment.ofArray(new byte[(int) Math.max(recordSize, 2 * record.byteSize())]);
         }
         WireRecords.writeMalloc(record, 0, metadata, MemorySegment.ofArray(stacks.bytes()), 0, stackBytes);
-        if (send((int) recordSize)) {
-            stacks.commit();
-            return true;
-        }
-        stacks.rollback();
-        return false;
+        return send((int) recordSize);
     }
 
     /**

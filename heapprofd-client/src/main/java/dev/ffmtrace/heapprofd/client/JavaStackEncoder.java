@@ -5,18 +5,25 @@ import dev.ffmtrace.protozero.ProtoWire;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
+import java.util.Objects;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.stream.Stream;
 
 /**
  * The calling thread's Java stack as a Malloc record's payload, in the encoding
  * {@link AllocMetadata#ARCH_JAVA} describes: frames interned per connection, each defined
- * in the first record that uses it. A definition counts only once its record is written
- * ({@link #commit}); a record that was not written takes its definitions back
- * ({@link #rollback}), so the service never sees an id it was not told. Not thread-safe:
- * the client uses it under its lock. Only sampled allocations walk the stack.
+ * in the first record that uses it. The client writes every record it encodes or stops
+ * for good, so a definition is never lost to a record that was not written. Not
+ * thread-safe: the client uses it under its lock. Only sampled allocations walk the stack.
+ *
+ * <p>A frame is known by its {@link StackTraceElement}'s class, method, file and line, the
+ * parts of its name: the walk asks each frame for that element alone, which the JVM makes
+ * in one step, and looks it up without building the name. Asking a frame for its method
+ * name and then its line, as {@code StackFrame}'s getters do, costs the JVM two steps per
+ * frame; building the name for every frame of every sample cost as much again. Only a
+ * frame seen for the first time builds its name.
  */
 final class JavaStackEncoder {
     /** The deepest stack recorded: the innermost frames, where the allocation was made. */
@@ -28,17 +35,17 @@ final class JavaStackEncoder {
             HeapprofdClient.class.getName(), ProfiledArena.class.getName());
     private static final String FFM_PACKAGE = "java.lang.foreign.";
 
-    private final Map<String, Integer> ids = new HashMap<>();
-    private final String[] newInThisRecord = new String[MAX_FRAMES];
-    private int newCount;
+    private final FrameTable frames = new FrameTable();
+    /** Made once: a method reference made per walk would be an allocation per sample. */
+    private final Function<Stream<StackWalker.StackFrame>, Void> encodeFrames = this::encodeFrames;
+    private final Consumer<StackWalker.StackFrame> encodeFrame = this::encodeFrame;
     private byte[] bytes = new byte[1024];
     private int length;
 
     /** Encodes the caller's stack, the client's own frames left out; returns the payload's length. */
     int encode() {
         length = 0;
-        newCount = 0;
-        WALKER.walk(this::encodeFrames);
+        WALKER.walk(encodeFrames);
         return length;
     }
 
@@ -47,28 +54,15 @@ final class JavaStackEncoder {
         return bytes;
     }
 
-    /** The record was written: its definitions stand. */
-    void commit() {
-        newCount = 0;
-    }
-
-    /** The record was not written: its definitions are forgotten, to be made again. */
-    void rollback() {
-        for (int i = 0; i < newCount; i++) {
-            ids.remove(newInThisRecord[i]);
-        }
-        newCount = 0;
-    }
-
-    private Void encodeFrames(Stream<StackWalker.StackFrame> frames) {
-        frames.dropWhile(frame -> isClientFrame(frame.getClassName()))
-                .limit(MAX_FRAMES)
-                .forEach(this::encodeFrame);
+    private Void encodeFrames(Stream<StackWalker.StackFrame> stack) {
+        stack.dropWhile(JavaStackEncoder::isClientFrame).limit(MAX_FRAMES).forEach(encodeFrame);
         return null;
     }
 
     /** A frame of the client, or of the FFM allocator methods that lead into a {@link ProfiledArena}. */
-    private static boolean isClientFrame(String className) {
+    private static boolean isClientFrame(StackWalker.StackFrame frame) {
+        // The class name alone: the JVM has it without making the frame's element.
+        String className = frame.getClassName();
         if (className.startsWith(FFM_PACKAGE)) {
             return true;
         }
@@ -82,18 +76,16 @@ final class JavaStackEncoder {
     }
 
     private void encodeFrame(StackWalker.StackFrame frame) {
-        String name = frame.getClassName() + "." + frame.getMethodName() + "(" + frame.getFileName() + ":"
-                + frame.getLineNumber() + ")";
-        Integer id = ids.get(name);
-        if (id != null) {
+        StackTraceElement element = frame.toStackTraceElement();
+        int id = frames.find(element);
+        if (id >= 0) {
             putVarInt((long) id << 1);
             return;
         }
-        int newId = ids.size();
-        ids.put(name, newId);
-        newInThisRecord[newCount++] = name;
-        byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
-        putVarInt(((long) newId << 1) | 1);
+        id = frames.add(element);
+        byte[] utf8 = (element.getClassName() + "." + element.getMethodName() + "(" + element.getFileName() + ":"
+                + element.getLineNumber() + ")").getBytes(StandardCharsets.UTF_8);
+        putVarInt(((long) id << 1) | 1);
         putVarInt(utf8.length);
         ensure(utf8.length);
         System.arraycopy(utf8, 0, bytes, length, utf8.length);
@@ -108,6 +100,92 @@ final class JavaStackEncoder {
     private void ensure(int more) {
         if (bytes.length - length < more) {
             bytes = Arrays.copyOf(bytes, Math.max(bytes.length * 2, length + more));
+        }
+    }
+
+    /**
+     * The frames defined so far, by class, method, file and line: an open-addressing table
+     * of the elements' strings, looked up with an element's own fields so that a known frame
+     * costs no allocation. It keeps the strings only, not the element, which would hold its
+     * class and keep it from being unloaded. Ids are given from 0 in order of definition.
+     */
+    static final class FrameTable {
+        private String[] classNames = new String[256];
+        private String[] methodNames = new String[256];
+        private String[] fileNames = new String[256];
+        private int[] lines = new int[256];
+        private int[] ids = new int[256];
+        private int size;
+
+        /** The id of {@code element}'s frame, or -1 if it has none yet. */
+        int find(StackTraceElement element) {
+            int mask = ids.length - 1;
+            for (int slot = hash(element) & mask; classNames[slot] != null; slot = (slot + 1) & mask) {
+                if (lines[slot] == element.getLineNumber() && classNames[slot].equals(element.getClassName())
+                        && methodNames[slot].equals(element.getMethodName())
+                        && Objects.equals(fileNames[slot], element.getFileName())) {
+                    return ids[slot];
+                }
+            }
+            return -1;
+        }
+
+        /** Gives {@code element}'s frame, which {@link #find} did not know, the next id. */
+        int add(StackTraceElement element) {
+            if (2 * (size + 1) > ids.length) {
+                grow();
+            }
+            put(element.getClassName(), element.getMethodName(), element.getFileName(), element.getLineNumber(), size);
+            return size++;
+        }
+
+        int size() {
+            return size;
+        }
+
+        private void put(String className, String methodName, String fileName, int line, int id) {
+            int mask = ids.length - 1;
+            int slot = hash(className, methodName, fileName, line) & mask;
+            while (classNames[slot] != null) {
+                slot = (slot + 1) & mask;
+            }
+            classNames[slot] = className;
+            methodNames[slot] = methodName;
+            fileNames[slot] = fileName;
+            lines[slot] = line;
+            ids[slot] = id;
+        }
+
+        private void grow() {
+            String[] oldClassNames = classNames;
+            String[] oldMethodNames = methodNames;
+            String[] oldFileNames = fileNames;
+            int[] oldLines = lines;
+            int[] oldIds = ids;
+            int capacity = 2 * oldIds.length;
+            classNames = new String[capacity];
+            methodNames = new String[capacity];
+            fileNames = new String[capacity];
+            lines = new int[capacity];
+            ids = new int[capacity];
+            for (int i = 0; i < oldIds.length; i++) {
+                if (oldClassNames[i] != null) {
+                    put(oldClassNames[i], oldMethodNames[i], oldFileNames[i], oldLines[i], oldIds[i]);
+                }
+            }
+        }
+
+        private static int hash(StackTraceElement element) {
+            return hash(element.getClassName(), element.getMethodName(), element.getFileName(), element.getLineNumber());
+        }
+
+        /** The strings' own hashes, which each string keeps once computed. */
+        private static int hash(String className, String methodName, String fileName, int line) {
+            int h = className.hashCode();
+            h = 31 * h + methodName.hashCode();
+            h = 31 * h + Objects.hashCode(fileName);
+            h = 31 * h + line;
+            return h ^ (h >>> 16);
         }
     }
 }

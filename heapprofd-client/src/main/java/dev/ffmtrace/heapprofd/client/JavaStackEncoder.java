@@ -24,6 +24,10 @@ import java.util.stream.Stream;
  * name and then its line, as {@code StackFrame}'s getters do, costs the JVM two steps per
  * frame; building the name for every frame of every sample cost as much again. Only a
  * frame seen for the first time builds its name.
+ *
+ * <p>It keeps to the service's limits ({@link AllocMetadata#MAX_JAVA_FRAMES} and the
+ * others): a name too long is cut, and once a connection has defined all the frames it may,
+ * a stack ends before its first frame that is not yet defined.
  */
 final class JavaStackEncoder {
     /** The deepest stack recorded: the innermost frames, where the allocation was made. */
@@ -35,16 +39,19 @@ final class JavaStackEncoder {
             HeapprofdClient.class.getName(), ProfiledArena.class.getName());
     private static final String FFM_PACKAGE = "java.lang.foreign.";
 
-    private final FrameTable frames = new FrameTable();
+    final FrameTable frames = new FrameTable();
     /** Made once: a method reference made per walk would be an allocation per sample. */
     private final Function<Stream<StackWalker.StackFrame>, Void> encodeFrames = this::encodeFrames;
     private final Consumer<StackWalker.StackFrame> encodeFrame = this::encodeFrame;
     private byte[] bytes = new byte[1024];
     private int length;
+    /** Whether this stack met a new frame after the connection had defined all it may. */
+    private boolean ended;
 
     /** Encodes the caller's stack, the client's own frames left out; returns the payload's length. */
     int encode() {
         length = 0;
+        ended = false;
         WALKER.walk(encodeFrames);
         return length;
     }
@@ -76,20 +83,40 @@ final class JavaStackEncoder {
     }
 
     private void encodeFrame(StackWalker.StackFrame frame) {
+        if (ended) {
+            return;
+        }
         StackTraceElement element = frame.toStackTraceElement();
         int id = frames.find(element);
         if (id >= 0) {
             putVarInt((long) id << 1);
             return;
         }
+        if (frames.size() == AllocMetadata.MAX_JAVA_FRAMES) {
+            ended = true;
+            return;
+        }
         id = frames.add(element);
         byte[] utf8 = (element.getClassName() + "." + element.getMethodName() + "(" + element.getFileName() + ":"
                 + element.getLineNumber() + ")").getBytes(StandardCharsets.UTF_8);
+        int nameLength = nameLength(utf8);
         putVarInt(((long) id << 1) | 1);
-        putVarInt(utf8.length);
-        ensure(utf8.length);
-        System.arraycopy(utf8, 0, bytes, length, utf8.length);
-        length += utf8.length;
+        putVarInt(nameLength);
+        ensure(nameLength);
+        System.arraycopy(utf8, 0, bytes, length, nameLength);
+        length += nameLength;
+    }
+
+    /** The name's length, or the service's limit cut back to the start of a character. */
+    static int nameLength(byte[] utf8) {
+        if (utf8.length <= AllocMetadata.MAX_JAVA_FRAME_NAME_BYTES) {
+            return utf8.length;
+        }
+        int cut = AllocMetadata.MAX_JAVA_FRAME_NAME_BYTES;
+        while ((utf8[cut] & 0xC0) == 0x80) {
+            cut--;
+        }
+        return cut;
     }
 
     private void putVarInt(long value) {

@@ -27,9 +27,16 @@ public final class AllocMetadata {
      * set when the frame is defined here, its first use on the connection; a definition
      * follows as a varint length and that many bytes of UTF-8,
      * {@code class.method(File.java:line)}. Ids are per connection, from 0; a client
-     * defines an id in the first record it writes that uses it.
+     * defines an id in the first record it writes that uses it. A service refuses a stack
+     * past the limits below, which a client keeps to.
      */
     public static final int ARCH_JAVA = 0xFF;
+    /** The most frames one connection may define: ids run from 0 to one less. */
+    public static final int MAX_JAVA_FRAMES = 1 << 16;
+    /** The longest frame name, in UTF-8 bytes. */
+    public static final int MAX_JAVA_FRAME_NAME_BYTES = 4096;
+    /** The most frames in one stack. */
+    public static final int MAX_JAVA_STACK_DEPTH = 256;
 
     private long sequenceNumber;
     private long allocSize;

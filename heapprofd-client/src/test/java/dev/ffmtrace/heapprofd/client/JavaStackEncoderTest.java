@@ -1,5 +1,6 @@
 package dev.ffmtrace.heapprofd.client;
 
+import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;
@@ -86,6 +87,35 @@ class JavaStackEncoderTest {
         assertEquals(definedByFirst, second.get(1).id(), "the next id after those the first stack defined");
         assertEquals(first.subList(2, first.size()).stream().map(Frame::id).toList(),
                 second.subList(2, second.size()).stream().map(Frame::id).toList(), "the callers are the same frames");
+    }
+
+    @Test
+    void onceAllTheFramesAConnectionMayDefineAreDefinedAStackEndsBeforeItsFirstNewFrame() {
+        JavaStackEncoder encoder = new JavaStackEncoder();
+        List<Frame> defined = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            // The same line each time round: the second stack is known frame for frame.
+            defined = encodeHere(encoder);
+            if (i == 0) {
+                for (int n = encoder.frames.size(); n < AllocMetadata.MAX_JAVA_FRAMES; n++) {
+                    encoder.frames.add(new StackTraceElement("pkg.Filler", "method", "Filler.java", n));
+                }
+            }
+        }
+        assertTrue(defined.size() > 2 && defined.stream().allMatch(frame -> frame.definedName() == null), defined.toString());
+        List<Frame> ended = encodeHere(encoder);
+        assertEquals(List.of(new Frame(defined.getFirst().id(), null)), ended,
+                "encodeHere's frame is known; this method's next line would be a frame past the limit");
+    }
+
+    @Test
+    void aNameLongerThanTheServiceTakesIsCutAtACharacter() {
+        int limit = AllocMetadata.MAX_JAVA_FRAME_NAME_BYTES;
+        assertEquals(limit, JavaStackEncoder.nameLength(new byte[limit]));
+        assertEquals(limit, JavaStackEncoder.nameLength(new byte[limit + 1000]));
+        // A three-byte character whose last byte would be the limit's first byte past the cut.
+        byte[] utf8 = ("x".repeat(limit - 2) + "\u20ac" + "y").getBytes(StandardCharsets.UTF_8);
+        assertEquals(limit - 2, JavaStackEncoder.nameLength(utf8));
     }
 
     @Property(tries = 200)

@@ -12,16 +12,12 @@ import java.util.List;
 /**
  * Reads a Java stack payload ({@link AllocMetadata#ARCH_JAVA}) into frame names, keeping
  * the frames one connection defined. Everything in it is the client's, so untrusted: an
- * id used before it is defined, a redefinition, a length past the payload or a varint
- * that does not end makes the whole stack unreadable (null), and nothing of it is kept.
+ * id used before it is defined, a redefinition, a length past the payload, a varint
+ * that does not end or a stack past the limits {@link AllocMetadata} states makes the
+ * whole stack unreadable (null), and nothing of it is kept.
  * One per connection, used by its thread only.
  */
 final class JavaStackDecoder {
-    /** Frames a connection may define: a bound on what a client makes the service keep. */
-    static final int MAX_FRAMES = 1 << 16;
-    /** The longest frame name kept. */
-    static final int MAX_NAME_BYTES = 4096;
-    private static final int MAX_DEPTH = 256;
 
     private final List<String> frames = new ArrayList<>();
     private final VarIntReader varint = new VarIntReader();
@@ -34,14 +30,15 @@ final class JavaStackDecoder {
         long end = payload.byteSize();
         while (at < end) {
             at = varint.read(payload, at, end);
-            if (at < 0 || stack.size() == MAX_DEPTH) {
+            if (at < 0 || stack.size() == AllocMetadata.MAX_JAVA_STACK_DEPTH) {
                 return undo(definedBefore);
             }
             long id = varint.value() >>> 1;
             if ((varint.value() & 1) != 0) {
                 at = varint.read(payload, at, end);
                 long length = varint.value();
-                if (at < 0 || id != frames.size() || frames.size() == MAX_FRAMES || length > MAX_NAME_BYTES
+                if (at < 0 || id != frames.size() || frames.size() == AllocMetadata.MAX_JAVA_FRAMES
+                        || length > AllocMetadata.MAX_JAVA_FRAME_NAME_BYTES
                         || length > end - at) {
                     return undo(definedBefore);
                 }

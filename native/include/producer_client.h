@@ -42,17 +42,28 @@ struct pc_options {
 // data source. 0; 2 if it could not connect; 1 if the service refused or hung up.
 int pc_connect(struct ipc_client* c, const struct pc_options* options, uint64_t* stream);
 
-// The instance id, and whether the config names `data_source` and its target buffer,
-// of a Setup/StartDataSource; -1 if it does not parse.
-int pc_read_instance(const uint8_t* data, size_t size, const char* data_source, uint64_t* instance, int* is_ours,
-                     uint32_t* target);
+// What a producer does with the service's commands, for pc_handle_commands. The
+// dispatcher maps SetupTracing's SMB itself and keeps SetupDataSource's target buffer:
+// Perfetto's service sends the config with the start too, and the setup's is the fallback.
+struct pc_commands {
+  const char* data_source;  // the one data source the producer serves
+  struct ipc_client* ipc;   // where SetupTracing's fd arrived
+  struct smb* smb;
+  int* smb_ready;
+  void* producer;  // passed to the callbacks
+  // Start of an instance of data_source, into `target`; -1 breaks the protocol.
+  int (*start)(void* producer, uint64_t instance, uint32_t target);
+  // Stop of an instance, which may be another data source's: the callback answers it.
+  void (*stop)(void* producer, uint64_t instance);
+  // A flush: every one is answered, one for instances that are not the producer's too.
+  void (*flush)(void* producer, uint64_t request_id);
+  uint64_t setup_instance;  // the dispatcher's own: the last SetupDataSource of data_source
+  uint32_t setup_target;
+};
 
-// The last varint field `id` of a message (0 if none); sets *error if it does not parse.
-uint64_t pc_read_varint(const uint8_t* data, size_t size, uint32_t id, int* error);
-
-// Maps SetupTracing's SMB from `fd` (closed) into *smb unless *ready (the service keeps
-// the first SMB); -1 if its size or page size are not ones a writer can use.
-int pc_setup_tracing(struct smb* smb, int* ready, const uint8_t* data, size_t size, int fd);
+// Handles one GetAsyncCommand reply; -1 if it breaks the protocol. ClearIncrementalState
+// is not asked of a data source that does not handle it, and is ignored.
+int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size);
 
 // A positive decimal that fits in 32 bits; 0, or -1.
 int pc_parse_size(const char* text, uint32_t* out);

@@ -92,9 +92,8 @@ struct producer {
   struct smb smb;
   int smb_ready;
   struct ctw_writer writer;
+  struct pc_commands commands;
   // The data source instance being written, if started.
-  uint64_t setup_instance;
-  uint32_t setup_target;
   uint64_t instance;
   int started;
   int first_packet_written;
@@ -268,51 +267,24 @@ static void start(struct producer* p, uint64_t instance, uint32_t target) {
   p->first_packet_written = 0;
 }
 
-// Handles one command of the stream; -1 if it breaks the protocol.
-static int handle_command(struct producer* p, const uint8_t* data, size_t size) {
-  struct pb_reader r;
-  struct pb_field f;
-  int error = 0;
-  pb_reader_init(&r, data, size);
-  while (pb_next(&r, &f)) {
-    if (f.type != PB_BYTES) continue;
-    uint64_t instance;
-    uint32_t target;
-    int ours;
-    switch (f.id) {
-      case CMD_SETUP_TRACING:
-        if (pc_setup_tracing(&p->smb, &p->smb_ready, f.data, f.size, ipc_take_fd(&p->ipc)) != 0) error = 1;
-        break;
-      case CMD_SETUP_DATA_SOURCE:
-        if (pc_read_instance(f.data, f.size, DATA_SOURCE, &instance, &ours, &target) != 0) error = 1;
-        if (ours) {
-          p->setup_instance = instance;
-          p->setup_target = target;
-        }
-        break;
-      case CMD_START_DATA_SOURCE:
-        if (pc_read_instance(f.data, f.size, DATA_SOURCE, &instance, &ours, &target) != 0) error = 1;
-        // Perfetto's service sends the config with the start too; the setup's is the fallback.
-        if (ours) start(p, instance, instance == p->setup_instance && target == 0 ? p->setup_target : target);
-        break;
-      case CMD_STOP_DATA_SOURCE:
-        instance = pc_read_varint(f.data, f.size, STOP_INSTANCE_ID, &error);
-        if (p->started && instance == p->instance) {
-          ctw_commit(&p->writer, 0, 0);
-          p->started = 0;
-        }
-        notify_stopped(p, instance);
-        break;
-      case CMD_FLUSH:
-        // Every flush is answered, one for instances that are not this writer's too.
-        ctw_commit(&p->writer, 1, pc_read_varint(f.data, f.size, FLUSH_REQUEST_ID, &error));
-        break;
-      default:
-        // ClearIncrementalState is not asked of a data source that does not handle it.
-        break;
-    }
+// The command stream's callbacks (pc_commands).
+static int on_start(void* producer, uint64_t instance, uint32_t target) {
+  start(producer, instance, target);
+  return 0;
+}
+
+static void on_stop(void* producer, uint64_t instance) {
+  struct producer* p = producer;
+  if (p->started && instance == p->instance) {
+    ctw_commit(&p->writer, 0, 0);
+    p->started = 0;
   }
-  return r.error || error ? -1 : 0;
+  notify_stopped(p, instance);
+}
+
+static void on_flush(void* producer, uint64_t request_id) {
+  struct producer* p = producer;
+  ctw_commit(&p->writer, 1, request_id);
 }
 
 static const char* default_socket(void) {
@@ -346,6 +318,9 @@ int main(int argc, char** argv) {
   if (socket_name == NULL) socket_name = default_socket();
   struct producer* p = &producer;
   ctw_writer_init(&p->writer, &p->smb, LAYOUT, WRITER_ID, send_commit, p, 0);
+  p->commands = (struct pc_commands){.data_source = DATA_SOURCE, .ipc = &p->ipc, .smb = &p->smb,
+                                     .smb_ready = &p->smb_ready, .producer = p, .start = on_start,
+                                     .stop = on_stop, .flush = on_flush};
   uint64_t stream;
   struct pc_options options = {
       .program = "ffmtrace-c-producer",
@@ -381,7 +356,7 @@ int main(int argc, char** argv) {
     if (got < 0) break;
     if (got > 0) {
       if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
-        if (handle_command(p, reply.reply, reply.reply_size) != 0) {
+        if (pc_handle_commands(&p->commands, reply.reply, reply.reply_size) != 0) {
           fprintf(stderr, "ffmtrace-c-producer: the service sent a command it cannot use\n");
           status = 1;
           break;

@@ -55,8 +55,10 @@ int pc_connect(struct ipc_client* c, const struct pc_options* o, uint64_t* strea
   return 0;
 }
 
-int pc_read_instance(const uint8_t* data, size_t size, const char* data_source, uint64_t* instance, int* is_ours,
-                     uint32_t* target) {
+// The instance id, and whether the config names `data_source` and its target buffer,
+// of a Setup/StartDataSource; -1 if it does not parse.
+static int read_instance(const uint8_t* data, size_t size, const char* data_source, uint64_t* instance, int* is_ours,
+                         uint32_t* target) {
   struct pb_reader r, c;
   struct pb_field f, g;
   size_t name_size = strlen(data_source);
@@ -79,7 +81,8 @@ int pc_read_instance(const uint8_t* data, size_t size, const char* data_source, 
   return r.error ? -1 : 0;
 }
 
-uint64_t pc_read_varint(const uint8_t* data, size_t size, uint32_t id, int* error) {
+// The last varint field `id` of a message (0 if none); sets *error if it does not parse.
+static uint64_t read_varint(const uint8_t* data, size_t size, uint32_t id, int* error) {
   struct pb_reader r;
   struct pb_field f;
   uint64_t value = 0;
@@ -93,7 +96,7 @@ uint64_t pc_read_varint(const uint8_t* data, size_t size, uint32_t id, int* erro
 
 static int map_smb(struct smb* smb, int* ready, const uint8_t* data, size_t size, int fd) {
   int error = 0;
-  uint64_t page_kb = pc_read_varint(data, size, SETUP_TRACING_PAGE_SIZE_KB, &error);
+  uint64_t page_kb = read_varint(data, size, SETUP_TRACING_PAGE_SIZE_KB, &error);
   if (*ready) return 0;
   struct stat st;
   if (error || fd < 0 || fstat(fd, &st) != 0 || page_kb == 0 || page_kb > 64 || st.st_size <= 0) return -1;
@@ -109,10 +112,56 @@ static int map_smb(struct smb* smb, int* ready, const uint8_t* data, size_t size
   return 0;
 }
 
-int pc_setup_tracing(struct smb* smb, int* ready, const uint8_t* data, size_t size, int fd) {
+// Maps SetupTracing's SMB from `fd` (closed) into *smb unless *ready (the service keeps
+// the first SMB); -1 if its size or page size are not ones a writer can use.
+static int setup_tracing(struct smb* smb, int* ready, const uint8_t* data, size_t size, int fd) {
   int status = map_smb(smb, ready, data, size, fd);
   if (fd >= 0) close(fd);
   return status;
+}
+
+int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size) {
+  struct pb_reader r;
+  struct pb_field f;
+  int error = 0;
+  pb_reader_init(&r, data, size);
+  while (pb_next(&r, &f)) {
+    if (f.type != PB_BYTES) continue;
+    uint64_t instance;
+    uint32_t target;
+    int ours;
+    switch (f.id) {
+      case CMD_SETUP_TRACING:
+        if (setup_tracing(c->smb, c->smb_ready, f.data, f.size, ipc_take_fd(c->ipc)) != 0) error = 1;
+        break;
+      case CMD_SETUP_DATA_SOURCE:
+        if (read_instance(f.data, f.size, c->data_source, &instance, &ours, &target) != 0) {
+          error = 1;
+        } else if (ours) {
+          c->setup_instance = instance;
+          c->setup_target = target;
+        }
+        break;
+      case CMD_START_DATA_SOURCE:
+        if (read_instance(f.data, f.size, c->data_source, &instance, &ours, &target) != 0) {
+          error = 1;
+        } else if (ours) {
+          if (instance == c->setup_instance && target == 0) target = c->setup_target;
+          if (c->start(c->producer, instance, target) != 0) error = 1;
+        }
+        break;
+      case CMD_STOP_DATA_SOURCE:
+        instance = read_varint(f.data, f.size, STOP_INSTANCE_ID, &error);
+        c->stop(c->producer, instance);
+        break;
+      case CMD_FLUSH:
+        c->flush(c->producer, read_varint(f.data, f.size, FLUSH_REQUEST_ID, &error));
+        break;
+      default:
+        break;
+    }
+  }
+  return r.error || error ? -1 : 0;
 }
 
 int pc_parse_size(const char* text, uint32_t* out) {

@@ -154,8 +154,9 @@ struct stress {
   _Atomic uint64_t* ledger;
   // The run: started once, by the first StartDataSource of our data source.
   int started, running, stopping;
-  uint64_t setup_instance, instance;
-  uint32_t setup_target, target;
+  struct pc_commands commands;
+  uint64_t instance;
+  uint32_t target;
   struct writer* writers[MAX_THREADS];
   // Wakes writers (wake) and the main thread (acked); guards finished.
   pthread_mutex_t lock;
@@ -490,57 +491,27 @@ static void complete_stop(struct stress* s) {
   notify_stopped(s, s->instance);
 }
 
-// Handles one command of the stream; -1 if it breaks the protocol.
-static int handle_command(struct stress* s, const uint8_t* data, size_t size) {
-  struct pb_reader r;
-  struct pb_field f;
-  int error = 0;
-  pb_reader_init(&r, data, size);
-  while (pb_next(&r, &f)) {
-    if (f.type != PB_BYTES) continue;
-    uint64_t instance;
-    uint32_t target;
-    int ours;
-    switch (f.id) {
-      case CMD_SETUP_TRACING:
-        if (pc_setup_tracing(&s->smb, &s->smb_ready, f.data, f.size, ipc_take_fd(&s->ipc)) != 0) error = 1;
-        break;
-      case CMD_SETUP_DATA_SOURCE:
-        if (pc_read_instance(f.data, f.size, s->o.data_source, &instance, &ours, &target) != 0) error = 1;
-        if (ours) {
-          s->setup_instance = instance;
-          s->setup_target = target;
-        }
-        break;
-      case CMD_START_DATA_SOURCE:
-        if (pc_read_instance(f.data, f.size, s->o.data_source, &instance, &ours, &target) != 0) error = 1;
-        if (!ours) break;
-        if (!s->smb_ready) error = 1;
-        // Perfetto's service sends the config with the start too; the setup's is the fallback.
-        start(s, instance, instance == s->setup_instance && target == 0 ? s->setup_target : target);
-        break;
-      case CMD_STOP_DATA_SOURCE:
-        instance = pc_read_varint(f.data, f.size, STOP_INSTANCE_ID, &error);
-        if (s->running && !s->stopping && instance == s->instance) {
-          // Answered once the writers have finished: complete_stop.
-          s->stopping = 1;
-          atomic_store(&s->stop, 1);
-          wake_all(s);
-        } else if (!(s->stopping && instance == s->instance)) {
-          notify_stopped(s, instance);
-        }
-        break;
-      case CMD_FLUSH:
-        // Every flush is answered, one for instances that are not this producer's too.
-        flush(s, pc_read_varint(f.data, f.size, FLUSH_REQUEST_ID, &error));
-        break;
-      default:
-        // ClearIncrementalState is not asked of a data source that does not handle it.
-        break;
-    }
-  }
-  return r.error || error ? -1 : 0;
+// The command stream's callbacks (pc_commands).
+static int on_start(void* producer, uint64_t instance, uint32_t target) {
+  struct stress* s = producer;
+  if (!s->smb_ready) return -1;
+  start(s, instance, target);
+  return 0;
 }
+
+static void on_stop(void* producer, uint64_t instance) {
+  struct stress* s = producer;
+  if (s->running && !s->stopping && instance == s->instance) {
+    // Answered once the writers have finished: complete_stop.
+    s->stopping = 1;
+    atomic_store(&s->stop, 1);
+    wake_all(s);
+  } else if (!(s->stopping && instance == s->instance)) {
+    notify_stopped(s, instance);
+  }
+}
+
+static void on_flush(void* producer, uint64_t request_id) { flush(producer, request_id); }
 
 // ---- the command line ----
 
@@ -692,6 +663,9 @@ int main(int argc, char** argv) {
       .scraping = SMB_SCRAPING_ENABLED,
       .data_source = s->o.data_source,
   };
+  s->commands = (struct pc_commands){.data_source = s->o.data_source, .ipc = &s->ipc, .smb = &s->smb,
+                                     .smb_ready = &s->smb_ready, .producer = s, .start = on_start,
+                                     .stop = on_stop, .flush = on_flush};
   uint64_t stream;
   int status = pc_connect(&s->ipc, &options, &stream);
   if (status != 0) return status;
@@ -712,7 +686,7 @@ int main(int argc, char** argv) {
     if (got < 0) break;
     if (got > 0) {
       if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
-        if (handle_command(s, reply.reply, reply.reply_size) != 0) {
+        if (pc_handle_commands(&s->commands, reply.reply, reply.reply_size) != 0) {
           fprintf(stderr, "ffmtrace-stress-producer: the service sent a command it cannot use\n");
           status = 1;
           break;

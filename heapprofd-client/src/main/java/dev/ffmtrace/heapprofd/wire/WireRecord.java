@@ -23,7 +23,8 @@ public final class WireRecord {
 
     /** Beyond any ring's size: a ring's records are smaller than the ring. */
     private static final long MAX_RECORD_SIZE = Integer.MAX_VALUE - 8;
-    private static final int STACK_OFFSET = RECORD_TYPE_SIZE + ALLOC_METADATA_SIZE;
+    /** Where a Malloc's stack starts in the record, and in {@link #copy()}. */
+    public static final long STACK_OFFSET = RECORD_TYPE_SIZE + ALLOC_METADATA_SIZE;
 
     private MemorySegment copy = MemorySegment.ofArray(new byte[4096]);
     private long length;
@@ -91,6 +92,21 @@ public final class WireRecord {
     /** A Malloc's stack bytes: a view of this reader's copy, valid until the next read. */
     public MemorySegment stack() {
         return copy.asSlice(STACK_OFFSET, length - STACK_OFFSET);
+    }
+
+    /** The size of a Malloc's stack bytes. */
+    public long stackSize() {
+        return length - STACK_OFFSET;
+    }
+
+    /**
+     * This reader's copy of the last record, valid until the next read and maybe longer
+     * than the record: a Malloc's stack is its {@link #stackSize()} bytes at
+     * {@link #STACK_OFFSET}. For reading the stack in place: {@link #stack()} makes a view
+     * on each call.
+     */
+    public MemorySegment copy() {
+        return copy;
     }
 
     /** A Free's sequence number. */

@@ -55,6 +55,17 @@ class WireRecordTest {
         long noStack = WireRecords.MALLOC_RECORD_HEADER_SIZE;
         assertEquals(WireRecord.Type.MALLOC, reader.read(malloc, 0, noStack));
         assertEquals(0, reader.stack().byteSize());
+        assertEquals(0, reader.stackSize());
+    }
+
+    @Test
+    void aMallocsStackIsInTheCopyAtItsOffset() throws Exception {
+        MemorySegment malloc = bytes(HeapprofdWireGoldenTest.javaRecords().get(0));
+        reader.read(malloc, 0, malloc.byteSize());
+        long stackSize = malloc.byteSize() - WireRecord.STACK_OFFSET;
+        assertEquals(stackSize, reader.stackSize());
+        assertEquals(-1, reader.copy().asSlice(WireRecord.STACK_OFFSET, stackSize).mismatch(reader.stack()));
+        assertEquals(-1, reader.stack().mismatch(malloc.asSlice(WireRecord.STACK_OFFSET)));
     }
 
     @Property(tries = 2000)

@@ -25,7 +25,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * client that writes garbage costs only its own books.
  */
 final class ClientConnection implements Runnable {
-    private static final Frame UNKNOWN_FRAME = Frame.unknown("[unknown]");
+    /** The stack of a Java record that does not decode. */
+    private static final List<Frame> UNKNOWN_STACK = List.of(Frame.unknown("[unknown]"));
     /** Heaps a client may book into: as many as its configuration can name. */
     static final int MAX_HEAPS = ClientConfiguration.MAX_HEAPS;
     /** What a heap the client never named is called: the C client's one heap, as Perfetto's malloc hooks name it. */
@@ -147,7 +148,7 @@ final class ClientConnection implements Runnable {
                     List<String> names = javaStacks.decode(record.stack());
                     if (names == null) {
                         malformed++;
-                        stack = List.of(UNKNOWN_FRAME);
+                        stack = UNKNOWN_STACK;
                     } else {
                         stack = names.stream().map(Frame::java).toList();
                     }
@@ -175,7 +176,7 @@ final class ClientConnection implements Runnable {
     }
 
     private List<Frame> unwind(AllocMetadata alloc) {
-        List<Frame> stack = unwinder.unwind(alloc, record.stack());
+        List<Frame> stack = unwinder.unwind(alloc, record.copy(), WireRecord.STACK_OFFSET, record.stackSize());
         nativeStacks = unwinder.stacks();
         unwindingErrors = unwinder.errors();
         mapsReparses = unwinder.mapsReads() - 1;

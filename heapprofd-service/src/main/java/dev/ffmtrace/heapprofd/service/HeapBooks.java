@@ -1,7 +1,6 @@
 package dev.ffmtrace.heapprofd.service;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -44,55 +43,69 @@ final class HeapBooks {
         }
     }
 
-    private record Live(Callsite callsite, long bytes) {
-    }
-
     private final Callsite root = new Callsite(null, null);
-    private final Map<Long, Live> live = new HashMap<>();
+    private final LiveAllocations live = new LiveAllocations();
+    private final int maxCallsites;
+    private final int maxLive;
     private int callsites;
     private long overflowed;
 
+    HeapBooks() {
+        this(MAX_CALLSITES, MAX_LIVE);
+    }
+
+    /** Books bounded at {@code maxCallsites} callsites and {@code maxLive} live allocations. */
+    HeapBooks(int maxCallsites, int maxLive) {
+        this.maxCallsites = maxCallsites;
+        this.maxLive = maxLive;
+    }
+
     /** Books a sampled allocation of {@code sampleBytes} at {@code address}, made at {@code stack} (innermost first). */
     synchronized void malloc(long address, long sampleBytes, List<Frame> stack) {
-        if (live.size() >= MAX_LIVE && !live.containsKey(address)) {
+        int slot = live.find(address);
+        if (slot < 0 && live.size() >= maxLive) {
             overflowed++;
             return;
         }
         Callsite callsite = root;
         for (int i = stack.size() - 1; i >= 0; i--) {
-            Callsite child = callsite.children.get(stack.get(i));
+            Frame frame = stack.get(i);
+            Callsite child = callsite.children.get(frame);
             if (child == null) {
-                if (callsites == MAX_CALLSITES) {
+                if (callsites == maxCallsites) {
                     overflowed++;
                     callsite = root;
                     break;
                 }
-                child = new Callsite(stack.get(i), callsite);
-                callsite.children.put(child.frame, child);
+                child = new Callsite(frame, callsite);
+                callsite.children.put(frame, child);
                 callsites++;
             }
             callsite = child;
         }
         callsite.allocatedBytes += sampleBytes;
         callsite.allocations++;
-        Live previous = live.put(address, new Live(callsite, sampleBytes));
-        if (previous != null) {
+        if (slot >= 0) {
             // Reused without a free we saw: the old allocation is gone.
-            free(previous);
+            free(live.callsite(slot), live.bytes(slot));
+            live.replace(slot, callsite, sampleBytes);
+        } else {
+            live.add(slot, address, callsite, sampleBytes);
         }
     }
 
     /** Books a free of {@code address}. */
     synchronized void free(long address) {
-        Live freed = live.remove(address);
-        if (freed != null) {
-            free(freed);
+        int slot = live.find(address);
+        if (slot >= 0) {
+            free(live.callsite(slot), live.bytes(slot));
+            live.remove(slot);
         }
     }
 
-    private static void free(Live freed) {
-        freed.callsite().freedBytes += freed.bytes();
-        freed.callsite().frees++;
+    private static void free(Callsite callsite, long bytes) {
+        callsite.freedBytes += bytes;
+        callsite.frees++;
     }
 
     /**

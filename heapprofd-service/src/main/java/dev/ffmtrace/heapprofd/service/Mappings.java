@@ -21,22 +21,14 @@ final class Mappings {
     /**
      * One mapping: {@code [start, end)}, mapped from {@code offset} of the file at
      * {@code path} (empty for an anonymous mapping; in brackets for the kernel's, such as
-     * {@code [stack]}).
+     * {@code [stack]}), and the name frames show: the file's base name, or the path as the
+     * kernel gives it (made once here, as each unwind asks for it).
      */
     record Mapping(long start, long end, long offset, boolean readable, boolean executable, long inode,
-                   String path) {
+                   String path, String name) {
         /** Whether the file is on disk as it was mapped: a path, not replaced or removed since. */
         boolean isFile() {
             return path.startsWith("/") && !path.endsWith(DELETED);
-        }
-
-        /** The name frames show: the file's base name, or the path as the kernel gives it. */
-        String name() {
-            if (!path.startsWith("/")) {
-                return path.isEmpty() ? "[anon]" : path;
-            }
-            String file = path.endsWith(DELETED) ? path.substring(0, path.length() - DELETED.length()) : path;
-            return file.substring(file.lastIndexOf('/') + 1);
         }
     }
 
@@ -139,7 +131,16 @@ final class Mappings {
             return null;
         }
         String path = new String(text, cursor.at, to - cursor.at, StandardCharsets.UTF_8);
-        return new Mapping(start, end, offset, readable, executable, inode, path);
+        return new Mapping(start, end, offset, readable, executable, inode, path, name(path));
+    }
+
+    /** The name frames show for the mapping of {@code path}, as {@link Mapping} says. */
+    private static String name(String path) {
+        if (!path.startsWith("/")) {
+            return path.isEmpty() ? "[anon]" : path;
+        }
+        String file = path.endsWith(DELETED) ? path.substring(0, path.length() - DELETED.length()) : path;
+        return file.substring(file.lastIndexOf('/') + 1);
     }
 
     /** Reads one line's fields; any misstep sets {@link #failed} rather than throwing. */

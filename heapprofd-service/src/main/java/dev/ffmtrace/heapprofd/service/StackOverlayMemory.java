@@ -23,6 +23,8 @@ final class StackOverlayMemory implements AutoCloseable {
     private long pageAddress = -1;
     private long stackPointer;
     private MemorySegment stack = MemorySegment.NULL;
+    private long stackOffset;
+    private long stackSize;
     private long value;
     private long remoteReads;
     private long failedReads;
@@ -32,19 +34,25 @@ final class StackOverlayMemory implements AutoCloseable {
         this.memFd = memFd;
     }
 
-    /** Starts an unwind over {@code stack}, the copy of the memory at {@code stackPointer}. */
-    void reset(long stackPointer, MemorySegment stack) {
+    /**
+     * Starts an unwind over the copy of the memory at {@code stackPointer}: the
+     * {@code stackSize} bytes of {@code stack} at {@code stackOffset} (read in place: a
+     * record's copy needs no view of its own).
+     */
+    void reset(long stackPointer, MemorySegment stack, long stackOffset, long stackSize) {
         this.stackPointer = stackPointer;
         this.stack = stack;
+        this.stackOffset = stackOffset;
+        this.stackSize = stackSize;
         this.pageAddress = -1;
     }
 
     /** Reads the 8-byte word at {@code address} into {@link #value()}; false if it cannot be read. */
     boolean readWord(long address) {
         long inStack = address - stackPointer;
-        if (Long.compareUnsigned(address, stackPointer) >= 0 && stack.byteSize() >= 8
-                && Long.compareUnsigned(inStack, stack.byteSize() - 8) <= 0) {
-            value = stack.get(Layouts.LONG_UNALIGNED, inStack);
+        if (Long.compareUnsigned(address, stackPointer) >= 0 && stackSize >= 8
+                && Long.compareUnsigned(inStack, stackSize - 8) <= 0) {
+            value = stack.get(Layouts.LONG_UNALIGNED, stackOffset + inStack);
             return true;
         }
         // Beyond the copy only aligned words are read, so that a word never spans two pages.

@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -54,9 +53,8 @@ final class Unwinder implements AutoCloseable {
     enum Error {
         MEMORY_INVALID, INVALID_MAP, MAX_FRAME_EXCEEDED, BAD_ARCH;
 
-        String frame() {
-            return "ERROR " + name();
-        }
+        /** The outermost frame of a walk that failed so. */
+        final Frame frame = Frame.unknown("ERROR " + name());
     }
 
     private record FileKey(String path, long inode) {
@@ -66,9 +64,11 @@ final class Unwinder implements AutoCloseable {
     private final StackOverlayMemory memory;
     private final LongSupplier nanoTime;
     private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
-    private final Map<Long, Frame> framesByPc = new HashMap<>();
+    private final LongMap<Frame> framesByPc = new LongMap<>();
     private final long[] pcs = new long[MAX_FRAMES];
     private final Mappings.Mapping[] pcMappings = new Mappings.Mapping[MAX_FRAMES];
+    /** The last unwind's frames: the walk's, and an error frame. */
+    private final FrameBuffer frames = new FrameBuffer(MAX_FRAMES + 1);
     private Mappings mappings;
     private long lastMapsRead;
     private long stacks;
@@ -89,22 +89,24 @@ final class Unwinder implements AutoCloseable {
     }
 
     /**
-     * The frames of a native Malloc record, innermost first; {@code stack} is the record's
-     * copy of the memory at its stack pointer.
+     * The frames of a native Malloc record, innermost first, valid until the next unwind;
+     * the record's copy of the memory at its stack pointer is the {@code stackSize} bytes
+     * of {@code stack} at {@code stackOffset}.
      */
-    List<Frame> unwind(AllocMetadata alloc, MemorySegment stack) {
+    List<Frame> unwind(AllocMetadata alloc, MemorySegment stack, long stackOffset, long stackSize) {
         stacks++;
+        frames.clear();
         if (alloc.arch() != AllocMetadata.ARCH_X86_64) {
-            return failed(new ArrayList<>(), Error.BAD_ARCH);
+            return failed(Error.BAD_ARCH);
         }
         MemorySegment registers = alloc.registers();
         long fp = registers.get(Layouts.LONG_UNALIGNED, RBP_OFFSET);
         long sp = registers.get(Layouts.LONG_UNALIGNED, RSP_OFFSET);
         long pc = registers.get(Layouts.LONG_UNALIGNED, RIP_OFFSET);
-        memory.reset(alloc.stackPointer(), stack);
+        memory.reset(alloc.stackPointer(), stack, stackOffset, stackSize);
 
         Mappings.Mapping stackMapping = mappings.find(sp);
-        long stackEnd = stackMapping != null ? stackMapping.end() : alloc.stackPointer() + stack.byteSize();
+        long stackEnd = stackMapping != null ? stackMapping.end() : alloc.stackPointer() + stackSize;
         long lowest = sp;
         int count = 0;
         Error error = null;
@@ -145,17 +147,16 @@ final class Unwinder implements AutoCloseable {
         while (first < count && CLIENT_LIBRARIES.contains(pcMappings[first].name())) {
             first++;
         }
-        List<Frame> frames = new ArrayList<>(count - first + 1);
         for (int i = first; i < count; i++) {
             // A caller's pc is a return address: the call before it is the caller's line.
             frames.add(frame(i == 0 ? pcs[i] : pcs[i] - 1, pcMappings[i]));
         }
-        return error == null ? frames : failed(frames, error);
+        return error == null ? frames : failed(error);
     }
 
-    private List<Frame> failed(List<Frame> frames, Error error) {
+    private List<Frame> failed(Error error) {
         errors[error.ordinal()]++;
-        frames.add(Frame.unknown(error.frame()));
+        frames.add(error.frame);
         return frames;
     }
 

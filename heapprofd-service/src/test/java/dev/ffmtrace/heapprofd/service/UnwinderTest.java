@@ -109,7 +109,7 @@ class UnwinderTest {
     void theWalkFollowsTheFramePointersAndDropsTheClientsHook() {
         try (Unwinder unwinder = unwinder(new AtomicLong())) {
             Frames frames = hookAMain(0, 0);
-            assertEquals(List.of("a", "main"), names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(1, unwinder.stacks());
             assertEquals(0, unwinder.errors());
             assertEquals(1, unwinder.mapsReads());
@@ -124,7 +124,7 @@ class UnwinderTest {
                 // Below main's own frame, unaligned, past the stack's mapping, below it: main's
                 // caller was built without frame pointers, or the stack starts there.
                 Frames frames = hookAMain(end, PROGRAM + main + 0x40);
-                List<String> stack = names(unwinder.unwind(frames.alloc, frames.copy));
+                List<String> stack = unwind(unwinder, frames.alloc, frames.copy);
                 assertEquals(List.of("a", "main", "main"), stack, "fp 0x" + Long.toHexString(end));
             }
             assertEquals(0, unwinder.errors());
@@ -137,12 +137,12 @@ class UnwinderTest {
         try (Unwinder unwinder = unwinder(clock)) {
             Frames frames = hookAMain(SP + 0x300, 0x1234);
             List<String> expected = List.of("a", "main", "ERROR INVALID_MAP");
-            assertEquals(expected, names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(1, unwinder.mapsReads(), "read at the start, not again so soon");
             clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
-            assertEquals(expected, names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(2, unwinder.mapsReads());
-            assertEquals(expected, names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(2, unwinder.mapsReads());
             assertEquals(3, unwinder.errors(Unwinder.Error.INVALID_MAP));
             assertEquals(3, unwinder.errors());
@@ -156,13 +156,13 @@ class UnwinderTest {
         try (Unwinder unwinder = new Unwinder(maps::get, -1, clock::get)) {
             long elsewhere = 0x6000_0000_0000L;
             Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
-            assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwind(unwinder, frames.alloc, frames.copy));
             // dlopen: the same file mapped a second time, higher up.
             maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII)
                     + String.format("%x-%x r-xp 00000000 08:01 %d %s%n", elsewhere, elsewhere + 0x5000, inode, program()))
                     .getBytes(StandardCharsets.US_ASCII));
             clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
-            assertEquals(List.of("a", "main", "a"), names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(List.of("a", "main", "a"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(1, unwinder.errors());
         }
     }
@@ -172,11 +172,11 @@ class UnwinderTest {
         try (Unwinder unwinder = unwinder(new AtomicLong())) {
             // Inside the program's mapping, in its ELF header: no function there.
             Frames frames = hookAMain(0, PROGRAM + 0x41);
-            assertEquals(List.of("a", "main", "heapprofd_pattern+0x40"), names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(List.of("a", "main", "heapprofd_pattern+0x40"), unwind(unwinder, frames.alloc, frames.copy));
             // Inside the client library, past the leaf: it is no ELF file here, and not dropped.
             frames = hookAMain(0, CLIENT + 0x801);
             assertEquals(List.of("a", "main", "libffmtrace_heapprofd.so+0x800"),
-                    names(unwinder.unwind(frames.alloc, frames.copy)));
+                    unwind(unwinder, frames.alloc, frames.copy));
         }
     }
 
@@ -186,7 +186,7 @@ class UnwinderTest {
         try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime)) {
             Frames frames = hookAMain(0, 0);
             assertEquals(List.of("heapprofd_pattern+0x" + Long.toHexString(a + 0xd),
-                    "heapprofd_pattern+0x" + Long.toHexString(main + 0x1f)), names(unwinder.unwind(frames.alloc, frames.copy)));
+                    "heapprofd_pattern+0x" + Long.toHexString(main + 0x1f)), unwind(unwinder, frames.alloc, frames.copy));
         }
     }
 
@@ -198,7 +198,7 @@ class UnwinderTest {
                 long fp = SP + 0x40 + 16L * i;
                 frames.frame(fp, fp + 16, PROGRAM + a + 0xe);
             }
-            List<String> stack = names(unwinder.unwind(frames.alloc, frames.copy));
+            List<String> stack = unwind(unwinder, frames.alloc, frames.copy);
             assertEquals(Unwinder.MAX_FRAMES, stack.size(), "the hook's frame dropped, the error added");
             assertEquals("ERROR MAX_FRAME_EXCEEDED", stack.getLast());
             assertEquals(1, unwinder.errors(Unwinder.Error.MAX_FRAME_EXCEEDED));
@@ -210,9 +210,24 @@ class UnwinderTest {
         try (Unwinder unwinder = unwinder(new AtomicLong())) {
             Frames frames = hookAMain(0, 0);
             // The copy holds the hook's and a()'s frames; main's is beyond it.
-            assertEquals(List.of("a", "ERROR MEMORY_INVALID"), names(unwinder.unwind(frames.alloc, frames.copy(0x100))));
+            assertEquals(List.of("a", "ERROR MEMORY_INVALID"), unwind(unwinder, frames.alloc, frames.copy(0x100)));
             assertEquals(1, unwinder.errors(Unwinder.Error.MEMORY_INVALID));
             assertEquals(1, unwinder.failedReads());
+        }
+    }
+
+    @Test
+    void theStackIsReadInPlaceAndNotPastItsSize() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            Frames frames = hookAMain(0, 0);
+            // The stack's 0x100 bytes at 0x40 of a record's copy; main's frame follows them
+            // there, left from a longer record, and must not be read.
+            MemorySegment record = MemorySegment.ofArray(new byte[0x40 + 0x4000]);
+            record.asSlice(0x40).copyFrom(frames.copy);
+            assertEquals(List.of("a", "ERROR MEMORY_INVALID"),
+                    unwinder.unwind(frames.alloc, record, 0x40, 0x100).stream().map(Frame::name).toList());
+            assertEquals(List.of("a", "main"),
+                    unwinder.unwind(frames.alloc, record, 0x40, 0x4000).stream().map(Frame::name).toList());
         }
     }
 
@@ -221,7 +236,7 @@ class UnwinderTest {
         try (Unwinder unwinder = unwinder(new AtomicLong())) {
             Frames frames = hookAMain(0, 0);
             frames.alloc.arch(AllocMetadata.ARCH_ARM64);
-            assertEquals(List.of("ERROR BAD_ARCH"), names(unwinder.unwind(frames.alloc, frames.copy)));
+            assertEquals(List.of("ERROR BAD_ARCH"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(1, unwinder.errors(Unwinder.Error.BAD_ARCH));
         }
     }
@@ -251,21 +266,22 @@ class UnwinderTest {
 
             byte[] maps = Files.readAllBytes(Path.of("/proc/self/maps"));
             try (Unwinder unwinder = new Unwinder(() -> maps, memFd, System::nanoTime)) {
-                List<String> frames = names(unwinder.unwind(alloc, copy));
+                List<String> frames = unwind(unwinder, alloc, copy);
                 assertEquals(3, frames.size(), frames.toString());
                 assertTrue(frames.stream().noneMatch(frame -> frame.startsWith("ERROR")), frames.toString());
                 assertEquals(1, unwinder.remoteReads(), "one page read, both words in it");
                 assertEquals(0, unwinder.failedReads());
             }
             try (Unwinder blind = new Unwinder(() -> maps, -1, System::nanoTime)) {
-                assertEquals("ERROR MEMORY_INVALID", names(blind.unwind(alloc, copy)).getLast());
+                assertEquals("ERROR MEMORY_INVALID", unwind(blind, alloc, copy).getLast());
             }
         } finally {
             Os.closeFd(memFd);
         }
     }
 
-    private static List<String> names(List<Frame> frames) {
-        return frames.stream().map(Frame::name).toList();
+    /** The names of the frames {@code unwinder} finds for the stack {@code stack} copies. */
+    private static List<String> unwind(Unwinder unwinder, AllocMetadata alloc, MemorySegment stack) {
+        return unwinder.unwind(alloc, stack, 0, stack.byteSize()).stream().map(Frame::name).toList();
     }
 }

@@ -41,8 +41,9 @@ final class JavaStackDecoder {
             if ((varint.value() & 1) != 0) {
                 at = varint.read(payload, at, end);
                 long length = varint.value();
-                if (at < 0 || id != frames.size() || frames.size() == MAX_FRAMES || length > MAX_NAME_BYTES
-                        || length > end - at) {
+                // The length is unsigned: one of 2^63 or more, negative as a long, is too long too.
+                if (at < 0 || id != frames.size() || frames.size() == MAX_FRAMES
+                        || Long.compareUnsigned(length, MAX_NAME_BYTES) > 0 || length > end - at) {
                     return undo(definedBefore);
                 }
                 frames.add(new String(payload.asSlice(at, length).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));

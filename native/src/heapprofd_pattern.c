@@ -7,7 +7,8 @@
 // beneath deep(), whose frame is larger than the client's 64 KiB stack copy, then waits
 // for a line on stdin before it exits, so that the service reads the rest of that stack
 // from the live process. With "threads", 4 threads at once each allocate 1,000 blocks of
-// 2,000 bytes from t(), none freed, and nothing else.
+// 2,000 bytes from t(), none freed, and nothing else. With "loop", it allocates 4,000 bytes
+// from l() and frees them, for ever, so that a test can kill it in the middle of a write.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,10 @@ __attribute__((noinline)) static void* b(void) {
 
 __attribute__((noinline)) static void* c(void) {
   return malloc(5000);
+}
+
+__attribute__((noinline)) static void* l(void) {
+  return malloc(4000);
 }
 
 __attribute__((noinline)) static void* t(void) {
@@ -54,6 +59,11 @@ int main(int argc, char** argv) {
     printf("%p\n", deep());
     fflush(stdout);
     return getchar() == EOF;
+  }
+  if (argc > 1 && strcmp(argv[1], "loop") == 0) {
+    for (;;) {
+      free(l());
+    }
   }
   if (argc > 1 && strcmp(argv[1], "threads") == 0) {
     static void* from_t[THREADS][BLOCKS];

@@ -37,8 +37,9 @@ final class JavaStackDecoder {
             if ((varint.value() & 1) != 0) {
                 at = varint.read(payload, at, end);
                 long length = varint.value();
+                // The length is unsigned: one of 2^63 or more, negative as a long, is too long too.
                 if (at < 0 || id != frames.size() || frames.size() == AllocMetadata.MAX_JAVA_FRAMES
-                        || length > AllocMetadata.MAX_JAVA_FRAME_NAME_BYTES
+                        || Long.compareUnsigned(length, AllocMetadata.MAX_JAVA_FRAME_NAME_BYTES) > 0
                         || length > end - at) {
                     return undo(definedBefore);
                 }

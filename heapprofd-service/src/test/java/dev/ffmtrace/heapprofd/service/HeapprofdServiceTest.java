@@ -26,11 +26,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The service with real clients: the Java client in this process, and the C client preloaded into a program. */
 class HeapprofdServiceTest {
-    private static UnixAddress address() {
+    static UnixAddress address() {
         return UnixAddress.abstractName("ffmtrace-heapprofd-service-" + Os.pid() + "-" + System.nanoTime());
     }
 
-    private static ClientConfiguration everyByte(String heap) {
+    static ClientConfiguration everyByte(String heap) {
         return new ClientConfiguration(1, 0, 0, 0, List.of(new ClientConfiguration.Heap(heap, 1)), true, false, false, false);
     }
 
@@ -129,7 +129,7 @@ class HeapprofdServiceTest {
     }
 
     /** Where this JVM's fds into process {@code pid}'s /proc directory point, sorted. */
-    private static List<String> procFdsOf(long pid) {
+    static List<String> procFdsOf(long pid) {
         try (var fds = Files.list(Path.of("/proc/self/fd"))) {
             return fds.map(fd -> {
                 try {
@@ -143,7 +143,7 @@ class HeapprofdServiceTest {
         }
     }
 
-    private static ProcessBuilder pattern(HeapprofdService service, String... args) {
+    static ProcessBuilder pattern(HeapprofdService service, String... args) {
         List<String> command = new ArrayList<>();
         command.add(CPrograms.program("heapprofd_pattern").toString());
         command.addAll(List.of(args));
@@ -154,7 +154,7 @@ class HeapprofdServiceTest {
     }
 
     /** The bytes of every callsite whose stack ends in {@code leaf}. */
-    private static long bytesUnder(List<String> folded, String leaf) {
+    static long bytesUnder(List<String> folded, String leaf) {
         return folded.stream().filter(line -> line.substring(0, line.lastIndexOf(' ')).endsWith(leaf))
                 .mapToLong(line -> Long.parseLong(line.substring(line.lastIndexOf(' ') + 1))).sum();
     }
@@ -188,12 +188,12 @@ class HeapprofdServiceTest {
         }
     }
 
-    private static String lineFor(List<String> folded, String frame) {
+    static String lineFor(List<String> folded, String frame) {
         return folded.stream().filter(line -> line.substring(line.lastIndexOf(';')).contains(frame)).findFirst()
                 .orElseThrow(() -> new AssertionError("no callsite ending in " + frame + ": " + folded));
     }
 
-    private static void awaitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
+    static void awaitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!condition.getAsBoolean()) {
             assertTrue(System.nanoTime() < deadline, "timed out");

@@ -22,7 +22,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * of the client's {@code /proc/PID/maps} and {@code mem} fds. A record that is not one, or
  * a Java stack that does not decode, is counted and skipped; a native stack that does not
  * unwind whole is booked with what did, under an {@code ERROR} frame, and counted: a
- * client that writes garbage costs only its own books.
+ * client that writes garbage costs only its own books. A corrupt ring, where nothing
+ * after the bad record can be found, ends the connection.
  */
 final class ClientConnection implements Runnable {
     /** The stack of a Java record that does not decode. */
@@ -31,6 +32,12 @@ final class ClientConnection implements Runnable {
     static final int MAX_HEAPS = ClientConfiguration.MAX_HEAPS;
     /** What a heap the client never named is called: the C client's one heap, as Perfetto's malloc hooks name it. */
     static final String DEFAULT_HEAP_NAME = "libc.malloc";
+    /**
+     * The largest sample booked: x86-64's user address space with five-level paging, the
+     * largest of the architectures. A Malloc that claims more is refused, so that a lying
+     * client's sizes cannot wrap its books.
+     */
+    static final long MAX_SAMPLE_BYTES = 1L << 56;
     /** More than any process's maps: a client cannot make the service read without bound. */
     private static final int MAX_MAPS_BYTES = 16 << 20;
 
@@ -87,16 +94,19 @@ final class ClientConnection implements Runnable {
                 } catch (RuntimeException e) {
                     open = false;
                 }
-                drain(slot);
+                open &= drain(slot);
             }
         } finally {
-            disconnected = true;
-            socket.close();
-            release();
+            try {
+                socket.close();
+                release();
+            } finally {
+                disconnected = true;
+            }
         }
     }
 
-    /** Whether the client has gone: its socket closed and its ring let go. */
+    /** Whether the client has gone, or was let go: its socket closed and its ring let go. */
     boolean isClosed() {
         return disconnected;
     }
@@ -109,17 +119,23 @@ final class ClientConnection implements Runnable {
         Os.closeFd(memFd);
     }
 
-    private void drain(RecordSlot slot) {
+    /**
+     * Reads the ring until it is empty; false if it is corrupt. Nothing after a corrupt
+     * record can be found, so the connection ends there (counted once), as Perfetto's
+     * service ends it: the client sees its socket close and stops.
+     */
+    private boolean drain(RecordSlot slot) {
         for (;;) {
             SharedRingBuffer.ReadResult result = ring.beginRead(slot);
             if (result != SharedRingBuffer.ReadResult.OK) {
+                // The counters the client keeps in the ring, read while it is still mapped.
+                ringStats = ring.stats();
                 if (result == SharedRingBuffer.ReadResult.CORRUPT) {
                     malformed++;
                     ringCorrupt = true;
+                    return false;
                 }
-                // The counters the client keeps in the ring, read while it is still mapped.
-                ringStats = ring.stats();
-                return;
+                return true;
             }
             try {
                 read(slot.buffer(), slot.offset(), slot.length());
@@ -139,10 +155,14 @@ final class ClientConnection implements Runnable {
         }
     }
 
-    private void book(WireRecord.Type type) {
+    private void book(WireRecord.Type type) throws WireFormatException {
         switch (type) {
             case MALLOC -> {
                 AllocMetadata alloc = record.alloc();
+                if (Long.compareUnsigned(alloc.sampleSize(), MAX_SAMPLE_BYTES) > 0) {
+                    throw new WireFormatException("a sample of " + Long.toUnsignedString(alloc.sampleSize())
+                            + " bytes is more than a process can allocate");
+                }
                 List<Frame> stack;
                 if (alloc.arch() == AllocMetadata.ARCH_JAVA) {
                     List<String> names = javaStacks.decode(record.stack());

@@ -83,7 +83,7 @@ final class HeapBooks {
             }
             callsite = child;
         }
-        callsite.allocatedBytes += sampleBytes;
+        callsite.allocatedBytes = plus(callsite.allocatedBytes, sampleBytes);
         callsite.allocations++;
         if (slot >= 0) {
             // Reused without a free we saw: the old allocation is gone.
@@ -104,8 +104,14 @@ final class HeapBooks {
     }
 
     private static void free(Callsite callsite, long bytes) {
-        callsite.freedBytes += bytes;
+        callsite.freedBytes = plus(callsite.freedBytes, bytes);
         callsite.frees++;
+    }
+
+    /** The sum of two sizes, held at the largest long: a callsite's sum of samples cannot wrap. */
+    private static long plus(long bytes, long more) {
+        long sum = bytes + more;
+        return sum < 0 ? Long.MAX_VALUE : sum;
     }
 
     /**

@@ -47,6 +47,21 @@ class HeapBooksTest {
     }
 
     @Test
+    void aCallsitesSumsAreHeldAtTheLargestLongRatherThanWrap() {
+        HeapBooks books = new HeapBooks();
+        long huge = ClientConnection.MAX_SAMPLE_BYTES;
+        for (int i = 0; i < 200; i++) {
+            books.malloc(0x1000 + 16L * i, huge, MAIN_A);
+        }
+        for (int i = 0; i < 200; i++) {
+            books.free(0x1000 + 16L * i);
+        }
+        assertEquals(new HeapBooks.Sample(List.of(MAIN, A), Long.MAX_VALUE, Long.MAX_VALUE, 200, 200),
+                sample(books, MAIN, A));
+        assertEquals(Map.of("main;a", 0L), books.folded(true));
+    }
+
+    @Test
     void anAddressAllocatedAgainWithoutAFreeFreesItsOldAllocation() {
         HeapBooks books = new HeapBooks();
         books.malloc(0x1000, 100, MAIN_A);

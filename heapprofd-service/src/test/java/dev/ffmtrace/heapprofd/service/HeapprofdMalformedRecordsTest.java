@@ -77,9 +77,12 @@ class HeapprofdMalformedRecordsTest {
                 fuzzer.ring.unlock();
                 slot.buffer().set(Layouts.INT, slot.offset() - RING_RECORD_HEADER_SIZE, -1);
                 fuzzer.socket.send(new byte[] {1});
-                awaitUntil(connection::ringCorrupt);
-                assertTrue(connection.malformed() > fuzz.expectedMalformed, seed);
+                // Nothing after it can be found: counted once, and the client let go.
+                awaitUntil(connection::isClosed);
+                assertTrue(connection.ringCorrupt());
+                assertEquals(fuzz.expectedMalformed + 1, connection.malformed(), seed);
                 assertEquals(fuzz.expectedRecords, connection.records(), seed);
+                assertTrue(HeapprofdServiceTest.hungUp(fuzzer.socket), "the service closed the corrupt client's socket");
             }
             awaitUntil(() -> closed(service, Os.pid()));
             assertEquals("done\n", peer.awaitSuccess());
@@ -205,8 +208,16 @@ class HeapprofdMalformedRecordsTest {
             return record;
         }
 
+        /** Whether the service refuses the Malloc whole: a sample larger than any process can allocate. */
+        private static boolean sampleRefused(AllocMetadata metadata) {
+            return Long.compareUnsigned(metadata.sampleSize(), ClientConnection.MAX_SAMPLE_BYTES) > 0;
+        }
+
         /** A Java stack of up to 6 frames, each one defined before or defined here. */
         private byte[] javaMalloc() {
+            int heapId = heapId();
+            AllocMetadata metadata = metadata(heapId, AllocMetadata.ARCH_JAVA);
+            int definedBefore = javaFrames;
             ByteArrayOutputStream stack = new ByteArrayOutputStream();
             int frames = random.nextInt(7);
             for (int i = 0; i < frames; i++) {
@@ -216,9 +227,13 @@ class HeapprofdMalformedRecordsTest {
                     define(stack, javaFrames++);
                 }
             }
-            int heapId = heapId();
+            if (sampleRefused(metadata)) {
+                // The service never reads the stack: its definitions are not made.
+                javaFrames = definedBefore;
+                return malformed(malloc(metadata, stack.toByteArray()));
+            }
             booked(heapId);
-            return malloc(metadata(heapId, AllocMetadata.ARCH_JAVA), stack.toByteArray());
+            return malloc(metadata, stack.toByteArray());
         }
 
         private void define(ByteArrayOutputStream stack, long id) {
@@ -267,10 +282,15 @@ class HeapprofdMalformedRecordsTest {
                     }
                 }
             }
-            expectedMalformed++;
             int heapId = heapId();
+            AllocMetadata metadata = metadata(heapId, AllocMetadata.ARCH_JAVA);
+            byte[] record = malloc(metadata, stack.toByteArray());
+            if (sampleRefused(metadata)) {
+                return malformed(record);
+            }
+            expectedMalformed++;
             booked(heapId);
-            return malloc(metadata(heapId, AllocMetadata.ARCH_JAVA), stack.toByteArray());
+            return record;
         }
 
         private byte[] unterminatedVarint() {
@@ -315,6 +335,9 @@ class HeapprofdMalformedRecordsTest {
                 metadata.registers().set(Layouts.LONG_UNALIGNED, X86_64_RSP, sp);
                 metadata.registers().set(Layouts.LONG_UNALIGNED, X86_64_RBP, sp + 8L * random.nextInt(stack.length / 8 + 1));
                 metadata.registers().set(Layouts.LONG_UNALIGNED, X86_64_RIP, MAPPED_PC);
+            }
+            if (sampleRefused(metadata)) {
+                return malformed(malloc(metadata, stack));
             }
             expectedNativeStacks++;
             booked(heapId);

@@ -180,7 +180,7 @@ class HeapprofdServiceTest {
     }
 
     /** Whether the other end closed: end of stream, or a reset when it left bytes unread. */
-    private static boolean hungUp(UnixSocket socket) {
+    static boolean hungUp(UnixSocket socket) {
         try {
             return socket.receive(new byte[16], 0).bytes() == 0;
         } catch (NativeException e) {

@@ -165,12 +165,10 @@ final class ClientConnection implements Runnable {
                 }
                 List<Frame> stack;
                 if (alloc.arch() == AllocMetadata.ARCH_JAVA) {
-                    List<String> names = javaStacks.decode(record.stack());
-                    if (names == null) {
+                    stack = javaStacks.decode(record.copy(), WireRecord.STACK_OFFSET, record.stackSize());
+                    if (stack == null) {
                         malformed++;
                         stack = UNKNOWN_STACK;
-                    } else {
-                        stack = names.stream().map(Frame::java).toList();
                     }
                 } else {
                     stack = unwind(alloc);

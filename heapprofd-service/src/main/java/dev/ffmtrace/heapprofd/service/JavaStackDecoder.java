@@ -19,15 +19,20 @@ import java.util.List;
  */
 final class JavaStackDecoder {
 
-    private final List<String> frames = new ArrayList<>();
+    /** The frames the connection defined, by id: made once, booked by every stack that uses them. */
+    private final List<Frame> frames = new ArrayList<>();
+    private final FrameBuffer stack = new FrameBuffer(AllocMetadata.MAX_JAVA_STACK_DEPTH);
     private final VarIntReader varint = new VarIntReader();
 
-    /** The stack's frames, innermost first; null if the payload is not a valid stack. */
-    List<String> decode(MemorySegment payload) {
-        List<String> stack = new ArrayList<>();
+    /**
+     * The frames of the stack in the {@code size} bytes at {@code offset}, innermost first,
+     * in a buffer the next decode fills again; null if they are not a valid stack.
+     */
+    List<Frame> decode(MemorySegment payload, long offset, long size) {
+        stack.clear();
         int definedBefore = frames.size();
-        long at = 0;
-        long end = payload.byteSize();
+        long at = offset;
+        long end = offset + size;
         while (at < end) {
             at = varint.read(payload, at, end);
             if (at < 0 || stack.size() == AllocMetadata.MAX_JAVA_STACK_DEPTH) {
@@ -43,7 +48,8 @@ final class JavaStackDecoder {
                         || length > end - at) {
                     return undo(definedBefore);
                 }
-                frames.add(new String(payload.asSlice(at, length).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8));
+                frames.add(Frame.java(
+                        new String(payload.asSlice(at, length).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8)));
                 at += length;
             } else if (id >= frames.size()) {
                 return undo(definedBefore);
@@ -54,7 +60,7 @@ final class JavaStackDecoder {
     }
 
     /** Forgets the frames a rejected stack defined: the client takes them back too. */
-    private List<String> undo(int definedBefore) {
+    private List<Frame> undo(int definedBefore) {
         frames.subList(definedBefore, frames.size()).clear();
         return null;
     }

@@ -89,7 +89,7 @@ class HeapprofdClientTest {
         return frames;
     }
 
-    private static long varint(byte[] bytes, int[] at) {
+    static long varint(byte[] bytes, int[] at) {
         long value = 0;
         for (int shift = 0; ; shift += 7) {
             byte b = bytes[at[0]++];

@@ -26,10 +26,10 @@ class JavaStackEncoderTest {
         List<Frame> frames = new ArrayList<>();
         int[] at = {0};
         while (at[0] < length) {
-            long tagged = varInt(bytes, at);
+            long tagged = HeapprofdClientTest.varint(bytes, at);
             String name = null;
             if ((tagged & 1) != 0) {
-                int nameLength = (int) varInt(bytes, at);
+                int nameLength = (int) HeapprofdClientTest.varint(bytes, at);
                 name = new String(bytes, at[0], nameLength, StandardCharsets.UTF_8);
                 at[0] += nameLength;
             }
@@ -37,17 +37,6 @@ class JavaStackEncoderTest {
         }
         assertEquals(length, at[0], "the payload ends with its last frame");
         return frames;
-    }
-
-    private static long varInt(byte[] bytes, int[] at) {
-        long value = 0;
-        for (int shift = 0; ; shift += 7) {
-            byte b = bytes[at[0]++];
-            value |= (long) (b & 0x7f) << shift;
-            if (b >= 0) {
-                return value;
-            }
-        }
     }
 
     private static List<Frame> encodeHere(JavaStackEncoder encoder) {

@@ -9,6 +9,7 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -176,6 +177,46 @@ class HeapprofdServiceTest {
             }
             // The one that never sent its handshake is let go when the service closes.
             assertTrue(hungUp(silent));
+        }
+    }
+
+    @Test
+    // A service that never let it go would leave the last receive blocked: a failure, not a hang.
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+    void aClientThatNeverReadsItsConfigurationCostsOnlyItself() throws Exception {
+        HeapprofdService service = HeapprofdService.start(address(), everyByte("java.ffm"), 1 << 16);
+        try (UnixSocket mute = UnixSocket.connect(service.address())) {
+            try (service) {
+                int maps = Os.openReadOnly(Path.of("/proc/self/maps"));
+                int mem = Os.openReadOnly(Path.of("/proc/self/mem"));
+                try {
+                    mute.send(new byte[] {0}, maps, mem);
+                } finally {
+                    Os.closeFd(maps);
+                    Os.closeFd(mem);
+                }
+                awaitUntil(() -> service.clients().size() == 1);
+                // Its configuration and ring lie unread in its socket while the next client is served.
+                try (HeapprofdClient client = HeapprofdClient.connect(service.address())) {
+                    int heap = client.registerHeap("java.ffm");
+                    assertTrue(client.reportAllocation(heap, 0x1000, 64));
+                    awaitUntil(() -> service.totals().records() >= 2);
+                }
+            }
+            // The service let it go when it closed: what it was sent, then the end of the stream.
+            long received = 0;
+            byte[] bytes = new byte[ClientConfiguration.SIZE];
+            for (;;) {
+                UnixSocket.Received read = mute.receive(bytes, 1);
+                for (int fd : read.fds()) {
+                    Os.closeFd(fd);
+                }
+                if (read.bytes() <= 0) {
+                    break;
+                }
+                received += read.bytes();
+            }
+            assertEquals(ClientConfiguration.SIZE, received);
         }
     }
 

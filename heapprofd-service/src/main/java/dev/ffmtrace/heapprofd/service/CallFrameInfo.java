@@ -29,6 +29,11 @@ final class CallFrameInfo {
     /** The only encoding of .eh_frame_hdr's table searched in place: 8-byte entries relative to the section. */
     private static final int HDR_TABLE_ENCODING = DW_EH_PE_DATAREL | DW_EH_PE_SDATA4;
     private static final int HDR_ENTRY_SIZE = 8;
+    /**
+     * Longer than any augmentation string a toolchain writes ("zPLR", "zRS"): a CIE is read
+     * again for each of its FDEs, so its string must not cost the length of the section.
+     */
+    private static final int MAX_AUGMENTATION_BYTES = 16;
 
     /** The CIE fields an FDE's instructions and pointers are read with. */
     private record Cie(long codeAlignment, long dataAlignment, int pointerEncoding, boolean augmentationData,
@@ -258,6 +263,9 @@ final class CallFrameInfo {
         int augmentation = cursor.position();
         while (cursor.u8() != 0) {
             // The augmentation string, read again below once the fields before its data are.
+            if (cursor.position() - augmentation > MAX_AUGMENTATION_BYTES) {
+                throw new CfiRefusal("augmentation string longer than " + MAX_AUGMENTATION_BYTES + " bytes");
+            }
         }
         int augmentationEnd = cursor.position() - 1;
         long codeAlignment = cursor.uleb128();

@@ -316,8 +316,8 @@ class CallFrameInfoTest {
         long udata2 = FUNCTION + 0x200;
         frames.fde(twoBytes, new Bytes().u16((int) udata2).u16(0x10).uleb(0).u8(DEF_CFA_OFFSET, 40));
         // The refused: .debug_frame's version 4, another architecture's return address column,
-        // an augmentation without "z", indirect FDE pointers.
-        long[] refused = {FUNCTION + 0x300, FUNCTION + 0x400, FUNCTION + 0x500, FUNCTION + 0x600};
+        // an augmentation without "z", indirect FDE pointers, an augmentation string longer than any.
+        long[] refused = {FUNCTION + 0x300, FUNCTION + 0x400, FUNCTION + 0x500, FUNCTION + 0x600, FUNCTION + 0x700};
         int version4 = frames.cie(new Bytes().u8(4).u8(0).u8(8, 0).uleb(1).sleb(-8).uleb(16).u8(DEF_CFA, RSP, 8));
         frames.fde(version4, new Bytes().u64(refused[0]).u64(0x10));
         int arm = frames.cie(new Bytes().u8(1).u8(0).uleb(4).sleb(-8).u8(30).u8(DEF_CFA, 31, 0));
@@ -327,6 +327,13 @@ class CallFrameInfoTest {
         int indirect = frames.cie(new Bytes().u8(1).u8('z', 'R', 0).uleb(1).sleb(-8).u8(16).uleb(1).u8(0x80 | 0x03)
                 .u8(DEF_CFA, RSP, 8, OFFSET | 16, 1));
         frames.fde(indirect, new Bytes().u32(refused[3]).u32(0x10).uleb(0));
+        Bytes longAugmentation = new Bytes().u8(1).u8('z');
+        for (int i = 0; i < 16; i++) {
+            longAugmentation.u8('S');
+        }
+        int tooLong = frames.cie(longAugmentation.u8(0).uleb(1).sleb(-8).u8(16).uleb(0)
+                .u8(DEF_CFA, RSP, 8, OFFSET | 16, 1));
+        frames.fde(tooLong, new Bytes().u64(refused[4]).u64(0x10).uleb(0));
 
         CallFrameInfo cfi = frames.read();
         assertEquals(rule(RSP, 24, RBP_SAME, 0), cfi.ruleAt(cxx + 0xf));

@@ -29,17 +29,18 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The service's side of one record, ns per record: a {@link ClientConnection}'s
  * {@link ClientConnection#read} (the method its thread calls on each record of the ring)
- * copies the record, unwinds a Malloc's native stack by frame pointers, symbolizes its
- * frames and books it, or books a Free. The records are the C client's, byte for byte
+ * copies the record, unwinds a Malloc's native stack by the CFI of its frames, symbolizes
+ * its frames and books it, or books a Free. The records are the C client's, byte for byte
  * ({@link WireRecords}), and the process is this JVM: its {@code /proc/self/maps} and
- * {@code mem}, and a stack of {@code depth} frames built in its memory whose return addresses
- * are in libc's functions, so the walk reads the process's real mappings and ELF symbols
- * (once; then the unwinder's cache of frames by pc). The record carries the stack from its
- * stack pointer to 1 KiB past the outermost frame, all of the chain, as a client's copy does.
- * {@code mallocThenFree} is a sampled allocation's life, a Malloc then the Free of its
- * address (two records per invocation); {@code unsampledFree} is the most common record, a
- * Free of an address the books do not hold. The class is in the service's package to reach
- * the connection's package-private reader.
+ * {@code mem}, and a stack of {@code depth} frames built in its memory whose pcs are the
+ * first bytes of libc's functions, where their CFI puts the CFA 8 bytes above rsp and the
+ * return address at rsp, so the walk reads the process's real mappings, ELF symbols and
+ * .eh_frame (once; then the unwinder's caches of rules and frames by pc). The record
+ * carries {@value #FRAME_BYTES} bytes of stack per frame and 1 KiB more, as a client's copy
+ * of a stack of such frames would. {@code mallocThenFree} is a sampled allocation's life, a
+ * Malloc then the Free of its address (two records per invocation); {@code unsampledFree}
+ * is the most common record, a Free of an address the books do not hold. The class is in
+ * the service's package to reach the connection's package-private reader.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
@@ -49,7 +50,7 @@ import org.openjdk.jmh.annotations.Warmup;
 public class HeapprofdServiceBenchmark {
     private static final int HEAP_ID = 0;
     private static final long ADDRESS = 0x7f00_0000_1000L;
-    /** Bytes between two frame pointers: a frame's locals and saved registers. */
+    /** The stack a typical frame takes, its locals and saved registers: what the record's copy carries per frame. */
     private static final long FRAME_BYTES = 0x60;
     private static final long SLACK_BYTES = 1024;
     // unwindstack's x86-64 register order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
@@ -79,21 +80,19 @@ public class HeapprofdServiceBenchmark {
             if (depth > FUNCTIONS.size()) {
                 throw new IllegalArgumentException("at most " + FUNCTIONS.size() + " frames: " + depth);
             }
-            long chain = depth * FRAME_BYTES;
-            MemorySegment stack = arena.allocate(chain + SLACK_BYTES, 16);
+            MemorySegment stack = arena.allocate(depth * FRAME_BYTES + SLACK_BYTES, 16);
             long sp = stack.address();
-            // Frame i at sp + i * FRAME_BYTES: its caller's frame pointer, then the return address into its caller.
+            // Frame i's return address is the word at sp + 8i: one byte into its caller's function,
+            // so that the row looked up, a byte before it, is the entry's.
             for (int i = 0; i < depth; i++) {
-                long fp = i * FRAME_BYTES;
                 boolean outermost = i == depth - 1;
-                stack.set(Layouts.LONG_UNALIGNED, fp, outermost ? 0 : sp + fp + FRAME_BYTES);
-                stack.set(Layouts.LONG_UNALIGNED, fp + 8, outermost ? 0 : function(FUNCTIONS.get(i + 1)) + 5);
+                stack.set(Layouts.LONG_UNALIGNED, 8L * i, outermost ? 0 : function(FUNCTIONS.get(i + 1)) + 1);
             }
             AllocMetadata alloc = new AllocMetadata().arch(AllocMetadata.ARCH_X86_64).stackPointer(sp)
                     .heapId(HEAP_ID).allocAddress(ADDRESS).allocSize(64).sampleSize(64);
-            alloc.registers().set(Layouts.LONG_UNALIGNED, RBP_OFFSET, sp);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, RBP_OFFSET, 0);
             alloc.registers().set(Layouts.LONG_UNALIGNED, RSP_OFFSET, sp);
-            alloc.registers().set(Layouts.LONG_UNALIGNED, RIP_OFFSET, function(FUNCTIONS.getFirst()) + 4);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, RIP_OFFSET, function(FUNCTIONS.getFirst()));
             malloc = arena.allocate(WireRecords.mallocRecordSize(stack.byteSize()), 8);
             WireRecords.writeMalloc(malloc, 0, alloc, stack, 0, stack.byteSize());
             free = arena.allocate(WireRecords.FREE_RECORD_SIZE, 8);

@@ -16,7 +16,8 @@ import java.util.List;
 /**
  * What the unwinder needs of an ELF file a client maps: its loadable segments (a file
  * offset to the address the file's symbols use), the function symbols of {@code .symtab}
- * and {@code .dynsym} (an address to a function name), and its GNU build id.
+ * and {@code .dynsym} (an address to a function name), its GNU build id, and the call
+ * frame information of {@code .eh_frame} ({@link CallFrameInfo}), found by section name.
  *
  * <p>The file is the client's choice (a path in its maps), so it is untrusted: only 64-bit
  * little-endian ELF is read; every table is copied before it is parsed, bounded in size
@@ -33,6 +34,7 @@ final class ElfFile {
     private static final int MAX_NOTES_BYTES = 64 << 10;
     private static final int MAX_BUILD_ID_BYTES = 64;
     private static final int MAX_NAME_BYTES = 1024;
+    private static final int MAX_SECTION_NAMES_BYTES = 1 << 20;
     /** How far back a lookup looks for a symbol that holds the address when the nearest does not. */
     private static final int OVERLAP_SCAN = 16;
 
@@ -45,9 +47,12 @@ final class ElfFile {
     private static final int SHT_SYMTAB = 2;
     private static final int SHT_DYNSYM = 11;
     private static final int SHT_STRTAB = 3;
+    private static final int SHT_NOBITS = 8;
     private static final int STT_FUNC = 2;
     private static final int STT_GNU_IFUNC = 10;
     private static final int NT_GNU_BUILD_ID = 3;
+    private static final byte[] EH_FRAME = ".eh_frame".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] EH_FRAME_HDR = ".eh_frame_hdr".getBytes(StandardCharsets.US_ASCII);
 
     /** The file's bytes. */
     interface Source {
@@ -71,9 +76,10 @@ final class ElfFile {
     private final byte[] nameTableOf;
     private final String[] names;
     private final byte[] buildId;
+    private final CallFrameInfo callFrameInfo;
 
     private ElfFile(Segment[] segments, long[] starts, long[] sizes, int[] nameOffsets, byte[][] nameTables,
-                    byte[] nameTableOf, byte[] buildId) {
+                    byte[] nameTableOf, byte[] buildId, CallFrameInfo callFrameInfo) {
         this.segments = segments;
         this.starts = starts;
         this.sizes = sizes;
@@ -82,6 +88,7 @@ final class ElfFile {
         this.nameTableOf = nameTableOf;
         this.names = new String[starts.length];
         this.buildId = buildId;
+        this.callFrameInfo = callFrameInfo;
     }
 
     /**
@@ -130,6 +137,7 @@ final class ElfFile {
         int phnum = Short.toUnsignedInt(header.getShort(0x38));
         int shentsize = Short.toUnsignedInt(header.getShort(0x3a));
         int shnum = Short.toUnsignedInt(header.getShort(0x3c));
+        int shstrndx = Short.toUnsignedInt(header.getShort(0x3e));
 
         List<Segment> segments = new ArrayList<>();
         byte[] buildId = null;
@@ -151,6 +159,7 @@ final class ElfFile {
         }
 
         Symbols symbols = new Symbols();
+        CallFrameInfo callFrameInfo = null;
         if (shentsize >= SHDR_SIZE && shnum <= MAX_SECTIONS) {
             ByteBuffer sections = copyTable(bounded, shoff, shentsize, shnum);
             for (int i = 0; sections != null && i < shnum; i++) {
@@ -159,8 +168,67 @@ final class ElfFile {
                     symbols.read(bounded, sections, shentsize, shnum, i);
                 }
             }
+            if (sections != null) {
+                callFrameInfo = callFrameInfo(bounded, sections, shentsize, shnum, shstrndx);
+            }
         }
-        return symbols.build(segments.toArray(Segment[]::new), buildId);
+        return symbols.build(segments.toArray(Segment[]::new), buildId, callFrameInfo);
+    }
+
+    /** The CFI of the sections named .eh_frame and .eh_frame_hdr; null without a readable .eh_frame. */
+    private static CallFrameInfo callFrameInfo(Source source, ByteBuffer sections, int shentsize, int shnum,
+                                               int namesSection) throws IOException {
+        if (namesSection <= 0 || namesSection >= shnum) {
+            return null;
+        }
+        int names = namesSection * shentsize;
+        long namesSize = sections.getLong(names + 32);
+        if (namesSize <= 0 || namesSize > MAX_SECTION_NAMES_BYTES) {
+            return null;
+        }
+        ByteBuffer nameTable = copy(source, sections.getLong(names + 24), (int) namesSize);
+        if (nameTable == null) {
+            return null;
+        }
+        int frames = -1;
+        int header = -1;
+        for (int i = 0; i < shnum; i++) {
+            int at = i * shentsize;
+            if (sections.getInt(at + 4) != SHT_NOBITS) {
+                long name = Integer.toUnsignedLong(sections.getInt(at));
+                if (named(nameTable, name, EH_FRAME)) {
+                    frames = at;
+                } else if (named(nameTable, name, EH_FRAME_HDR)) {
+                    header = at;
+                }
+            }
+        }
+        ByteBuffer framesBytes = frames < 0 ? null : section(source, sections, frames);
+        if (framesBytes == null) {
+            return null;
+        }
+        ByteBuffer headerBytes = header < 0 ? null : section(source, sections, header);
+        return CallFrameInfo.of(framesBytes.array(), sections.getLong(frames + 16),
+                headerBytes == null ? null : headerBytes.array(), header < 0 ? 0 : sections.getLong(header + 16));
+    }
+
+    /** Whether the name at {@code offset} of the section names is {@code expected}, whole. */
+    private static boolean named(ByteBuffer names, long offset, byte[] expected) {
+        if (offset > names.limit() - expected.length - 1) {
+            return false;
+        }
+        for (int i = 0; i < expected.length; i++) {
+            if (names.get((int) offset + i) != expected[i]) {
+                return false;
+            }
+        }
+        return names.get((int) offset + expected.length) == 0;
+    }
+
+    /** The bytes of the section whose header is at {@code at}; null if they are not all in the file, or too many. */
+    private static ByteBuffer section(Source source, ByteBuffer sections, int at) throws IOException {
+        long size = sections.getLong(at + 32);
+        return size <= 0 || size > MAX_TABLE_BYTES ? null : copy(source, sections.getLong(at + 24), (int) size);
     }
 
     /**
@@ -199,6 +267,11 @@ final class ElfFile {
     /** Function symbols read, both tables together. */
     int symbolCount() {
         return starts.length;
+    }
+
+    /** The call frame information of .eh_frame, or null if the file has none that can be read. */
+    CallFrameInfo callFrameInfo() {
+        return callFrameInfo;
     }
 
     /** The GNU build id (the NT_GNU_BUILD_ID note), in hex; null if the file has none. */
@@ -308,7 +381,7 @@ final class ElfFile {
             }
         }
 
-        ElfFile build(Segment[] segments, byte[] buildId) {
+        ElfFile build(Segment[] segments, byte[] buildId, CallFrameInfo callFrameInfo) {
             Integer[] order = new Integer[count];
             for (int i = 0; i < count; i++) {
                 order[i] = i;
@@ -325,7 +398,7 @@ final class ElfFile {
                 sortedTables[i] = nameTableOf[order[i]];
             }
             return new ElfFile(segments, sortedStarts, sortedSizes, sortedNames, nameTables.toArray(byte[][]::new),
-                    sortedTables, buildId);
+                    sortedTables, buildId, callFrameInfo);
         }
     }
 

@@ -16,17 +16,24 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
- * Unwinds a native client's Malloc records by frame pointers (x86-64): from the record's
- * rip, rbp and rsp, each frame's saved rbp and return address are the two words at its
- * rbp, read from the record's stack copy or, beyond it, from the process
- * ({@link StackOverlayMemory}). The walk ends at a null frame pointer or return address,
- * and at a frame pointer that is unaligned, not above the last one or outside the stack's
- * mapping: the mark of a caller built without frame pointers, or of the stack's start.
+ * Unwinds a native client's Malloc records (x86-64) from the record's rip, rbp and rsp, a
+ * frame at a time, reading stack words from the record's stack copy or, beyond it, from
+ * the process ({@link StackOverlayMemory}). A frame whose pc has call frame information in
+ * its ELF file's {@code .eh_frame} ({@link CallFrameInfo}) is stepped by it: the CFA is rsp
+ * or rbp plus an offset, the return address and a saved rbp are words below the CFA, and
+ * the caller's rsp is the CFA; for a caller the row looked up is the call's, at its return
+ * address minus one. Any other frame (no FDE, or CFI the unwinder does not follow, such as
+ * a DWARF expression) is stepped by its frame pointer: the caller's rbp and the return
+ * address are the two words at rbp. The walk ends at a null return address, at a return
+ * address the CFI marks undefined (the stack's start), and at a CFA or frame pointer that
+ * is unaligned, not above the last CFA or outside the stack's mapping: the mark of a
+ * caller built without frame pointers or CFI, or of the stack's start.
  * Each pc is found in the process's mappings (its {@code /proc/PID/maps}, read again when a
  * pc falls outside every known mapping, at most every 500 ms as Perfetto's unwinder does)
  * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file, and only
  * if the file at the mapping's path is still the one mapped, its inode the same), or
- * {@code module+0xoffset} without one.
+ * {@code module+0xoffset} without one. The rule at each pc is kept, as the frame named
+ * there is, so that a stack seen before costs no parsing, nor allocation.
  *
  * <p>The leaf frames of the client library itself (its malloc hooks) are dropped, as
  * Perfetto's unwinder skips its client's maps: they are in every stack and are not the
@@ -44,6 +51,9 @@ final class Unwinder implements AutoCloseable {
     static final Set<String> CLIENT_LIBRARIES = Set.of("libffmtrace_heapprofd.so");
     private static final int MAX_ELF_FILES = 4096;
     private static final int MAX_FRAMES_CACHED = 1 << 16;
+    private static final int MAX_RULES_CACHED = 1 << 16;
+    /** What {@link #rulesByPc} keeps for a pc without a rule: its frame is stepped by its frame pointer. */
+    private static final CfaRule NO_RULE = new CfaRule(-1, 0, false, 0, CfaRule.RBP_SAME, 0);
     // unwindstack's x86-64 register order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
     private static final long RBP_OFFSET = 6 * 8;
     private static final long RSP_OFFSET = 7 * 8;
@@ -65,6 +75,7 @@ final class Unwinder implements AutoCloseable {
     private final LongSupplier nanoTime;
     private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
     private final LongMap<Frame> framesByPc = new LongMap<>();
+    private final LongMap<CfaRule> rulesByPc = new LongMap<>();
     private final long[] pcs = new long[MAX_FRAMES];
     private final Mappings.Mapping[] pcMappings = new Mappings.Mapping[MAX_FRAMES];
     /** The last unwind's frames: the walk's, and an error frame. */
@@ -107,6 +118,7 @@ final class Unwinder implements AutoCloseable {
 
         Mappings.Mapping stackMapping = mappings.find(sp);
         long stackEnd = stackMapping != null ? stackMapping.end() : alloc.stackPointer() + stackSize;
+        // The CFA of the last frame stepped: the next must be above it.
         long lowest = sp;
         int count = 0;
         Error error = null;
@@ -119,25 +131,48 @@ final class Unwinder implements AutoCloseable {
             pcs[count] = pc;
             pcMappings[count] = mapping;
             count++;
-            if (fp == 0 || (fp & 7) != 0 || Long.compareUnsigned(fp, lowest) < 0
-                    || Long.compareUnsigned(fp, stackEnd - 16) > 0) {
-                break;
+            // A caller's pc is a return address, past its call and perhaps past its function (a call
+            // to a function that does not return): the call's row is the byte before it.
+            CfaRule rule = rule(count == 1 ? pc : pc - 1, mapping);
+            long cfa;
+            if (rule != null) {
+                if (rule.outermost()) {
+                    break;
+                }
+                cfa = (rule.cfaRegister() == CfaInterpreter.DWARF_RSP ? sp : fp) + rule.cfaOffset();
+                if ((cfa & 7) != 0 || Long.compareUnsigned(cfa, lowest) <= 0 || Long.compareUnsigned(cfa, stackEnd) > 0) {
+                    break;
+                }
+            } else {
+                if (fp == 0 || (fp & 7) != 0 || Long.compareUnsigned(fp, lowest) < 0
+                        || Long.compareUnsigned(fp, stackEnd - 16) > 0) {
+                    break;
+                }
+                cfa = fp + 16;
             }
             if (count == MAX_FRAMES) {
                 error = Error.MAX_FRAME_EXCEEDED;
                 break;
             }
-            if (!memory.readWord(fp + 8)) {
+            // The return address and the caller's rbp: at the CFA's rule's slots, or the two words at rbp.
+            if (!memory.readWord(rule != null ? cfa + rule.returnAddressOffset() : fp + 8)) {
                 error = Error.MEMORY_INVALID;
                 break;
             }
             pc = memory.value();
-            if (!memory.readWord(fp)) {
-                error = Error.MEMORY_INVALID;
-                break;
+            if (rule == null || rule.rbpRule() == CfaRule.RBP_SAVED) {
+                if (!memory.readWord(rule != null ? cfa + rule.rbpOffset() : fp)) {
+                    error = Error.MEMORY_INVALID;
+                    break;
+                }
+                fp = memory.value();
+            } else if (rule.rbpRule() == CfaRule.RBP_VALUE) {
+                fp = cfa + rule.rbpOffset();
+            } else if (rule.rbpRule() == CfaRule.RBP_UNDEFINED) {
+                fp = 0;
             }
-            lowest = fp + 16;
-            fp = memory.value();
+            sp = cfa;
+            lowest = cfa;
             if (pc == 0) {
                 break;
             }
@@ -178,6 +213,7 @@ final class Unwinder implements AutoCloseable {
             mappings = Mappings.parse(text);
             // A pc may now be another file's.
             framesByPc.clear();
+            rulesByPc.clear();
         }
     }
 
@@ -191,6 +227,28 @@ final class Unwinder implements AutoCloseable {
             framesByPc.put(pc, frame);
         }
         return frame;
+    }
+
+    /**
+     * The rule of the CFI row at {@code pc} in {@code mapping}'s ELF file; null if there is
+     * none the unwinder follows.
+     */
+    private CfaRule rule(long pc, Mappings.Mapping mapping) {
+        CfaRule rule = rulesByPc.get(pc);
+        if (rule == null) {
+            ElfFile elf = mapping.isFile() ? elfFile(mapping) : null;
+            CallFrameInfo cfi = elf == null ? null : elf.callFrameInfo();
+            long vaddr = cfi == null ? -1 : elf.vaddrOf(pc - mapping.start() + mapping.offset());
+            rule = vaddr == -1 ? null : cfi.ruleAt(vaddr);
+            if (rule == null) {
+                rule = NO_RULE;
+            }
+            if (rulesByPc.size() == MAX_RULES_CACHED) {
+                rulesByPc.clear();
+            }
+            rulesByPc.put(pc, rule);
+        }
+        return rule == NO_RULE ? null : rule;
     }
 
     private Frame symbolize(long pc, Mappings.Mapping mapping) {

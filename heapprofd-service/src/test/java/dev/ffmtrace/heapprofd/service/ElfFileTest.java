@@ -30,7 +30,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The ELF reader against real files, checked with binutils' own reading of them (nm,
  * readelf): the test program, with its .symtab, and libc, stripped to its .dynsym; then
- * mutated ELF bytes, which it must refuse or read without an exception, in bounded time.
+ * mutated ELF bytes, which it must refuse or read without an exception, in bounded time;
+ * what it reads of them answers for symbols and CFI rules without one either.
  */
 class ElfFileTest {
     @TempDir
@@ -181,6 +182,9 @@ class ElfFileTest {
                 long address = random.nextInt(0x5000);
                 elf.functionAt(address);
                 elf.vaddrOf(address);
+                if (elf.callFrameInfo() != null) {
+                    elf.callFrameInfo().ruleAt(address);
+                }
             }
             elf.buildId();
         }

@@ -20,6 +20,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -103,6 +104,63 @@ class HeapprofdServiceTest {
         }
     }
 
+    /**
+     * The same pattern from a program built without frame pointers: only .eh_frame unwinds
+     * it, through a(), b() and main, then libc's start-up code (which has no frame pointers
+     * either) to _start, whose CFI ends the stack.
+     */
+    @Test
+    void aProgramWithoutFramePointersIsUnwoundByItsCfi() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
+            Process process = preloaded(service, "heapprofd_cfi").start();
+            process.getInputStream().readAllBytes();
+            assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, process.exitValue());
+            awaitUntil(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
+                    && bytesUnder(service.folded(true), ";main;b") == 1_500_000);
+            List<String> unreleased = service.folded(true);
+            List<String> allocated = service.folded(false);
+            assertEquals(1_000_000, bytesUnder(unreleased, ";main;a"), unreleased.toString());
+            assertEquals(1_000_000, bytesUnder(allocated, ";main;a"), allocated.toString());
+            assertEquals(1_500_000, bytesUnder(unreleased, ";main;b"), unreleased.toString());
+            assertEquals(3_000_000, bytesUnder(allocated, ";main;b"), allocated.toString());
+            for (String leaf : List.of(";main;a ", ";main;b ")) {
+                List<String> lines = allocated.stream().filter(line -> line.contains(leaf)).toList();
+                assertEquals(1, lines.size(), lines.toString());
+                assertTrue(lines.getFirst().startsWith("heapprofd_cfi (" + process.pid() + ");_start;"), lines.getFirst());
+                assertFalse(lines.getFirst().contains("malloc"), lines.getFirst());
+            }
+            assertEquals(0, service.totals().malformed());
+            assertEquals(0, service.totals().unwindingErrors(), allocated.toString());
+        }
+    }
+
+    /**
+     * A comparison function that allocates, called by libc's qsort: its stacks go through
+     * libc's frames, which have no frame pointers, to main and on to _start.
+     */
+    @Test
+    void aStackThroughLibcsQsortUnwindsToMain() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
+            Process process = preloaded(service, "heapprofd_cfi", "qsort").start();
+            process.getInputStream().readAllBytes();
+            assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, process.exitValue());
+            awaitUntil(() -> bytesUnder(service.folded(false), ";compare") > 0);
+            List<String> allocated = service.folded(false);
+            List<String> lines = allocated.stream().filter(line -> line.contains(";compare ")).toList();
+            assertFalse(lines.isEmpty(), allocated.toString());
+            for (String line : lines) {
+                assertTrue(line.startsWith("heapprofd_cfi (" + process.pid() + ");_start;"), line);
+                String throughLibc = line.substring(line.indexOf(";main;") + ";main;".length(), line.indexOf(";compare "));
+                assertTrue(throughLibc.startsWith("qsort"), line);
+                assertTrue(Pattern.matches("[\\w.]+(;(qsort\\w*|libc\\.so\\.6\\+0x\\p{XDigit}+))*", throughLibc), line);
+                assertEquals(0, Long.parseLong(line.substring(line.lastIndexOf(' ') + 1)) % 7000, line);
+            }
+            assertEquals(0, service.totals().unwindingErrors(), allocated.toString());
+        }
+    }
+
     @Test
     void aStackLargerThanItsCopyIsReadFromTheLiveProcess() throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
@@ -145,8 +203,13 @@ class HeapprofdServiceTest {
     }
 
     static ProcessBuilder pattern(HeapprofdService service, String... args) {
+        return preloaded(service, "heapprofd_pattern", args);
+    }
+
+    /** The test program {@code program} with the C client preloaded, its socket the service's. */
+    static ProcessBuilder preloaded(HeapprofdService service, String program, String... args) {
         List<String> command = new ArrayList<>();
-        command.add(CPrograms.program("heapprofd_pattern").toString());
+        command.add(CPrograms.program(program).toString());
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command);
         builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());

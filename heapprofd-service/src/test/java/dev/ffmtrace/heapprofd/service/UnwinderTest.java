@@ -22,9 +22,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The frame-pointer walk over synthetic stacks: the test program's functions mapped at a
- * made-up address, the client library's hook at the leaf, a stack of hand-made frames;
- * then a stack whose outer frames are only in this process's memory.
+ * The walk over synthetic stacks: the test program's functions mapped at a made-up
+ * address, the client library's hook at the leaf, a stack of hand-made frames (the test
+ * program has frame pointers, so its CFI and its frame pointers agree); a stack whose outer
+ * frames are only in this process's memory; frames of the CFI test program, which has no
+ * frame pointers.
  */
 class UnwinderTest {
     private static final long PROGRAM = 0x5555_5550_0000L;
@@ -243,7 +245,9 @@ class UnwinderTest {
 
     /**
      * A stack in this process's memory, of which the record carries only the first 64 bytes:
-     * the frame beyond them is read through /proc/self/mem, as the service reads a client's.
+     * the words beyond them are read through /proc/self/mem, as the service reads a client's.
+     * Each pc is a libc function's first byte, where its CFI puts the CFA 8 bytes above rsp
+     * and the return address at rsp: each frame is the one word of its return address.
      */
     @Test
     void wordsBeyondTheCopyAreReadFromTheProcess() throws IOException {
@@ -254,13 +258,12 @@ class UnwinderTest {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment stack = arena.allocate(0x2000, 16);
             long sp = stack.address();
-            stack.set(Layouts.LONG_UNALIGNED, 0x10, sp + 0x1000);
-            stack.set(Layouts.LONG_UNALIGNED, 0x18, getuid + 1);
-            stack.set(Layouts.LONG_UNALIGNED, 0x1000, 0);
-            stack.set(Layouts.LONG_UNALIGNED, 0x1008, getppid + 1);
+            // A caller's return address points after its call: the row looked up, one byte before, is the entry's.
+            stack.set(Layouts.LONG_UNALIGNED, 0x38, getuid + 1);
+            stack.set(Layouts.LONG_UNALIGNED, 0x40, getppid + 1);
+            stack.set(Layouts.LONG_UNALIGNED, 0x48, 0);
             AllocMetadata alloc = new AllocMetadata().arch(AllocMetadata.ARCH_X86_64).stackPointer(sp);
-            alloc.registers().set(Layouts.LONG_UNALIGNED, 6 * 8, sp + 0x10);
-            alloc.registers().set(Layouts.LONG_UNALIGNED, 7 * 8, sp);
+            alloc.registers().set(Layouts.LONG_UNALIGNED, 7 * 8, sp + 0x38);
             alloc.registers().set(Layouts.LONG_UNALIGNED, 16 * 8, getpid);
             MemorySegment copy = MemorySegment.ofArray(stack.asSlice(0, 0x40).toArray(Layouts.BYTE));
 
@@ -278,6 +281,59 @@ class UnwinderTest {
         } finally {
             Os.closeFd(memFd);
         }
+    }
+
+    /**
+     * The CFI test program, built without frame pointers, at a made-up address: the client's
+     * hook is stepped by its frame pointer, then a() and main by their CFI alone, whatever
+     * rbp holds; main's return address, 0, ends the walk.
+     */
+    @Test
+    void framesWithoutFramePointersAreSteppedByTheirCfi() throws Exception {
+        String program = CPrograms.program("heapprofd_cfi").toString();
+        long programInode = (Long) Files.getAttribute(Path.of(program), "unix:ino");
+        byte[] maps = String.format("""
+                %x-%x r-xp 00000000 08:01 %d %s
+                %x-%x r-xp 00000000 08:01 17 /opt/ffmtrace/libffmtrace_heapprofd.so
+                %x-%x rw-p 00000000 00:00 0 [stack]
+                """, PROGRAM, PROGRAM + 0x5000, programInode, program, CLIENT, CLIENT + 0x1000, STACK,
+                STACK + STACK_SIZE).getBytes(StandardCharsets.US_ASCII);
+        CallFrameInfo cfi = ElfFile.read(program).callFrameInfo();
+        long inA = returnAddressOfCall(program, "a", "malloc");
+        long inMain = returnAddressOfCall(program, "main", "a");
+        long aFrame = cfi.ruleAt(inA - 1).cfaOffset();
+        long mainFrame = cfi.ruleAt(inMain - 1).cfaOffset();
+        assertEquals(CfaInterpreter.DWARF_RSP, cfi.ruleAt(inA - 1).cfaRegister());
+        assertEquals(CfaInterpreter.DWARF_RSP, cfi.ruleAt(inMain - 1).cfaRegister());
+
+        // The hook's frame at SP+0x40: rbp, then the return address into a(), whose frame starts above it.
+        Frames frames = new Frames(CLIENT + 0x123, SP + 0x40);
+        long aSp = SP + 0x50;
+        frames.copy.set(Layouts.LONG_UNALIGNED, 0x40, 0xdead_beefL);
+        frames.copy.set(Layouts.LONG_UNALIGNED, 0x48, PROGRAM + inA);
+        frames.copy.set(Layouts.LONG_UNALIGNED, aSp + aFrame - 8 - SP, PROGRAM + inMain);
+        frames.copy.set(Layouts.LONG_UNALIGNED, aSp + aFrame + mainFrame - 8 - SP, 0);
+        try (Unwinder unwinder = new Unwinder(() -> maps, -1, System::nanoTime)) {
+            assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
+            assertEquals(0, unwinder.errors());
+        }
+    }
+
+    /** The address after the first call of {@code callee} in {@code function}, as objdump disassembles it. */
+    private static long returnAddressOfCall(String program, String function, String callee) throws Exception {
+        boolean inFunction = false;
+        boolean called = false;
+        for (String[] words : ElfFileTest.run("objdump", "-d", "--no-show-raw-insn", program)) {
+            if (words.length == 2 && words[1].endsWith(">:")) {
+                inFunction = words[1].equals("<" + function + ">:");
+            } else if (inFunction && called && words[0].endsWith(":")) {
+                return Long.parseUnsignedLong(words[0].substring(0, words[0].length() - 1), 16);
+            } else if (inFunction && words.length >= 4 && words[1].equals("call")
+                    && (words[3].equals("<" + callee + ">") || words[3].equals("<" + callee + "@plt>"))) {
+                called = true;
+            }
+        }
+        throw new AssertionError(function + " calls no " + callee);
     }
 
     /** The names of the frames {@code unwinder} finds for the stack {@code stack} copies. */

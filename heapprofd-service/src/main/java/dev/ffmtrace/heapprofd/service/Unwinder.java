@@ -50,10 +50,7 @@ final class Unwinder implements AutoCloseable {
     /** The base names of the client libraries whose leaf frames are dropped. */
     static final Set<String> CLIENT_LIBRARIES = Set.of("libffmtrace_heapprofd.so");
     private static final int MAX_ELF_FILES = 4096;
-    private static final int MAX_FRAMES_CACHED = 1 << 16;
-    private static final int MAX_RULES_CACHED = 1 << 16;
-    /** What {@link #rulesByPc} keeps for a pc without a rule: its frame is stepped by its frame pointer. */
-    private static final CfaRule NO_RULE = new CfaRule(-1, 0, false, 0, CfaRule.RBP_SAME, 0);
+    private static final int MAX_PCS_KNOWN = 1 << 16;
     // unwindstack's x86-64 register order: rax rdx rcx rbx rsi rdi rbp rsp r8..r15 rip.
     private static final long RBP_OFFSET = 6 * 8;
     private static final long RSP_OFFSET = 7 * 8;
@@ -70,13 +67,29 @@ final class Unwinder implements AutoCloseable {
     private record FileKey(String path, long inode) {
     }
 
+    /**
+     * What the unwinder learned at one pc (the innermost pc, or a return address less one):
+     * the CFI rule there, and the frame it names once a stack through it is booked. One
+     * lookup per frame finds both.
+     */
+    private static final class KnownPc {
+        /** Null: the frame is stepped by its frame pointer. */
+        final CfaRule rule;
+        Frame frame;
+
+        KnownPc(CfaRule rule) {
+            this.rule = rule;
+        }
+    }
+
     private final Supplier<byte[]> maps;
     private final StackOverlayMemory memory;
     private final LongSupplier nanoTime;
     private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
-    private final LongMap<Frame> framesByPc = new LongMap<>();
-    private final LongMap<CfaRule> rulesByPc = new LongMap<>();
+    private final LongMap<KnownPc> knownPcs = new LongMap<>();
+    /** The walk's pcs, each the innermost pc or a return address less one, and what is known there. */
     private final long[] pcs = new long[MAX_FRAMES];
+    private final KnownPc[] walked = new KnownPc[MAX_FRAMES];
     private final Mappings.Mapping[] pcMappings = new Mappings.Mapping[MAX_FRAMES];
     /** The last unwind's frames: the walk's, and an error frame. */
     private final FrameBuffer frames = new FrameBuffer(MAX_FRAMES + 1);
@@ -128,12 +141,15 @@ final class Unwinder implements AutoCloseable {
                 error = Error.INVALID_MAP;
                 break;
             }
-            pcs[count] = pc;
-            pcMappings[count] = mapping;
-            count++;
             // A caller's pc is a return address, past its call and perhaps past its function (a call
-            // to a function that does not return): the call's row is the byte before it.
-            CfaRule rule = rule(count == 1 ? pc : pc - 1, mapping);
+            // to a function that does not return): the call's row, and its line, are the byte before it.
+            long at = count == 0 ? pc : pc - 1;
+            KnownPc known = known(at, mapping);
+            pcs[count] = at;
+            pcMappings[count] = mapping;
+            walked[count] = known;
+            count++;
+            CfaRule rule = known.rule;
             long cfa;
             if (rule != null) {
                 if (rule.outermost()) {
@@ -183,8 +199,11 @@ final class Unwinder implements AutoCloseable {
             first++;
         }
         for (int i = first; i < count; i++) {
-            // A caller's pc is a return address: the call before it is the caller's line.
-            frames.add(frame(i == 0 ? pcs[i] : pcs[i] - 1, pcMappings[i]));
+            KnownPc known = walked[i];
+            if (known.frame == null) {
+                known.frame = symbolize(pcs[i], pcMappings[i]);
+            }
+            frames.add(known.frame);
         }
         return error == null ? frames : failed(error);
     }
@@ -212,21 +231,21 @@ final class Unwinder implements AutoCloseable {
         if (text != null && text.length > 0) {
             mappings = Mappings.parse(text);
             // A pc may now be another file's.
-            framesByPc.clear();
-            rulesByPc.clear();
+            knownPcs.clear();
         }
     }
 
-    private Frame frame(long pc, Mappings.Mapping mapping) {
-        Frame frame = framesByPc.get(pc);
-        if (frame == null) {
-            frame = symbolize(pc, mapping);
-            if (framesByPc.size() == MAX_FRAMES_CACHED) {
-                framesByPc.clear();
+    /** What is known at {@code pc} in {@code mapping}: learned now, its CFI rule looked up, if it was not. */
+    private KnownPc known(long pc, Mappings.Mapping mapping) {
+        KnownPc known = knownPcs.get(pc);
+        if (known == null) {
+            if (knownPcs.size() == MAX_PCS_KNOWN) {
+                knownPcs.clear();
             }
-            framesByPc.put(pc, frame);
+            known = new KnownPc(rule(pc, mapping));
+            knownPcs.put(pc, known);
         }
-        return frame;
+        return known;
     }
 
     /**
@@ -234,21 +253,10 @@ final class Unwinder implements AutoCloseable {
      * none the unwinder follows.
      */
     private CfaRule rule(long pc, Mappings.Mapping mapping) {
-        CfaRule rule = rulesByPc.get(pc);
-        if (rule == null) {
-            ElfFile elf = mapping.isFile() ? elfFile(mapping) : null;
-            CallFrameInfo cfi = elf == null ? null : elf.callFrameInfo();
-            long vaddr = cfi == null ? -1 : elf.vaddrOf(pc - mapping.start() + mapping.offset());
-            rule = vaddr == -1 ? null : cfi.ruleAt(vaddr);
-            if (rule == null) {
-                rule = NO_RULE;
-            }
-            if (rulesByPc.size() == MAX_RULES_CACHED) {
-                rulesByPc.clear();
-            }
-            rulesByPc.put(pc, rule);
-        }
-        return rule == NO_RULE ? null : rule;
+        ElfFile elf = mapping.isFile() ? elfFile(mapping) : null;
+        CallFrameInfo cfi = elf == null ? null : elf.callFrameInfo();
+        long vaddr = cfi == null ? -1 : elf.vaddrOf(pc - mapping.start() + mapping.offset());
+        return vaddr == -1 ? null : cfi.ruleAt(vaddr);
     }
 
     private Frame symbolize(long pc, Mappings.Mapping mapping) {

@@ -81,27 +81,34 @@ class HeapprofdServiceTest {
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue());
-            // The process has exited; the service may still be reading the last of its records.
-            awaitUntil(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
-                    && bytesUnder(service.folded(true), ";main;b") == 1_500_000);
-            List<String> unreleased = service.folded(true);
-            List<String> allocated = service.folded(false);
-            assertEquals(1_000_000, bytesUnder(unreleased, ";main;a"), unreleased.toString());
-            assertEquals(1_000_000, bytesUnder(allocated, ";main;a"), allocated.toString());
-            assertEquals(1_500_000, bytesUnder(unreleased, ";main;b"), unreleased.toString());
-            assertEquals(3_000_000, bytesUnder(allocated, ";main;b"), allocated.toString());
-            // Each is one callsite, its frames the program's alone: the client's hooks are dropped.
-            for (String leaf : List.of(";main;a ", ";main;b ")) {
-                List<String> lines = allocated.stream().filter(line -> line.contains(leaf)).toList();
-                assertEquals(1, lines.size(), lines.toString());
-                assertTrue(lines.getFirst().startsWith("heapprofd_patte (" + process.pid() + ");"), lines.getFirst());
-                assertFalse(lines.getFirst().contains("malloc"), lines.getFirst());
-            }
-            HeapprofdService.Stats stats = service.totals();
-            assertEquals(0, stats.malformed());
-            assertTrue(stats.nativeStacks() >= 2_000, stats.toString());
-            assertEquals(0, stats.unwindingErrors(), allocated.toString());
+            assertCPatternBooked(service, "heapprofd_patte (" + process.pid() + ");_start;");
+            assertTrue(service.totals().nativeStacks() >= 2_000, service.totals().toString());
         }
+    }
+
+    /**
+     * Waits for the C pattern's bytes (1,000,000 from a(); 3,000,000 from b(), half freed),
+     * then checks that each is one callsite whose stack starts with {@code root} and holds
+     * the program's frames alone (the client's hooks dropped), unwound with no error.
+     */
+    private static void assertCPatternBooked(HeapprofdService service, String root) throws InterruptedException {
+        // The process has exited; the service may still be reading the last of its records.
+        awaitUntil(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
+                && bytesUnder(service.folded(true), ";main;b") == 1_500_000);
+        List<String> unreleased = service.folded(true);
+        List<String> allocated = service.folded(false);
+        assertEquals(1_000_000, bytesUnder(unreleased, ";main;a"), unreleased.toString());
+        assertEquals(1_000_000, bytesUnder(allocated, ";main;a"), allocated.toString());
+        assertEquals(1_500_000, bytesUnder(unreleased, ";main;b"), unreleased.toString());
+        assertEquals(3_000_000, bytesUnder(allocated, ";main;b"), allocated.toString());
+        for (String leaf : List.of(";main;a ", ";main;b ")) {
+            List<String> lines = allocated.stream().filter(line -> line.contains(leaf)).toList();
+            assertEquals(1, lines.size(), lines.toString());
+            assertTrue(lines.getFirst().startsWith(root), lines.getFirst());
+            assertFalse(lines.getFirst().contains("malloc"), lines.getFirst());
+        }
+        assertEquals(0, service.totals().malformed());
+        assertEquals(0, service.totals().unwindingErrors(), allocated.toString());
     }
 
     /**
@@ -116,22 +123,7 @@ class HeapprofdServiceTest {
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue());
-            awaitUntil(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
-                    && bytesUnder(service.folded(true), ";main;b") == 1_500_000);
-            List<String> unreleased = service.folded(true);
-            List<String> allocated = service.folded(false);
-            assertEquals(1_000_000, bytesUnder(unreleased, ";main;a"), unreleased.toString());
-            assertEquals(1_000_000, bytesUnder(allocated, ";main;a"), allocated.toString());
-            assertEquals(1_500_000, bytesUnder(unreleased, ";main;b"), unreleased.toString());
-            assertEquals(3_000_000, bytesUnder(allocated, ";main;b"), allocated.toString());
-            for (String leaf : List.of(";main;a ", ";main;b ")) {
-                List<String> lines = allocated.stream().filter(line -> line.contains(leaf)).toList();
-                assertEquals(1, lines.size(), lines.toString());
-                assertTrue(lines.getFirst().startsWith("heapprofd_cfi (" + process.pid() + ");_start;"), lines.getFirst());
-                assertFalse(lines.getFirst().contains("malloc"), lines.getFirst());
-            }
-            assertEquals(0, service.totals().malformed());
-            assertEquals(0, service.totals().unwindingErrors(), allocated.toString());
+            assertCPatternBooked(service, "heapprofd_cfi (" + process.pid() + ");_start;");
         }
     }
 

@@ -129,12 +129,7 @@ final class CallFrameInfo {
             }
             at = end;
         }
-        Integer[] order = new Integer[count];
-        for (int i = 0; i < count; i++) {
-            order[i] = i;
-        }
-        long[] unsortedStarts = starts;
-        Arrays.sort(order, (x, y) -> Long.compareUnsigned(unsortedStarts[x], unsortedStarts[y]));
+        int[] order = ElfFile.unsignedOrder(starts, count);
         long[] sortedStarts = new long[count];
         int[] sortedOffsets = new int[count];
         for (int i = 0; i < count; i++) {

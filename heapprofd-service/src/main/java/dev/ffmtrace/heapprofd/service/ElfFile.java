@@ -382,11 +382,7 @@ final class ElfFile {
         }
 
         ElfFile build(Segment[] segments, byte[] buildId, CallFrameInfo callFrameInfo) {
-            Integer[] order = new Integer[count];
-            for (int i = 0; i < count; i++) {
-                order[i] = i;
-            }
-            Arrays.sort(order, (x, y) -> Long.compareUnsigned(starts[x], starts[y]));
+            int[] order = unsignedOrder(starts, count);
             long[] sortedStarts = new long[count];
             long[] sortedSizes = new long[count];
             int[] sortedNames = new int[count];
@@ -400,6 +396,19 @@ final class ElfFile {
             return new ElfFile(segments, sortedStarts, sortedSizes, sortedNames, nameTables.toArray(byte[][]::new),
                     sortedTables, buildId, callFrameInfo);
         }
+    }
+
+    /**
+     * The indexes of the first {@code count} addresses of {@code addresses}, lowest address
+     * first (unsigned): the order to sort arrays that run parallel to it in.
+     */
+    static int[] unsignedOrder(long[] addresses, int count) {
+        Integer[] order = new Integer[count];
+        for (int i = 0; i < count; i++) {
+            order[i] = i;
+        }
+        Arrays.sort(order, (x, y) -> Long.compareUnsigned(addresses[x], addresses[y]));
+        return Arrays.stream(order).mapToInt(Integer::intValue).toArray();
     }
 
     /** A source whose size is read once. */

@@ -1,7 +1,7 @@
 // The C producer of `ffmtrace record --c-producer`: a producer process that speaks
 // Perfetto's producer IPC, so it joins ffmtrace's ProducerPort or Perfetto's traced alike.
 //
-//   ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [SOCKET]
+//   ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [--tick-bytes N] [SOCKET]
 //
 // SOCKET is a path, or @name for the abstract namespace; without it, the producer socket
 // Perfetto's SDK would use (PERFETTO_PRODUCER_SOCK_NAME, else /run/perfetto's). As
@@ -13,6 +13,11 @@
 // process and thread tracks and of a counter track (restated every second), a "c work"
 // slice holding a "c step" slice and a "c tick" instant, and the step's length on the
 // counter track. Timestamps are absolute CLOCK_BOOTTIME, the default trace clock.
+// --tick-bytes N gives every "c tick" instant a debug annotation "payload" of N bytes: at
+// more than a chunk's payload, every tick packet crosses a chunk boundary inside its open
+// TrackEvent, so every iteration sends size fields as patches (a test's certainty that
+// patching is exercised, where the workload's small packets cross chunks with an open
+// size field only as their varying sizes happen to fall).
 //
 // It writes as Perfetto's TraceWriter does (c_trace_writer.h: 4-byte size fields,
 // packets fragmented across chunks, size fields left behind sent as patches, each chunk
@@ -39,7 +44,9 @@
 enum {
   LAYOUT = SMB_DIV4,
   WRITER_ID = 1,
-  PACKET_MAX = 512,
+  PACKET_MAX = 4096,
+  // Room in a packet for the tick's other fields and the annotation's tags and name.
+  TICK_BYTES_MAX = PACKET_MAX - 128,
   DEFAULT_SMB_SIZE = 1 << 20,
   DEFAULT_PAGE_SIZE = 4096,
 };
@@ -55,6 +62,7 @@ enum {
   PACKET_TRACK_DESCRIPTOR = 60,
   PACKET_FIRST_PACKET_ON_SEQUENCE = 87,
   SEQ_INCREMENTAL_STATE_CLEARED = 1,
+  EVENT_DEBUG_ANNOTATIONS = 4,
   EVENT_TYPE = 9,
   EVENT_TRACK_UUID = 11,
   EVENT_CATEGORIES = 22,
@@ -77,7 +85,12 @@ enum {
   THREAD_NAME = 5,
   COUNTER_UNIT = 3,
   UNIT_TIME_NS = 1,
+  ANNOTATION_STRING_VALUE = 6,
+  ANNOTATION_NAME = 10,
 };
+
+// The tick annotation's bytes (--tick-bytes), all 'x'.
+static uint8_t tick_payload[TICK_BYTES_MAX];
 
 // A packet of the workload: the writer's encoded packet, over a buffer of its own.
 struct packet {
@@ -100,6 +113,7 @@ struct producer {
   uint64_t process_uuid, thread_uuid, counter_uuid;
   int pid, tid;
   long long last_described;
+  uint32_t tick_bytes;
   long packets;
   long dropped;
   long violations;
@@ -196,9 +210,10 @@ static int describe(struct producer* p) {
   return 0;
 }
 
-// A TrackEvent packet; name may be NULL (a slice end, a counter value).
+// A TrackEvent packet; name may be NULL (a slice end, a counter value), and so may
+// payload (the tick's annotation, of payload_size bytes).
 static void event_packet(struct packet* k, long long timestamp, int type, uint64_t track, const char* name,
-                         long long counter_value) {
+                         long long counter_value, const uint8_t* payload, uint32_t payload_size) {
   packet_init(k);
   pb_varint(&k->k.pb, PACKET_TIMESTAMP, (uint64_t)timestamp);
   ctw_nest_begin(&k->k, PACKET_TRACK_EVENT);
@@ -209,6 +224,12 @@ static void event_packet(struct packet* k, long long timestamp, int type, uint64
     pb_string(&k->k.pb, EVENT_NAME, name);
   }
   if (type == TYPE_COUNTER) pb_varint(&k->k.pb, EVENT_COUNTER_VALUE, (uint64_t)counter_value);
+  if (payload != NULL) {
+    ctw_nest_begin(&k->k, EVENT_DEBUG_ANNOTATIONS);
+    pb_string(&k->k.pb, ANNOTATION_NAME, "payload");
+    pb_bytes(&k->k.pb, ANNOTATION_STRING_VALUE, payload, payload_size);
+    ctw_nest_end(&k->k);
+  }
   ctw_nest_end(&k->k);
 }
 
@@ -225,17 +246,18 @@ static uint32_t step(uint32_t seed) {
 
 static void iterate(struct producer* p, long iteration) {
   struct packet k[6];
-  event_packet(&k[0], boottime_ns(), TYPE_SLICE_BEGIN, p->thread_uuid, "c work", 0);
+  event_packet(&k[0], boottime_ns(), TYPE_SLICE_BEGIN, p->thread_uuid, "c work", 0, NULL, 0);
   long long step_start = boottime_ns();
-  event_packet(&k[1], step_start, TYPE_SLICE_BEGIN, p->thread_uuid, "c step", 0);
+  event_packet(&k[1], step_start, TYPE_SLICE_BEGIN, p->thread_uuid, "c step", 0, NULL, 0);
   volatile uint32_t sink = step((uint32_t)iteration);
   (void)sink;
   long long step_end = boottime_ns();
-  event_packet(&k[2], step_end, TYPE_SLICE_END, p->thread_uuid, NULL, 0);
-  event_packet(&k[3], boottime_ns(), TYPE_INSTANT, p->thread_uuid, "c tick", 0);
+  event_packet(&k[2], step_end, TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
+  event_packet(&k[3], boottime_ns(), TYPE_INSTANT, p->thread_uuid, "c tick", 0,
+               p->tick_bytes > 0 ? tick_payload : NULL, p->tick_bytes);
   long long end = boottime_ns();
-  event_packet(&k[4], end, TYPE_SLICE_END, p->thread_uuid, NULL, 0);
-  event_packet(&k[5], end, TYPE_COUNTER, p->counter_uuid, NULL, step_end - step_start);
+  event_packet(&k[4], end, TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
+  event_packet(&k[5], end, TYPE_COUNTER, p->counter_uuid, NULL, step_end - step_start, NULL, 0);
   if (write_packets(p, k, 6) != 0) p->dropped++;
 }
 
@@ -299,7 +321,7 @@ static struct producer producer;
 int main(int argc, char** argv) {
   const char* name = "ffmtrace-c-producer";
   const char* socket_name = NULL;
-  uint32_t smb_size = DEFAULT_SMB_SIZE, page_size = DEFAULT_PAGE_SIZE;
+  uint32_t smb_size = DEFAULT_SMB_SIZE, page_size = DEFAULT_PAGE_SIZE, tick_bytes = 0;
   for (int i = 1; i < argc; i++) {
     int has_value = i + 1 < argc;
     if (strcmp(argv[i], "--name") == 0 && has_value) {
@@ -308,15 +330,23 @@ int main(int argc, char** argv) {
       i++;
     } else if (strcmp(argv[i], "--page-size") == 0 && has_value && pc_parse_size(argv[i + 1], &page_size) == 0) {
       i++;
+    } else if (strcmp(argv[i], "--tick-bytes") == 0 && has_value && pc_parse_size(argv[i + 1], &tick_bytes) == 0 &&
+               tick_bytes <= TICK_BYTES_MAX) {
+      i++;
     } else if (argv[i][0] != '-' && socket_name == NULL) {
       socket_name = argv[i];
     } else {
-      fprintf(stderr, "usage: ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [SOCKET]\n");
+      fprintf(stderr,
+              "usage: ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [--tick-bytes N] "
+              "[SOCKET]\n(N from 1 to %d)\n",
+              TICK_BYTES_MAX);
       return 2;
     }
   }
   if (socket_name == NULL) socket_name = default_socket();
   struct producer* p = &producer;
+  p->tick_bytes = tick_bytes;
+  memset(tick_payload, 'x', sizeof(tick_payload));
   ctw_writer_init(&p->writer, &p->smb, LAYOUT, WRITER_ID, send_commit, p, 0);
   p->commands = (struct pc_commands){.data_source = DATA_SOURCE, .ipc = &p->ipc, .smb = &p->smb,
                                      .smb_ready = &p->smb_ready, .producer = p, .start = on_start,

@@ -63,6 +63,7 @@ public final class HeapprofdDataSource implements AutoCloseable {
     private final int packetBudget;
     private final ScheduledExecutorService timer;
     private Running running;
+    private long dumpsWritten;
     private volatile RuntimeException startFailure;
 
     /** One session's run: its service, its writer (made at the first dump), what its dumps interned, its timer. */
@@ -117,6 +118,11 @@ public final class HeapprofdDataSource implements AutoCloseable {
     /** The service of the running session; null when none runs. */
     public synchronized HeapprofdService service() {
         return running == null ? null : running.service;
+    }
+
+    /** The dumps written so far, of every session: at intervals, flushes and stops. */
+    public synchronized long dumpsWritten() {
+        return dumpsWritten;
     }
 
     /** Why the last session could not start the service (e.g. the address was taken); null if it could. */
@@ -235,6 +241,7 @@ public final class HeapprofdDataSource implements AutoCloseable {
         writeClockSnapshot(run.writer, monotonicCoarse, boottime);
         run.dumper.dump(run.writer, heaps(run.service), monotonicCoarse, boottime);
         run.writer.flush();
+        dumpsWritten++;
     }
 
     private static void writeClockSnapshot(TraceWriter<TracePacket> writer, long monotonicCoarse, long boottime) {

@@ -156,8 +156,9 @@ class HeapprofdDataSourceTest {
                  ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, client.registerHeap("java.ffm"))) {
                 arena.allocate(1000);
                 awaitUntil(() -> service.folded(true).size() == 1);
-                // At least two interval dumps of the allocation.
-                Thread.sleep(100);
+                // Two interval dumps of the allocation.
+                long dumps = heapprofd.dumpsWritten();
+                awaitUntil(() -> heapprofd.dumpsWritten() >= dumps + 2);
                 session.clearIncrementalState();
                 session.flush();
             }

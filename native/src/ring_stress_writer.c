@@ -18,12 +18,14 @@
 // all before it. Every record attempted takes a sequence number; one that finds no room
 // (or no lock) is dropped and announced by the next one written.
 //
-// The ledger, 40 bytes in /dev/shm, outlives a SIGKILL:
+// The ledger, 48 bytes in /dev/shm, outlives a SIGKILL:
 //   0  u64  attempted | dropped << 32, stored (release) after every record
-//   8  u64  1 while this process holds the lock
+//   8  u64  1 while this process holds the lock; 2 once it stays there to be killed
 //  16  u64  1 + the ring position of the record being reserved, 0 when none
 //  24  u64  its length
 //  32  u64  the drops it announces
+//  40  u64  set by the JVM: take the lock once more and stay in it until killed, so that a
+//           kill inside the lock is certain rather than a matter of timing
 // The position is stored under the lock before the reservation, and 4 bytes of the
 // record's header that the ring leaves unused (bytes 4..7) are set to 0x80000000 | id in
 // the free space there first; so after a kill the JVM can tell its reserved, uncommitted
@@ -50,7 +52,7 @@
 #define MIN_RANDOM 8
 #define TAG_BIT 0x80000000u
 
-enum { L_COUNTS, L_IN_LOCK, L_POS, L_LEN, L_DROPS, L_WORDS };
+enum { L_COUNTS, L_IN_LOCK, L_POS, L_LEN, L_DROPS, L_STAY, L_WORDS };
 
 typedef struct {
   const char* ring;
@@ -169,6 +171,10 @@ int main(int argc, char** argv) {
     srb_record r;
     if (srb_lock(&b, 0)) {
       ledger_put(ledger, L_IN_LOCK, 1);
+      if (atomic_load_explicit(&ledger[L_STAY], memory_order_acquire) != 0) {
+        ledger_put(ledger, L_IN_LOCK, 2);
+        for (;;) pause();
+      }
       if (o.hold_us && attempted % o.hold_every == 0) usleep((useconds_t)o.hold_us);
       uint64_t wr = atomic_load_explicit(write_pos, memory_order_acquire);
       uint64_t rd = atomic_load_explicit(read_pos, memory_order_acquire);

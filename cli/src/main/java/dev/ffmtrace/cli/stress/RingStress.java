@@ -4,6 +4,7 @@ import static dev.ffmtrace.memory.AtomicSegment.getIntAcquire;
 import static dev.ffmtrace.memory.AtomicSegment.getLongAcquire;
 import static dev.ffmtrace.memory.AtomicSegment.putIntRelease;
 import static dev.ffmtrace.memory.AtomicSegment.putLongOpaque;
+import static dev.ffmtrace.memory.AtomicSegment.putLongRelease;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.shmring.RecordSlot;
@@ -37,8 +38,9 @@ import java.util.concurrent.locks.LockSupport;
  * attempted records (its report, or its ledger after a kill) must equal those read, dropped
  * and lost with a kill.
  *
- * <p>With faults, writers are killed with SIGKILL at random moments, half the time while
- * they sleep holding the ring's spinlock, and replaced. The others take a dead holder's lock
+ * <p>With faults, writers are killed with SIGKILL at random moments, half of the kills
+ * inside the ring's spinlock (the writer, asked through its ledger, takes the lock and stays
+ * in it), and replaced. The others take a dead holder's lock
  * over (the C ring's take_over_dead_holders). A killed writer's record that was reserved but
  * never committed would stop the reader for good, so once the writer is reaped this class
  * commits a tombstone in its place (see {@link #salvage}): the reader reads it as that
@@ -62,7 +64,9 @@ public final class RingStress {
     private static final int KIND_RECORD = 0;
     private static final int KIND_TOMBSTONE = 1;
     private static final int TAG_BIT = 0x8000_0000;
-    private static final int LEDGER_BYTES = 40;
+    private static final int LEDGER_BYTES = 48;
+    /** How long a writer asked to stay in the lock may take to get there (it takes the lock for every record). */
+    private static final int STAY_SECONDS = 10;
     private static final Path SHM = Path.of("/dev/shm");
     private static final long DRAIN_MILLIS = 10_000;
     private static final int MAX_PROBLEMS = 20;
@@ -181,7 +185,7 @@ public final class RingStress {
                     }
                     Writer victim = running.get(random.nextInt(running.size()));
                     if (random.nextBoolean()) {
-                        victim.awaitInLock(200);
+                        victim.stayInLock();
                     }
                     victim.kill();
                     kills++;
@@ -323,10 +327,15 @@ public final class RingStress {
             output = CStressProducer.readAll(process.getInputStream());
         }
 
-        /** Waits up to {@code millis} for the writer to be inside the lock (its ledger says so). */
-        void awaitInLock(long millis) {
-            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millis);
-            while (System.nanoTime() < end && getLongAcquire(ledger, 8) == 0) {
+        /**
+         * Asks the writer to take the lock once more and stay in it, and waits until its ledger
+         * says it does; a writer that ends first, or takes over {@link #STAY_SECONDS}, is
+         * killed wherever it is.
+         */
+        void stayInLock() {
+            putLongRelease(ledger, 40, 1);
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(STAY_SECONDS);
+            while (getLongAcquire(ledger, 8) != 2 && process.isAlive() && System.nanoTime() < end) {
                 LockSupport.parkNanos(20_000);
             }
         }

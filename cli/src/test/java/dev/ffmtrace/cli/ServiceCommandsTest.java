@@ -19,7 +19,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
@@ -53,59 +52,46 @@ class ServiceCommandsTest {
     @Test
     void recordOnAServiceThroughItsConsumerPort() throws Exception {
         Path socket = dir.resolve("consumer.sock");
-        AtomicBoolean stop = new AtomicBoolean();
         try (TracingService service = new TracingService();
              ConsumerPort port = new ConsumerPort(service, "test");
              IpcHost host = IpcHost.listen(UnixAddress.path(socket))) {
             host.exposeService(port.descriptor());
             DataSource events = service.connectProducer(ProducerOptions.of("app").withSmbSize(1 << 20))
                     .registerDataSource("track_event");
-            Thread writer = Thread.ofPlatform().start(() -> {
-                while (!stop.get()) {
-                    if (events.isStarted()) {
-                        try (TraceWriter<dev.ffmtrace.perfetto.protos.TracePacket> w =
-                                     events.newTraceWriter(BufferExhaustedPolicy.DROP)) {
-                            for (int i = 0; i < 100; i++) {
-                                w.newTracePacket().setTrackEvent().setName("e" + i);
-                                w.finishTracePacket();
-                            }
-                        }
-                    }
-                    try {
-                        Thread.sleep(5);
-                    } catch (InterruptedException e) {
-                        return;
+            // The data source writes at each flush, and the service flushes it at every stop: each
+            // session has events however late its threads run.
+            events.onFlush(() -> {
+                try (TraceWriter<dev.ffmtrace.perfetto.protos.TracePacket> w =
+                             events.newTraceWriter(BufferExhaustedPolicy.DROP)) {
+                    for (int i = 0; i < 100; i++) {
+                        w.newTracePacket().setTrackEvent().setName("e" + i);
+                        w.finishTracePacket();
                     }
                 }
             });
-            try {
-                Path trace = dir.resolve("trace.pftrace");
-                ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--service", socket.toString(),
-                        "--config", config("c.pbtxt", BUFFER + "duration_ms: 300\n").toString(), "--out", trace.toString());
-                assertEquals(0, run.exit(), run.err() + run.out());
-                assertTrue(run.out().contains("recording on the service at " + socket), run.out());
-                assertTrue(trackEvents(trace) > 0);
+            Path trace = dir.resolve("trace.pftrace");
+            ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--service", socket.toString(),
+                    "--config", config("c.pbtxt", BUFFER + "duration_ms: 300\n").toString(), "--out", trace.toString());
+            assertEquals(0, run.exit(), run.err() + run.out());
+            assertTrue(run.out().contains("recording on the service at " + socket), run.out());
+            assertTrue(trackEvents(trace) > 0);
 
-                Path file = dir.resolve("file.pftrace");
-                run = ConvertAndDumpTest.run("record", "--service", socket.toString(), "--config",
-                        config("f.pbtxt", BUFFER + "duration_ms: 300\nwrite_into_file: true\nfile_write_period_ms: 100\n")
-                                .toString(), "--out", file.toString());
-                assertEquals(0, run.exit(), run.err() + run.out());
-                assertTrue(run.out().contains("the service wrote "), run.out());
-                assertTrue(trackEvents(file) > 0);
-                assertEquals(0, port.sessionCount(), "record frees its session");
+            Path file = dir.resolve("file.pftrace");
+            run = ConvertAndDumpTest.run("record", "--service", socket.toString(), "--config",
+                    config("f.pbtxt", BUFFER + "duration_ms: 300\nwrite_into_file: true\nfile_write_period_ms: 100\n")
+                            .toString(), "--out", file.toString());
+            assertEquals(0, run.exit(), run.err() + run.out());
+            assertTrue(run.out().contains("the service wrote "), run.out());
+            assertTrue(trackEvents(file) > 0);
+            assertEquals(0, port.sessionCount(), "record frees its session");
 
-                Path refused = dir.resolve("refused.pftrace");
-                run = ConvertAndDumpTest.run("record", "--service", socket.toString(), "--config",
-                        config("long.pbtxt", BUFFER + "duration_ms: 604800001\n").toString(), "--out", refused.toString());
-                assertEquals(1, run.exit());
-                assertEquals("ffmtrace record: --service " + socket
-                        + ": Requested too long trace (604800001ms  > 604800000 ms)\n", run.err());
-                assertFalse(Files.exists(refused), "no trace, no file");
-            } finally {
-                stop.set(true);
-                writer.join();
-            }
+            Path refused = dir.resolve("refused.pftrace");
+            run = ConvertAndDumpTest.run("record", "--service", socket.toString(), "--config",
+                    config("long.pbtxt", BUFFER + "duration_ms: 604800001\n").toString(), "--out", refused.toString());
+            assertEquals(1, run.exit());
+            assertEquals("ffmtrace record: --service " + socket
+                    + ": Requested too long trace (604800001ms  > 604800000 ms)\n", run.err());
+            assertFalse(Files.exists(refused), "no trace, no file");
         }
     }
 

@@ -256,22 +256,23 @@ class ProducerPortTest {
             // The first periodic flush now waits up to 30 s for the silent producer; the
             // file writes every 100 ms go on meanwhile.
             fixture.writeLocally("written while a flush waits");
-            fixture.awaitInFile("written while a flush waits", 5,
+            fixture.awaitInFile("written while a flush waits", 20,
                     "the packet did not reach the file while a flush waited");
         }
     }
 
     @Test
     void theFileWritesGoOnWhileAStopWaitsForAProducer() throws Exception {
-        try (SilentProducerSession fixture = new SilentProducerSession(0, 4000)) {
+        try (SilentProducerSession fixture = new SilentProducerSession(0, 600_000)) {
             CompletableFuture<Void> stopped = CompletableFuture.runAsync(fixture.session::stop);
-            fixture.silent.next(FLUSH_FIELD_NUMBER);
-            // The stop now waits up to 4 s for the silent producer; a writer still writes.
+            long flush = fixture.silent.next(FLUSH_FIELD_NUMBER).flushRequestId();
+            // The stop now waits for the silent producer (up to 10 minutes); a writer still writes.
             fixture.writeLocally("written while the stop waits");
-            fixture.awaitInFile("written while the stop waits", 2,
+            fixture.awaitInFile("written while the stop waits", 30,
                     "the packet did not reach the file while the stop waited");
             assertFalse(stopped.isDone(), "the stop still waits for the silent producer");
-            stopped.get(10, TimeUnit.SECONDS);
+            fixture.silent.acknowledgeFlush(flush);
+            stopped.get(30, TimeUnit.SECONDS);
         }
     }
 

@@ -24,8 +24,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * or released by a session that stops, is started then for a running session that names it.
  *
  * <p>The service keeps its sessions' time: their {@code duration_ms}, flush, file write
- * and incremental state periods run on its timer, a daemon thread of its own or an
- * executor its owner gives. While any session runs, it also returns every
+ * and incremental state periods are kept by its timer, a daemon thread of its own or an
+ * executor its owner gives, which only starts them: each runs on a virtual thread of
+ * its own, so that a session whose file nobody reads or whose producer never answers
+ * delays no other session. While any session runs, it also returns every
  * {@value #IDLE_WRITER_SWEEP_PERIOD_MS} ms the chunks of in-process writers that finished
  * no packet since the last sweep, so that a thread that stopped tracing does not keep a
  * chunk for good.

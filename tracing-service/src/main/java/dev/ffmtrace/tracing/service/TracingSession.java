@@ -28,13 +28,12 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * A tracing session: its buffers, flushes that take what producers have written, and
- * readback into a trace. The service runs its lifecycle as the config says, on the
- * service's timer: it flushes every {@code flush_period_ms}, clears the writers'
+ * readback into a trace. The service runs its lifecycle as the config says, timed by the
+ * service's timer and run off it ({@link OffTimerTask}): it flushes every {@code flush_period_ms}, clears the writers'
  * incremental state every {@code incremental_state_config.clear_period_ms}, with
  * {@code write_into_file} writes the trace into the session's output every
  * {@code file_write_period_ms} (stopping before the output would reach
@@ -96,8 +95,6 @@ public final class TracingSession implements AutoCloseable {
     private final TraceSink fileSink;
     private final CompletableFuture<TracingSession> completion = new CompletableFuture<>();
     private final List<ScheduledFuture<?>> timers = new ArrayList<>();
-    /** Whether a periodic flush waits for acknowledgements. */
-    private final AtomicBoolean periodicFlushPending = new AtomicBoolean();
     /**
      * The {@code write_into_file} timer, apart from {@link #timers}: it goes on while a
      * stop waits for the producers, as Perfetto's does, so a ring buffer written into
@@ -158,20 +155,24 @@ public final class TracingSession implements AutoCloseable {
     void startTimers(ScheduledExecutorService timer) {
         synchronized (timers) {
             if (config.flushPeriodMs() > 0) {
-                timers.add(timer.scheduleAtFixedRate(() -> runTimed(() -> flushInBackground(timer)),
+                timers.add(timer.scheduleAtFixedRate(new OffTimerTask("ffmtrace-periodic-flush",
+                                () -> runTimed(this::periodicFlush)),
                         config.flushPeriodMs(), config.flushPeriodMs(), TimeUnit.MILLISECONDS));
             }
             if (config.incrementalStateClearPeriodMs() > 0) {
-                timers.add(timer.scheduleAtFixedRate(() -> runTimed(this::clearIncrementalState),
+                timers.add(timer.scheduleAtFixedRate(new OffTimerTask("ffmtrace-incremental-state-clear",
+                                () -> runTimed(this::clearIncrementalState)),
                         config.incrementalStateClearPeriodMs(), config.incrementalStateClearPeriodMs(),
                         TimeUnit.MILLISECONDS));
             }
             if (fileSink != null) {
                 long period = config.effectiveFileWritePeriodMs();
-                fileWrites = timer.scheduleAtFixedRate(this::periodicFileWrite, period, period, TimeUnit.MILLISECONDS);
+                fileWrites = timer.scheduleAtFixedRate(new OffTimerTask("ffmtrace-file-write", this::periodicFileWrite),
+                        period, period, TimeUnit.MILLISECONDS);
             }
             if (config.durationMs() > 0) {
-                timers.add(timer.schedule(() -> runTimed(this::stop), config.durationMs(), TimeUnit.MILLISECONDS));
+                timers.add(timer.schedule(new OffTimerTask("ffmtrace-session-stop", () -> runTimed(this::stop)),
+                        config.durationMs(), TimeUnit.MILLISECONDS));
             }
         }
     }
@@ -280,25 +281,14 @@ public final class TracingSession implements AutoCloseable {
     }
 
     /**
-     * The periodic flush, on the service's timer, which it never holds up: the producers'
-     * acknowledgements (at most {@code flush_timeout_ms}) are awaited off the timer, and
-     * the chunks taken on it afterwards, so that a producer that never answers cannot
-     * delay the session's file writes (a ring buffer would wrap meanwhile). A flush still
-     * waiting when the next is due makes that one skip.
+     * The periodic flush, off the service's timer (see {@link OffTimerTask}): a producer
+     * that never answers costs this session's next flushes, never its file writes nor
+     * another session's timers (a ring buffer would wrap meanwhile).
      */
-    private void flushInBackground(ScheduledExecutorService timer) {
-        if (!periodicFlushPending.compareAndSet(false, true)) {
-            return;
-        }
-        requestFlushes()
-                .completeOnTimeout(null, config.effectiveFlushTimeoutMs(), TimeUnit.MILLISECONDS)
-                .whenCompleteAsync((ignored, failed) -> {
-                    try {
-                        runTimed(this::takeFlushedChunks);
-                    } finally {
-                        periodicFlushPending.set(false);
-                    }
-                }, timer);
+    private void periodicFlush() {
+        awaitFlushes();
+        // Not once the session stopped while this waited: the stop takes the chunks itself.
+        runTimed(this::takeFlushedChunks);
     }
 
     /**

@@ -25,6 +25,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.Pipe;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -35,6 +36,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -88,6 +90,35 @@ class SessionLifecycleTest {
             assertTrue(session.isStopped());
             assertFalse(session.isClosed(), "a stopped session's buffers stay readable");
             session.close();
+        }
+    }
+
+    @Test
+    void aSessionWhoseFileNobodyReadsDelaysNoOtherSessionsTimers() throws Exception {
+        Pipe pipe = Pipe.open();
+        // Closed first however the test ends, so that a stuck write cannot hang the service's close.
+        try (TracingService service = new TracingService(); Pipe.SourceChannel unread = pipe.source()) {
+            DataSource events = service.connectProducer(ProducerOptions.of("app").withSmbSize(1 << 20))
+                    .registerDataSource("track_event");
+            TracingSession stuck = service.startSession(oneBuffer().writeIntoFile(20, 0).build(), pipe.sink());
+            // Four times what the pipe holds: the stuck session's next file write blocks for as
+            // long as nobody reads the pipe, which is before the other session's stop is due.
+            try (TraceWriter<TracePacket> writer = events.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                for (int i = 0; i < 256; i++) {
+                    writer.newTracePacket().appendBytes(900, new byte[1000]);
+                    writer.finishTracePacket();
+                }
+            }
+            stuck.flush();
+            TracingSession other = service.startSession(SessionConfig.builder()
+                    .buffer("other", 64, OverwritePolicy.RING_BUFFER).durationMs(300).build());
+            assertSame(other, other.completion().get(30, TimeUnit.SECONDS), "the other session's duration stops it");
+            other.close();
+            // Nobody will ever read: the blocked write fails, and the stuck session stops with it.
+            unread.close();
+            CompletableFuture<TracingSession> stopped = stuck.completion();
+            assertThrows(ExecutionException.class, () -> stopped.get(30, TimeUnit.SECONDS));
+            stuck.close();
         }
     }
 

@@ -289,6 +289,14 @@ public final class IpcHost implements AutoCloseable {
         private final int[] receivedFd = new int[1];
         /** Guards sends and the socket's close, so no send uses a closed fd's number. */
         private final Object sendLock = new Object();
+        /**
+         * Guards the socket's shutdown and close, so no shutdown uses a closed fd's number,
+         * apart from {@link #sendLock}: a send blocked on a client that stops reading holds
+         * that one for as long as the client lives, and a shutdown must not wait for it (it
+         * is what ends that send). Taken after {@link #sendLock} when both are.
+         */
+        private final Object closeLock = new Object();
+        /** Written under both locks, read under either. */
         private boolean socketClosed;
         /** Encodes invocations' replies; guarded by {@link #sendLock}. */
         private final FrameWriter replies = new FrameWriter();
@@ -360,8 +368,9 @@ public final class IpcHost implements AutoCloseable {
             }
         }
 
+        /** Ends the connection: a send blocked on it fails, then its thread closes it. Never blocks. */
         void shutdown() {
-            synchronized (sendLock) {
+            synchronized (closeLock) {
                 if (!socketClosed) {
                     socket.shutdown();
                 }
@@ -396,9 +405,14 @@ public final class IpcHost implements AutoCloseable {
                     host.violations.incrementAndGet();
                 }
             } finally {
+                // A send blocked on this client fails once the socket is shut down: shut it
+                // first, so that the send lock comes free for the close.
+                shutdown();
                 synchronized (sendLock) {
-                    socketClosed = true;
-                    socket.close();
+                    synchronized (closeLock) {
+                        socketClosed = true;
+                        socket.close();
+                    }
                 }
                 host.disconnected(this);
             }

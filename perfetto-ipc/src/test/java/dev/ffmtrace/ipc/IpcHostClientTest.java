@@ -8,15 +8,21 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import perfetto.protos.WireProtocol.IPCFrame;
 
+import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -292,6 +298,48 @@ class IpcHostClientTest {
             assertThrows(IllegalArgumentException.class,
                     () -> client.invoke(service, "Echo", new byte[Frames.MAX_PAYLOAD]));
             assertTrue(await(client.invoke(service, "Echo", new byte[100_000])).success());
+        }
+    }
+
+    @Test
+    void aClientThatStopsReadingIsDisconnectedAtOnceThoughASendToItIsBlocked() throws Exception {
+        CompletableFuture<Invocation> held = new CompletableFuture<>();
+        CountDownLatch gone = new CountDownLatch(1);
+        assertTrue(host.exposeService(new ServiceDescriptor("Flood",
+                List.of(new ServiceDescriptor.Method("Hold", held::complete)), client -> gone.countDown())));
+        try (RawPeer peer = new RawPeer(host.address())) {
+            peer.send(Frames.bindService(1, "Flood"));
+            int serviceId = peer.nextFrame().getMsgBindServiceReply().getServiceId();
+            peer.send(Frames.invokeMethod(2, serviceId, 1, new byte[0], false));
+            Invocation invocation = await(held);
+            // The peer reads nothing more: replies fill its socket until a send blocks for good.
+            AtomicInteger flooderTid = new AtomicInteger();
+            Thread flooder = Thread.ofPlatform().start(() -> {
+                flooderTid.set(Os.tid());
+                while (gone.getCount() > 0) {
+                    invocation.replyMore(new byte[60_000]);
+                }
+            });
+            waitUntil(() -> flooderTid.get() != 0 && blockedInSendmsg(flooderTid.get()));
+            CompletableFuture<Void> disconnect =
+                    CompletableFuture.runAsync(() -> host.disconnect(invocation.client().clientId()));
+            await(disconnect);
+            assertTrue(gone.await(20, TimeUnit.SECONDS), "the connection closed");
+            flooder.join(TimeUnit.SECONDS.toMillis(20));
+            assertFalse(flooder.isAlive(), "the blocked send failed when the connection was shut down");
+        }
+    }
+
+    /** Whether thread {@code tid} of this process sleeps in sendmsg(2), as /proc says (x86-64 and AArch64 numbers). */
+    private static boolean blockedInSendmsg(int tid) {
+        String sendmsg = System.getProperty("os.arch").equals("aarch64") ? "211" : "46";
+        Path task = Path.of("/proc/self/task/" + tid);
+        try {
+            String stat = Files.readString(task.resolve("stat"));
+            char state = stat.charAt(stat.lastIndexOf(')') + 2);
+            return state == 'S' && Files.readString(task.resolve("syscall")).startsWith(sendmsg + " ");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

@@ -42,6 +42,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
@@ -273,6 +274,46 @@ class ProducerPortTest {
             assertFalse(stopped.isDone(), "the stop still waits for the silent producer");
             fixture.silent.acknowledgeFlush(flush);
             stopped.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    @Test
+    void aProducerThatStopsReadingItsCommandsIsDroppedAndTheServiceGoesOn() throws Exception {
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address());
+             PortProducer producer = PortProducer.connect(port.address(), "deaf", 0, 0);
+             AutoCloseable _ = release::countDown) {
+            // Its flush handler runs on its only reading thread and never returns: from the
+            // first flush on, the producer reads nothing the service sends.
+            producer.onFlush = id -> {
+                reading.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            };
+            producer.registerDataSource("deaf_source", false, true);
+            TracingSession session = service.startSession(config("deaf_source", 600_000));
+            producer.awaitStarted();
+            assertFalse(session.flush(Duration.ZERO));
+            assertTrue(reading.await(20, TimeUnit.SECONDS));
+            // Commands pile up in its socket, then in its queue; the one that overflows the
+            // queue drops the producer, and every call returns.
+            CompletableFuture.runAsync(() -> {
+                while (port.producerCount() > 0) {
+                    session.clearIncrementalState();
+                }
+            }).get(30, TimeUnit.SECONDS);
+            assertTrue(port.violations() > 0, "the overflow is counted");
+            // The service answers everyone else.
+            service.connectProducer(ProducerOptions.of("local")).registerDataSource("other_source");
+            TracingSession other = service.startSession(config("other_source", 0));
+            other.stop();
+            other.close();
+            session.close();
         }
     }
 

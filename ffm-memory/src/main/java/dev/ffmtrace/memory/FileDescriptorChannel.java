@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
+import java.time.Duration;
 
 /**
  * A blocking channel that writes to a file descriptor it owns and closes once: one a peer
@@ -15,31 +16,54 @@ import java.nio.file.Path;
  * here. Writes go through the descriptor's own file offset and flags, so a pipe, or a file
  * opened for appending, is written as its opener meant. Writes and closing may come from
  * any thread; they take turns.
+ *
+ * <p>Adopted with a write timeout, a descriptor that is not a regular file (a pipe, a
+ * socket) is written only once {@code poll} says it takes bytes, at most {@value #PIPE_BUF}
+ * at a time (what a pipe that polls writable takes without blocking), and a write that can
+ * put nothing there for the whole timeout fails: a reader that stopped reading costs its
+ * writer that long, not for ever.
  */
 public final class FileDescriptorChannel implements WritableByteChannel {
     /** Bytes copied to native memory per write(2). */
     private static final int COPY_SIZE = 64 * 1024;
+    /** Linux's PIPE_BUF: a pipe that polls writable has room for this many bytes. */
+    private static final int PIPE_BUF = 4096;
 
     private final int fd;
+    /** How long a write waits for the descriptor to take bytes; 0 for ever (and no poll). */
+    private final long writeTimeoutMillis;
     private Arena arena;
     private MemorySegment staging;
     private boolean closed;
 
-    private FileDescriptorChannel(int fd) {
+    private FileDescriptorChannel(int fd, long writeTimeoutMillis) {
         this.fd = fd;
+        this.writeTimeoutMillis = writeTimeoutMillis;
     }
 
     /** A channel owning {@code fd}, such as one {@link UnixSocket#receive} handed over. */
     public static FileDescriptorChannel adopt(int fd) {
+        return adopt(fd, Duration.ZERO);
+    }
+
+    /**
+     * A channel owning {@code fd} whose writes fail once the descriptor, unless a regular
+     * file, took no byte for {@code writeTimeout} (zero: they wait for ever).
+     */
+    public static FileDescriptorChannel adopt(int fd, Duration writeTimeout) {
         if (fd < 0) {
             throw new IllegalArgumentException("not a file descriptor: " + fd);
         }
-        return new FileDescriptorChannel(fd);
+        if (writeTimeout.isNegative()) {
+            throw new IllegalArgumentException("negative write timeout: " + writeTimeout);
+        }
+        boolean waits = !writeTimeout.isZero() && !Native.fstat(fd).isRegularFile();
+        return new FileDescriptorChannel(fd, waits ? Math.max(1, writeTimeout.toMillis()) : 0);
     }
 
     /** Opens an existing file for writing from its start, without truncating it (close-on-exec). */
     public static FileDescriptorChannel openForWriting(Path path) {
-        return new FileDescriptorChannel(Native.open(path.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0));
+        return new FileDescriptorChannel(Native.open(path.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0), 0);
     }
 
     /** The descriptor, to send to a peer (the peer gets its own copy); valid until {@link #close()}. */
@@ -64,7 +88,14 @@ public final class FileDescriptorChannel implements WritableByteChannel {
             long done = 0;
             try {
                 while (done < length) {
-                    done += Native.write(fd, staging.asSlice(done), length - done);
+                    long piece = length - done;
+                    if (writeTimeoutMillis > 0) {
+                        if (!Native.pollWritable(fd, writeTimeoutMillis)) {
+                            throw new IOException("fd " + fd + " took no bytes for " + writeTimeoutMillis + " ms");
+                        }
+                        piece = Math.min(piece, PIPE_BUF);
+                    }
+                    done += Native.write(fd, staging.asSlice(done), piece);
                 }
             } catch (NativeException e) {
                 throw new IOException(e.getMessage(), e);

@@ -4,14 +4,19 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.internal.Native;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -54,5 +59,44 @@ class FileDescriptorChannelTest {
             assertEquals("ENOSPC", ((NativeException) e.getCause()).errnoName());
         }
         assertThrows(NativeException.class, () -> FileDescriptorChannel.openForWriting(dir.resolve("missing")));
+    }
+
+    private Path fifo() throws Exception {
+        Path fifo = dir.resolve("fifo");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+        return fifo;
+    }
+
+    @Test
+    void aPipeNobodyReadsFailsTheWriteAfterItsTimeout() throws Exception {
+        Path fifo = fifo();
+        // A reader that never reads (O_NONBLOCK, 0x800: its open does not wait for a writer).
+        int reader = Native.open(fifo.toString(), Native.O_CLOEXEC | 0x800, 0);
+        try (FileDescriptorChannel channel = FileDescriptorChannel.adopt(
+                Native.open(fifo.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0), Duration.ofMillis(200))) {
+            IOException timedOut = assertThrows(IOException.class, () -> channel.write(ByteBuffer.allocate(1 << 20)));
+            assertTrue(timedOut.getMessage().contains("took no bytes for 200 ms"), timedOut.getMessage());
+        } finally {
+            Native.close(reader);
+        }
+    }
+
+    @Test
+    void aPipeWithAReaderGetsEveryByteInOrderUnderATimeout() throws Exception {
+        Path fifo = fifo();
+        byte[] data = new byte[300_000];
+        new Random(11).nextBytes(data);
+        CompletableFuture<byte[]> read = CompletableFuture.supplyAsync(() -> {
+            try {
+                return Files.readAllBytes(fifo);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        });
+        try (FileDescriptorChannel channel = FileDescriptorChannel.adopt(
+                Native.open(fifo.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0), Duration.ofSeconds(30))) {
+            assertEquals(data.length, channel.write(ByteBuffer.wrap(data)));
+        }
+        assertArrayEquals(data, read.get(30, TimeUnit.SECONDS));
     }
 }

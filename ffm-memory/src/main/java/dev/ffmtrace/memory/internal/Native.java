@@ -76,6 +76,8 @@ public final class Native {
 
     // poll(2)
     public static final short POLLIN = 0x1;
+    public static final short POLLOUT = 0x4;
+    public static final short POLLERR = 0x8;
     public static final short POLLHUP = 0x10;
     /** {@code struct pollfd}: int fd, short events, short revents. */
     private static final int POLLFD_SIZE = 8;
@@ -582,6 +584,35 @@ public final class Native {
                 if (ready >= 0) {
                     short revents = pollfd.get(C_SHORT, POLLFD_REVENTS_OFFSET);
                     return ready > 0 && (revents & (POLLIN | POLLHUP)) != 0;
+                }
+                if (errno(state) != EINTR) {
+                    throw failure("poll(" + fd + ")", state);
+                }
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Whether {@code fd} can take a write (or has failed, which the write then reports)
+     * within {@code timeoutMillis}: {@code poll} for POLLOUT, retried on EINTR with the time
+     * left. Allocates nothing after a thread's first call.
+     */
+    public static boolean pollWritable(int fd, long timeoutMillis) {
+        try {
+            MemorySegment state = CAPTURE.get();
+            MemorySegment pollfd = POLLFD.get();
+            long deadline = System.nanoTime() + timeoutMillis * 1_000_000;
+            while (true) {
+                pollfd.set(C_INT, 0, fd);
+                pollfd.set(C_SHORT, POLLFD_EVENTS_OFFSET, POLLOUT);
+                pollfd.set(C_SHORT, POLLFD_REVENTS_OFFSET, (short) 0);
+                int wait = (int) Math.max(0, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000));
+                int ready = (int) POLL.invokeExact(state, pollfd, 1L, wait);
+                if (ready >= 0) {
+                    short revents = pollfd.get(C_SHORT, POLLFD_REVENTS_OFFSET);
+                    return ready > 0 && (revents & (POLLOUT | POLLERR | POLLHUP)) != 0;
                 }
                 if (errno(state) != EINTR) {
                     throw failure("poll(" + fd + ")", state);

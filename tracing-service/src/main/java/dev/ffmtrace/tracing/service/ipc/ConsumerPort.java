@@ -94,6 +94,11 @@ public final class ConsumerPort implements AutoCloseable {
     static final int MAX_STATE_REPLY = IPC_BUFFER_SIZE - 128;
     /** Beyond the data sources' stop timeout, how long a stop under way may take to write the rest. */
     private static final long STOP_GRACE_MS = 30_000;
+    /**
+     * How long a {@code write_into_file} write waits for a pipe or socket that takes no
+     * bytes (a reader that stopped reading) before it fails and stops that session.
+     */
+    static final Duration OUTPUT_WRITE_TIMEOUT = Duration.ofSeconds(10);
     /** How often a consumer observing ALL_DATA_SOURCES_STARTED is checked for data sources that started late. */
     private static final long OBSERVE_POLL_MS = 100;
 
@@ -461,7 +466,7 @@ public final class ConsumerPort implements AutoCloseable {
                     // The service opening files for its clients is a privilege ffmtrace does not grant.
                     return "output_path is not supported by ffmtrace's service: send the output's descriptor";
                 }
-                channel = FileDescriptorChannel.adopt(fd);
+                channel = FileDescriptorChannel.adopt(fd, OUTPUT_WRITE_TIMEOUT);
             } else {
                 UnixSocket.closeReceived(fd);
             }

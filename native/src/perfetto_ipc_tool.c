@@ -7,6 +7,12 @@
 //       connects and prints each frame it decodes, "<kind> <request_id> <success>
 //       <has_more> <reply hex>", then "end" when the peer hangs up (status 0) or
 //       "violation" when it breaks the protocol (status 1)
+//   perfetto_ipc_tool call SOCKET SERVICE METHOD ARGS_HEX
+//       a client as another program (or user) runs it: connects, binds SERVICE, invokes
+//       METHOD and prints each reply "<success> <has_more> <reply hex>" until the last;
+//       "connect ERRNO" (status 3) if the socket refuses it, "bind" (status 4) if the
+//       service is not bound, "end" or "violation" (status 1) if the service goes first
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +72,39 @@ int main(int argc, char** argv) {
     ipc_close(&client);
     return got == IPC_HUNG_UP ? 0 : 1;
   }
-  fprintf(stderr, "usage: perfetto_ipc_tool bind|invoke|receive ...\n");
+  if (argc == 6 && strcmp(argv[1], "call") == 0) {
+    if (ipc_connect(&client, argv[2]) != 0) {
+      printf("connect %d\n", errno);
+      return 3;
+    }
+    if (ipc_bind(&client, argv[3]) != 0) {
+      printf("bind\n");
+      return 4;
+    }
+    size_t size = parse_hex(argv[5], args, sizeof(args));
+    uint64_t id = ipc_invoke(&client, argv[4], args, size, 0);
+    if (id == 0) {
+      printf("bind\n");
+      return 4;
+    }
+    struct ipc_reply reply;
+    int got;
+    while ((got = ipc_receive(&client, &reply, -1)) == 1) {
+      int fd = ipc_take_fd(&client);
+      if (fd >= 0) close(fd);
+      if (reply.kind != IPC_INVOKE_REPLY || reply.request_id != id) continue;
+      printf("%d %d ", reply.success, reply.has_more);
+      print_hex(reply.reply, reply.reply_size);
+      printf("\n");
+      if (!reply.has_more) {
+        ipc_close(&client);
+        return 0;
+      }
+    }
+    printf(got == IPC_HUNG_UP ? "end\n" : "violation\n");
+    ipc_close(&client);
+    return 1;
+  }
+  fprintf(stderr, "usage: perfetto_ipc_tool bind|invoke|receive|call ...\n");
   return 2;
 }

@@ -15,6 +15,7 @@ import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -39,11 +40,18 @@ class ServeSocketsTest {
                 "ConsumerPort", "QueryServiceState", ""));
     }
 
+    /** serve in a process of its own: one that serves when it should refuse fails the test, not hangs it. */
+    private static ConvertAndDumpTest.Run serve(String... args) throws Exception {
+        CliProcess serve = CliProcess.start(Stream.concat(Stream.of("serve"), Stream.of(args)).toArray(String[]::new));
+        serve.process().getOutputStream().close();
+        return serve.await();
+    }
+
     @Test
     void aFileThatIsNotASocketIsRefusedAndKept() throws Exception {
         Path important = dir.resolve("important.txt");
         Files.writeString(important, "keep me");
-        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("serve", "--consumer-socket", important.toString(),
+        ConvertAndDumpTest.Run run = serve("--consumer-socket", important.toString(),
                 "--producer-socket", dir.resolve("producer.sock").toString());
         assertEquals(2, run.exit(), run.err());
         assertEquals(1, run.err().lines().count(), run.err());
@@ -52,7 +60,7 @@ class ServeSocketsTest {
 
         Path link = dir.resolve("link.sock");
         Files.createSymbolicLink(link, important);
-        run = ConvertAndDumpTest.run("serve", "--consumer-socket", link.toString(),
+        run = serve("--consumer-socket", link.toString(),
                 "--producer-socket", dir.resolve("producer.sock").toString());
         assertEquals(2, run.exit(), run.err());
         assertTrue(Files.isSymbolicLink(link), "a link is not a socket, whatever it points at");
@@ -63,7 +71,7 @@ class ServeSocketsTest {
     void aSocketALiveServiceAcceptsOnIsRefusedAndKeepsServing() throws Exception {
         UnixAddress address = UnixAddress.path(dir.resolve("live.sock"));
         try (UnixServerSocket live = UnixServerSocket.listen(address, 4)) {
-            ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("serve", "--consumer-socket", address.toString(),
+            ConvertAndDumpTest.Run run = serve("--consumer-socket", address.toString(),
                     "--producer-socket", dir.resolve("producer.sock").toString());
             assertEquals(1, run.exit(), run.err());
             assertTrue(run.err().contains(address + ": another service listens on it"), run.err());
@@ -129,8 +137,8 @@ class ServeSocketsTest {
     }
 
     @Test
-    void aSocketModeThatIsNotOctalBitsIsAUsageError() {
-        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("serve", "--socket-mode", "0999",
+    void aSocketModeThatIsNotOctalBitsIsAUsageError() throws Exception {
+        ConvertAndDumpTest.Run run = serve("--socket-mode", "0999",
                 "--consumer-socket", dir.resolve("c.sock").toString(),
                 "--producer-socket", dir.resolve("p.sock").toString());
         assertEquals(2, run.exit(), run.err());

@@ -7,11 +7,13 @@
 //       connects and prints each frame it decodes, "<kind> <request_id> <success>
 //       <has_more> <reply hex>", then "end" when the peer hangs up (status 0) or
 //       "violation" when it breaks the protocol (status 1)
-//   perfetto_ipc_tool call SOCKET SERVICE METHOD ARGS_HEX
+//   perfetto_ipc_tool call SOCKET SERVICE METHOD ARGS [METHOD ARGS]...
 //       a client as another program (or user) runs it: connects, binds SERVICE, invokes
-//       METHOD and prints each reply "<success> <has_more> <reply hex>" until the last;
-//       "connect ERRNO" (status 3) if the socket refuses it, "bind" (status 4) if the
-//       service is not bound, "end" or "violation" (status 1) if the service goes first
+//       each METHOD in turn with ARGS (hex, or @FILE for a file's bytes) and prints each
+//       reply "<success> <has_more> <reply hex>" until its last; then "held" and it stays
+//       connected until its standard input ends. "connect ERRNO" (status 3) if the socket
+//       refuses it, "bind" (status 4) if the service or a method is not bound, "end" or
+//       "violation" (status 1) if the service goes first
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +37,19 @@ static size_t parse_hex(const char* text, uint8_t* out, size_t capacity) {
   return n;
 }
 
+// ARGS of "call": hex digits, or @FILE for the bytes of FILE (a request too long for a command line).
+static size_t load_args(const char* text, uint8_t* out, size_t capacity) {
+  if (text[0] != '@') return parse_hex(text, out, capacity);
+  FILE* file = fopen(text + 1, "rb");
+  if (file == NULL) return 0;
+  size_t n = fread(out, 1, capacity, file);
+  fclose(file);
+  return n;
+}
+
 static struct ipc_client client;
 static uint8_t frame[IPC_MAX_FRAME];
-static uint8_t args[IPC_MAX_FRAME / 2];
+static uint8_t args[IPC_MAX_FRAME];
 
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "bind") == 0) {
@@ -72,7 +84,7 @@ int main(int argc, char** argv) {
     ipc_close(&client);
     return got == IPC_HUNG_UP ? 0 : 1;
   }
-  if (argc == 6 && strcmp(argv[1], "call") == 0) {
+  if (argc >= 6 && argc % 2 == 0 && strcmp(argv[1], "call") == 0) {
     if (ipc_connect(&client, argv[2]) != 0) {
       printf("connect %d\n", errno);
       return 3;
@@ -81,29 +93,38 @@ int main(int argc, char** argv) {
       printf("bind\n");
       return 4;
     }
-    size_t size = parse_hex(argv[5], args, sizeof(args));
-    uint64_t id = ipc_invoke(&client, argv[4], args, size, 0);
-    if (id == 0) {
-      printf("bind\n");
-      return 4;
-    }
-    struct ipc_reply reply;
-    int got;
-    while ((got = ipc_receive(&client, &reply, -1)) == 1) {
-      int fd = ipc_take_fd(&client);
-      if (fd >= 0) close(fd);
-      if (reply.kind != IPC_INVOKE_REPLY || reply.request_id != id) continue;
-      printf("%d %d ", reply.success, reply.has_more);
-      print_hex(reply.reply, reply.reply_size);
-      printf("\n");
-      if (!reply.has_more) {
+    for (int call = 4; call < argc; call += 2) {
+      size_t size = load_args(argv[call + 1], args, sizeof(args));
+      uint64_t id = ipc_invoke(&client, argv[call], args, size, 0);
+      if (id == 0) {
+        printf("bind\n");
+        return 4;
+      }
+      struct ipc_reply reply;
+      int got;
+      int last = 0;
+      while (!last && (got = ipc_receive(&client, &reply, -1)) == 1) {
+        int fd = ipc_take_fd(&client);
+        if (fd >= 0) close(fd);
+        if (reply.kind != IPC_INVOKE_REPLY || reply.request_id != id) continue;
+        printf("%d %d ", reply.success, reply.has_more);
+        print_hex(reply.reply, reply.reply_size);
+        printf("\n");
+        last = !reply.has_more;
+      }
+      if (!last) {
+        printf(got == IPC_HUNG_UP ? "end\n" : "violation\n");
         ipc_close(&client);
-        return 0;
+        return 1;
       }
     }
-    printf(got == IPC_HUNG_UP ? "end\n" : "violation\n");
+    printf("held\n");
+    fflush(stdout);
+    char sink[256];
+    while (read(0, sink, sizeof(sink)) > 0) {
+    }
     ipc_close(&client);
-    return 1;
+    return 0;
   }
   fprintf(stderr, "usage: perfetto_ipc_tool bind|invoke|receive|call ...\n");
   return 2;

@@ -67,11 +67,17 @@ public final class OtherUser {
         }, Thread::startVirtualThread);
     }
 
-    /** Runs {@code command} as uid {@link #UID} and waits for it. */
-    public static Run run(List<String> command) {
+    /** {@code command} prefixed to run as uid {@link #UID}. */
+    public static List<String> command(List<String> command) {
         List<String> full = new ArrayList<>(List.of("setpriv", "--reuid=" + UID, "--regid=" + UID,
                 "--clear-groups", "--"));
         full.addAll(command);
+        return full;
+    }
+
+    /** Runs {@code command} as uid {@link #UID} and waits for it. */
+    public static Run run(List<String> command) {
+        List<String> full = command(command);
         try {
             Process process = new ProcessBuilder(full).redirectInput(ProcessBuilder.Redirect.PIPE).start();
             process.getOutputStream().close();

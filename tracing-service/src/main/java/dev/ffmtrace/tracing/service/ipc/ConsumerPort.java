@@ -108,6 +108,8 @@ public final class ConsumerPort implements AutoCloseable {
     private final String version;
     private final Map<Long, RemoteConsumer> consumers = new ConcurrentHashMap<>();
     private final AtomicLong lastSessionId = new AtomicLong();
+    private final AtomicLong stateEntriesLeftOut = new AtomicLong();
+    private final AtomicLong requestFailures = new AtomicLong();
     private final ScheduledThreadPoolExecutor observer;
     private final ServiceDescriptor descriptor;
 
@@ -145,6 +147,20 @@ public final class ConsumerPort implements AutoCloseable {
     /** The service to expose on an IPC host: all of Perfetto's ConsumerPort methods, in its declaration order. */
     public ServiceDescriptor descriptor() {
         return descriptor;
+    }
+
+    /**
+     * Entries of QueryServiceState replies left out because one alone would not fit a
+     * reply under the IPC frame limit (a producer, session or data source whose names are
+     * that long).
+     */
+    public long stateEntriesLeftOut() {
+        return stateEntriesLeftOut.get();
+    }
+
+    /** Requests whose handling threw: each was failed, its consumer served on. */
+    public long requestFailures() {
+        return requestFailures.get();
     }
 
     /** Consumers connected now that have invoked a method. */
@@ -234,7 +250,15 @@ public final class ConsumerPort implements AutoCloseable {
             return;
         }
         RemoteConsumer consumer = consumer(invocation.client());
-        consumer.submit(() -> request.run(consumer, invocation));
+        consumer.submit(() -> {
+            try {
+                request.run(consumer, invocation);
+            } catch (RuntimeException e) {
+                // A bug's exception ends the request, not the consumer's worker: the caller is answered.
+                requestFailures.incrementAndGet();
+                invocation.failIfOpen();
+            }
+        });
     }
 
     private void pollObservers() {
@@ -245,63 +269,87 @@ public final class ConsumerPort implements AutoCloseable {
 
     /**
      * The service's producers, their data sources and this port's sessions, in replies of
-     * at most {@link #MAX_STATE_REPLY} bytes: the first holds everything but the data
-     * sources, which follow one by one, as Perfetto splits it.
+     * at most {@link #MAX_STATE_REPLY} bytes, as Perfetto splits it: the first starts with
+     * the scalar fields, then every producer, session and data source follows as a
+     * TracingServiceState of its own, so that the replies concatenated are the whole state
+     * and each is a valid message. Perfetto trusts each entry to fit a reply; here one that
+     * does not (a name an in-process producer made too long) is left out and counted in
+     * {@link #stateEntriesLeftOut()}: the reply still goes.
      */
     private void queryServiceState(RemoteConsumer caller, Invocation invocation) {
         QueryServiceStateRequest.Decoder request = parse(invocation, QueryServiceStateRequest.Decoder::new);
         if (request == null) {
             return;
         }
-        HeapBuffered<TracingServiceState> head = new HeapBuffered<>(TracingServiceState.FACTORY);
         Map<Producer, List<String>> registered = request.sessionsOnly() ? Map.of() : service.registeredDataSources();
+        List<byte[]> entries = new ArrayList<>();
         for (Producer producer : registered.keySet()) {
-            TracingServiceState.Producer entry = head.get().addProducers();
-            entry.setId(producer.id());
-            entry.setName(producer.name());
-            entry.setUid(producer.identity().uid());
-            entry.setPid(producer.identity().pid());
+            entries.add(stateEntry(state -> {
+                TracingServiceState.Producer entry = state.addProducers();
+                entry.setId(producer.id());
+                entry.setName(producer.name());
+                entry.setUid(producer.identity().uid());
+                entry.setPid(producer.identity().pid());
+            }));
         }
-        List<TracingSession> sessions = new ArrayList<>();
-        head.get().setSupportsTracingSessions(true);
+        int sessions = 0;
+        int started = 0;
         for (RemoteConsumer consumer : consumers.values()) {
             TracingSession session = consumer.session();
             if (session == null || session.isClosed()) {
                 continue;
             }
-            sessions.add(session);
-            TracingServiceState.TracingSession entry = head.get().addTracingSessions();
-            entry.setId(consumer.sessionId);
-            entry.setConsumerUid(consumer.info.uid());
-            entry.setState(session.isStopped() ? "DISABLED" : "STARTED");
-            session.config().buffers().forEach(b -> entry.addBufferSizeKb((int) (b.sizeBytes() / 1024)));
-            entry.setDurationMs((int) session.config().durationMs());
-            entry.setStartRealtimeNs(consumer.startRealtimeNs);
-            entry.setNumDataSources(session.config().dataSources().size() - session.dataSourcesNotStarted());
-            if (!session.isStopped()) {
-                entry.setIsStarted(true);
-            }
+            sessions++;
+            started += session.isStopped() ? 0 : 1;
+            entries.add(stateEntry(state -> {
+                TracingServiceState.TracingSession entry = state.addTracingSessions();
+                entry.setId(consumer.sessionId);
+                entry.setConsumerUid(consumer.info.uid());
+                entry.setState(session.isStopped() ? "DISABLED" : "STARTED");
+                session.config().buffers().forEach(b -> entry.addBufferSizeKb((int) (b.sizeBytes() / 1024)));
+                entry.setDurationMs((int) session.config().durationMs());
+                entry.setStartRealtimeNs(consumer.startRealtimeNs);
+                entry.setNumDataSources(session.config().dataSources().size() - session.dataSourcesNotStarted());
+                if (!session.isStopped()) {
+                    entry.setIsStarted(true);
+                }
+            }));
         }
-        head.get().setNumSessions(sessions.size());
-        head.get().setNumSessionsStarted((int) sessions.stream().filter(s -> !s.isStopped()).count());
-        head.get().setTracingServiceVersion(version);
-        ByteArrayOutputStream chunk = new ByteArrayOutputStream();
-        chunk.writeBytes(head.toByteArray());
         for (Map.Entry<Producer, List<String>> entry : registered.entrySet()) {
             for (String name : entry.getValue()) {
-                HeapBuffered<TracingServiceState> one = new HeapBuffered<>(TracingServiceState.FACTORY);
-                TracingServiceState.DataSource dataSource = one.get().addDataSources();
-                dataSource.setDsDescriptor().setName(name);
-                dataSource.setProducerId(entry.getKey().id());
-                byte[] bytes = one.toByteArray();
-                if (chunk.size() + bytes.length >= MAX_STATE_REPLY) {
-                    invocation.replyMore(stateReply(chunk.toByteArray()));
-                    chunk.reset();
-                }
-                chunk.writeBytes(bytes);
+                entries.add(stateEntry(state -> {
+                    TracingServiceState.DataSource dataSource = state.addDataSources();
+                    dataSource.setDsDescriptor().setName(name);
+                    dataSource.setProducerId(entry.getKey().id());
+                }));
             }
         }
+        int sessionCount = sessions;
+        int startedCount = started;
+        ByteArrayOutputStream chunk = new ByteArrayOutputStream();
+        chunk.writeBytes(stateEntry(state -> {
+            state.setSupportsTracingSessions(true);
+            state.setNumSessions(sessionCount);
+            state.setNumSessionsStarted(startedCount);
+            state.setTracingServiceVersion(version);
+        }));
+        for (byte[] entry : entries) {
+            if (entry.length >= MAX_STATE_REPLY) {
+                stateEntriesLeftOut.incrementAndGet();
+                continue;
+            }
+            if (chunk.size() + entry.length >= MAX_STATE_REPLY) {
+                invocation.replyMore(stateReply(chunk.toByteArray()));
+                chunk.reset();
+            }
+            chunk.writeBytes(entry);
+        }
         invocation.reply(stateReply(chunk.toByteArray()));
+    }
+
+    /** A TracingServiceState holding what {@code fill} writes into it. */
+    private static byte[] stateEntry(Consumer<TracingServiceState> fill) {
+        return message(TracingServiceState.FACTORY, fill);
     }
 
     private static byte[] stateReply(byte[] state) {

@@ -10,7 +10,9 @@
 //   perfetto_ipc_tool call SOCKET SERVICE METHOD ARGS [METHOD ARGS]...
 //       a client as another program (or user) runs it: connects, binds SERVICE, invokes
 //       each METHOD in turn with ARGS (hex, or @FILE for a file's bytes) and prints each
-//       reply "<success> <has_more> <reply hex>" until its last; then "held" and it stays
+//       reply "<success> <has_more> <reply hex>" until its last (!METHOD: sent, its replies
+//       never read, as a client that does not wait or a deferred reply; "- -": print "paused"
+//       and wait for a line on standard input); then "held" and it stays
 //       connected until its standard input ends. "connect ERRNO" (status 3) if the socket
 //       refuses it, "bind" (status 4) if the service or a method is not bound, "end" or
 //       "violation" (status 1) if the service goes first
@@ -94,12 +96,23 @@ int main(int argc, char** argv) {
       return 4;
     }
     for (int call = 4; call < argc; call += 2) {
+      if (strcmp(argv[call], "-") == 0) {
+        // A pause: the test lets it go on with a line on standard input.
+        printf("paused\n");
+        fflush(stdout);
+        char c;
+        while (read(0, &c, 1) == 1 && c != '\n') {
+        }
+        continue;
+      }
       size_t size = load_args(argv[call + 1], args, sizeof(args));
-      uint64_t id = ipc_invoke(&client, argv[call], args, size, 0);
+      int unanswered = argv[call][0] == '!';
+      uint64_t id = ipc_invoke(&client, argv[call] + unanswered, args, size, 0);
       if (id == 0) {
         printf("bind\n");
         return 4;
       }
+      if (unanswered) continue;
       struct ipc_reply reply;
       int got;
       int last = 0;

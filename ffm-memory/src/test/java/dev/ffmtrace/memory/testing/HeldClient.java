@@ -41,8 +41,13 @@ public final class HeldClient implements AutoCloseable {
 
     /** Starts {@code command}, as uid {@link OtherUser#UID} if {@code asOtherUser}. */
     public static HeldClient start(boolean asOtherUser, List<String> command) {
+        return start(asOtherUser ? OtherUser.UID : -1, command);
+    }
+
+    /** Starts {@code command}, as {@code uid} through {@link OtherUser} unless it is -1. */
+    public static HeldClient start(int uid, List<String> command) {
         try {
-            return new HeldClient(new ProcessBuilder(asOtherUser ? OtherUser.command(command) : command).start());
+            return new HeldClient(new ProcessBuilder(uid == -1 ? command : OtherUser.command(uid, command)).start());
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
@@ -53,10 +58,16 @@ public final class HeldClient implements AutoCloseable {
      * first (with what it printed) or did not get there within the hang detector's time.
      */
     public List<String> awaitHeld() {
+        return awaitLine("held");
+    }
+
+    /** The lines printed since the last marker awaited, up to {@code marker}; fails as {@link #awaitHeld()}. */
+    public List<String> awaitLine(String marker) {
         CompletableFuture<List<String>> held = CompletableFuture.supplyAsync(() -> {
             try {
+                lines.clear();
                 for (String line; (line = out.readLine()) != null; ) {
-                    if (line.equals("held")) {
+                    if (line.equals(marker)) {
                         return List.copyOf(lines);
                     }
                     lines.add(line);
@@ -69,18 +80,29 @@ public final class HeldClient implements AutoCloseable {
         try {
             List<String> replies = held.get(TIMEOUT_SECONDS, TimeUnit.SECONDS);
             if (replies == null) {
-                throw new AssertionError("the client ended before it was held (exit " + process.waitFor() + "): "
-                        + lines + " " + err.join());
+                throw new AssertionError("the client ended before \"" + marker + "\" (exit " + process.waitFor()
+                        + "): " + lines + " " + err.join());
             }
             return replies;
         } catch (TimeoutException e) {
             process.destroyForcibly();
-            throw new AssertionError("the client was not held within " + TIMEOUT_SECONDS + " s: " + lines, e);
+            throw new AssertionError("the client did not print \"" + marker + "\" within " + TIMEOUT_SECONDS
+                    + " s: " + lines, e);
         } catch (ExecutionException e) {
             throw new AssertionError("cannot read the client's output", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError("interrupted", e);
+        }
+    }
+
+    /** Lets a client {@code paused} go on. */
+    public void resume() {
+        try {
+            process.getOutputStream().write('\n');
+            process.getOutputStream().flush();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

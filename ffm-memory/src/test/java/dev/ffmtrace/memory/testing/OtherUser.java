@@ -69,7 +69,12 @@ public final class OtherUser {
 
     /** {@code command} prefixed to run as uid {@link #UID}. */
     public static List<String> command(List<String> command) {
-        List<String> full = new ArrayList<>(List.of("setpriv", "--reuid=" + UID, "--regid=" + UID,
+        return command(UID, command);
+    }
+
+    /** {@code command} prefixed to run as {@code uid} (and gid {@code uid}), which need not have a name. */
+    public static List<String> command(int uid, List<String> command) {
+        List<String> full = new ArrayList<>(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid,
                 "--clear-groups", "--"));
         full.addAll(command);
         return full;

@@ -27,7 +27,7 @@ public final class Guardrails {
      * its 128 KiB IPC frame), so that every entry of a QueryServiceState reply fits a frame.
      */
     public static final int MAX_DATA_SOURCE_NAME_BYTES = 1024;
-    /** Requests of one consumer connection queued and not answered yet (Perfetto: no limit). */
+    /** Requests of one consumer connection queued and not started yet (Perfetto: no limit). */
     public static final int MAX_PENDING_REQUESTS = 256;
 
     private Guardrails() {

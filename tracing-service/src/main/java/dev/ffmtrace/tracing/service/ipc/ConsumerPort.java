@@ -32,6 +32,7 @@ import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.protozero.TypedProtoDecoder;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.service.Guardrails;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.SessionConfig;
@@ -53,6 +54,8 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -110,6 +113,9 @@ public final class ConsumerPort implements AutoCloseable {
     private final AtomicLong lastSessionId = new AtomicLong();
     private final AtomicLong stateEntriesLeftOut = new AtomicLong();
     private final AtomicLong requestFailures = new AtomicLong();
+    private final AtomicLong refusals = new AtomicLong();
+    /** Held while a session is admitted and started, so that two consumers cannot both take the last place. */
+    private final Object admission = new Object();
     private final ScheduledThreadPoolExecutor observer;
     private final ServiceDescriptor descriptor;
 
@@ -163,6 +169,16 @@ public final class ConsumerPort implements AutoCloseable {
         return requestFailures.get();
     }
 
+    /**
+     * Requests refused by a {@link Guardrails guardrail}: sessions over Perfetto's limits
+     * (buffers per session, sessions in all and per uid) or ffmtrace's (buffer memory of
+     * all sessions), requests over a connection's {@value Guardrails#MAX_PENDING_REQUESTS}
+     * pending ones. Each got Perfetto's error reply (a failed call for the last).
+     */
+    public long refusals() {
+        return refusals.get();
+    }
+
     /** Consumers connected now that have invoked a method. */
     public int consumerCount() {
         return consumers.size();
@@ -200,7 +216,7 @@ public final class ConsumerPort implements AutoCloseable {
     private void enableTracing(Invocation invocation) {
         int fd = invocation.takeReceivedFd();
         RemoteConsumer consumer = consumer(invocation.client());
-        if (!consumer.submit(() -> consumer.enableTracing(invocation, fd))) {
+        if (!consumer.submitRequest(invocation, () -> consumer.enableTracing(invocation, fd))) {
             UnixSocket.closeReceived(fd);
         }
     }
@@ -220,6 +236,39 @@ public final class ConsumerPort implements AutoCloseable {
             if (sessionId != 0 ? consumer.sessionId == sessionId : uniqueName.equals(uniqueSessionName(session))) {
                 return consumer;
             }
+        }
+        return null;
+    }
+
+    /**
+     * Why a session of {@code config} may not start now, as Perfetto's error says it, or
+     * null: Perfetto's limits on sessions at once, in all and per uid, and ffmtrace's on
+     * the buffer memory of all sessions together. Called holding {@link #admission}.
+     */
+    private String admissionRefusal(RemoteConsumer caller, SessionConfig config) {
+        int sessions = 0;
+        int sessionsOfUid = 0;
+        long bufferBytes = 0;
+        for (RemoteConsumer consumer : consumers.values()) {
+            TracingSession session = consumer.session();
+            if (session == null || session.isClosed()) {
+                continue;
+            }
+            sessions++;
+            sessionsOfUid += consumer.info.uid() == caller.info.uid() ? 1 : 0;
+            bufferBytes += session.config().buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        }
+        if (sessionsOfUid >= Guardrails.MAX_SESSIONS_PER_UID) {
+            return "Too many concurrent tracing sesions (" + sessionsOfUid + ") for uid " + caller.info.uid()
+                    + " limit is " + Guardrails.MAX_SESSIONS_PER_UID;
+        }
+        if (sessions >= Guardrails.MAX_SESSIONS) {
+            return "Too many concurrent tracing sesions (" + sessions + ")";
+        }
+        long asked = config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        if (bufferBytes + asked > Guardrails.MAX_TOTAL_BUFFER_BYTES) {
+            return "Requested too large trace buffer (" + asked / 1024 + "kB  > "
+                    + (Guardrails.MAX_TOTAL_BUFFER_BYTES - bufferBytes) / 1024 + " kB)";
         }
         return null;
     }
@@ -250,7 +299,7 @@ public final class ConsumerPort implements AutoCloseable {
             return;
         }
         RemoteConsumer consumer = consumer(invocation.client());
-        consumer.submit(() -> {
+        consumer.submitRequest(invocation, () -> {
             try {
                 request.run(consumer, invocation);
             } catch (RuntimeException e) {
@@ -263,7 +312,13 @@ public final class ConsumerPort implements AutoCloseable {
 
     private void pollObservers() {
         for (RemoteConsumer consumer : consumers.values()) {
-            consumer.submit(consumer::maybeNotifyAllDataSourcesStarted);
+            // One poll queued at a time: a consumer whose worker is busy does not pile them up.
+            if (consumer.pollQueued.compareAndSet(false, true)) {
+                consumer.submit(() -> {
+                    consumer.pollQueued.set(false);
+                    consumer.maybeNotifyAllDataSourcesStarted();
+                });
+            }
         }
     }
 
@@ -414,6 +469,10 @@ public final class ConsumerPort implements AutoCloseable {
         /** The trace of a session cloned by CloneSession, until ReadBuffers takes it or FreeBuffers drops it. */
         private byte[] clone;
         private boolean allStartedNotified;
+        /** Requests queued on the worker and not started. */
+        private final AtomicInteger pendingRequests = new AtomicInteger();
+        /** Whether an observers' poll waits on the worker. */
+        final AtomicBoolean pollQueued = new AtomicBoolean();
 
         RemoteConsumer(ClientInfo info) {
             this.info = info;
@@ -423,6 +482,28 @@ public final class ConsumerPort implements AutoCloseable {
 
         TracingSession session() {
             return session;
+        }
+
+        /**
+         * Queues a request's task unless {@value Guardrails#MAX_PENDING_REQUESTS} wait
+         * already (the one running is not counted): then the request fails and is counted.
+         * False if not queued.
+         */
+        boolean submitRequest(Invocation invocation, Runnable task) {
+            if (pendingRequests.incrementAndGet() > Guardrails.MAX_PENDING_REQUESTS) {
+                pendingRequests.decrementAndGet();
+                refusals.incrementAndGet();
+                invocation.fail();
+                return false;
+            }
+            boolean queued = submit(() -> {
+                pendingRequests.decrementAndGet();
+                task.run();
+            });
+            if (!queued) {
+                pendingRequests.decrementAndGet();
+            }
+            return queued;
         }
 
         /** Queues a task; false if the consumer is gone. */
@@ -487,6 +568,13 @@ public final class ConsumerPort implements AutoCloseable {
             }
             TraceConfig.Decoder raw = new TraceConfig.Decoder();
             raw.reset(bytes);
+            int buffers = raw.buffersCount();
+            if (buffers > Guardrails.MAX_BUFFERS_PER_SESSION) {
+                // Before the config is even parsed: a request for 10,000 buffers costs nothing.
+                UnixSocket.closeReceived(fd);
+                refusals.incrementAndGet();
+                return "Too many buffers configured (" + buffers + ")";
+            }
             SessionConfig config;
             try {
                 config = SessionConfig.parse(bytes);
@@ -514,19 +602,30 @@ public final class ConsumerPort implements AutoCloseable {
                 UnixSocket.closeReceived(fd);
             }
             TracingSession started;
-            try {
-                started = service.startSession(config, channel);
-            } catch (RuntimeException e) {
-                if (channel != null) {
-                    channel.close();
+            synchronized (admission) {
+                String refusal = admissionRefusal(this, config);
+                if (refusal != null) {
+                    if (channel != null) {
+                        channel.close();
+                    }
+                    refusals.incrementAndGet();
+                    return refusal;
                 }
-                return "cannot start the session: " + e.getMessage();
+                try {
+                    started = service.startSession(config, channel);
+                } catch (RuntimeException e) {
+                    if (channel != null) {
+                        channel.close();
+                    }
+                    return "cannot start the session: " + e.getMessage();
+                }
+                output = channel;
+                sessionId = lastSessionId.incrementAndGet();
+                startRealtimeNs = Os.clockNanos(Os.CLOCK_REALTIME);
+                allStartedNotified = false;
+                // Published last, for QueryServiceState; within the admission, for the next admission's count.
+                session = started;
             }
-            output = channel;
-            sessionId = lastSessionId.incrementAndGet();
-            startRealtimeNs = Os.clockNanos(Os.CLOCK_REALTIME);
-            allStartedNotified = false;
-            session = started;
             started.completion().whenComplete((s, failure) -> submit(() -> sessionStopped(started, failure)));
             maybeNotifyAllDataSourcesStarted();
             return null;

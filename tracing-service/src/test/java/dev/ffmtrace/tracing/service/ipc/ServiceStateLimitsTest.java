@@ -164,4 +164,27 @@ class ServiceStateLimitsTest {
         assertEquals(1, consumerPort.stateEntriesLeftOut(), "the one that fits no reply is left out");
         assertEquals(0, consumerPort.requestFailures());
     }
+
+    @Test
+    void aProducerProcessRegistersAtMostItsShareOfDataSources() throws Exception {
+        HeapBuffered<InitializeConnectionRequest> init = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
+        init.get().setProducerName("many");
+        List<String> command = new ArrayList<>(List.of(CPrograms.program("perfetto_ipc_tool").toString(), "call",
+                producerPort.address().toString(), "ProducerPort",
+                "InitializeConnection", HexFormat.of().formatHex(init.toByteArray())));
+        for (int i = 0; i <= Guardrails.MAX_DATA_SOURCES_PER_PRODUCER; i++) {
+            HeapBuffered<RegisterDataSourceRequest> request = new HeapBuffered<>(RegisterDataSourceRequest.FACTORY);
+            request.get().setDataSourceDescriptor().setName("source-" + i);
+            command.addAll(List.of("RegisterDataSource", HexFormat.of().formatHex(request.toByteArray())));
+        }
+        try (HeldClient attacker = HeldClient.start(false, command)) {
+            List<String> replies = attacker.awaitHeld();
+            RegisterDataSourceResponse.Decoder refused = new RegisterDataSourceResponse.Decoder();
+            refused.reset(MemorySegment.ofArray(replyBytes(replies.getLast())));
+            assertEquals("Too many data sources registered by the producer (limit is 1024)", refused.error());
+            assertEquals(0, replyBytes(replies.get(replies.size() - 2)).length, "the 1024th is registered");
+            assertEquals(1, producerPort.refusals());
+            assertEquals(Guardrails.MAX_DATA_SOURCES_PER_PRODUCER, dataSourceNames(queryState()).size());
+        }
+    }
 }

@@ -30,6 +30,15 @@ public final class Guardrails {
     /** Requests of one consumer connection queued and not started yet (Perfetto: no limit). */
     public static final int MAX_PENDING_REQUESTS = 256;
 
+    /**
+     * The longest a flush waits for producers, whatever {@code flush_timeout_ms} or a
+     * Flush request says (Perfetto: no limit; its waits hold no thread). A stop by
+     * {@code duration_ms} runs on the service's timer, which this bounds.
+     */
+    public static final long MAX_FLUSH_TIMEOUT_MS = 60_000;
+    /** The longest a stop waits for data sources, whatever {@code data_source_stop_timeout_ms} says (Perfetto: no limit). */
+    public static final long MAX_DATA_SOURCE_STOP_TIMEOUT_MS = 60_000;
+
     private Guardrails() {
     }
 }

@@ -754,12 +754,9 @@ public final class ConsumerPort implements AutoCloseable {
                 invocation.fail();
                 return;
             }
-            long timeoutMs = Integer.toUnsignedLong(request.timeoutMs());
+            long timeoutMs = SessionConfig.clampFlushTimeoutMs(Integer.toUnsignedLong(request.timeoutMs()));
             if (timeoutMs == 0) {
-                TraceConfig.Decoder config = new TraceConfig.Decoder();
-                config.reset(current.config().traceConfig());
-                timeoutMs = config.flushTimeoutMs() != 0 ? Integer.toUnsignedLong(config.flushTimeoutMs())
-                        : DEFAULT_FLUSH_TIMEOUT_MS;
+                timeoutMs = current.config().effectiveFlushTimeoutMs();
             }
             boolean done;
             try {

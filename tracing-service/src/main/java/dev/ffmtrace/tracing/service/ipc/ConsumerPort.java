@@ -241,6 +241,14 @@ public final class ConsumerPort implements AutoCloseable {
     }
 
     /**
+     * Whether {@code caller} may see and clone {@code owner}'s session, as Perfetto's
+     * IsCloneAllowed: root, or a consumer of the same uid.
+     */
+    private static boolean mayClone(RemoteConsumer caller, RemoteConsumer owner) {
+        return caller.info.uid() == 0 || caller.info.uid() == owner.info.uid();
+    }
+
+    /**
      * Why a session of {@code config} may not start now, as Perfetto's error says it, or
      * null: Perfetto's limits on sessions at once, in all and per uid, and ffmtrace's on
      * the buffer memory of all sessions together. Called holding {@link #admission}.
@@ -323,7 +331,8 @@ public final class ConsumerPort implements AutoCloseable {
     }
 
     /**
-     * The service's producers, their data sources and this port's sessions, in replies of
+     * The service's producers, their data sources and this port's sessions the caller may
+     * clone (all are counted in {@code num_sessions}, as in Perfetto), in replies of
      * at most {@link #MAX_STATE_REPLY} bytes, as Perfetto splits it: the first starts with
      * the scalar fields, then every producer, session and data source follows as a
      * TracingServiceState of its own, so that the replies concatenated are the whole state
@@ -356,6 +365,10 @@ public final class ConsumerPort implements AutoCloseable {
             }
             sessions++;
             started += session.isStopped() ? 0 : 1;
+            if (!mayClone(caller, consumer)) {
+                // Counted, not listed, as in Perfetto: another user's session is not the caller's to see.
+                continue;
+            }
             entries.add(stateEntry(state -> {
                 TracingServiceState.TracingSession entry = state.addTracingSessions();
                 entry.setId(consumer.sessionId);
@@ -804,7 +817,7 @@ public final class ConsumerPort implements AutoCloseable {
             if (source == null || (request.sessionId() == 0 && request.uniqueSessionName().isEmpty())) {
                 return "Tracing session not found";
             }
-            if (info.uid() != 0 && info.uid() != owner.info.uid()) {
+            if (!mayClone(this, owner)) {
                 return "Not allowed to clone a session from another UID";
             }
             if (source.config().writeIntoFile()) {

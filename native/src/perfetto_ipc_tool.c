@@ -7,6 +7,16 @@
 //       connects and prints each frame it decodes, "<kind> <request_id> <success>
 //       <has_more> <reply hex>", then "end" when the peer hangs up (status 0) or
 //       "violation" when it breaks the protocol (status 1)
+//   perfetto_ipc_tool call SOCKET SERVICE METHOD ARGS [METHOD ARGS]...
+//       a client as another program (or user) runs it: connects, binds SERVICE, invokes
+//       each METHOD in turn with ARGS (hex, or @FILE for a file's bytes) and prints each
+//       reply "<success> <has_more> <reply hex>" until its last (!METHOD: sent, its replies
+//       never read, as a client that does not wait or a deferred reply; "- -": print "paused"
+//       and wait for a line on standard input); then "held" and it stays
+//       connected until its standard input ends. "connect ERRNO" (status 3) if the socket
+//       refuses it, "bind" (status 4) if the service or a method is not bound, "end" or
+//       "violation" (status 1) if the service goes first
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +39,19 @@ static size_t parse_hex(const char* text, uint8_t* out, size_t capacity) {
   return n;
 }
 
+// ARGS of "call": hex digits, or @FILE for the bytes of FILE (a request too long for a command line).
+static size_t load_args(const char* text, uint8_t* out, size_t capacity) {
+  if (text[0] != '@') return parse_hex(text, out, capacity);
+  FILE* file = fopen(text + 1, "rb");
+  if (file == NULL) return 0;
+  size_t n = fread(out, 1, capacity, file);
+  fclose(file);
+  return n;
+}
+
 static struct ipc_client client;
 static uint8_t frame[IPC_MAX_FRAME];
-static uint8_t args[IPC_MAX_FRAME / 2];
+static uint8_t args[IPC_MAX_FRAME];
 
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "bind") == 0) {
@@ -66,6 +86,59 @@ int main(int argc, char** argv) {
     ipc_close(&client);
     return got == IPC_HUNG_UP ? 0 : 1;
   }
-  fprintf(stderr, "usage: perfetto_ipc_tool bind|invoke|receive ...\n");
+  if (argc >= 6 && argc % 2 == 0 && strcmp(argv[1], "call") == 0) {
+    if (ipc_connect(&client, argv[2]) != 0) {
+      printf("connect %d\n", errno);
+      return 3;
+    }
+    if (ipc_bind(&client, argv[3]) != 0) {
+      printf("bind\n");
+      return 4;
+    }
+    for (int call = 4; call < argc; call += 2) {
+      if (strcmp(argv[call], "-") == 0) {
+        // A pause: the test lets it go on with a line on standard input.
+        printf("paused\n");
+        fflush(stdout);
+        char c;
+        while (read(0, &c, 1) == 1 && c != '\n') {
+        }
+        continue;
+      }
+      size_t size = load_args(argv[call + 1], args, sizeof(args));
+      int unanswered = argv[call][0] == '!';
+      uint64_t id = ipc_invoke(&client, argv[call] + unanswered, args, size, 0);
+      if (id == 0) {
+        printf("bind\n");
+        return 4;
+      }
+      if (unanswered) continue;
+      struct ipc_reply reply;
+      int got;
+      int last = 0;
+      while (!last && (got = ipc_receive(&client, &reply, -1)) == 1) {
+        int fd = ipc_take_fd(&client);
+        if (fd >= 0) close(fd);
+        if (reply.kind != IPC_INVOKE_REPLY || reply.request_id != id) continue;
+        printf("%d %d ", reply.success, reply.has_more);
+        print_hex(reply.reply, reply.reply_size);
+        printf("\n");
+        last = !reply.has_more;
+      }
+      if (!last) {
+        printf(got == IPC_HUNG_UP ? "end\n" : "violation\n");
+        ipc_close(&client);
+        return 1;
+      }
+    }
+    printf("held\n");
+    fflush(stdout);
+    char sink[256];
+    while (read(0, sink, sizeof(sink)) > 0) {
+    }
+    ipc_close(&client);
+    return 0;
+  }
+  fprintf(stderr, "usage: perfetto_ipc_tool bind|invoke|receive|call ...\n");
   return 2;
 }

@@ -43,6 +43,11 @@ final class HeapprofdCommand implements Callable<Integer> {
             description = "The trace file to write; default ${DEFAULT-VALUE}.")
     Path out;
 
+    @Option(names = "--allow-other-users",
+            description = "Profile processes of any user that connect (default: only this user's; the socket's "
+                    + "peer credentials are checked, as an abstract socket has no permissions).")
+    boolean allowOtherUsers;
+
     @Parameters(arity = "1..*", paramLabel = "PROGRAM ARGS", description = "The program and its arguments, after --.")
     List<String> program;
 
@@ -59,7 +64,8 @@ final class HeapprofdCommand implements Callable<Integer> {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-" + Os.pid() + "-" + System.nanoTime());
         try (TraceOutput output = TraceOutput.open(out, "--out");
              TracingService tracing = new TracingService();
-             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address)) {
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address,
+                     allowOtherUsers ? HeapprofdService.Users.ANY : HeapprofdService.Users.OWN)) {
             TracingSession session = tracing.startSession(sessionConfig());
             HeapprofdService service = heapprofd.service();
             if (service == null) {
@@ -78,7 +84,8 @@ final class HeapprofdCommand implements Callable<Integer> {
             session.close();
             HeapprofdService.Stats stats = service.totals();
             System.err.println("ffmtrace heapprofd: " + stats.records() + " records from " + service.clientCount()
-                    + " process(es), " + stats.unwindingErrors() + " unwinding errors; wrote " + out);
+                    + " process(es), " + stats.unwindingErrors() + " unwinding errors, "
+                    + service.otherUserClients() + " process(es) of other users refused; wrote " + out);
             return status;
         } catch (NativeException e) {
             throw new CliFailure("cannot set up the profile: " + e.getMessage(), CliFailure.FAILED);

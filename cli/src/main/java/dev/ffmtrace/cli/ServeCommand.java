@@ -8,7 +8,10 @@ import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -30,6 +33,9 @@ final class ServeCommand implements Callable<Integer> {
     static final String DEFAULT_PRODUCER_SOCKET = "/tmp/ffmtrace-producer";
     /** What QueryServiceState reports. */
     static final String VERSION = "ffmtrace 0.1.0";
+    /** stat(2)'s file type bits and the type of a socket. */
+    private static final int S_IFMT = 0170000;
+    private static final int S_IFSOCK = 0140000;
 
     @Option(names = "--consumer-socket", paramLabel = "PATH",
             description = "The consumer socket (default: $PERFETTO_CONSUMER_SOCK_NAME, else " + DEFAULT_CONSUMER_SOCKET
@@ -41,21 +47,27 @@ final class ServeCommand implements Callable<Integer> {
                     + "); @NAME for Linux's abstract namespace.")
     String producerSocket;
 
+    @Option(names = "--socket-mode", paramLabel = "OCTAL", defaultValue = "0600",
+            description = "Permission bits of both socket files (default: ${DEFAULT-VALUE}, the owner's only; "
+                    + "0666 lets every local user in, as Android's traced). No effect on @NAME sockets.")
+    String socketMode;
+
     @Override
     public Integer call() throws InterruptedException, CliFailure {
         UnixAddress consumerAddress = UnixAddress.parse(
                 socketName(consumerSocket, "PERFETTO_CONSUMER_SOCK_NAME", DEFAULT_CONSUMER_SOCKET));
         UnixAddress producerAddress = UnixAddress.parse(
                 socketName(producerSocket, "PERFETTO_PRODUCER_SOCK_NAME", DEFAULT_PRODUCER_SOCKET));
+        int mode = parseMode(socketMode);
         List<IpcHost> hosts = new ArrayList<>();
         try (StopOnSignal signal = new StopOnSignal();
              TracingService service = new TracingService();
              ConsumerPort consumerPort = new ConsumerPort(service, VERSION)) {
             try {
-                IpcHost consumerHost = listen("--consumer-socket", consumerAddress);
+                IpcHost consumerHost = listen("--consumer-socket", consumerAddress, mode);
                 hosts.add(consumerHost);
                 consumerHost.exposeService(consumerPort.descriptor());
-                IpcHost producerHost = listen("--producer-socket", producerAddress);
+                IpcHost producerHost = listen("--producer-socket", producerAddress, mode);
                 hosts.add(producerHost);
                 ProducerPort.expose(service, producerHost);
                 System.out.println("producer socket: " + producerAddress);
@@ -82,34 +94,63 @@ final class ServeCommand implements Callable<Integer> {
         return fromEnvironment != null ? fromEnvironment : fallback;
     }
 
-    /**
-     * Listens on {@code address}. A socket file that nobody
-     * listens on any more (a service killed before it could remove it) is replaced; one
-     * a live service listens on is an error.
-     */
-    private static IpcHost listen(String option, UnixAddress address) throws CliFailure {
-        if (!address.isAbstract()) {
-            Path path = Path.of(address.name());
-            if (Files.exists(path) && !Files.isDirectory(path)) {
-                try {
-                    UnixSocket.connect(address).close();
-                    throw new CliFailure(option + " " + address + ": another service listens on it", CliFailure.FAILED);
-                } catch (NativeException e) {
-                    try {
-                        Files.deleteIfExists(path);
-                    } catch (IOException removal) {
-                        throw new CliFailure(option + " " + address + ": cannot remove the stale socket: "
-                                + ErrorReporter.reason(removal), CliFailure.FAILED);
-                    }
-                }
-            }
+    /** {@code --socket-mode}: octal permission bits within 0777. */
+    static int parseMode(String octal) throws CliFailure {
+        if (!octal.matches("0?[0-7]{1,3}")) {
+            throw new CliFailure("--socket-mode " + octal + ": not octal permission bits such as 0600 or 0660",
+                    CliFailure.USAGE);
         }
-        IpcHost host;
+        return Integer.parseInt(octal, 8);
+    }
+
+    /**
+     * Listens on {@code address}, its socket file with permission bits {@code mode}. What
+     * is at the path already must be a socket nobody accepts on any more (a service killed
+     * before it could remove it), which is replaced; anything else is left alone and
+     * refused: a file that is not a socket (a usage error), a socket a live service
+     * accepts on, or one whose state cannot be told.
+     */
+    private static IpcHost listen(String option, UnixAddress address, int mode) throws CliFailure {
+        if (!address.isAbstract()) {
+            removeStaleSocket(option, address);
+        }
         try {
-            host = IpcHost.listen(address);
-        } catch (NativeException | IllegalArgumentException e) {
+            return IpcHost.listen(address, mode);
+        } catch (NativeException | IllegalArgumentException | UncheckedIOException e) {
             throw new CliFailure(option + " " + address + ": cannot listen: " + e.getMessage(), CliFailure.FAILED);
         }
-        return host;
+    }
+
+    private static void removeStaleSocket(String option, UnixAddress address) throws CliFailure {
+        Path path = Path.of(address.name());
+        int fileMode;
+        try {
+            // Not following a link: a link is not a socket, whatever it points at.
+            fileMode = (Integer) Files.getAttribute(path, "unix:mode", LinkOption.NOFOLLOW_LINKS);
+        } catch (NoSuchFileException e) {
+            return;
+        } catch (IOException e) {
+            throw new CliFailure(option + " " + address + ": " + ErrorReporter.reason(e), CliFailure.FAILED);
+        }
+        if ((fileMode & S_IFMT) != S_IFSOCK) {
+            throw new CliFailure(option + " " + address + ": exists and is not a socket; not replacing it",
+                    CliFailure.USAGE);
+        }
+        try {
+            UnixSocket.connect(address).close();
+            throw new CliFailure(option + " " + address + ": another service listens on it", CliFailure.FAILED);
+        } catch (NativeException e) {
+            if (!"ECONNREFUSED".equals(e.errnoName())) {
+                // EACCES and the like: whoever owns it may still be using it.
+                throw new CliFailure(option + " " + address + ": cannot tell whether a service listens on it: "
+                        + e.getMessage(), CliFailure.FAILED);
+            }
+        }
+        try {
+            Files.deleteIfExists(path);
+        } catch (IOException removal) {
+            throw new CliFailure(option + " " + address + ": cannot remove the stale socket: "
+                    + ErrorReporter.reason(removal), CliFailure.FAILED);
+        }
     }
 }

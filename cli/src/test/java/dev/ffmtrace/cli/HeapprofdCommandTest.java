@@ -3,11 +3,13 @@ package dev.ffmtrace.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
 import dev.ffmtrace.heapprofd.service.HeapprofdService;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.OtherUser;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -15,6 +17,7 @@ import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -47,6 +50,37 @@ class HeapprofdCommandTest {
         assertEquals(0, allocated.exit(), allocated.err());
         assertEquals(1_000_000, bytesUnder(allocated.out(), ";main;a"), allocated.out());
         assertEquals(3_000_000, bytesUnder(allocated.out(), ";main;b"), allocated.out());
+    }
+
+    /**
+     * Issue #27, item 8: another user's process that connects to the abstract socket (its
+     * name shows in /proc/net/unix) is refused by its peer credentials, unless
+     * {@code --allow-other-users}. The program runs as uid {@value OtherUser#UID} through
+     * setpriv (which, preloaded too, is root's process and profiled until it execs).
+     */
+    @Test
+    void anotherUsersProcessIsProfiledOnlyWhenAllowed() {
+        String reason = OtherUser.unavailableReason();
+        assumeTrue(reason == null, reason);
+        List<String> asOtherUser = OtherUser.command(List.of(pattern().toString()));
+        List<String> refusedArgs = new ArrayList<>(List.of("heapprofd", "--sampling-interval", "1", "--out",
+                dir.resolve("refused.pftrace").toString(), "--"));
+        refusedArgs.addAll(asOtherUser);
+        ConvertAndDumpTest.Run refused = ConvertAndDumpTest.run(refusedArgs.toArray(String[]::new));
+        assertEquals(0, refused.exit(), refused.err());
+        assertTrue(refused.err().contains(", 1 process(es) of other users refused;"), refused.err());
+        ConvertAndDumpTest.Run none = ConvertAndDumpTest.run("dump", "--folded", dir.resolve("refused.pftrace").toString());
+        assertEquals(0, bytesUnder(none.out(), ";main;a"), none.out());
+
+        Path trace = dir.resolve("allowed.pftrace");
+        List<String> allowedArgs = new ArrayList<>(List.of("heapprofd", "--allow-other-users", "--sampling-interval",
+                "1", "--out", trace.toString(), "--"));
+        allowedArgs.addAll(asOtherUser);
+        ConvertAndDumpTest.Run allowed = ConvertAndDumpTest.run(allowedArgs.toArray(String[]::new));
+        assertEquals(0, allowed.exit(), allowed.err());
+        assertTrue(allowed.err().contains(", 0 process(es) of other users refused;"), allowed.err());
+        ConvertAndDumpTest.Run folded = ConvertAndDumpTest.run("dump", "--folded", trace.toString());
+        assertEquals(1_000_000, bytesUnder(folded.out(), ";main;a"), folded.out());
     }
 
     @Test

@@ -125,8 +125,11 @@ public final class Invocation {
         connection.reply(this, false, false, NO_BYTES, -1, false);
     }
 
-    /** Fails the invocation unless it already ended: for a handler that threw. */
-    void failIfOpen() {
+    /**
+     * Fails the invocation unless it already ended: for a handler that threw, here or on
+     * a thread the handler handed the invocation to.
+     */
+    public void failIfOpen() {
         connection.reply(this, false, false, NO_BYTES, -1, true);
     }
 

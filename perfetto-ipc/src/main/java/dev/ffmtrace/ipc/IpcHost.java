@@ -59,7 +59,16 @@ public final class IpcHost implements AutoCloseable {
 
     /** Listens on {@code address} and starts accepting clients. */
     public static IpcHost listen(UnixAddress address) {
-        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64));
+        return listen(address, -1);
+    }
+
+    /**
+     * Listens on {@code address}, a socket file with permission bits {@code mode} (as
+     * {@link UnixServerSocket#listen(UnixAddress, int, int)}; -1 for the umask's), and
+     * starts accepting clients.
+     */
+    public static IpcHost listen(UnixAddress address, int mode) {
+        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64, mode));
         host.acceptor.start();
         return host;
     }

@@ -61,6 +61,7 @@ public final class HeapprofdDataSource implements AutoCloseable {
     private final DataSource dataSource;
     private final UnixAddress address;
     private final int packetBudget;
+    private final HeapprofdService.Users users;
     private final ScheduledExecutorService timer;
     private Running running;
     private long dumpsWritten;
@@ -80,8 +81,10 @@ public final class HeapprofdDataSource implements AutoCloseable {
         }
     }
 
-    private HeapprofdDataSource(TracingService tracing, UnixAddress address, int packetBudget) {
+    private HeapprofdDataSource(TracingService tracing, UnixAddress address, int packetBudget,
+                                HeapprofdService.Users users) {
         this.address = address;
+        this.users = users;
         this.packetBudget = packetBudget;
         this.producer = tracing.connectProducer(ProducerOptions.of("heapprofd"));
         this.timer = Executors.newSingleThreadScheduledExecutor(runnable ->
@@ -101,13 +104,25 @@ public final class HeapprofdDataSource implements AutoCloseable {
      * Register it before starting the sessions that name it.
      */
     public static HeapprofdDataSource register(TracingService tracing, UnixAddress address) {
-        return register(tracing, address, ProfileDumper.DEFAULT_PACKET_BUDGET);
+        return register(tracing, address, HeapprofdService.Users.OWN);
+    }
+
+    /** {@link #register(TracingService, UnixAddress)}, its sessions profiling the processes of {@code users}. */
+    public static HeapprofdDataSource register(TracingService tracing, UnixAddress address,
+                                               HeapprofdService.Users users) {
+        return register(tracing, address, ProfileDumper.DEFAULT_PACKET_BUDGET, users);
     }
 
     static HeapprofdDataSource register(TracingService tracing, UnixAddress address, int packetBudget) {
+        return register(tracing, address, packetBudget, HeapprofdService.Users.OWN);
+    }
+
+    private static HeapprofdDataSource register(TracingService tracing, UnixAddress address, int packetBudget,
+                                                HeapprofdService.Users users) {
         Objects.requireNonNull(tracing, "tracing");
         Objects.requireNonNull(address, "address");
-        return new HeapprofdDataSource(tracing, address, packetBudget);
+        Objects.requireNonNull(users, "users");
+        return new HeapprofdDataSource(tracing, address, packetBudget, users);
     }
 
     /** Where clients connect while a session runs the data source. */
@@ -141,7 +156,7 @@ public final class HeapprofdDataSource implements AutoCloseable {
         HeapprofdService service;
         try {
             service = HeapprofdService.start(address, clientConfiguration(heapprofd),
-                    ringSize(heapprofd.shmemSizeBytes()), filter(heapprofd));
+                    ringSize(heapprofd.shmemSizeBytes()), filter(heapprofd), users);
             startFailure = null;
         } catch (RuntimeException e) {
             // Thrown into the session's start otherwise: the session runs, without heap profiles.

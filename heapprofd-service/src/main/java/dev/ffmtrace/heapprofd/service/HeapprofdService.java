@@ -21,6 +21,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * heapprofd's service, in-process: listens on a socket, makes each client's handshake
@@ -41,14 +42,18 @@ public final class HeapprofdService implements AutoCloseable {
     private final long ringSize;
     private final ClientFilter filter;
     private volatile long rejected;
+    /** The uid whose processes are profiled, or -1 for any. */
+    private final int onlyUid;
+    private final AtomicLong otherUsers = new AtomicLong();
     private final List<ClientConnection> clients = new CopyOnWriteArrayList<>();
     private final List<UnixSocket> sockets = new CopyOnWriteArrayList<>();
     private final Thread acceptor;
     private volatile boolean closed;
 
     private HeapprofdService(UnixServerSocket server, ClientConfiguration configuration, long ringSize,
-                             ClientFilter filter) {
+                             ClientFilter filter, int onlyUid) {
         this.server = server;
+        this.onlyUid = onlyUid;
         this.configuration = configuration;
         this.ringSize = ringSize;
         this.filter = filter;
@@ -56,13 +61,25 @@ public final class HeapprofdService implements AutoCloseable {
     }
 
     /**
-     * Starts a service at {@code address} that sends every client {@code configuration}
-     * and gives it a ring of {@code ringSize} bytes.
+     * Starts a service at {@code address} that sends every client of this process's uid
+     * {@code configuration} and gives it a ring of {@code ringSize} bytes.
      *
      * @param ringSize a power of two, at least a page, as SharedRingBuffer's sizes are
      */
     public static HeapprofdService start(UnixAddress address, ClientConfiguration configuration, long ringSize) {
         return start(address, configuration, ringSize, (pid, cmdline) -> true);
+    }
+
+    /**
+     * Whose processes a service profiles. The socket's peer credentials say (SO_PEERCRED),
+     * checked before the client's handshake is read: an abstract socket has no
+     * permissions, and its name shows in {@code /proc/net/unix}.
+     */
+    public enum Users {
+        /** Processes of the service's own uid: the default. */
+        OWN,
+        /** Processes of any uid: their heap profiles end up in this user's trace. */
+        ANY
     }
 
     /**
@@ -81,10 +98,20 @@ public final class HeapprofdService implements AutoCloseable {
      */
     public static HeapprofdService start(UnixAddress address, ClientConfiguration configuration, long ringSize,
                                          ClientFilter filter) {
+        return start(address, configuration, ringSize, filter, Users.OWN);
+    }
+
+    /**
+     * {@link #start(UnixAddress, ClientConfiguration, long, ClientFilter)}, profiling the
+     * processes of {@code users}.
+     */
+    public static HeapprofdService start(UnixAddress address, ClientConfiguration configuration, long ringSize,
+                                         ClientFilter filter, Users users) {
         Objects.requireNonNull(configuration, "configuration");
         Objects.requireNonNull(filter, "filter");
+        Objects.requireNonNull(users, "users");
         HeapprofdService service = new HeapprofdService(UnixServerSocket.listen(address, 16), configuration, ringSize,
-                filter);
+                filter, users == Users.OWN ? Os.uid() : -1);
         service.acceptor.start();
         return service;
     }
@@ -124,6 +151,10 @@ public final class HeapprofdService implements AutoCloseable {
 
     private ClientConnection handshake(UnixSocket socket) {
         PeerCredentials peer = socket.peerCredentials();
+        if (onlyUid != -1 && peer.uid() != onlyUid) {
+            otherUsers.incrementAndGet();
+            throw new IllegalStateException("a client of uid " + peer.uid() + ", not " + onlyUid);
+        }
         UnixSocket.Received hello = socket.receive(new byte[1], 2);
         if (hello.bytes() != 1 || hello.fds().length != 2) {
             UnixSocket.closeReceived(hello.fds());
@@ -225,6 +256,11 @@ public final class HeapprofdService implements AutoCloseable {
             stats.merge(client.process, own, Stats::plus);
         }
         return stats;
+    }
+
+    /** Clients refused, before their handshake was read, for being another user's processes. */
+    public long otherUserClients() {
+        return otherUsers.get();
     }
 
     /** Clients whose handshake the filter refused, so far. */

@@ -51,6 +51,7 @@ public final class ProducerPort implements AutoCloseable {
     /** By client: a ClientInfo is one object per connection, and a key that needs no boxing. */
     private final Map<ClientInfo, RemoteProducer> producers = new ConcurrentHashMap<>();
     private final AtomicLong violations = new AtomicLong();
+    private final AtomicLong refusals = new AtomicLong();
     /** Held while a producer leaves the map for the gone totals, so that totals count it once. */
     private final Object totals = new Object();
     /** What producers that are gone moved and violated, so that the totals keep them. */
@@ -118,8 +119,20 @@ public final class ProducerPort implements AutoCloseable {
         }
     }
 
+    /**
+     * Requests refused by a {@link Guardrails guardrail}: a data source name too long, too
+     * many data sources on one connection. Each got its error reply; the producer stays.
+     */
+    public long refusals() {
+        return refusals.get();
+    }
+
     void countViolation() {
         violations.incrementAndGet();
+    }
+
+    void countRefusal() {
+        refusals.incrementAndGet();
     }
 
     /** Disconnects a producer the port gave up on. */

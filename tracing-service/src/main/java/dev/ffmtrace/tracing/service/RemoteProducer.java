@@ -16,6 +16,7 @@ import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
 import dev.ffmtrace.perfetto.protos.NotifyDataSourceStartedRequest;
 import dev.ffmtrace.perfetto.protos.NotifyDataSourceStoppedRequest;
 import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
+import dev.ffmtrace.perfetto.protos.RegisterDataSourceResponse;
 import dev.ffmtrace.perfetto.protos.RegisterTraceWriterRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterTraceWriterRequest;
@@ -27,6 +28,7 @@ import dev.ffmtrace.protozero.TypedProtoDecoder;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -212,10 +214,31 @@ final class RemoteProducer implements ProducerCommands {
         }
         // Perfetto's service ignores a data source without a name; so does this one.
         if (descriptor.hasName() && !descriptor.name().isEmpty()) {
+            String refusal = registrationRefusal(descriptor.name());
+            if (refusal != null) {
+                port.countRefusal();
+                HeapBuffered<RegisterDataSourceResponse> response = new HeapBuffered<>(RegisterDataSourceResponse.FACTORY);
+                response.get().setError(refusal);
+                invocation.reply(response.toByteArray());
+                return;
+            }
             describe(descriptor);
             producer.registerDataSource(descriptor.name());
         }
         invocation.reply(NO_BYTES);
+    }
+
+    /** Why data source {@code name} may not be registered (its error reply), or null. */
+    private String registrationRefusal(String name) {
+        int bytes = name.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > Guardrails.MAX_DATA_SOURCE_NAME_BYTES) {
+            return "Data source name too long (" + bytes + " bytes > " + Guardrails.MAX_DATA_SOURCE_NAME_BYTES + ")";
+        }
+        if (!descriptors.containsKey(name) && descriptors.size() >= Guardrails.MAX_DATA_SOURCES_PER_PRODUCER) {
+            return "Too many data sources registered by the producer (limit is "
+                    + Guardrails.MAX_DATA_SOURCES_PER_PRODUCER + ")";
+        }
+        return null;
     }
 
     void updateDataSource(Invocation invocation) {

@@ -153,14 +153,26 @@ public final class SessionConfig {
         return dataSourceStopTimeoutMs;
     }
 
-    /** How long stopping waits for the data sources' stop handlers, the default applied. */
+    /**
+     * How long stopping waits for the data sources' stop handlers: the default applied,
+     * at most {@value Guardrails#MAX_DATA_SOURCE_STOP_TIMEOUT_MS} ms.
+     */
     public long effectiveDataSourceStopTimeoutMs() {
-        return dataSourceStopTimeoutMs == 0 ? DEFAULT_DATA_SOURCE_STOP_TIMEOUT_MS : dataSourceStopTimeoutMs;
+        return dataSourceStopTimeoutMs == 0 ? DEFAULT_DATA_SOURCE_STOP_TIMEOUT_MS
+                : Math.min(dataSourceStopTimeoutMs, Guardrails.MAX_DATA_SOURCE_STOP_TIMEOUT_MS);
     }
 
-    /** How long a flush waits for producers in other processes to commit: {@code flush_timeout_ms}, the default applied. */
+    /**
+     * How long a flush waits for producers in other processes to commit: {@code flush_timeout_ms},
+     * the default applied, at most {@value Guardrails#MAX_FLUSH_TIMEOUT_MS} ms.
+     */
     public long effectiveFlushTimeoutMs() {
-        return flushTimeoutMs == 0 ? DEFAULT_FLUSH_TIMEOUT_MS : flushTimeoutMs;
+        return flushTimeoutMs == 0 ? DEFAULT_FLUSH_TIMEOUT_MS : clampFlushTimeoutMs(flushTimeoutMs);
+    }
+
+    /** {@code timeoutMs}, a flush's (the config's or a Flush request's), at most {@value Guardrails#MAX_FLUSH_TIMEOUT_MS}. */
+    public static long clampFlushTimeoutMs(long timeoutMs) {
+        return Math.min(timeoutMs, Guardrails.MAX_FLUSH_TIMEOUT_MS);
     }
 
     /**

@@ -219,4 +219,31 @@ class SessionConfigTest {
                 () -> SessionConfig.builder().buffer(64, OverwritePolicy.RING_BUFFER).writeIntoFile(0, -5).build())
                 .getMessage());
     }
+
+    /**
+     * Issue #27, item 3: the longest timeouts a config can say (2^32 - 1 ms, 49 days) are
+     * clamped, so a producer that never acknowledges holds a stop on the service's timer
+     * for at most the documented maximum; a Flush request's timeout too.
+     */
+    @Test
+    void timeoutsAreClampedToTheirDocumentedMaximum() throws Exception {
+        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+        config.get().addBuffers().setSizeKb(64);
+        config.get().setFlushTimeoutMs(-1);
+        config.get().setDataSourceStopTimeoutMs(-1);
+        SessionConfig longest = SessionConfig.parse(config.toSegment());
+        assertEquals(4294967295L, longest.dataSourceStopTimeoutMs(), "the config's own value is kept");
+        assertEquals(Guardrails.MAX_FLUSH_TIMEOUT_MS, longest.effectiveFlushTimeoutMs());
+        assertEquals(Guardrails.MAX_DATA_SOURCE_STOP_TIMEOUT_MS, longest.effectiveDataSourceStopTimeoutMs());
+        assertEquals(Guardrails.MAX_FLUSH_TIMEOUT_MS, SessionConfig.clampFlushTimeoutMs(4294967295L));
+        assertEquals(1234, SessionConfig.clampFlushTimeoutMs(1234), "a timeout under the maximum is kept");
+
+        HeapBuffered<TraceConfig> shorter = new HeapBuffered<>(TraceConfig.FACTORY);
+        shorter.get().addBuffers().setSizeKb(64);
+        shorter.get().setFlushTimeoutMs(7000);
+        shorter.get().setDataSourceStopTimeoutMs(9000);
+        SessionConfig kept = SessionConfig.parse(shorter.toSegment());
+        assertEquals(7000, kept.effectiveFlushTimeoutMs());
+        assertEquals(9000, kept.effectiveDataSourceStopTimeoutMs());
+    }
 }

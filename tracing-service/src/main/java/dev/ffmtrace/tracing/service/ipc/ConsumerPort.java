@@ -32,6 +32,7 @@ import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.protozero.TypedProtoDecoder;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.service.Guardrails;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.SessionConfig;
@@ -53,6 +54,8 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -113,6 +116,11 @@ public final class ConsumerPort implements AutoCloseable {
     private final String version;
     private final Map<Long, RemoteConsumer> consumers = new ConcurrentHashMap<>();
     private final AtomicLong lastSessionId = new AtomicLong();
+    private final AtomicLong stateEntriesLeftOut = new AtomicLong();
+    private final AtomicLong requestFailures = new AtomicLong();
+    private final AtomicLong refusals = new AtomicLong();
+    /** Held while a session is admitted and started, so that two consumers cannot both take the last place. */
+    private final Object admission = new Object();
     private final ScheduledThreadPoolExecutor observer;
     private final ServiceDescriptor descriptor;
 
@@ -152,6 +160,30 @@ public final class ConsumerPort implements AutoCloseable {
         return descriptor;
     }
 
+    /**
+     * Entries of QueryServiceState replies left out because one alone would not fit a
+     * reply under the IPC frame limit (a producer, session or data source whose names are
+     * that long).
+     */
+    public long stateEntriesLeftOut() {
+        return stateEntriesLeftOut.get();
+    }
+
+    /** Requests whose handling threw: each was failed, its consumer served on. */
+    public long requestFailures() {
+        return requestFailures.get();
+    }
+
+    /**
+     * Requests refused by a {@link Guardrails guardrail}: sessions over Perfetto's limits
+     * (buffers per session, sessions in all and per uid) or ffmtrace's (buffer memory of
+     * all sessions), requests over a connection's {@value Guardrails#MAX_PENDING_REQUESTS}
+     * pending ones. Each got Perfetto's error reply (a failed call for the last).
+     */
+    public long refusals() {
+        return refusals.get();
+    }
+
     /** Consumers connected now that have invoked a method. */
     public int consumerCount() {
         return consumers.size();
@@ -189,7 +221,7 @@ public final class ConsumerPort implements AutoCloseable {
     private void enableTracing(Invocation invocation) {
         int fd = invocation.takeReceivedFd();
         RemoteConsumer consumer = consumer(invocation.client());
-        if (!consumer.submit(() -> consumer.enableTracing(invocation, fd))) {
+        if (!consumer.submitRequest(invocation, () -> consumer.enableTracing(invocation, fd))) {
             UnixSocket.closeReceived(fd);
         }
     }
@@ -209,6 +241,47 @@ public final class ConsumerPort implements AutoCloseable {
             if (sessionId != 0 ? consumer.sessionId == sessionId : uniqueName.equals(uniqueSessionName(session))) {
                 return consumer;
             }
+        }
+        return null;
+    }
+
+    /**
+     * Whether {@code caller} may see and clone {@code owner}'s session, as Perfetto's
+     * IsCloneAllowed: root, or a consumer of the same uid.
+     */
+    private static boolean mayClone(RemoteConsumer caller, RemoteConsumer owner) {
+        return caller.info.uid() == 0 || caller.info.uid() == owner.info.uid();
+    }
+
+    /**
+     * Why a session of {@code config} may not start now, as Perfetto's error says it, or
+     * null: Perfetto's limits on sessions at once, in all and per uid, and ffmtrace's on
+     * the buffer memory of all sessions together. Called holding {@link #admission}.
+     */
+    private String admissionRefusal(RemoteConsumer caller, SessionConfig config) {
+        int sessions = 0;
+        int sessionsOfUid = 0;
+        long bufferBytes = 0;
+        for (RemoteConsumer consumer : consumers.values()) {
+            TracingSession session = consumer.session();
+            if (session == null || session.isClosed()) {
+                continue;
+            }
+            sessions++;
+            sessionsOfUid += consumer.info.uid() == caller.info.uid() ? 1 : 0;
+            bufferBytes += session.config().buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        }
+        if (sessionsOfUid >= Guardrails.MAX_SESSIONS_PER_UID) {
+            return "Too many concurrent tracing sesions (" + sessionsOfUid + ") for uid " + caller.info.uid()
+                    + " limit is " + Guardrails.MAX_SESSIONS_PER_UID;
+        }
+        if (sessions >= Guardrails.MAX_SESSIONS) {
+            return "Too many concurrent tracing sesions (" + sessions + ")";
+        }
+        long asked = config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        if (bufferBytes + asked > Guardrails.MAX_TOTAL_BUFFER_BYTES) {
+            return "Requested too large trace buffer (" + asked / 1024 + "kB  > "
+                    + (Guardrails.MAX_TOTAL_BUFFER_BYTES - bufferBytes) / 1024 + " kB)";
         }
         return null;
     }
@@ -239,74 +312,117 @@ public final class ConsumerPort implements AutoCloseable {
             return;
         }
         RemoteConsumer consumer = consumer(invocation.client());
-        consumer.submit(() -> request.run(consumer, invocation));
+        consumer.submitRequest(invocation, () -> {
+            try {
+                request.run(consumer, invocation);
+            } catch (RuntimeException e) {
+                // A bug's exception ends the request, not the consumer's worker: the caller is answered.
+                requestFailures.incrementAndGet();
+                invocation.failIfOpen();
+            }
+        });
     }
 
     private void pollObservers() {
         for (RemoteConsumer consumer : consumers.values()) {
-            consumer.submit(consumer::maybeNotifyAllDataSourcesStarted);
+            // One poll queued at a time: a consumer whose worker is busy does not pile them up.
+            if (consumer.pollQueued.compareAndSet(false, true)) {
+                consumer.submit(() -> {
+                    consumer.pollQueued.set(false);
+                    consumer.maybeNotifyAllDataSourcesStarted();
+                });
+            }
         }
     }
 
     /**
-     * The service's producers, their data sources and this port's sessions, in replies of
-     * at most {@link #MAX_STATE_REPLY} bytes: the first holds everything but the data
-     * sources, which follow one by one, as Perfetto splits it.
+     * The service's producers, their data sources and this port's sessions the caller may
+     * clone (all are counted in {@code num_sessions}, as in Perfetto), in replies of
+     * at most {@link #MAX_STATE_REPLY} bytes, as Perfetto splits it: the first starts with
+     * the scalar fields, then every producer, session and data source follows as a
+     * TracingServiceState of its own, so that the replies concatenated are the whole state
+     * and each is a valid message. Perfetto trusts each entry to fit a reply; here one that
+     * does not (a name an in-process producer made too long) is left out and counted in
+     * {@link #stateEntriesLeftOut()}: the reply still goes.
      */
     private void queryServiceState(RemoteConsumer caller, Invocation invocation) {
         QueryServiceStateRequest.Decoder request = parse(invocation, QueryServiceStateRequest.Decoder::new);
         if (request == null) {
             return;
         }
-        HeapBuffered<TracingServiceState> head = new HeapBuffered<>(TracingServiceState.FACTORY);
         Map<Producer, List<String>> registered = request.sessionsOnly() ? Map.of() : service.registeredDataSources();
+        List<byte[]> entries = new ArrayList<>();
         for (Producer producer : registered.keySet()) {
-            TracingServiceState.Producer entry = head.get().addProducers();
-            entry.setId(producer.id());
-            entry.setName(producer.name());
-            entry.setUid(producer.identity().uid());
-            entry.setPid(producer.identity().pid());
+            entries.add(stateEntry(state -> {
+                TracingServiceState.Producer entry = state.addProducers();
+                entry.setId(producer.id());
+                entry.setName(producer.name());
+                entry.setUid(producer.identity().uid());
+                entry.setPid(producer.identity().pid());
+            }));
         }
-        List<TracingSession> sessions = new ArrayList<>();
-        head.get().setSupportsTracingSessions(true);
+        int sessions = 0;
+        int started = 0;
         for (RemoteConsumer consumer : consumers.values()) {
             TracingSession session = consumer.session();
             if (session == null || session.isClosed()) {
                 continue;
             }
-            sessions.add(session);
-            TracingServiceState.TracingSession entry = head.get().addTracingSessions();
-            entry.setId(consumer.sessionId);
-            entry.setConsumerUid(consumer.info.uid());
-            entry.setState(session.isStopped() ? "DISABLED" : "STARTED");
-            session.config().buffers().forEach(b -> entry.addBufferSizeKb((int) (b.sizeBytes() / 1024)));
-            entry.setDurationMs((int) session.config().durationMs());
-            entry.setStartRealtimeNs(consumer.startRealtimeNs);
-            entry.setNumDataSources(session.config().dataSources().size() - session.dataSourcesNotStarted());
-            if (!session.isStopped()) {
-                entry.setIsStarted(true);
+            sessions++;
+            started += session.isStopped() ? 0 : 1;
+            if (!mayClone(caller, consumer)) {
+                // Counted, not listed, as in Perfetto: another user's session is not the caller's to see.
+                continue;
             }
+            entries.add(stateEntry(state -> {
+                TracingServiceState.TracingSession entry = state.addTracingSessions();
+                entry.setId(consumer.sessionId);
+                entry.setConsumerUid(consumer.info.uid());
+                entry.setState(session.isStopped() ? "DISABLED" : "STARTED");
+                session.config().buffers().forEach(b -> entry.addBufferSizeKb((int) (b.sizeBytes() / 1024)));
+                entry.setDurationMs((int) session.config().durationMs());
+                entry.setStartRealtimeNs(consumer.startRealtimeNs);
+                entry.setNumDataSources(session.config().dataSources().size() - session.dataSourcesNotStarted());
+                if (!session.isStopped()) {
+                    entry.setIsStarted(true);
+                }
+            }));
         }
-        head.get().setNumSessions(sessions.size());
-        head.get().setNumSessionsStarted((int) sessions.stream().filter(s -> !s.isStopped()).count());
-        head.get().setTracingServiceVersion(version);
-        ByteArrayOutputStream chunk = new ByteArrayOutputStream();
-        chunk.writeBytes(head.toByteArray());
         for (Map.Entry<Producer, List<String>> entry : registered.entrySet()) {
             for (String name : entry.getValue()) {
-                HeapBuffered<TracingServiceState> one = new HeapBuffered<>(TracingServiceState.FACTORY);
-                TracingServiceState.DataSource dataSource = one.get().addDataSources();
-                dataSource.setDsDescriptor().setName(name);
-                dataSource.setProducerId(entry.getKey().id());
-                byte[] bytes = one.toByteArray();
-                if (chunk.size() + bytes.length >= MAX_STATE_REPLY) {
-                    invocation.replyMore(stateReply(chunk.toByteArray()));
-                    chunk.reset();
-                }
-                chunk.writeBytes(bytes);
+                entries.add(stateEntry(state -> {
+                    TracingServiceState.DataSource dataSource = state.addDataSources();
+                    dataSource.setDsDescriptor().setName(name);
+                    dataSource.setProducerId(entry.getKey().id());
+                }));
             }
         }
+        int sessionCount = sessions;
+        int startedCount = started;
+        ByteArrayOutputStream chunk = new ByteArrayOutputStream();
+        chunk.writeBytes(stateEntry(state -> {
+            state.setSupportsTracingSessions(true);
+            state.setNumSessions(sessionCount);
+            state.setNumSessionsStarted(startedCount);
+            state.setTracingServiceVersion(version);
+        }));
+        for (byte[] entry : entries) {
+            if (entry.length >= MAX_STATE_REPLY) {
+                stateEntriesLeftOut.incrementAndGet();
+                continue;
+            }
+            if (chunk.size() + entry.length >= MAX_STATE_REPLY) {
+                invocation.replyMore(stateReply(chunk.toByteArray()));
+                chunk.reset();
+            }
+            chunk.writeBytes(entry);
+        }
         invocation.reply(stateReply(chunk.toByteArray()));
+    }
+
+    /** A TracingServiceState holding what {@code fill} writes into it. */
+    private static byte[] stateEntry(Consumer<TracingServiceState> fill) {
+        return message(TracingServiceState.FACTORY, fill);
     }
 
     private static byte[] stateReply(byte[] state) {
@@ -371,6 +487,10 @@ public final class ConsumerPort implements AutoCloseable {
         /** The trace of a session cloned by CloneSession, until ReadBuffers takes it or FreeBuffers drops it. */
         private byte[] clone;
         private boolean allStartedNotified;
+        /** Requests queued on the worker and not started. */
+        private final AtomicInteger pendingRequests = new AtomicInteger();
+        /** Whether an observers' poll waits on the worker. */
+        final AtomicBoolean pollQueued = new AtomicBoolean();
 
         RemoteConsumer(ClientInfo info) {
             this.info = info;
@@ -380,6 +500,28 @@ public final class ConsumerPort implements AutoCloseable {
 
         TracingSession session() {
             return session;
+        }
+
+        /**
+         * Queues a request's task unless {@value Guardrails#MAX_PENDING_REQUESTS} wait
+         * already (the one running is not counted): then the request fails and is counted.
+         * False if not queued.
+         */
+        boolean submitRequest(Invocation invocation, Runnable task) {
+            if (pendingRequests.incrementAndGet() > Guardrails.MAX_PENDING_REQUESTS) {
+                pendingRequests.decrementAndGet();
+                refusals.incrementAndGet();
+                invocation.fail();
+                return false;
+            }
+            boolean queued = submit(() -> {
+                pendingRequests.decrementAndGet();
+                task.run();
+            });
+            if (!queued) {
+                pendingRequests.decrementAndGet();
+            }
+            return queued;
         }
 
         /** Queues a task; false if the consumer is gone. */
@@ -444,6 +586,13 @@ public final class ConsumerPort implements AutoCloseable {
             }
             TraceConfig.Decoder raw = new TraceConfig.Decoder();
             raw.reset(bytes);
+            int buffers = raw.buffersCount();
+            if (buffers > Guardrails.MAX_BUFFERS_PER_SESSION) {
+                // Before the config is even parsed: a request for 10,000 buffers costs nothing.
+                UnixSocket.closeReceived(fd);
+                refusals.incrementAndGet();
+                return "Too many buffers configured (" + buffers + ")";
+            }
             SessionConfig config;
             try {
                 config = SessionConfig.parse(bytes);
@@ -471,19 +620,30 @@ public final class ConsumerPort implements AutoCloseable {
                 UnixSocket.closeReceived(fd);
             }
             TracingSession started;
-            try {
-                started = service.startSession(config, channel);
-            } catch (RuntimeException e) {
-                if (channel != null) {
-                    channel.close();
+            synchronized (admission) {
+                String refusal = admissionRefusal(this, config);
+                if (refusal != null) {
+                    if (channel != null) {
+                        channel.close();
+                    }
+                    refusals.incrementAndGet();
+                    return refusal;
                 }
-                return "cannot start the session: " + e.getMessage();
+                try {
+                    started = service.startSession(config, channel);
+                } catch (RuntimeException e) {
+                    if (channel != null) {
+                        channel.close();
+                    }
+                    return "cannot start the session: " + e.getMessage();
+                }
+                output = channel;
+                sessionId = lastSessionId.incrementAndGet();
+                startRealtimeNs = Os.clockNanos(Os.CLOCK_REALTIME);
+                allStartedNotified = false;
+                // Published last, for QueryServiceState; within the admission, for the next admission's count.
+                session = started;
             }
-            output = channel;
-            sessionId = lastSessionId.incrementAndGet();
-            startRealtimeNs = Os.clockNanos(Os.CLOCK_REALTIME);
-            allStartedNotified = false;
-            session = started;
             started.completion().whenComplete((s, failure) -> submit(() -> sessionStopped(started, failure)));
             maybeNotifyAllDataSourcesStarted();
             return null;
@@ -612,12 +772,9 @@ public final class ConsumerPort implements AutoCloseable {
                 invocation.fail();
                 return;
             }
-            long timeoutMs = Integer.toUnsignedLong(request.timeoutMs());
+            long timeoutMs = SessionConfig.clampFlushTimeoutMs(Integer.toUnsignedLong(request.timeoutMs()));
             if (timeoutMs == 0) {
-                TraceConfig.Decoder config = new TraceConfig.Decoder();
-                config.reset(current.config().traceConfig());
-                timeoutMs = config.flushTimeoutMs() != 0 ? Integer.toUnsignedLong(config.flushTimeoutMs())
-                        : DEFAULT_FLUSH_TIMEOUT_MS;
+                timeoutMs = current.config().effectiveFlushTimeoutMs();
             }
             boolean done;
             try {
@@ -665,7 +822,7 @@ public final class ConsumerPort implements AutoCloseable {
             if (source == null || (request.sessionId() == 0 && request.uniqueSessionName().isEmpty())) {
                 return "Tracing session not found";
             }
-            if (info.uid() != 0 && info.uid() != owner.info.uid()) {
+            if (!mayClone(this, owner)) {
                 return "Not allowed to clone a session from another UID";
             }
             if (source.config().writeIntoFile()) {

@@ -32,8 +32,9 @@ public final class Guardrails {
 
     /**
      * The longest a flush waits for producers, whatever {@code flush_timeout_ms} or a
-     * Flush request says (Perfetto: no limit; its waits hold no thread). A stop by
-     * {@code duration_ms} runs on the service's timer, which this bounds.
+     * Flush request says (Perfetto: no limit; its waits hold no thread). A waiting flush
+     * holds a thread of its session's, never the service's timer ({@link OffTimerTask}); this
+     * bounds how long a stop, and a close or shutdown behind it, waits for a silent producer.
      */
     public static final long MAX_FLUSH_TIMEOUT_MS = 60_000;
     /** The longest a stop waits for data sources, whatever {@code data_source_stop_timeout_ms} says (Perfetto: no limit). */

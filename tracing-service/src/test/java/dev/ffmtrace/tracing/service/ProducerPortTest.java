@@ -264,10 +264,10 @@ class ProducerPortTest {
 
     @Test
     void theFileWritesGoOnWhileAStopWaitsForAProducer() throws Exception {
-        try (SilentProducerSession fixture = new SilentProducerSession(0, 600_000)) {
+        try (SilentProducerSession fixture = new SilentProducerSession(0, (int) Guardrails.MAX_FLUSH_TIMEOUT_MS)) {
             CompletableFuture<Void> stopped = CompletableFuture.runAsync(fixture.session::stop);
             long flush = fixture.silent.next(FLUSH_FIELD_NUMBER).flushRequestId();
-            // The stop now waits for the silent producer (up to 10 minutes); a writer still writes.
+            // The stop now waits for the silent producer (up to a minute); a writer still writes.
             fixture.writeLocally("written while the stop waits");
             fixture.awaitInFile("written while the stop waits", 30,
                     "the packet did not reach the file while the stop waited");
@@ -296,7 +296,7 @@ class ProducerPortTest {
                 }
             };
             producer.registerDataSource("deaf_source", false, true);
-            TracingSession session = service.startSession(config("deaf_source", 600_000));
+            TracingSession session = service.startSession(config("deaf_source", (int) Guardrails.MAX_FLUSH_TIMEOUT_MS));
             producer.awaitStarted();
             assertFalse(session.flush(Duration.ZERO));
             assertTrue(reading.await(20, TimeUnit.SECONDS));

@@ -36,9 +36,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class NativeClientTest {
     private static final int BLOCKS = 1000;
 
-    /** What the program allocated and freed, as the records tell it: per allocation size, the sampled bytes still live. */
+    /**
+     * What the program allocated and freed, as the records tell it: per allocation size, the
+     * sampled bytes still live, and where the last one's stack copy ended.
+     */
     private record Profile(Map<Long, Long> liveBySize, Map<Long, Integer> mallocsBySize,
-                           Map<Long, Integer> freesBySize, long minStackBytes, Set<Long> sequenceNumbers, String output) {
+                           Map<Long, Integer> freesBySize, long minStackBytes, Set<Long> sequenceNumbers,
+                           Map<Long, Long> stackEndBySize, String output) {
     }
 
     private static Profile profile(ClientConfiguration configuration, String... args) throws Exception {
@@ -68,6 +72,7 @@ class NativeClientTest {
                 Map<Long, Long> liveBySize = new HashMap<>();
                 Map<Long, Integer> mallocsBySize = new HashMap<>();
                 Map<Long, Integer> freesBySize = new HashMap<>();
+                Map<Long, Long> stackEndBySize = new HashMap<>();
                 Set<Long> sequenceNumbers = new HashSet<>();
                 long minStack = Long.MAX_VALUE;
                 WireRecord reader = new WireRecord();
@@ -85,6 +90,7 @@ class NativeClientTest {
                             sizeOf.put(alloc.allocAddress(), new long[] {alloc.allocSize(), alloc.sampleSize()});
                             liveBySize.merge(alloc.allocSize(), alloc.sampleSize(), Long::sum);
                             mallocsBySize.merge(alloc.allocSize(), 1, Integer::sum);
+                            stackEndBySize.put(alloc.allocSize(), alloc.stackPointer() + reader.stack().byteSize());
                             if (alloc.allocSize() == 1000 || alloc.allocSize() == 3000) {
                                 minStack = Math.min(minStack, reader.stack().byteSize());
                                 assertEquals(AllocMetadata.ARCH_X86_64, alloc.arch());
@@ -108,7 +114,8 @@ class NativeClientTest {
                         ring.endRead(slot);
                     }
                 }
-                return finish(process, new Profile(liveBySize, mallocsBySize, freesBySize, minStack, sequenceNumbers, ""));
+                return finish(process, new Profile(liveBySize, mallocsBySize, freesBySize, minStack, sequenceNumbers,
+                        stackEndBySize, ""));
             }
         }
     }
@@ -118,7 +125,7 @@ class NativeClientTest {
         assertEquals(0, process.exitValue());
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
         return new Profile(profile.liveBySize(), profile.mallocsBySize(), profile.freesBySize(), profile.minStackBytes(),
-                profile.sequenceNumbers(), output);
+                profile.sequenceNumbers(), profile.stackEndBySize(), output);
     }
 
     @Test
@@ -222,6 +229,22 @@ class NativeClientTest {
                 assertTrue(output.contains("0x"), "the program ran to its end: " + output);
             }
         }
+    }
+
+    /**
+     * A thread glibc starts itself (a SIGEV_THREAD timer's, not through pthread_create, so
+     * the client never saw it start): its hook finds the thread's stack in /proc/self/maps
+     * and copies it to its end, the end pthread_getattr_np gives the program.
+     */
+    @Test
+    void aThreadStartedInsideLibcHasItsStackCopiedToItsEnd() throws Exception {
+        ClientConfiguration everyByte = new ClientConfiguration(1, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
+        Profile profile = profile(everyByte, "timer");
+        String[] printed = profile.output().strip().split(" ");
+        assertEquals(2, printed.length, profile.output());
+        long end = Long.parseUnsignedLong(printed[1].substring(2), 16);
+        assertEquals(Long.toHexString(end), Long.toHexString(profile.stackEndBySize().get(6000L)), "u()'s copy ends at its stack's end");
     }
 
     @Test

@@ -14,7 +14,9 @@
 // right above it, so that a copy of the stack that ran past its end would fault. With
 // "timer", only a timer's thread allocates (SIGEV_THREAD: glibc creates that thread
 // itself, not through pthread_create), 6,000 bytes from u(), and the program prints the
-// end of that thread's stack as pthread_getattr_np gives it.
+// end of that thread's stack as pthread_getattr_np gives it. With "signal", the pattern
+// as without arguments, and SIGUSR1's handler allocates and frees 4,321 bytes, then writes
+// "handled" on a line of its own.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <semaphore.h>
@@ -82,6 +84,18 @@ static int on_alternate_stack(void) {
   raise(SIGUSR1);
   printf("%p\n", from_h);
   return from_h == NULL;
+}
+
+// Through a volatile pointer: the compiler drops a free(malloc(n)) it can see.
+static void* volatile from_handler;
+
+static void allocate_in_handler(int signal) {
+  (void)signal;
+  from_handler = malloc(4321);
+  free(from_handler);
+  static const char handled[] = "handled\n";
+  ssize_t written = write(STDOUT_FILENO, handled, sizeof(handled) - 1);
+  (void)written;
 }
 
 static sem_t timer_done;
@@ -164,6 +178,13 @@ int main(int argc, char** argv) {
     }
     printf("%p\n", from_t[0][0]);
     return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "signal") == 0) {
+    struct sigaction action;
+    memset(&action, 0, sizeof(action));
+    action.sa_handler = allocate_in_handler;
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGUSR1, &action, NULL);
   }
   static void* from_a[BLOCKS];
   static void* from_b[BLOCKS];

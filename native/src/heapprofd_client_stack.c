@@ -36,6 +36,10 @@ static __thread struct {
   uintptr_t end;
 } t_stack __attribute__((tls_model("initial-exec")));
 
+// The main thread's stack pointer at process start (ld.so's): above it are only argv,
+// envp, the auxiliary vector and their strings, no frames.
+extern void* __libc_stack_end;
+
 typedef int (*pthread_create_fn)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
 
 // The mapping of /proc/self/maps that holds addr, as [*low, *high): open, read and close
@@ -188,10 +192,17 @@ int pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*routin
 void hpd_stack_init(void) {
   atomic_store_explicit(&g_pthread_create, (pthread_create_fn)dlsym(RTLD_NEXT, "pthread_create"),
                         memory_order_release);
-  // The loading thread's stack (the main thread's when preloaded): the mapping it is on.
+  // The loading thread's stack (the main thread's when preloaded): the mapping it is on,
+  // for the main thread only up to the page past __libc_stack_end, as glibc's
+  // pthread_getattr_np has it: every sample's copy would carry the environment otherwise.
   uintptr_t low;
   uintptr_t high;
   if (mapping_of((uintptr_t)__builtin_frame_address(0), &low, &high)) {
+    uintptr_t start_sp = (uintptr_t)__libc_stack_end;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (start_sp >= low && start_sp < high && page != 0) {
+      high = (start_sp | (page - 1)) + 1;
+    }
     t_stack.low = low;
     t_stack.end = high;
   }

@@ -59,6 +59,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -80,7 +81,7 @@ extern void* __libc_realloc(void* ptr, size_t size);
 extern void* __libc_memalign(size_t alignment, size_t size);
 
 enum { STATE_OFF = 0, STATE_ACTIVE = 1, STATE_STOPPED = 2 };
-enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4 };
+enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4, LOCK_SPINS = 100 };
 
 // What every hook reads, on a cache line of its own: the writes of the sampled path (the
 // lock, the sequence number) never take it away from the other cores. The interval is set
@@ -386,11 +387,18 @@ static void record_free(void* ptr) {
   publish_record(&record);
 }
 
+// Spins a while, then yields the CPU at each look: a holder preempted by a thread that
+// spins on (more threads than cores) would otherwise get the CPU back only when the
+// spinner's time slice ends. sched_yield is a system call, with no lock of libc's.
 static void lock(void) {
-  while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
+  for (unsigned spins = 0; atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire); spins++) {
+    if (spins < LOCK_SPINS) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    } else {
+      sched_yield();
+    }
   }
 }
 

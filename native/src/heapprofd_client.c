@@ -5,6 +5,36 @@
 // stack (from the stack pointer towards the stack's end, bounded) and the registers, each
 // free as a Free record, with a wake-up byte after each.
 //
+// THE RULE. A hook runs inside whatever called malloc or free, which may hold any lock
+// of libc's or the program's: glibc's pthread_getattr_np callocs under the thread's own
+// lock, dlopen allocates under the loader's, stdio under a FILE's. So from inside a hook
+// the client calls nothing that may take a lock or allocate: only system calls that
+// lock nothing in user space, the vDSO's clocks, pure functions, atomics, and its own
+// spinlock and the ring's (which nothing outside the client takes). A lock its caller
+// may hold would deadlock the thread on itself (issue 33: HotSpot's stack-bounds lookup
+// under the preloaded client hung `java -version`); an allocation would re-enter the
+// hooks. What the hook path calls, and why each is safe:
+//   - __libc_malloc and friends: the real allocator, called before the hook's own work,
+//     never inside it.
+//   - socket, connect, sendmsg, recvmsg, send, recv, open, read, close, fstat, fcntl,
+//     mmap, munmap, stat, getpid, kill, poll, nanosleep, usleep, sigaltstack and
+//     syscall(pidfd_open): system calls, no user-space lock, no allocation.
+//   - clock_gettime, time: the vDSO. getenv, strlen, strncmp, memcpy, memset, log,
+//     sysconf(_SC_PAGESIZE): pure, or reads of what was set at start.
+//   - pthread_setcancelstate: an atomic on the thread's own word. Cancellation is off
+//     while in the client, since several of the calls above are cancellation points and
+//     a thread unwound out of a hook would leave the client's lock held for ever.
+//   - snprintf into the caller's buffer with %d, %zu, %s (the ring's attach errors; a
+//     string stream has no lock and these conversions allocate nothing) and
+//     strerrorname_np (a table; strerror would translate under gettext's lock).
+// Nothing on the path is bound lazily (the library is linked -z now): the first call of
+// a symbol would otherwise go through the dynamic linker's resolver. What needs a lock or
+// memory happens outside any hook (heapprofd_client_stack.c: the threads' stack bounds).
+// A thread-local flag, set while a thread is in the client, keeps the client from
+// re-entering itself: from what it calls outside hooks, and from a signal handler that
+// allocates or frees on a thread in a hook (unsampled and unrecorded then, rather than
+// deadlocked on the client's lock).
+//
 // It starts at load when FFMTRACE_HEAPPROFD_SOCKET names the service's socket (a path,
 // or @name for the abstract namespace), or later when the process gets heapprofd's
 // real-time signal (SIGRTMIN + 4): the handler only asks, and the next allocation
@@ -23,14 +53,13 @@
 // load.
 //
 // The real allocator is glibc's __libc_* entry points, so looking it up never allocates.
-// A thread-local flag keeps the client's own allocations (and those of the libc calls it
-// makes) out of the profile and out of the hooks' recursion. A forked child stops
-// profiling: its parent's connection is not its own.
+// A forked child stops profiling: its parent's connection is not its own.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -41,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "heapprofd_client_stack.h"
 #include "heapprofd_wire.h"
 #include "shared_ring_buffer.h"
 
@@ -51,7 +81,7 @@ extern void* __libc_realloc(void* ptr, size_t size);
 extern void* __libc_memalign(size_t alignment, size_t size);
 
 enum { STATE_OFF = 0, STATE_ACTIVE = 1, STATE_STOPPED = 2 };
-enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4 };
+enum { MAX_STACK_COPY = 64 * 1024, HEAP_ID = 1, PROFILER_SIGNAL_OFFSET = 4, LOCK_SPINS = 100 };
 
 // What every hook reads, on a cache line of its own: the writes of the sampled path (the
 // lock, the sequence number) never take it away from the other cores. The interval is set
@@ -85,7 +115,6 @@ static __thread struct {
   uint64_t random;
   unsigned epoch;
   int in_client;
-  uintptr_t stack_end;
 } t_client __attribute__((tls_model("initial-exec")));
 
 // The state and the epoch that tells the hooks to look at it again.
@@ -242,24 +271,6 @@ static void stop(void) {
   set_state(STATE_STOPPED);
 }
 
-// The end of the calling thread's stack, cached per thread: the main thread's from
-// /proc/self/maps ([stack]), another's from its attributes.
-static uintptr_t stack_end(void) {
-  if (t_client.stack_end != 0) {
-    return t_client.stack_end;
-  }
-  pthread_attr_t attr;
-  void* base;
-  size_t size;
-  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-    if (pthread_attr_getstack(&attr, &base, &size) == 0) {
-      t_client.stack_end = (uintptr_t)base + size;
-    }
-    pthread_attr_destroy(&attr);
-  }
-  return t_client.stack_end;
-}
-
 // Copies stack memory one word at a time: a fortified memcpy can refuse to read across
 // a stack frame's guard, which is exactly what this copy does.
 __attribute__((noinline, no_sanitize_address)) static void copy_stack(uint8_t* to, const uintptr_t* from,
@@ -322,7 +333,7 @@ __attribute__((noinline)) static void record_malloc(void* ptr, size_t size, uint
   uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
   hpd_alloc_metadata metadata;
   memset(&metadata, 0, sizeof(metadata));
-  uintptr_t end = stack_end();
+  uintptr_t end = hpd_stack_end(sp);
   size_t bytes = end > sp ? end - sp : 0;
   if (bytes > MAX_STACK_COPY) {
     bytes = MAX_STACK_COPY;
@@ -376,11 +387,18 @@ static void record_free(void* ptr) {
   publish_record(&record);
 }
 
+// Spins a while, then yields the CPU at each look: a holder preempted by a thread that
+// spins on (more threads than cores) would otherwise get the CPU back only when the
+// spinner's time slice ends. sched_yield is a system call, with no lock of libc's.
 static void lock(void) {
-  while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
+  for (unsigned spins = 0; atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire); spins++) {
+    if (spins < LOCK_SPINS) {
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+      __builtin_ia32_pause();
 #endif
+    } else {
+      sched_yield();
+    }
   }
 }
 
@@ -425,22 +443,52 @@ static void resync(void) {
   t_client.bytes_to_next_sample = next_sample_interval();
 }
 
+// Enters the client on this thread: 0 when the thread is in it already (a hook re-entered
+// from a signal handler, or from what the client calls), else 1, with errno and the
+// cancellation state kept, and cancellation off. The flag is set before anything the
+// client does (a compiler fence: a signal handler on this thread must see it).
+static inline __attribute__((always_inline)) int enter_client(client_entry* entry) {
+  if (t_client.in_client) {
+    return 0;
+  }
+  t_client.in_client = 1;
+  atomic_signal_fence(memory_order_seq_cst);
+  entry->errno_value = errno;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &entry->cancel_state);
+  return 1;
+}
+
+static inline __attribute__((always_inline)) void leave_client(const client_entry* entry) {
+  int ignored;
+  pthread_setcancelstate(entry->cancel_state, &ignored);
+  errno = entry->errno_value;
+  atomic_signal_fence(memory_order_seq_cst);
+  t_client.in_client = 0;
+}
+
+int hpd_client_enter(client_entry* entry) {
+  return enter_client(entry);
+}
+
+void hpd_client_leave(const client_entry* entry) {
+  leave_client(entry);
+}
+
 // An allocation the hook's compares did not let through: a sample, or the thread's
 // sampler to set up.
 __attribute__((noinline)) static void* allocation_slow_path(void* ptr, size_t size) {
-  if (t_client.in_client) {
+  client_entry entry;
+  if (!enter_client(&entry)) {
     return ptr;
   }
-  int saved_errno = errno;
-  t_client.in_client = 1;
   if (t_client.epoch != atomic_load_explicit(&g_shared.epoch, memory_order_acquire)) {
     resync();
   }
   if (ptr != NULL && t_client.interval != 0) {
     uint64_t sampled = sample_size(size);
     if (sampled != 0) {
-      // Recording allocates (the client's own, unprofiled): they draw the thread's gap
-      // down too, and are given back.
+      // A signal handler's allocations while this one is recorded are not sampled: they
+      // do not draw the thread's gap down either.
       int64_t left = t_client.bytes_to_next_sample;
       lock();
       if (active()) {
@@ -450,8 +498,7 @@ __attribute__((noinline)) static void* allocation_slow_path(void* ptr, size_t si
       t_client.bytes_to_next_sample = left;
     }
   }
-  t_client.in_client = 0;
-  errno = saved_errno;
+  leave_client(&entry);
   return ptr;
 }
 
@@ -467,18 +514,16 @@ static inline __attribute__((always_inline)) void* recorded(void* ptr, size_t si
 }
 
 __attribute__((noinline)) static void free_slow_path(void* ptr) {
-  if (t_client.in_client) {
+  client_entry entry;
+  if (!enter_client(&entry)) {
     return;
   }
-  int saved_errno = errno;
-  t_client.in_client = 1;
   lock();
   if (active()) {
     record_free(ptr);
   }
   unlock();
-  t_client.in_client = 0;
-  errno = saved_errno;
+  leave_client(&entry);
 }
 
 static inline __attribute__((always_inline)) void recorded_free(void* ptr) {
@@ -550,7 +595,11 @@ static void in_forked_child(void) {
   t_client.in_client = 0;
 }
 
+// Outside any hook: what needs a lock or an allocation is done here, the client's own
+// (unprofiled).
 __attribute__((constructor)) static void initialize(void) {
+  t_client.in_client = 1;
+  hpd_stack_init();
   struct sigaction action;
   memset(&action, 0, sizeof(action));
   action.sa_handler = on_profiler_signal;
@@ -560,4 +609,5 @@ __attribute__((constructor)) static void initialize(void) {
   if (getenv("FFMTRACE_HEAPPROFD_SOCKET") != NULL) {
     atomic_store_explicit(&g_shared.start_requested, 1, memory_order_relaxed);
   }
+  t_client.in_client = 0;
 }

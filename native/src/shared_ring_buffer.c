@@ -51,6 +51,8 @@ static uint16_t register_pid_namespace(uint8_t* meta) {
   return 0;
 }
 
+// On srb_attach's path, which the preloaded client takes inside a malloc hook: its
+// errors name errno by strerrorname_np (a table), not strerror (gettext, under a lock).
 static int map_fd(srb* b, int fd, size_t file_size, char* err, size_t err_len) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t size = file_size - page;
@@ -61,13 +63,13 @@ static int map_fd(srb* b, int fd, size_t file_size, char* err, size_t err_len) {
   size_t outer = page + 2 * size + GUARD_SIZE;
   uint8_t* region = mmap(NULL, outer, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (region == MAP_FAILED) {
-    snprintf(err, err_len, "mmap(PROT_NONE): %s", strerror(errno));
+    snprintf(err, err_len, "mmap(PROT_NONE): %s", strerrorname_np(errno));
     return -1;
   }
   void* first = mmap(region, file_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
   void* second = mmap(region + file_size, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)page);
   if (first != region || second != region + file_size) {
-    snprintf(err, err_len, "mmap(MAP_SHARED): %s", strerror(errno));
+    snprintf(err, err_len, "mmap(MAP_SHARED): %s", strerrorname_np(errno));
     munmap(region, outer);
     return -1;
   }

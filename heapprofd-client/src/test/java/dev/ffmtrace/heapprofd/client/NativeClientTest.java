@@ -13,14 +13,21 @@ import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import org.junit.jupiter.api.Test;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -36,9 +43,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class NativeClientTest {
     private static final int BLOCKS = 1000;
 
-    /** What the program allocated and freed, as the records tell it: per allocation size, the sampled bytes still live. */
+    /**
+     * What the program allocated and freed, as the records tell it: per allocation size, the
+     * sampled bytes still live, and where the last one's stack copy ended.
+     */
     private record Profile(Map<Long, Long> liveBySize, Map<Long, Integer> mallocsBySize,
-                           Map<Long, Integer> freesBySize, long minStackBytes, Set<Long> sequenceNumbers, String output) {
+                           Map<Long, Integer> freesBySize, long minStackBytes, Set<Long> sequenceNumbers,
+                           Map<Long, Long> stackEndBySize, String output) {
     }
 
     private static Profile profile(ClientConfiguration configuration, String... args) throws Exception {
@@ -68,6 +79,7 @@ class NativeClientTest {
                 Map<Long, Long> liveBySize = new HashMap<>();
                 Map<Long, Integer> mallocsBySize = new HashMap<>();
                 Map<Long, Integer> freesBySize = new HashMap<>();
+                Map<Long, Long> stackEndBySize = new HashMap<>();
                 Set<Long> sequenceNumbers = new HashSet<>();
                 long minStack = Long.MAX_VALUE;
                 WireRecord reader = new WireRecord();
@@ -85,6 +97,7 @@ class NativeClientTest {
                             sizeOf.put(alloc.allocAddress(), new long[] {alloc.allocSize(), alloc.sampleSize()});
                             liveBySize.merge(alloc.allocSize(), alloc.sampleSize(), Long::sum);
                             mallocsBySize.merge(alloc.allocSize(), 1, Integer::sum);
+                            stackEndBySize.put(alloc.allocSize(), alloc.stackPointer() + reader.stack().byteSize());
                             if (alloc.allocSize() == 1000 || alloc.allocSize() == 3000) {
                                 minStack = Math.min(minStack, reader.stack().byteSize());
                                 assertEquals(AllocMetadata.ARCH_X86_64, alloc.arch());
@@ -108,7 +121,8 @@ class NativeClientTest {
                         ring.endRead(slot);
                     }
                 }
-                return finish(process, new Profile(liveBySize, mallocsBySize, freesBySize, minStack, sequenceNumbers, ""));
+                return finish(process, new Profile(liveBySize, mallocsBySize, freesBySize, minStack, sequenceNumbers,
+                        stackEndBySize, ""));
             }
         }
     }
@@ -118,7 +132,7 @@ class NativeClientTest {
         assertEquals(0, process.exitValue());
         String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
         return new Profile(profile.liveBySize(), profile.mallocsBySize(), profile.freesBySize(), profile.minStackBytes(),
-                profile.sequenceNumbers(), output);
+                profile.sequenceNumbers(), profile.stackEndBySize(), output);
     }
 
     @Test
@@ -220,6 +234,84 @@ class NativeClientTest {
                 assertEquals(0, process.exitValue());
                 String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
                 assertTrue(output.contains("0x"), "the program ran to its end: " + output);
+            }
+        }
+    }
+
+    /**
+     * A thread glibc starts itself (a SIGEV_THREAD timer's, not through pthread_create, so
+     * the client never saw it start): its hook finds the thread's stack in /proc/self/maps
+     * and copies it to its end, the end pthread_getattr_np gives the program.
+     */
+    @Test
+    void aThreadStartedInsideLibcHasItsStackCopiedToItsEnd() throws Exception {
+        ClientConfiguration everyByte = new ClientConfiguration(1, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
+        Profile profile = profile(everyByte, "timer");
+        String[] printed = profile.output().strip().split(" ");
+        assertEquals(2, printed.length, profile.output());
+        long end = Long.parseUnsignedLong(printed[1].substring(2), 16);
+        assertEquals(Long.toHexString(end), Long.toHexString(profile.stackEndBySize().get(6000L)), "u()'s copy ends at its stack's end");
+    }
+
+    /**
+     * A signal handler that allocates on a thread blocked inside a hook, waiting with the
+     * client's lock held for room in a ring nobody reads: the client's re-entry guard lets
+     * the handler's allocation and free through unsampled, so the handler runs to its end
+     * (without the guard its hook would spin for ever on the lock its own thread holds).
+     */
+    /** x86-64's clock_nanosleep, the system call of glibc's nanosleep. */
+    private static final long CLOCK_NANOSLEEP = 230;
+
+    /**
+     * Waits until process {@code pid}'s main thread is blocked in system call {@code nr}, as
+     * its /proc/PID/syscall shows; a deadline detects a program that never gets there.
+     */
+    private static void awaitSyscall(long pid, long nr) throws IOException {
+        Path syscall = Path.of("/proc/" + pid + "/syscall");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        for (String now = Files.readString(syscall); !now.startsWith(nr + " "); now = Files.readString(syscall)) {
+            assertTrue(System.nanoTime() < deadline, "process " + pid + " never blocked in system call " + nr + ": " + now);
+            Thread.onSpinWait();
+        }
+    }
+
+    @Test
+    void aSignalHandlerThatAllocatesWhileItsThreadIsInAHookRunsToItsEnd() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());
+        ClientConfiguration blocking = new ClientConfiguration(1, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+            ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString(), "signal");
+            builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
+            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
+            builder.redirectError(ProcessBuilder.Redirect.INHERIT);
+            Process process = builder.start();
+            try (AutoCloseable _ = process::destroyForcibly) {
+                BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.US_ASCII));
+                try (UnixSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
+                    UnixSocket.closeReceived(client.receive(new byte[16], 4).fds());
+                    byte[] bytes = new byte[ClientConfiguration.SIZE];
+                    blocking.encodeTo(MemorySegment.ofArray(bytes), 0);
+                    client.send(bytes, ring.fd());
+                    // The ring, never read, fills: the program's one thread then waits for room inside
+                    // a hook, in the client's nanosleep (the program has no other).
+                    awaitSyscall(process.pid(), CLOCK_NANOSLEEP);
+                    assertEquals(0, new ProcessBuilder("kill", "-USR1", Long.toString(process.pid())).start().waitFor());
+                    CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return output.readLine();
+                        } catch (IOException e) {
+                            throw new UncheckedIOException(e);
+                        }
+                    });
+                    // A hang detector: the handler runs in microseconds.
+                    assertEquals("handled", line.get(60, TimeUnit.SECONDS), "the handler ran to its end");
+                }
+                // The service hung up: the client stops waiting and the program runs on.
+                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+                assertEquals(0, process.exitValue());
+                assertTrue(output.readLine().contains("0x"), "the program ran to its end");
             }
         }
     }

@@ -29,7 +29,9 @@ import java.util.function.Supplier;
  * is unaligned, not above the last CFA or outside the stack's mapping: the mark of a
  * caller built without frame pointers or CFI, or of the stack's start.
  * Each pc is found in the process's mappings (its {@code /proc/PID/maps}, read again when a
- * pc falls outside every known mapping, at most every 500 ms as Perfetto's unwinder does)
+ * pc falls outside every known mapping, at most every 500 ms as Perfetto's unwinder does;
+ * the read at the handshake does not count, so the first such pc reads them at once: a JVM
+ * loads libjvm after its client connects, and allocates from it straight away)
  * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file, and only
  * if the file at the mapping's path is still the one mapped, its inode the same), or
  * {@code module+0xoffset} without one. The rule at each pc is kept, as the frame named
@@ -94,7 +96,9 @@ final class Unwinder implements AutoCloseable {
     /** The last unwind's frames: the walk's, and an error frame. */
     private final FrameBuffer frames = new FrameBuffer(MAX_FRAMES + 1);
     private Mappings mappings;
-    private long lastMapsRead;
+    /** When the maps were last read again; meaningless until {@code mapsReread}. */
+    private long lastMapsReread;
+    private boolean mapsReread;
     private long stacks;
     private long mapsReads;
     private final long[] errors = new long[Error.values().length];
@@ -217,15 +221,19 @@ final class Unwinder implements AutoCloseable {
     /** The executable mapping that holds {@code pc}, reading the maps again if none does and the rate limit allows. */
     private Mappings.Mapping executableMapping(long pc) {
         Mappings.Mapping mapping = mappings.find(pc);
-        if (mapping == null && nanoTime.getAsLong() - lastMapsRead >= MAPS_REPARSE_INTERVAL_NANOS) {
-            readMaps();
-            mapping = mappings.find(pc);
+        if (mapping == null) {
+            long now = nanoTime.getAsLong();
+            if (!mapsReread || now - lastMapsReread >= MAPS_REPARSE_INTERVAL_NANOS) {
+                mapsReread = true;
+                lastMapsReread = now;
+                readMaps();
+                mapping = mappings.find(pc);
+            }
         }
         return mapping != null && mapping.executable() ? mapping : null;
     }
 
     private void readMaps() {
-        lastMapsRead = nanoTime.getAsLong();
         mapsReads++;
         byte[] text = maps.get();
         if (text != null && text.length > 0) {

@@ -153,6 +153,62 @@ class HeapprofdServiceTest {
         }
     }
 
+    /**
+     * Threads created through the client's pthread_create, which learns each one's stack
+     * bounds (outside any hook) and then jumps to its routine: no frame of the client's is
+     * on their stacks, which unwind to libc's thread start.
+     */
+    @Test
+    void threadsStartedThroughTheClientUnwindWithoutAFrameOfIts() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
+            Process process = pattern(service, "threads").start();
+            process.getInputStream().readAllBytes();
+            assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, process.exitValue());
+            awaitUntil(() -> bytesUnder(service.folded(false), ";allocate_from_t;t") == 4 * 1000 * 2000);
+            List<String> lines = service.folded(false).stream().filter(line -> line.contains(";allocate_from_t;t ")).toList();
+            for (String line : lines) {
+                assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");libc.so.6+0x"), line);
+                assertFalse(line.contains("libffmtrace_heapprofd") || line.contains("with_bounds"), line);
+            }
+            assertEquals(0, service.totals().unwindingErrors(), lines.toString());
+        }
+    }
+
+    /**
+     * A signal handler that allocates on an alternate signal stack, a mapping of its own
+     * with an inaccessible page right above it: the client copies that stack up to its end
+     * (sigaltstack's bounds), not the thread's bounds nor a fixed size, which would fault.
+     */
+    @Test
+    void aSignalHandlerOnAnAlternateStackIsCopiedWithinIt() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
+            Process process = pattern(service, "altstack").start();
+            process.getInputStream().readAllBytes();
+            assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, process.exitValue(), "the program ran to its end");
+            awaitUntil(() -> bytesUnder(service.folded(false), ";allocate_from_h;h") == 7000);
+        }
+    }
+
+    /**
+     * A thread glibc starts itself (a SIGEV_THREAD timer's), not through pthread_create:
+     * the client finds its stack's bounds in /proc/self/maps from the hook.
+     */
+    @Test
+    void aThreadStartedInsideLibcIsProfiled() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {
+            Process process = pattern(service, "timer").start();
+            process.getInputStream().readAllBytes();
+            assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+            assertEquals(0, process.exitValue());
+            awaitUntil(() -> bytesUnder(service.folded(false), ";allocate_from_u;u") == 6000);
+            String line = service.folded(false).stream().filter(l -> l.endsWith(";allocate_from_u;u 6000")).findFirst()
+                    .orElseThrow();
+            assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");libc.so.6+0x"), line);
+        }
+    }
+
     @Test
     void aStackLargerThanItsCopyIsReadFromTheLiveProcess() throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte("libc.malloc"), 1 << 20)) {

@@ -134,20 +134,24 @@ class UnwinderTest {
     }
 
     @Test
-    void aReturnAddressOutsideEveryMappingReadsTheMapsAgainAtMostEvery500Ms() {
+    void aReturnAddressOutsideEveryMappingReadsTheMapsAgainAtOnceThenAtMostEvery500Ms() {
         AtomicLong clock = new AtomicLong();
         try (Unwinder unwinder = unwinder(clock)) {
             Frames frames = hookAMain(SP + 0x300, 0x1234);
             List<String> expected = List.of("a", "main", "ERROR INVALID_MAP");
+            assertEquals(1, unwinder.mapsReads(), "read at the start");
             assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
-            assertEquals(1, unwinder.mapsReads(), "read at the start, not again so soon");
+            assertEquals(2, unwinder.mapsReads(), "the first miss reads them again, however soon");
+            clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS - 1);
+            assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
+            assertEquals(2, unwinder.mapsReads(), "not again so soon");
             clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
             assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
-            assertEquals(2, unwinder.mapsReads());
+            assertEquals(3, unwinder.mapsReads());
             assertEquals(expected, unwind(unwinder, frames.alloc, frames.copy));
-            assertEquals(2, unwinder.mapsReads());
-            assertEquals(3, unwinder.errors(Unwinder.Error.INVALID_MAP));
-            assertEquals(3, unwinder.errors());
+            assertEquals(3, unwinder.mapsReads());
+            assertEquals(4, unwinder.errors(Unwinder.Error.INVALID_MAP));
+            assertEquals(4, unwinder.errors());
         }
     }
 
@@ -166,6 +170,21 @@ class UnwinderTest {
             clock.set(Unwinder.MAPS_REPARSE_INTERVAL_NANOS);
             assertEquals(List.of("a", "main", "a"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(1, unwinder.errors());
+        }
+    }
+
+    @Test
+    void aLibraryMappedAfterTheHandshakeIsFoundByTheFirstPcInIt() {
+        AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+            long elsewhere = 0x6000_0000_0000L;
+            Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
+            // dlopen right after the handshake (a JVM's launcher loading libjvm), no time passing.
+            maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII)
+                    + String.format("%x-%x r-xp 00000000 08:01 %d %s%n", elsewhere, elsewhere + 0x5000, inode, program()))
+                    .getBytes(StandardCharsets.US_ASCII));
+            assertEquals(List.of("a", "main", "a"), unwind(unwinder, frames.alloc, frames.copy));
+            assertEquals(0, unwinder.errors());
         }
     }
 

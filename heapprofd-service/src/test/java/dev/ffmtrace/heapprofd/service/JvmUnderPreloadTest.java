@@ -1,0 +1,144 @@
+package dev.ffmtrace.heapprofd.service;
+
+import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
+import dev.ffmtrace.memory.testing.CPrograms;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.address;
+import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.awaitUntil;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+/**
+ * HotSpot JVMs (this JDK's) with the C client preloaded, profiled by the service (issue 33:
+ * HotSpot's pthread_getattr_np callocs under the thread's lock, and a client whose hook
+ * called it again hung {@code java -version} for ever). Each must run to its end, under a
+ * deadline that only detects a hang, and its native allocations be booked under stacks
+ * unwound into libjvm.
+ */
+class JvmUnderPreloadTest {
+    /** A hang detector, far above the few seconds these JVMs take on a loaded two-core machine. */
+    private static final long HANG_SECONDS = 120;
+
+    @TempDir
+    Path dir;
+
+    private record Exited(int status, String out, String err) {
+    }
+
+    /** Runs this JDK's java with the client preloaded, its output into files: a hang fails, it cannot block the test. */
+    private Exited java(HeapprofdService service, String... args) throws Exception {
+        List<String> command = new ArrayList<>();
+        command.add(ProcessHandle.current().info().command().orElse(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        command.addAll(List.of(args));
+        Path out = Files.createTempFile(dir, "out", ".txt");
+        Path err = Files.createTempFile(dir, "err", ".txt");
+        ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
+        builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
+        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + service.address().name());
+        Process process = builder.start();
+        try {
+            if (!process.waitFor(HANG_SECONDS, TimeUnit.SECONDS)) {
+                fail("java " + String.join(" ", args) + " under the client did not exit in " + HANG_SECONDS + " s: hung");
+            }
+        } finally {
+            process.destroyForcibly();
+        }
+        // The JVM has exited: the service reads the rest of its ring.
+        awaitUntil(service::clientsGone);
+        return new Exited(process.exitValue(), Files.readString(out), Files.readString(err));
+    }
+
+    private static HeapprofdService service(long interval) {
+        ClientConfiguration configuration = new ClientConfiguration(interval, 0, 0, 0,
+                List.of(new ClientConfiguration.Heap("libc.malloc", interval)), true, false, false, false);
+        return HeapprofdService.start(address(), configuration, 8 << 20);
+    }
+
+    /** The bytes of every callsite with a frame named {@code frame}. */
+    private static long bytesThrough(List<String> folded, String frame) {
+        return folded.stream().filter(line -> frames(line).contains(frame)).mapToLong(JvmUnderPreloadTest::bytes).sum();
+    }
+
+    /**
+     * The bytes of every callsite whose leaf is libjvm's {@code os::malloc(size_t, MemTag)},
+     * which {@code Unsafe_AllocateMemory0} calls (with a jump: its frame is not on the stack),
+     * as do a few parts of the JVM for small blocks. What is above it is not checked: a walk
+     * into code the JIT compiler has just put in a part of the code cache committed since
+     * the service last read the process's maps ends there (INVALID_MAP).
+     */
+    private static long bytesFromOsMalloc(List<String> folded) {
+        return folded.stream().filter(line -> frames(line).getLast().equals(OS_MALLOC))
+                .mapToLong(JvmUnderPreloadTest::bytes).sum();
+    }
+
+    /** {@code os::malloc(size_t, MemTag)}, as libjvm's symbols name it. */
+    private static final String OS_MALLOC = "_ZN2os6mallocEm6MemTag";
+
+    private static List<String> frames(String line) {
+        return List.of(line.substring(0, line.lastIndexOf(' ')).split(";"));
+    }
+
+    private static long bytes(String line) {
+        return Long.parseLong(line.substring(line.lastIndexOf(' ') + 1));
+    }
+
+    /** The callsites whose leaf is {@code leaf}, for a failure's message (a JVM's whole profile is too long to read). */
+    private static String withLeaf(List<String> folded, String leaf) {
+        List<String> lines = folded.stream().filter(line -> frames(line).getLast().equals(leaf)).toList();
+        return lines.size() + " callsites ending in " + leaf + ":\n" + String.join("\n", lines.subList(0, Math.min(20, lines.size())));
+    }
+
+    @ParameterizedTest(name = "interval {0}")
+    @ValueSource(longs = {1, 4096})
+    void javaVersionRunsToItsEnd(long interval) throws Exception {
+        try (HeapprofdService service = service(interval)) {
+            Exited java = java(service, "-version");
+            assertEquals(0, java.status(), java.err());
+            assertTrue(java.err().contains("version \"" + Runtime.version().feature()), java.err());
+            // The JVM's start-up allocates from libjvm, whose frames are named by its symbols.
+            List<String> allocated = service.folded(false);
+            assertTrue(bytesThrough(allocated, "JNI_CreateJavaVM") > 0, withLeaf(allocated, OS_MALLOC));
+            assertEquals(0, service.totals().malformed());
+        }
+    }
+
+    @ParameterizedTest(name = "interval {0}")
+    @ValueSource(longs = {1, 4096})
+    void twentyThreadsAllocatingNativeMemoryRunToTheirEndAndAreBooked(long interval) throws Exception {
+        try (HeapprofdService service = service(interval)) {
+            Exited java = java(service, "-cp", classPathOf(NativeAllocatingThreads.class),
+                    NativeAllocatingThreads.class.getName());
+            assertEquals(0, java.status(), java.err());
+            assertEquals("done", java.out().strip(), java.err());
+            // Every block is at least the interval: each is sampled with its own size, at both
+            // intervals, under a stack from Unsafe into libjvm's os::malloc (FFM's arenas); the
+            // JVM's own small blocks from there add a little.
+            List<String> allocated = service.folded(false);
+            long expected = NativeAllocatingThreads.totalBytes();
+            long fromOsMalloc = bytesFromOsMalloc(allocated);
+            assertTrue(fromOsMalloc >= expected && fromOsMalloc < expected + expected / 10,
+                    fromOsMalloc + " bytes allocated by os::malloc(size_t, MemTag), " + expected + " by the program; "
+                            + withLeaf(allocated, OS_MALLOC));
+            // The closed arenas freed them.
+            List<String> unreleased = service.folded(true);
+            assertTrue(bytesFromOsMalloc(unreleased) < expected / 10, withLeaf(unreleased, OS_MALLOC));
+            assertEquals(0, service.totals().malformed());
+        }
+    }
+
+    private static String classPathOf(Class<?> type) throws URISyntaxException {
+        return Path.of(type.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
+    }
+}

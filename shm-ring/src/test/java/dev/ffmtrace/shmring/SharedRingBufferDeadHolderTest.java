@@ -30,6 +30,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -113,11 +114,14 @@ class SharedRingBufferDeadHolderTest {
             assertTrue(verdict.startsWith("failed "), verdict);
             assertFalse(session.buffer.isSpinlockPoisoned(), "a live holder judged dead by the C waiter");
 
-            CompletableFuture<Boolean> waiter = CompletableFuture.supplyAsync(() -> session.buffer.lock(LockMode.BLOCKING));
-            Thread.sleep(100);
-            assertFalse(waiter.isDone(), "a BLOCKING waiter waits for a live holder");
+            AtomicBoolean told = new AtomicBoolean();
+            // Whether the holder had been told to release when the waiter got the lock.
+            CompletableFuture<Boolean> waiter = CompletableFuture.supplyAsync(
+                    () -> session.buffer.lock(LockMode.BLOCKING) && told.get());
+            told.set(true);
             holder.tell();
-            assertTrue(waiter.get(VERDICT_SECONDS, TimeUnit.SECONDS), "the lock, once released, is taken");
+            assertTrue(waiter.get(VERDICT_SECONDS, TimeUnit.SECONDS),
+                    "a BLOCKING waiter waits for a live holder, and takes the lock once it is released");
             session.buffer.unlock();
             assertEquals("released", holder.line());
             assertEquals(2, session.buffer.stats().failedSpinlocks(), "the two tries");

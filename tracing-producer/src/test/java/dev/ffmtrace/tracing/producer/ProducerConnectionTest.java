@@ -246,7 +246,8 @@ class ProducerConnectionTest {
             writeEvents(writer, 0, 10);
             service.stop(3);
             recorder.await("stop 3");
-            Thread.sleep(200);
+            // Sync's reply comes after the service took everything sent before it.
+            assertTrue(producer.sync().get(10, TimeUnit.SECONDS));
             assertTrue(service.calls.stream().noneMatch(call -> call.method().equals("NotifyDataSourceStopped")));
             assertTrue(writer.isOpen());
             // The application finishes later, on a thread of its own.
@@ -260,7 +261,7 @@ class ProducerConnectionTest {
             assertFalse(instance.newTraceWriter(BufferExhaustedPolicy.DROP).isOpen());
             // The done of a stop counts once.
             recorder.stopDone.run();
-            Thread.sleep(100);
+            assertTrue(producer.sync().get(10, TimeUnit.SECONDS));
             assertTrue(service.calls.stream().noneMatch(call -> call.method().equals("NotifyDataSourceStopped")));
         }
     }

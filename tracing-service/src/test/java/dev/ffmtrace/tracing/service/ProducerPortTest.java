@@ -44,6 +44,7 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -172,14 +173,15 @@ class ProducerPortTest {
             assertEquals(List.of(start.instanceId()), producer.next(CLEAR_INCREMENTAL_STATE_FIELD_NUMBER).dataSourceIds());
 
             writer.close();
-            CompletableFuture<Void> stopped = CompletableFuture.runAsync(session::stop);
+            AtomicBoolean notified = new AtomicBoolean();
+            // What the stop saw when it ended: it must end only after the producer said it stopped.
+            CompletableFuture<Boolean> stopped = CompletableFuture.runAsync(session::stop).thenApply(v -> notified.get());
             assertEquals(FLUSH_FIELD_NUMBER, producer.next().kind(), "a stop first flushes");
             PortProducer.Command stop = producer.next(STOP_DATA_SOURCE_FIELD_NUMBER);
             assertEquals(start.instanceId(), stop.instanceId());
-            Thread.sleep(200);
-            assertFalse(stopped.isDone(), "the session waits for a data source that will say it stopped");
+            notified.set(true);
             producer.notifyStopped(stop.instanceId());
-            stopped.get(10, TimeUnit.SECONDS);
+            assertTrue(stopped.get(10, TimeUnit.SECONDS), "the session waits for a data source that will say it stopped");
 
             assertEquals(written, names(session), "every packet, in order, the fragmented one whole");
             assertEquals(0, port.violations());
@@ -329,12 +331,13 @@ class ProducerPortTest {
             producer.next(SETUP_DATA_SOURCE_FIELD_NUMBER);
             producer.next(START_DATA_SOURCE_FIELD_NUMBER);
 
-            CompletableFuture<Void> flushed = CompletableFuture.runAsync(session::flush);
+            AtomicBoolean acknowledged = new AtomicBoolean();
+            CompletableFuture<Boolean> flushed = CompletableFuture.runAsync(session::flush)
+                    .thenApply(v -> acknowledged.get());
             long requestId = producer.next(FLUSH_FIELD_NUMBER).flushRequestId();
-            Thread.sleep(200);
-            assertFalse(flushed.isDone(), "the flush waits for the producer's CommitData");
+            acknowledged.set(true);
             producer.acknowledgeFlush(requestId);
-            flushed.get(10, TimeUnit.SECONDS);
+            assertTrue(flushed.get(10, TimeUnit.SECONDS), "the flush waits for the producer's CommitData");
             producer.onFlush = null;
             session.close();
         }

@@ -38,6 +38,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -139,12 +140,13 @@ class SessionLifecycleTest {
                 writer.finishTracePacket();
             }
             assertTrue(stopping.await(10, TimeUnit.SECONDS), "the duration timer stops the session");
-            CompletableFuture<Void> closed = CompletableFuture.runAsync(session::close);
-            Thread.sleep(200);
-            assertFalse(closed.isDone(), "close waits for the timer's stop, which still takes the writers' chunks");
+            AtomicBoolean released = new AtomicBoolean();
+            CompletableFuture<Boolean> closed = CompletableFuture.runAsync(session::close).thenApply(v -> released.get());
             writer.close();
+            released.set(true);
             release.get().run();
-            closed.get(10, TimeUnit.SECONDS);
+            assertTrue(closed.get(10, TimeUnit.SECONDS),
+                    "close waits for the timer's stop, which still takes the writers' chunks");
             assertTrue(session.isClosed());
             assertTrue(session.stats().get(0).bytesWritten() > 0, "the stop's last flush reached the buffer");
         }

@@ -255,12 +255,15 @@ public final class ConsumerPort implements AutoCloseable {
         long bufferBytes = 0;
         for (RemoteConsumer consumer : consumers.values()) {
             TracingSession session = consumer.session();
-            if (session == null || session.isClosed()) {
+            boolean running = session != null && !session.isClosed();
+            long cloned = consumer.cloneBytes;
+            if (!running && cloned == 0) {
                 continue;
             }
+            // A clone is a session, as in Perfetto, whose trace the daemon holds.
             sessions++;
             sessionsOfUid += consumer.info.uid() == caller.info.uid() ? 1 : 0;
-            bufferBytes += session.config().buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+            bufferBytes += running ? bufferBytes(session.config()) : cloned;
         }
         if (sessionsOfUid >= Guardrails.MAX_SESSIONS_PER_UID) {
             return "Too many concurrent tracing sesions (" + sessionsOfUid + ") for uid " + caller.info.uid()
@@ -269,12 +272,16 @@ public final class ConsumerPort implements AutoCloseable {
         if (sessions >= Guardrails.MAX_SESSIONS) {
             return "Too many concurrent tracing sesions (" + sessions + ")";
         }
-        long asked = config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        long asked = bufferBytes(config);
         if (bufferBytes + asked > Guardrails.MAX_TOTAL_BUFFER_BYTES) {
             return "Requested too large trace buffer (" + asked / 1024 + "kB  > "
                     + (Guardrails.MAX_TOTAL_BUFFER_BYTES - bufferBytes) / 1024 + " kB)";
         }
         return null;
+    }
+
+    private static long bufferBytes(SessionConfig config) {
+        return config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
     }
 
     private static String uniqueSessionName(TracingSession session) {
@@ -420,6 +427,8 @@ public final class ConsumerPort implements AutoCloseable {
         private int observedEvents;
         /** The trace of a session cloned by CloneSession, until ReadBuffers takes it or FreeBuffers drops it. */
         private byte[] clone;
+        /** What {@link #clone} holds, or is reserved while it is made, for other consumers' admission; 0 without one. */
+        private volatile long cloneBytes;
         private boolean allStartedNotified;
         /** Requests queued on the worker and not started. */
         private final AtomicInteger pendingRequests = new AtomicInteger();
@@ -638,7 +647,7 @@ public final class ConsumerPort implements AutoCloseable {
                         invocation.replyMore(reply);
                     }
                 });
-                clone = null;
+                dropClone();
                 return;
             }
             if (current == null || current.config().writeIntoFile() || current.isClosed()) {
@@ -665,7 +674,7 @@ public final class ConsumerPort implements AutoCloseable {
          * reply goes out, with the error the stop met, if any.
          */
         private void freeSession() {
-            clone = null;
+            dropClone();
             TracingSession current = session;
             if (current == null) {
                 return;
@@ -765,6 +774,15 @@ public final class ConsumerPort implements AutoCloseable {
             if (session != null || clone != null) {
                 return "The consumer is already attached to another tracing session";
             }
+            synchronized (admission) {
+                String refusal = admissionRefusal(this, source.config());
+                if (refusal != null) {
+                    refusals.incrementAndGet();
+                    return refusal;
+                }
+                // Reserved while the copy is made (at most the buffers' size), outside the admission.
+                cloneBytes = Math.max(1, bufferBytes(source.config()));
+            }
             ByteArrayOutputStream trace = new ByteArrayOutputStream();
             try {
                 if (!source.isStopped()) {
@@ -772,14 +790,22 @@ public final class ConsumerPort implements AutoCloseable {
                 }
                 source.writeSnapshot(trace);
             } catch (IOException | RuntimeException e) {
+                cloneBytes = 0;
                 return "session not found";
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                cloneBytes = 0;
                 return "session not found";
             }
             clone = trace.toByteArray();
+            cloneBytes = Math.max(1, clone.length);
             TracePackets.traceUuid(clone, uuid);
             return null;
+        }
+
+        private void dropClone() {
+            clone = null;
+            cloneBytes = 0;
         }
 
         void getTraceStats(Invocation invocation) {

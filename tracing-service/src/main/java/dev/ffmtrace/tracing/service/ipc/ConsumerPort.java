@@ -18,12 +18,10 @@ import dev.ffmtrace.perfetto.protos.ObserveEventsRequest;
 import dev.ffmtrace.perfetto.protos.ObserveEventsResponse;
 import dev.ffmtrace.perfetto.protos.QueryCapabilitiesResponse;
 import dev.ffmtrace.perfetto.protos.QueryServiceStateRequest;
-import dev.ffmtrace.perfetto.protos.QueryServiceStateResponse;
 import dev.ffmtrace.perfetto.protos.SaveTraceForBugreportResponse;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.perfetto.protos.TracingServiceCapabilities;
-import dev.ffmtrace.perfetto.protos.TracingServiceState;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.Message;
 import dev.ffmtrace.protozero.MessageFactory;
@@ -93,8 +91,6 @@ public final class ConsumerPort implements AutoCloseable {
     static final int MAX_READ_REPLY = IPC_BUFFER_SIZE - 64;
     /** The largest slice of a packet: Perfetto's packets are slices of at most a 64 KiB SMB page. */
     static final int MAX_SLICE = 64 * 1024;
-    /** A QueryServiceState reply stays under this, as Perfetto's (kIPCBufferSize - 128). */
-    static final int MAX_STATE_REPLY = IPC_BUFFER_SIZE - 128;
     /** Beyond the data sources' stop timeout, how long a stop under way may take to write the rest. */
     private static final long STOP_GRACE_MS = 30_000;
     /**
@@ -264,12 +260,15 @@ public final class ConsumerPort implements AutoCloseable {
         long bufferBytes = 0;
         for (RemoteConsumer consumer : consumers.values()) {
             TracingSession session = consumer.session();
-            if (session == null || session.isClosed()) {
+            boolean running = session != null && !session.isClosed();
+            long cloned = consumer.cloneBytes;
+            if (!running && cloned == 0) {
                 continue;
             }
+            // A clone is a session, as in Perfetto, whose trace the daemon holds.
             sessions++;
             sessionsOfUid += consumer.info.uid() == caller.info.uid() ? 1 : 0;
-            bufferBytes += session.config().buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+            bufferBytes += running ? bufferBytes(session.config()) : cloned;
         }
         if (sessionsOfUid >= Guardrails.MAX_SESSIONS_PER_UID) {
             return "Too many concurrent tracing sesions (" + sessionsOfUid + ") for uid " + caller.info.uid()
@@ -278,12 +277,16 @@ public final class ConsumerPort implements AutoCloseable {
         if (sessions >= Guardrails.MAX_SESSIONS) {
             return "Too many concurrent tracing sesions (" + sessions + ")";
         }
-        long asked = config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        long asked = bufferBytes(config);
         if (bufferBytes + asked > Guardrails.MAX_TOTAL_BUFFER_BYTES) {
             return "Requested too large trace buffer (" + asked / 1024 + "kB  > "
                     + (Guardrails.MAX_TOTAL_BUFFER_BYTES - bufferBytes) / 1024 + " kB)";
         }
         return null;
+    }
+
+    private static long bufferBytes(SessionConfig config) {
+        return config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
     }
 
     private static String uniqueSessionName(TracingSession session) {
@@ -337,13 +340,9 @@ public final class ConsumerPort implements AutoCloseable {
 
     /**
      * The service's producers, their data sources and this port's sessions the caller may
-     * clone (all are counted in {@code num_sessions}, as in Perfetto), in replies of
-     * at most {@link #MAX_STATE_REPLY} bytes, as Perfetto splits it: the first starts with
-     * the scalar fields, then every producer, session and data source follows as a
-     * TracingServiceState of its own, so that the replies concatenated are the whole state
-     * and each is a valid message. Perfetto trusts each entry to fit a reply; here one that
-     * does not (a name an in-process producer made too long) is left out and counted in
-     * {@link #stateEntriesLeftOut()}: the reply still goes.
+     * clone (all are counted in {@code num_sessions}, as in Perfetto), split over replies
+     * under the frame limit ({@link ServiceStateReplies}); an entry too large for any
+     * reply is counted in {@link #stateEntriesLeftOut()}, the rest still sent.
      */
     private void queryServiceState(RemoteConsumer caller, Invocation invocation) {
         QueryServiceStateRequest.Decoder request = parse(invocation, QueryServiceStateRequest.Decoder::new);
@@ -351,16 +350,8 @@ public final class ConsumerPort implements AutoCloseable {
             return;
         }
         Map<Producer, List<String>> registered = request.sessionsOnly() ? Map.of() : service.registeredDataSources();
-        List<byte[]> entries = new ArrayList<>();
-        for (Producer producer : registered.keySet()) {
-            entries.add(stateEntry(state -> {
-                TracingServiceState.Producer entry = state.addProducers();
-                entry.setId(producer.id());
-                entry.setName(producer.name());
-                entry.setUid(producer.identity().uid());
-                entry.setPid(producer.identity().pid());
-            }));
-        }
+        ServiceStateReplies replies = new ServiceStateReplies();
+        registered.keySet().forEach(replies::addProducer);
         int sessions = 0;
         int started = 0;
         for (RemoteConsumer consumer : consumers.values()) {
@@ -370,65 +361,20 @@ public final class ConsumerPort implements AutoCloseable {
             }
             sessions++;
             started += session.isStopped() ? 0 : 1;
-            if (!mayClone(caller, consumer)) {
-                // Counted, not listed, as in Perfetto: another user's session is not the caller's to see.
-                continue;
-            }
-            entries.add(stateEntry(state -> {
-                TracingServiceState.TracingSession entry = state.addTracingSessions();
-                entry.setId(consumer.sessionId);
-                entry.setConsumerUid(consumer.info.uid());
-                entry.setState(session.isStopped() ? "DISABLED" : "STARTED");
-                session.config().buffers().forEach(b -> entry.addBufferSizeKb((int) (b.sizeBytes() / 1024)));
-                entry.setDurationMs((int) session.config().durationMs());
-                entry.setStartRealtimeNs(consumer.startRealtimeNs);
-                entry.setNumDataSources(session.config().dataSources().size() - session.dataSourcesNotStarted());
-                if (!session.isStopped()) {
-                    entry.setIsStarted(true);
-                }
-            }));
-        }
-        for (Map.Entry<Producer, List<String>> entry : registered.entrySet()) {
-            for (String name : entry.getValue()) {
-                entries.add(stateEntry(state -> {
-                    TracingServiceState.DataSource dataSource = state.addDataSources();
-                    dataSource.setDsDescriptor().setName(name);
-                    dataSource.setProducerId(entry.getKey().id());
-                }));
+            // Counted, not listed, as in Perfetto: another user's session is not the caller's to see.
+            if (mayClone(caller, consumer)) {
+                replies.addSession(consumer.sessionId, consumer.info.uid(), consumer.startRealtimeNs, session);
             }
         }
+        registered.forEach((producer, names) -> names.forEach(name -> replies.addDataSource(producer.id(), name)));
         int sessionCount = sessions;
         int startedCount = started;
-        ByteArrayOutputStream chunk = new ByteArrayOutputStream();
-        chunk.writeBytes(stateEntry(state -> {
+        stateEntriesLeftOut.addAndGet(replies.send(invocation, state -> {
             state.setSupportsTracingSessions(true);
             state.setNumSessions(sessionCount);
             state.setNumSessionsStarted(startedCount);
             state.setTracingServiceVersion(version);
         }));
-        for (byte[] entry : entries) {
-            if (entry.length >= MAX_STATE_REPLY) {
-                stateEntriesLeftOut.incrementAndGet();
-                continue;
-            }
-            if (chunk.size() + entry.length >= MAX_STATE_REPLY) {
-                invocation.replyMore(stateReply(chunk.toByteArray()));
-                chunk.reset();
-            }
-            chunk.writeBytes(entry);
-        }
-        invocation.reply(stateReply(chunk.toByteArray()));
-    }
-
-    /** A TracingServiceState holding what {@code fill} writes into it. */
-    private static byte[] stateEntry(Consumer<TracingServiceState> fill) {
-        return message(TracingServiceState.FACTORY, fill);
-    }
-
-    private static byte[] stateReply(byte[] state) {
-        HeapBuffered<QueryServiceStateResponse> reply = new HeapBuffered<>(QueryServiceStateResponse.FACTORY);
-        reply.get().appendBytes(QueryServiceStateResponse.SERVICE_STATE_FIELD_NUMBER, state);
-        return reply.toByteArray();
     }
 
     /** What this service can do: observable events and CloneSession, no output_path. */
@@ -486,6 +432,8 @@ public final class ConsumerPort implements AutoCloseable {
         private int observedEvents;
         /** The trace of a session cloned by CloneSession, until ReadBuffers takes it or FreeBuffers drops it. */
         private byte[] clone;
+        /** What {@link #clone} holds, or is reserved while it is made, for other consumers' admission; 0 without one. */
+        private volatile long cloneBytes;
         private boolean allStartedNotified;
         /** Requests queued on the worker and not started. */
         private final AtomicInteger pendingRequests = new AtomicInteger();
@@ -704,7 +652,7 @@ public final class ConsumerPort implements AutoCloseable {
                         invocation.replyMore(reply);
                     }
                 });
-                clone = null;
+                dropClone();
                 return;
             }
             if (current == null || current.config().writeIntoFile() || current.isClosed()) {
@@ -731,7 +679,7 @@ public final class ConsumerPort implements AutoCloseable {
          * reply goes out, with the error the stop met, if any.
          */
         private void freeSession() {
-            clone = null;
+            dropClone();
             TracingSession current = session;
             if (current == null) {
                 return;
@@ -831,6 +779,15 @@ public final class ConsumerPort implements AutoCloseable {
             if (session != null || clone != null) {
                 return "The consumer is already attached to another tracing session";
             }
+            synchronized (admission) {
+                String refusal = admissionRefusal(this, source.config());
+                if (refusal != null) {
+                    refusals.incrementAndGet();
+                    return refusal;
+                }
+                // Reserved while the copy is made (at most the buffers' size), outside the admission.
+                cloneBytes = Math.max(1, bufferBytes(source.config()));
+            }
             ByteArrayOutputStream trace = new ByteArrayOutputStream();
             try {
                 if (!source.isStopped()) {
@@ -838,14 +795,22 @@ public final class ConsumerPort implements AutoCloseable {
                 }
                 source.writeSnapshot(trace);
             } catch (IOException | RuntimeException e) {
+                cloneBytes = 0;
                 return "session not found";
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                cloneBytes = 0;
                 return "session not found";
             }
             clone = trace.toByteArray();
+            cloneBytes = Math.max(1, clone.length);
             TracePackets.traceUuid(clone, uuid);
             return null;
+        }
+
+        private void dropClone() {
+            clone = null;
+            cloneBytes = 0;
         }
 
         void getTraceStats(Invocation invocation) {

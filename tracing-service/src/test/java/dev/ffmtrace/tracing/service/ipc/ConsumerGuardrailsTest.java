@@ -257,4 +257,30 @@ class ConsumerGuardrailsTest {
             release.countDown();
         }
     }
+
+    /** A clone is a session of its consumer's uid, as in Perfetto, and the trace it holds counts as buffer memory. */
+    @Test
+    void clonesCountAsSessionsOfTheirUid() throws Exception {
+        session();
+        List<ConsumerConnection> cloners = new ArrayList<>();
+        for (int i = 1; i < Guardrails.MAX_SESSIONS_PER_UID; i++) {
+            ConsumerConnection cloner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+            connections.add(cloner);
+            cloners.add(cloner);
+            ConsumerConnection.Cloned cloned = cloner.cloneSession(1, TIMEOUT_MS);
+            assertTrue(cloned.success(), cloned.error());
+        }
+        ConsumerConnection refused = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+        connections.add(refused);
+        ConsumerConnection.Cloned over = refused.cloneSession(1, TIMEOUT_MS);
+        assertFalse(over.success());
+        assertEquals("Too many concurrent tracing sesions (5) for uid 0 limit is 5", over.error());
+        assertEquals(1, port.refusals());
+
+        // A clone read is gone: its place is free again.
+        assertNotNull(cloners.getFirst().readBuffers(TIMEOUT_MS));
+        ConsumerConnection.Cloned again = refused.cloneSession(1, TIMEOUT_MS);
+        assertTrue(again.success(), again.error());
+        assertSentinelServed();
+    }
 }

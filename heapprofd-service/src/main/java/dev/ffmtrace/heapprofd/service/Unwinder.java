@@ -210,11 +210,7 @@ final class Unwinder implements AutoCloseable {
             }
         }
 
-        int first = 0;
-        while (first < count && CLIENT_LIBRARIES.contains(pcMappings[first].name())) {
-            first++;
-        }
-        for (int i = first; i < count; i++) {
+        for (int i = clientFrames; i < count; i++) {
             KnownPc known = walked[i];
             if (known.frame == null) {
                 known.frame = symbolize(pcs[i], pcMappings[i]);

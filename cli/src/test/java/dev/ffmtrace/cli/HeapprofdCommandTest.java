@@ -83,6 +83,30 @@ class HeapprofdCommandTest {
         assertEquals(1_000_000, bytesUnder(folded.out(), ";main;a"), folded.out());
     }
 
+    /**
+     * Issue 33's command, as a user runs it: a JVM under heapprofd runs to its end (it hung for
+     * ever while the client's hook called pthread_getattr_np, which HotSpot calls holding the
+     * lock that calls takes), and the trace holds its allocations under libjvm's frames.
+     */
+    @Test
+    void aJvmRunsToItsEndUnderHeapprofd() throws Exception {
+        Path trace = dir.resolve("jvm.pftrace");
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        CliProcess heapprofd = CliProcess.start("heapprofd", "--out", trace.toString(), "--", java, "-version");
+        // A hang detector; a hung JVM is not left behind.
+        if (!heapprofd.process().waitFor(CliProcess.TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
+            heapprofd.process().descendants().forEach(ProcessHandle::destroyForcibly);
+        }
+        ConvertAndDumpTest.Run profiled = heapprofd.await();
+        assertEquals(0, profiled.exit(), profiled.err());
+        assertTrue(profiled.err().contains("version \"" + Runtime.version().feature()), profiled.err());
+        assertTrue(profiled.err().contains(" from 1 process(es)"), profiled.err());
+        ConvertAndDumpTest.Run allocated = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(0, allocated.exit(), allocated.err());
+        assertTrue(allocated.out().lines().anyMatch(line -> line.contains(";JNI_CreateJavaVM;")),
+                allocated.out().substring(0, Math.min(4000, allocated.out().length())));
+    }
+
     @Test
     void dumpFoldedPrintsWhatTheServiceFolded() throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-cli-heapprofd-" + Os.pid() + "-" + System.nanoTime());

@@ -31,7 +31,8 @@ import java.util.function.Supplier;
  * Each pc is found in the process's mappings (its {@code /proc/PID/maps}, read again when a
  * pc falls outside every known mapping, at most every 500 ms as Perfetto's unwinder does;
  * the read at the handshake does not count, so the first such pc reads them at once: a JVM
- * loads libjvm after its client connects, and allocates from it straight away)
+ * loads libjvm after its client connects, and allocates from it straight away; and for the
+ * code that called the hook, at most once per {@value #STALE_MAPS_UNWINDS} unwinds)
  * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file, and only
  * if the file at the mapping's path is still the one mapped, its inode the same), or
  * {@code module+0xoffset} without one. The rule at each pc is kept, as the frame named
@@ -49,6 +50,8 @@ final class Unwinder implements AutoCloseable {
     static final int MAX_FRAMES = 500;
     /** Perfetto's kMapsReparseInterval. */
     static final long MAPS_REPARSE_INTERVAL_NANOS = 500_000_000L;
+    /** The fewest unwinds between two readings of the maps for a caller of the hook outside every mapping. */
+    static final int STALE_MAPS_UNWINDS = 64;
     /** The base names of the client libraries whose leaf frames are dropped. */
     static final Set<String> CLIENT_LIBRARIES = Set.of("libffmtrace_heapprofd.so");
     private static final int MAX_ELF_FILES = 4096;
@@ -96,6 +99,8 @@ final class Unwinder implements AutoCloseable {
     /** The last unwind's frames: the walk's, and an error frame. */
     private final FrameBuffer frames = new FrameBuffer(MAX_FRAMES + 1);
     private Mappings mappings;
+    /** The unwinds counted when the maps were last read again for a pc the client's frames led to. */
+    private long stacksAtStaleMapsRead = -STALE_MAPS_UNWINDS;
     /** When the maps were last read again; meaningless until {@code mapsReread}. */
     private long lastMapsReread;
     private boolean mapsReread;
@@ -138,9 +143,13 @@ final class Unwinder implements AutoCloseable {
         // The CFA of the last frame stepped: the next must be above it.
         long lowest = sp;
         int count = 0;
+        // The client's frames at the walk's start: rip is in them, and each of their return
+        // addresses comes from frames the client built, up to the code that called the hook.
+        int clientFrames = 0;
         Error error = null;
         while (true) {
-            Mappings.Mapping mapping = executableMapping(pc);
+            boolean fromClient = clientFrames == count;
+            Mappings.Mapping mapping = executableMapping(pc, fromClient);
             if (mapping == null) {
                 error = Error.INVALID_MAP;
                 break;
@@ -152,6 +161,9 @@ final class Unwinder implements AutoCloseable {
             pcs[count] = at;
             pcMappings[count] = mapping;
             walked[count] = known;
+            if (fromClient && CLIENT_LIBRARIES.contains(mapping.name())) {
+                clientFrames++;
+            }
             count++;
             CfaRule rule = known.rule;
             long cfa;
@@ -198,11 +210,7 @@ final class Unwinder implements AutoCloseable {
             }
         }
 
-        int first = 0;
-        while (first < count && CLIENT_LIBRARIES.contains(pcMappings[first].name())) {
-            first++;
-        }
-        for (int i = first; i < count; i++) {
+        for (int i = clientFrames; i < count; i++) {
             KnownPc known = walked[i];
             if (known.frame == null) {
                 known.frame = symbolize(pcs[i], pcMappings[i]);
@@ -218,12 +226,24 @@ final class Unwinder implements AutoCloseable {
         return frames;
     }
 
-    /** The executable mapping that holds {@code pc}, reading the maps again if none does and the rate limit allows. */
-    private Mappings.Mapping executableMapping(long pc) {
+    /**
+     * The executable mapping that holds {@code pc}, reading the maps again if none does and a
+     * rate limit allows: at most every 500 ms, or, for a pc the client's own frames lead to
+     * ({@code fromClient}: code that ran, so the maps are stale, a library loaded since, and
+     * not the walk wrong), at most once per {@value #STALE_MAPS_UNWINDS} unwinds. Without
+     * the second, a JVM's allocations from libjvm, loaded while a read spent on a wrong
+     * return address held the limit, would all fail the first 500 ms.
+     */
+    private Mappings.Mapping executableMapping(long pc, boolean fromClient) {
         Mappings.Mapping mapping = mappings.find(pc);
         if (mapping == null) {
             long now = nanoTime.getAsLong();
-            if (!mapsReread || now - lastMapsReread >= MAPS_REPARSE_INTERVAL_NANOS) {
+            boolean due = !mapsReread || now - lastMapsReread >= MAPS_REPARSE_INTERVAL_NANOS;
+            boolean stale = fromClient && stacks - stacksAtStaleMapsRead >= STALE_MAPS_UNWINDS;
+            if (due || stale) {
+                if (stale) {
+                    stacksAtStaleMapsRead = stacks;
+                }
                 mapsReread = true;
                 lastMapsReread = now;
                 readMaps();

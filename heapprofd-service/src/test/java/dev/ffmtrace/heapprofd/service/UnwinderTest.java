@@ -188,6 +188,39 @@ class UnwinderTest {
         }
     }
 
+    /**
+     * The code that called the hook is code that ran: outside every mapping, the maps are
+     * stale, and they are read again whatever the clock says, at most once per
+     * {@value Unwinder#STALE_MAPS_UNWINDS} unwinds (a client that lies costs that much).
+     */
+    @Test
+    void aCallerOfTheHookOutsideEveryMappingReadsTheMapsAgainWhateverTheClock() {
+        AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+            // A wrong return address spends the 500 ms read.
+            Frames wrong = hookAMain(SP + 0x300, 0x1234);
+            assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwind(unwinder, wrong.alloc, wrong.copy));
+            assertEquals(2, unwinder.mapsReads());
+            // Then a library is loaded (a JVM's libjvm) and calls malloc straight away.
+            long elsewhere = 0x6000_0000_0000L;
+            maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII)
+                    + String.format("%x-%x r-xp 00000000 08:01 %d %s%n", elsewhere, elsewhere + 0x5000, inode, program()))
+                    .getBytes(StandardCharsets.US_ASCII));
+            Frames fromLibrary = new Frames(CLIENT + 0x123, SP + 0x40).frame(SP + 0x40, SP + 0x100, elsewhere + a + 0xe)
+                    .frame(SP + 0x100, 0, 0);
+            assertEquals(List.of("a"), unwind(unwinder, fromLibrary.alloc, fromLibrary.copy));
+            assertEquals(3, unwinder.mapsReads());
+            // A caller in no mapping at all: read again only after the unwinds between reads.
+            Frames nowhere = new Frames(CLIENT + 0x123, SP + 0x40).frame(SP + 0x40, 0, 0x7777_0000L);
+            for (int i = 1; i < Unwinder.STALE_MAPS_UNWINDS; i++) {
+                assertEquals(List.of("ERROR INVALID_MAP"), unwind(unwinder, nowhere.alloc, nowhere.copy));
+                assertEquals(3, unwinder.mapsReads(), "unwind " + i);
+            }
+            assertEquals(List.of("ERROR INVALID_MAP"), unwind(unwinder, nowhere.alloc, nowhere.copy));
+            assertEquals(4, unwinder.mapsReads());
+        }
+    }
+
     @Test
     void aPcWithoutASymbolIsItsModuleAndOffset() {
         try (Unwinder unwinder = unwinder(new AtomicLong())) {

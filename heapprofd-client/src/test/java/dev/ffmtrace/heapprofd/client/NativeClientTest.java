@@ -226,8 +226,8 @@ class NativeClientTest {
                     while (records < 2) {
                         records += client.receive(wakeUps, 0).bytes();
                     }
-                    // The pattern takes milliseconds: still running, it is waiting.
-                    Thread.sleep(500);
+                    // Seen asleep between its looks for room, the client waits in the full ring.
+                    awaitSyscall(process.pid(), CLOCK_NANOSLEEP);
                     assertTrue(process.isAlive(), "the client waits for room in the full ring");
                 }
                 assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the client gave up waiting");
@@ -254,12 +254,6 @@ class NativeClientTest {
         assertEquals(Long.toHexString(end), Long.toHexString(profile.stackEndBySize().get(6000L)), "u()'s copy ends at its stack's end");
     }
 
-    /**
-     * A signal handler that allocates on a thread blocked inside a hook, waiting with the
-     * client's lock held for room in a ring nobody reads: the client's re-entry guard lets
-     * the handler's allocation and free through unsampled, so the handler runs to its end
-     * (without the guard its hook would spin for ever on the lock its own thread holds).
-     */
     /** x86-64's clock_nanosleep, the system call of glibc's nanosleep. */
     private static final long CLOCK_NANOSLEEP = 230;
 
@@ -276,6 +270,12 @@ class NativeClientTest {
         }
     }
 
+    /**
+     * A signal handler that allocates on a thread blocked inside a hook, waiting with the
+     * client's lock held for room in a ring nobody reads: the client's re-entry guard lets
+     * the handler's allocation and free through unsampled, so the handler runs to its end
+     * (without the guard its hook would spin for ever on the lock its own thread holds).
+     */
     @Test
     void aSignalHandlerThatAllocatesWhileItsThreadIsInAHookRunsToItsEnd() throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());

@@ -6,9 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.internal.Native;
+import dev.ffmtrace.memory.testing.Syscalls;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -102,7 +104,9 @@ class UnixSocketTest {
             client.close();
             assertEquals(0, accepted.receive(new byte[8], 2).bytes());
         }
+        AtomicInteger acceptingTid = new AtomicInteger();
         CompletableFuture<Throwable> blocked = CompletableFuture.supplyAsync(() -> {
+            acceptingTid.set(Os.tid());
             try {
                 server.accept().close();
                 return null;
@@ -110,7 +114,10 @@ class UnixSocketTest {
                 return e;
             }
         });
-        Thread.sleep(100);
+        while (acceptingTid.get() == 0) {
+            Thread.onSpinWait();
+        }
+        Syscalls.awaitBlockedIn(Os.pid(), acceptingTid.get(), Syscalls.Call.ACCEPT4);
         server.close();
         assertTrue(blocked.get() instanceof NativeException, "accept must fail once the server is closed");
     }

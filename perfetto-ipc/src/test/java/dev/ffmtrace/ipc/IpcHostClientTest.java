@@ -3,17 +3,14 @@ package dev.ffmtrace.ipc;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Syscalls;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import perfetto.protos.WireProtocol.IPCFrame;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -320,7 +317,8 @@ class IpcHostClientTest {
                     invocation.replyMore(new byte[60_000]);
                 }
             });
-            waitUntil(() -> flooderTid.get() != 0 && blockedInSendmsg(flooderTid.get()));
+            waitUntil(() -> flooderTid.get() != 0);
+            Syscalls.awaitBlockedIn(Os.pid(), flooderTid.get(), Syscalls.Call.SENDMSG);
             CompletableFuture<Void> disconnect =
                     CompletableFuture.runAsync(() -> host.disconnect(invocation.client().clientId()));
             await(disconnect);
@@ -330,18 +328,6 @@ class IpcHostClientTest {
         }
     }
 
-    /** Whether thread {@code tid} of this process sleeps in sendmsg(2), as /proc says (x86-64 and AArch64 numbers). */
-    private static boolean blockedInSendmsg(int tid) {
-        String sendmsg = System.getProperty("os.arch").equals("aarch64") ? "211" : "46";
-        Path task = Path.of("/proc/self/task/" + tid);
-        try {
-            String stat = Files.readString(task.resolve("stat"));
-            char state = stat.charAt(stat.lastIndexOf(')') + 2);
-            return state == 'S' && Files.readString(task.resolve("syscall")).startsWith(sendmsg + " ");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 
     @Test
     void closingTheHostEndsOpenRequestsAndTheClientsConnection() throws Exception {

@@ -32,6 +32,7 @@ import java.time.Duration;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -658,13 +659,15 @@ class SharedRingBufferTest {
     @Test
     void blockingModeWaitsForTheHolder() throws Exception {
         CountDownLatch held = new CountDownLatch(1);
+        Thread waiter = Thread.currentThread();
         CompletableFuture<Void> holder = CompletableFuture.runAsync(() -> {
             assertTrue(buffer.lock(LockMode.BLOCKING));
             held.countDown();
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+            // Released once the waiter sleeps between its attempts, the only timed wait of a lock.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (waiter.getState() != Thread.State.TIMED_WAITING) {
+                assertTrue(System.nanoTime() < deadline, "the waiter never slept: " + waiter.getState());
+                Thread.onSpinWait();
             }
             buffer.unlock();
         });
@@ -672,6 +675,7 @@ class SharedRingBufferTest {
         assertTrue(buffer.lock(LockMode.BLOCKING));
         buffer.unlock();
         holder.get();
+        assertTrue(buffer.clientSpinlockBlockedUs() > 0, "the waiter slept while the lock was held");
         assertEquals(0, buffer.stats().failedSpinlocks());
     }
 

@@ -9,6 +9,7 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
+import dev.ffmtrace.memory.testing.Syscalls;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import org.junit.jupiter.api.Test;
@@ -227,7 +228,7 @@ class NativeClientTest {
                         records += client.receive(wakeUps, 0).bytes();
                     }
                     // Seen asleep between its looks for room, the client waits in the full ring.
-                    awaitSyscall(process.pid(), CLOCK_NANOSLEEP);
+                    Syscalls.awaitBlockedIn(process.pid(), process.pid(), Syscalls.Call.CLOCK_NANOSLEEP);
                     assertTrue(process.isAlive(), "the client waits for room in the full ring");
                 }
                 assertTrue(process.waitFor(60, TimeUnit.SECONDS), "the client gave up waiting");
@@ -252,22 +253,6 @@ class NativeClientTest {
         assertEquals(2, printed.length, profile.output());
         long end = Long.parseUnsignedLong(printed[1].substring(2), 16);
         assertEquals(Long.toHexString(end), Long.toHexString(profile.stackEndBySize().get(6000L)), "u()'s copy ends at its stack's end");
-    }
-
-    /** x86-64's clock_nanosleep, the system call of glibc's nanosleep. */
-    private static final long CLOCK_NANOSLEEP = 230;
-
-    /**
-     * Waits until process {@code pid}'s main thread is blocked in system call {@code nr}, as
-     * its /proc/PID/syscall shows; a deadline detects a program that never gets there.
-     */
-    private static void awaitSyscall(long pid, long nr) throws IOException {
-        Path syscall = Path.of("/proc/" + pid + "/syscall");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        for (String now = Files.readString(syscall); !now.startsWith(nr + " "); now = Files.readString(syscall)) {
-            assertTrue(System.nanoTime() < deadline, "process " + pid + " never blocked in system call " + nr + ": " + now);
-            Thread.onSpinWait();
-        }
     }
 
     /**
@@ -296,7 +281,7 @@ class NativeClientTest {
                     client.send(bytes, ring.fd());
                     // The ring, never read, fills: the program's one thread then waits for room inside
                     // a hook, in the client's nanosleep (the program has no other).
-                    awaitSyscall(process.pid(), CLOCK_NANOSLEEP);
+                    Syscalls.awaitBlockedIn(process.pid(), process.pid(), Syscalls.Call.CLOCK_NANOSLEEP);
                     assertEquals(0, new ProcessBuilder("kill", "-USR1", Long.toString(process.pid())).start().waitFor());
                     CompletableFuture<String> line = CompletableFuture.supplyAsync(() -> {
                         try {

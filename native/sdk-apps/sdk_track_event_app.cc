@@ -8,7 +8,7 @@
 //   a slice "frame" (debug annotation "i"), in it a slice named by a DynamicString
 //   ("step N" with N = i % 16), a counter "counter tT" (value i) and an instant "tick"
 //   in the "debug"-tagged category "app.debug" (recorded only if the config enables
-//   the tag); after every 100 iterations a pause of PAUSE_US microseconds, or, with
+//   the tag); after every 100 iterations a pause of PAUSE_US microseconds (10), or, with
 //   --rate R, a wait until the thread's next 100 iterations are due at R per second.
 // Then TrackEvent::Flush(), and the program waits for the session to stop (at most
 // 60 s) or, with --exit-after-flush, returns at once.
@@ -75,7 +75,7 @@ class Observer : public perfetto::TrackEventSessionObserver {
 struct Options {
   int threads = 3;
   int iterations = 2000;
-  int pause_us = 1000;
+  int pause_us = 10;
   double rate = 0;  // iterations per second per thread; 0: pause_us after every 100
   bool exit_after_flush = false;
 };

@@ -34,8 +34,12 @@ import java.util.stream.IntStream;
  * all closed before {@link #run} returns. Nothing of it is left in the caller's service.
  */
 public final class CommitPathWarmUp {
-    /** Iterations that leave the commit path compiled: about 2,000 chunks of 4 KiB. */
+    /** Iterations that leave the commit path compiled: 15,000 commits, as many chunks. */
     public static final int DEFAULT_ITERATIONS = 60_000;
+    /** Iterations per commit. */
+    private static final int COMMIT_EVERY = 4;
+    /** Iterations per writer. */
+    private static final int WRITER_EVERY = 1_000;
     private static final String DATA_SOURCE = "ffmtrace.warm-up";
     private static final Category CATEGORY = new Category("warm-up");
     private static final InternedName FRAME = InternedName.of("frame");
@@ -131,18 +135,31 @@ public final class CommitPathWarmUp {
                     "ffmtrace-warm-up");
             Track counter = Track.counter(thread, "warm-up counter");
             // STALL: the writer waits for the service instead of dropping, so every
-            // iteration goes through the commit path.
-            try (TrackEventWriter events = new TrackEventWriter(TraceWriterSink.of(instance, BufferExhaustedPolicy.STALL),
-                    TrackEventWriter.Config.forThread(thread))) {
-                for (int i = 0; i < iterations && instance.isRunning(); i++) {
-                    long frame = events.beginSlice(CATEGORY, thread, FRAME, INDEX, i);
-                    long step = events.beginSlice(CATEGORY, thread, STEPS[i % STEPS.length]);
-                    events.counter(counter, i);
-                    events.instant(CATEGORY, thread, TICK);
-                    events.endSlice(thread, step);
-                    events.endSlice(thread, frame);
+            // iteration goes through the commit path. A new writer (a new sequence in the
+            // buffer) every WRITER_EVERY iterations: the JIT sees that branch taken too, and
+            // an SDK app's writers do not make it recompile the path.
+            try {
+                long discardedEvents = 0;
+                for (int i = 0; i < iterations && instance.isRunning(); ) {
+                    try (TrackEventWriter events = new TrackEventWriter(
+                            TraceWriterSink.of(instance, BufferExhaustedPolicy.STALL), TrackEventWriter.Config.forThread(thread))) {
+                        for (int end = Math.min(iterations, i + WRITER_EVERY); i < end && instance.isRunning(); i++) {
+                            long frame = events.beginSlice(CATEGORY, thread, FRAME, INDEX, i);
+                            long step = events.beginSlice(CATEGORY, thread, STEPS[i % STEPS.length]);
+                            events.counter(counter, i);
+                            events.instant(CATEGORY, thread, TICK);
+                            events.endSlice(thread, step);
+                            events.endSlice(thread, frame);
+                            if (i % COMMIT_EVERY == COMMIT_EVERY - 1) {
+                                // A commit of a part-filled chunk: the JIT compiles a method fully
+                                // after thousands of calls, and the per-commit ones get one per commit.
+                                events.flush();
+                            }
+                        }
+                        discardedEvents += events.discardedEvents();
+                    }
                 }
-                discarded.set(events.discardedEvents());
+                discarded.set(discardedEvents);
             } finally {
                 done.countDown();
             }

@@ -171,6 +171,8 @@ final class DumpCommand implements Callable<Integer> {
                 + trace.undecodable() + " packets undecodable for lost incremental state, " + malformed + " malformed packets");
         // Per track: slices, instants, counter values, and slices open now.
         Map<Long, long[]> counts = new TreeMap<>(Long::compareUnsigned);
+        // Slices by name, over all tracks: what a program's own count of its work is checked against.
+        Map<String, long[]> slicesByName = new TreeMap<>();
         long unbalancedEnds = 0;
         for (TrackEventReader.Event event : trace.events()) {
             long[] track = counts.computeIfAbsent(event.trackUuid(), t -> new long[4]);
@@ -178,6 +180,7 @@ final class DumpCommand implements Callable<Integer> {
                 case TrackEvent.Type.TYPE_SLICE_BEGIN_VALUE -> {
                     track[0]++;
                     track[3]++;
+                    slicesByName.computeIfAbsent(String.valueOf(event.name()), n -> new long[1])[0]++;
                 }
                 case TrackEvent.Type.TYPE_SLICE_END_VALUE -> {
                     if (track[3] == 0) {
@@ -196,6 +199,9 @@ final class DumpCommand implements Callable<Integer> {
             out.println("# track " + Long.toUnsignedString(track.getKey()) + " \"" + name(trace.tracks().get(track.getKey()))
                     + "\": " + count[0] + " slices, " + count[1] + " instants, " + count[2] + " counter values, "
                     + count[3] + " slices left open");
+        }
+        for (Map.Entry<String, long[]> name : slicesByName.entrySet()) {
+            out.println("# slices named \"" + name.getKey() + "\": " + name.getValue()[0]);
         }
         if (unbalancedEnds > 0) {
             out.println("# " + unbalancedEnds + " slice ends without a begin");

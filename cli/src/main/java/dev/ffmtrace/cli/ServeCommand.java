@@ -4,6 +4,7 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.tracing.service.CommitPathWarmUp;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
@@ -52,6 +53,11 @@ final class ServeCommand implements Callable<Integer> {
                     + "0666 lets every local user in, as Android's traced). No effect on @NAME sockets.")
     String socketMode;
 
+    @Option(names = "--no-warm-up",
+            description = "Serve at once, without first running the producer port's commit path hot on a trace of"
+                    + " its own (15,000 commits, about a second).")
+    boolean noWarmUp;
+
     @Override
     public Integer call() throws InterruptedException, CliFailure {
         UnixAddress consumerAddress = UnixAddress.parse(
@@ -59,6 +65,12 @@ final class ServeCommand implements Callable<Integer> {
         UnixAddress producerAddress = UnixAddress.parse(
                 socketName(producerSocket, "PERFETTO_PRODUCER_SOCK_NAME", DEFAULT_PRODUCER_SOCKET));
         int mode = parseMode(socketMode);
+        if (!noWarmUp) {
+            long start = System.nanoTime();
+            CommitPathWarmUp.Result warmUp = CommitPathWarmUp.run(CommitPathWarmUp.DEFAULT_ITERATIONS);
+            System.out.printf("warm-up: %d chunks committed in %d ms%n", warmUp.chunksMoved(),
+                    (System.nanoTime() - start) / 1_000_000);
+        }
         List<IpcHost> hosts = new ArrayList<>();
         try (StopOnSignal signal = new StopOnSignal();
              TracingService service = new TracingService();

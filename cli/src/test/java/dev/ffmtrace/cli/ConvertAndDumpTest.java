@@ -9,6 +9,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
@@ -52,6 +53,8 @@ class ConvertAndDumpTest {
         assertTrue(dumped.out().contains("# track 1002 \"request-worker (tid 4201)\": 2 slices, 1 instants, 0 counter values, 0 slices left open"),
                 dumped.out());
         assertTrue(dumped.out().contains("# track 1004 \"queue depth\": 0 slices, 0 instants, 1 counter values"), dumped.out());
+        assertEquals(List.of("# slices named \"Charge\": 1", "# slices named \"HandleRequest\": 1", "# slices named \"ValidateCart\": 1"),
+                dumped.out().lines().filter(line -> line.startsWith("# slices named ")).toList());
 
         Path dumpedText = dir.resolve("dumped.pbtxt");
         Files.writeString(dumpedText, dumped.out());

@@ -172,6 +172,10 @@ class ServiceCommandsTest {
         ConvertAndDumpTest.Run end = serve.await();
         assertEquals(143, end.exit(), end.err());
         assertTrue(end.out().contains("stopping on a signal"), end.out());
+        // Before it served, it ran its commit path on a trace of its own, in a service of its own (the
+        // QueryServiceState above counted one session: the consumer's).
+        assertTrue(end.out().lines().anyMatch(line -> line.matches("warm-up: [1-9][0-9]* chunks committed in [0-9]+ ms")),
+                end.out());
         assertFalse(Files.exists(socket), "the socket file is removed");
         assertFalse(Files.exists(producerSocket), "the producer socket file is removed");
     }

@@ -26,6 +26,30 @@ class VarIntDecodeTest {
         assertEquals(value, reader.value());
     }
 
+    /** The array overload reads as the segment one does: the same end (or error) and value, at any offset and limit. */
+    @Property
+    void readsAnArrayAsItReadsASegment(@ForAll byte[] bytes, @ForAll int offsetSeed, @ForAll int limitSeed) {
+        int limit = bytes.length == 0 ? 0 : Math.floorMod(limitSeed, bytes.length + 1);
+        int offset = limit == 0 ? 0 : Math.floorMod(offsetSeed, limit + 1);
+        VarIntReader fromSegment = new VarIntReader();
+        long segmentEnd = fromSegment.read(MemorySegment.ofArray(bytes), offset, limit);
+        int arrayEnd = reader.read(bytes, offset, limit);
+        assertEquals(segmentEnd, arrayEnd);
+        if (arrayEnd >= 0) {
+            assertEquals(fromSegment.value(), reader.value());
+        }
+    }
+
+    @Test
+    void readsAnArrayToItsLimitAndNoFurther() {
+        byte[] bytes = {(byte) 0x81, (byte) 0x81, 0x01, 0x05};
+        assertEquals(VarIntReader.TRUNCATED, reader.read(bytes, 0, 2));
+        assertEquals(3, reader.read(bytes, 0, 3));
+        assertEquals(1 + (1 << 7) + (1 << 14), reader.value());
+        byte[] continuing = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+        assertEquals(VarIntReader.TOO_LONG, reader.read(continuing, 0, 11));
+    }
+
     @Test
     void stopsAtTheLimit() {
         MemorySegment segment = MemorySegment.ofArray(new byte[] {(byte) 0x81, (byte) 0x81, 0x01, 0x05});

@@ -87,8 +87,9 @@ public final class TraceBufferV2 implements AutoCloseable {
     private final Arena ownedArena;
 
     /** Where untrusted chunks land before they are tokenized: never parse memory a producer can change. */
-    private final MemorySegment staging = MemorySegment.ofArray(new byte[MAX_SIZE]);
-    private final FragmentIterator tokenizer = new FragmentIterator();
+    private final byte[] stagingBytes = new byte[MAX_SIZE];
+    private final MemorySegment staging = MemorySegment.ofArray(stagingBytes);
+    private final FragmentScan fragmentScan = new FragmentScan();
     private final ChunkSequenceReader reader;
     private final ChunkSequenceReader eraser;
     private final TracePacketView overwrittenPacket = new TracePacketView();
@@ -290,26 +291,20 @@ public final class TraceBufferV2 implements AutoCloseable {
                 flags &= ~(FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK | FLAG_CHUNK_NEEDS_PATCHING);
             }
         }
-        tokenizer.reset(staging, 0, srcSize, 0, flags);
-        int payloadSize = 0;
-        for (int i = 0; i < fragmentsToKeep; i++) {
-            if (!tokenizer.next()) {
-                // The last kept fragment is no longer the chunk's last one, so it
-                // cannot begin a packet continuing on the next chunk.
-                if (tokenizer.writerAbort()) {
-                    flags = (flags | FLAG_WRITER_ABORT) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
-                } else {
-                    counters.abiViolations++;
-                    if (tokenizer.corrupted()) {
-                        flags = (flags | FLAG_CORRUPTED) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
-                    }
-                }
-                break;
+        int payloadSize = fragmentScan.scan(stagingBytes, srcSize, fragmentsToKeep);
+        switch (fragmentScan.stop()) {
+            // The last kept fragment is no longer the chunk's last one, so it cannot
+            // begin a packet continuing on the next chunk.
+            case FragmentScan.WRITER_ABORT -> {
+                flags = (flags | FLAG_WRITER_ABORT) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
+                counters.traceWriterPacketLoss++;
             }
-            payloadSize = tokenizer.nextOffset();
-        }
-        if (tokenizer.writerAbort()) {
-            counters.traceWriterPacketLoss++;
+            case FragmentScan.CORRUPTED -> {
+                counters.abiViolations++;
+                flags = (flags | FLAG_CORRUPTED) & ~FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK;
+            }
+            case FragmentScan.SHORT -> counters.abiViolations++;
+            default -> { }
         }
 
         int storedSize = chunkComplete ? payloadSize : srcSize;

@@ -90,6 +90,8 @@ public final class Producer implements AutoCloseable {
     /** Guarded by the reader lock. */
     private boolean hasRemoteWriters;
     private final ChunkPatches patches = new ChunkPatches();
+    /** Per chunk of the commit round being handled, its slot in the reader's staging area, or -1; guarded by the reader lock. */
+    private final int[] stagedSlots = new int[SharedMemoryReader.MAX_STAGED];
     /**
      * Every buffer a session ever started one of its data sources into (buffer ids are
      * never reused): a commit to one whose session has stopped is a late writer's, not a
@@ -419,20 +421,48 @@ public final class Producer implements AutoCloseable {
                 }
                 return;
             }
-            for (int i = 0; i < request.chunksToMove(); i++) {
-                ServiceBuffer buffer = grantedBuffer(request.moveTargetBuffer(i));
-                if (buffer == null) {
-                    countUnlessFormerlyGranted(request.moveTargetBuffer(i));
-                    reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
-                    continue;
-                }
-                commitSink.buffer = buffer;
-                reader.moveChunk(request.movePage(i), request.moveChunk(i), commitSink);
+            for (int start = 0, end; start < request.chunksToMove(); start = end) {
+                end = stageChunks(request, start);
+                deliverStagedChunks(request, start, end);
             }
         } finally {
             readerLock.unlock();
         }
         applyPatches(request);
+    }
+
+    /**
+     * Takes the chunks {@code request} names from {@code start} out of the SMB, freeing
+     * each before any is written into a buffer, as many as the reader stages at once;
+     * returns where the next round starts. The producer's writers get the whole commit
+     * back after copies only, and a producer behind on its commits (that batches many
+     * chunks into one) is not made to wait longer for it. The caller holds the reader lock.
+     */
+    private int stageChunks(CommitRequest request, int start) {
+        reader.clearStaged();
+        int end = start;
+        for (; end < request.chunksToMove() && !reader.stagingFull(); end++) {
+            stagedSlots[end - start] = reader.stageChunk(request.movePage(end), request.moveChunk(end));
+        }
+        return end;
+    }
+
+    /** Writes the chunks {@link #stageChunks} took for {@code request}'s {@code [start, end)} into their buffers. */
+    private void deliverStagedChunks(CommitRequest request, int start, int end) {
+        for (int i = start; i < end; i++) {
+            int slot = stagedSlots[i - start];
+            if (slot < 0) {
+                continue;
+            }
+            ServiceBuffer buffer = grantedBuffer(request.moveTargetBuffer(i));
+            if (buffer == null) {
+                countUnlessFormerlyGranted(request.moveTargetBuffer(i));
+                reader.deliverStaged(slot, DISCARD);
+                continue;
+            }
+            commitSink.buffer = buffer;
+            reader.deliverStaged(slot, commitSink);
+        }
     }
 
     private void applyPatches(CommitRequest request) {

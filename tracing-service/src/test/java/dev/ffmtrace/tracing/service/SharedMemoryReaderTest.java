@@ -36,6 +36,60 @@ class SharedMemoryReaderTest {
     }
 
     @Test
+    void aStagedChunkIsFreedAtOnceAndDeliveredFromAPrivateCopy() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(16 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            abi.tryPartitionPage(0, LAYOUT_DIV1);
+            long offset = abi.tryAcquireChunkForWriting(0, 0, 7, 3);
+            abi.segment().set(java.lang.foreign.ValueLayout.JAVA_BYTE, offset + CHUNK_HEADER_SIZE, (byte) 42);
+            abi.releaseChunkAsComplete(0, 0);
+
+            int slot = reader.stageChunk(0, 0);
+            assertEquals(0, slot);
+            assertEquals(true, abi.isPageFree(0), "the producer has the chunk back");
+            // The producer writes into it again: what the service delivers is what was committed.
+            abi.tryPartitionPage(0, LAYOUT_DIV1);
+            long again = abi.tryAcquireChunkForWriting(0, 0, 8, 3);
+            abi.segment().set(java.lang.foreign.ValueLayout.JAVA_BYTE, again + CHUNK_HEADER_SIZE, (byte) 99);
+            List<String> delivered = new ArrayList<>();
+            reader.deliverStaged(slot, (writer, chunkId, packets, complete, smb, at, size) -> delivered.add(
+                    writer + "/" + chunkId + "/" + complete + "/" + smb.get(java.lang.foreign.ValueLayout.JAVA_BYTE, at)
+                            + "/" + size));
+            assertEquals(List.of("3/7/true/42/" + (abi.chunkSize(LAYOUT_DIV1) - CHUNK_HEADER_SIZE)), delivered);
+            assertEquals(1, reader.chunksMoved());
+
+            // A chunk that is not complete is refused and counted, and takes no slot.
+            assertEquals(-1, reader.stageChunk(0, 0));
+            assertEquals(1, reader.abiViolations());
+        }
+    }
+
+    @Test
+    void stagingHoldsAtMostItsCapacityUntilCleared() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(16 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            int staged = 0;
+            for (int page = 0; page < 16; page++) {
+                abi.tryPartitionPage(page, LAYOUT_DIV4);
+                for (int chunk = 0; chunk < 4; chunk++) {
+                    abi.tryAcquireChunkForWriting(page, chunk, page * 4 + chunk, 1);
+                    abi.releaseChunkAsComplete(page, chunk);
+                }
+                for (int chunk = 0; chunk < 4; chunk++) {
+                    assertEquals(staged++, reader.stageChunk(page, chunk));
+                }
+            }
+            assertEquals(SharedMemoryReader.MAX_STAGED, staged);
+            assertEquals(true, reader.stagingFull());
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> reader.stageChunk(0, 0));
+            reader.clearStaged();
+            assertEquals(false, reader.stagingFull());
+        }
+    }
+
+    @Test
     void laterChunksWaitForAMissingPredecessorUntilDrained() {
         try (Arena arena = Arena.ofConfined()) {
             SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(4 * 4096, 4096), 4096);

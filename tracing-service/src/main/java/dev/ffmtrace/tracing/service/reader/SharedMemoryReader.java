@@ -48,6 +48,15 @@ public final class SharedMemoryReader {
     /** Scratch of {@link #findLowestChunkIds}: each writer's lowest chunk id in the states looked for. */
     private final int[] lowestChunkId = new int[MAX_WRITER_ID + 1];
     private final boolean[] hasLowest = new boolean[MAX_WRITER_ID + 1];
+    /** Chunks {@link #stageChunk} holds at most: a commit of more is staged and delivered in rounds. */
+    public static final int MAX_STAGED = 64;
+    /** Private copies of staged chunks' payloads, a page's room each (no chunk is larger). */
+    private final MemorySegment staging;
+    private final int[] stagedWriterId = new int[MAX_STAGED];
+    private final int[] stagedChunkId = new int[MAX_STAGED];
+    private final int[] stagedPackets = new int[MAX_STAGED];
+    private final int[] stagedSize = new int[MAX_STAGED];
+    private int staged;
     private long chunksMoved;
     private long chunksScraped;
     private long abiViolations;
@@ -55,6 +64,7 @@ public final class SharedMemoryReader {
     /** A reader of the SMB {@code abi} describes, knowing no writer yet. */
     public SharedMemoryReader(SharedMemoryAbi abi) {
         this.abi = abi;
+        this.staging = MemorySegment.ofArray(new byte[MAX_STAGED * abi.pageSize()]);
     }
 
     /** The SMB's layout, through which every index read from the SMB is bound-checked. */
@@ -81,6 +91,66 @@ public final class SharedMemoryReader {
             chunksMoved++;
         }
         return delivered;
+    }
+
+    /**
+     * Takes the chunk a commit named out of the SMB into this reader's private copy and
+     * frees it at once, before anything parses it: a producer gets a committed chunk back
+     * after one copy, not after the service has written it into a trace buffer, so a
+     * commit of many chunks frees them all before the first is written. Returns the
+     * chunk's slot for {@link #deliverStaged}, or -1, counting an ABI violation, as
+     * {@link #moveChunk} refuses (the chunk freed all the same if it was complete).
+     *
+     * @throws IllegalStateException if {@link #stagingFull()}: deliver and {@link #clearStaged()} first
+     */
+    public int stageChunk(int page, int chunk) {
+        if (stagingFull()) {
+            throw new IllegalStateException("the staging area is full: deliver the staged chunks first");
+        }
+        long offset = abi.tryAcquireChunkForReading(page, chunk);
+        if (offset == SharedMemoryAbi.NO_CHUNK) {
+            abiViolations++;
+            return -1;
+        }
+        int slot = -1;
+        int packets = abi.packetsAcquire(offset);
+        int writerId = abi.writerId(offset);
+        int payloadSize = payloadSize(page, offset);
+        if (!validWriter(writerId) || payloadSize <= 0) {
+            abiViolations++;
+        } else {
+            slot = staged++;
+            stagedWriterId[slot] = writerId;
+            stagedChunkId[slot] = abi.chunkId(offset);
+            stagedPackets[slot] = packets;
+            stagedSize[slot] = payloadSize;
+            MemorySegment.copy(abi.segment(), offset + CHUNK_HEADER_SIZE, staging, (long) slot * abi.pageSize(),
+                    payloadSize);
+        }
+        if (!abi.releaseChunkAsFree(page, chunk)) {
+            abiViolations++;
+        }
+        return slot;
+    }
+
+    /** Whether {@link #stageChunk} has no room left until {@link #clearStaged()}. */
+    public boolean stagingFull() {
+        return staged == MAX_STAGED;
+    }
+
+    /** Hands the chunk staged in {@code slot} to {@code sink}, from the private copy; counts it moved. */
+    public void deliverStaged(int slot, ChunkSink sink) {
+        if (slot < 0 || slot >= staged) {
+            throw new IllegalArgumentException("no chunk staged in slot " + slot);
+        }
+        sink.accept(stagedWriterId[slot], stagedChunkId[slot], stagedPackets[slot], true, staging,
+                (long) slot * abi.pageSize(), stagedSize[slot]);
+        chunksMoved++;
+    }
+
+    /** Forgets the staged chunks: their slots are free for {@link #stageChunk} again. */
+    public void clearStaged() {
+        staged = 0;
     }
 
     /**
@@ -271,6 +341,17 @@ public final class SharedMemoryReader {
         return abiViolations;
     }
 
+    /**
+     * The payload size of the chunk at {@code offset}, as its page's layout says now. The
+     * layout is re-read and may have been changed by the producer since the chunk was
+     * located: whatever it says, the payload never runs past the chunk's page.
+     */
+    private int payloadSize(int page, long offset) {
+        long pageEnd = (long) (page + 1) * abi.pageSize();
+        return (int) Math.min(abi.chunkSize(abi.pageLayout(page)) - CHUNK_HEADER_SIZE,
+                pageEnd - offset - CHUNK_HEADER_SIZE);
+    }
+
     private boolean deliver(int page, long offset, boolean complete, ChunkSink sink) {
         int packets = abi.packetsAcquire(offset);
         int chunkId = abi.chunkId(offset);
@@ -279,11 +360,7 @@ public final class SharedMemoryReader {
             abiViolations++;
             return false;
         }
-        // The layout is re-read and may have been changed by the producer since the chunk
-        // was located: whatever it says, the payload never runs past the chunk's page.
-        long pageEnd = (long) (page + 1) * abi.pageSize();
-        int payloadSize = (int) Math.min(abi.chunkSize(abi.pageLayout(page)) - CHUNK_HEADER_SIZE,
-                pageEnd - offset - CHUNK_HEADER_SIZE);
+        int payloadSize = payloadSize(page, offset);
         if (payloadSize <= 0) {
             abiViolations++;
             return false;

@@ -1,0 +1,168 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.DataSourceInstance;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.Track;
+import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+
+/**
+ * Runs a {@link ProducerPort}'s commit path hot before a daemon serves its first producer.
+ *
+ * <p>A producer built with Perfetto's SDK gets its chunks back only as fast as the
+ * service moves them out of its SMB, and its writers drop packets (the SDK's default
+ * {@code BufferExhaustedPolicy::kDrop}) once the SMB is full. A JVM that has just
+ * started runs that path interpreted, then in profiling C1 code, until the JIT has seen
+ * enough of it: several times slower per chunk than once compiled, which is slower
+ * than an SDK app at full rate writes chunks. {@code traced}, compiled ahead of time,
+ * has no such phase. So the daemon writes a trace of its own first, in Perfetto's shape
+ * (small TrackEvent packets, slices nested across chunk ends, so patches too), through
+ * the code real producers reach: a {@link ProducerConnection} on a private abstract
+ * socket, a {@link ProducerPort} and a session of a {@link TracingService} of its own,
+ * all closed before {@link #run} returns. Nothing of it is left in the caller's service.
+ */
+public final class CommitPathWarmUp {
+    /** Iterations that leave the commit path compiled: 15,000 commits, as many chunks. */
+    public static final int DEFAULT_ITERATIONS = 60_000;
+    /** Iterations per commit. */
+    private static final int COMMIT_EVERY = 4;
+    /** Iterations per writer. */
+    private static final int WRITER_EVERY = 1_000;
+    private static final String DATA_SOURCE = "ffmtrace.warm-up";
+    private static final Category CATEGORY = new Category("warm-up");
+    private static final InternedName FRAME = InternedName.of("frame");
+    /** Names written as strings, as the SDK writes a {@code DynamicString}. */
+    private static final String[] STEPS = IntStream.range(0, 16).mapToObj(i -> "step " + i)
+            .toArray(String[]::new);
+    private static final InternedName INDEX = InternedName.of("i");
+    private static final InternedName TICK = InternedName.of("tick");
+    /** The longest the trace of its own may take; a service that stalls longer serves cold rather than not at all. */
+    private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+    /**
+     * What a warm-up moved: chunks taken out of its producer's SMB by commits, and what
+     * its service refused or lost (both 0 when the commit path works).
+     */
+    public record Result(long chunksMoved, long violations, long eventsDiscarded) {
+    }
+
+    private CommitPathWarmUp() {
+    }
+
+    /**
+     * Writes {@code iterations} iterations (a slice, a nested one, a counter value and an
+     * instant each) through a producer port of a service of its own, then closes them.
+     *
+     * @throws IllegalArgumentException if {@code iterations} is negative
+     * @throws InterruptedException if interrupted while the trace is written
+     */
+    public static Result run(int iterations) throws InterruptedException {
+        if (iterations < 0) {
+            throw new IllegalArgumentException("iterations " + iterations + " < 0");
+        }
+        UnixAddress address = UnixAddress.abstractName(
+                "ffmtrace-warm-up-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        Writer writer = new Writer(iterations);
+        Result result;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             TracingSession session = service.startSession(sessionConfig());
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("ffmtrace-warm-up").withSocket(address))) {
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writer);
+            writer.done.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
+            session.stop();
+            result = new Result(port.chunksMoved(), port.violations() + port.abiViolations(), writer.discarded.get());
+        }
+        // Closing the connection closed a writer still waiting for a chunk: its thread ends.
+        writer.join();
+        return result;
+    }
+
+    private static SessionConfig sessionConfig() {
+        try {
+            // Small enough to wrap many times: overwriting is on the path too.
+            return SessionConfig.builder().buffer(1024, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE).build();
+        } catch (InvalidConfigException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** Writes the trace on a thread of its own once the service starts the data source. */
+    private static final class Writer implements DataSourceHandler {
+        final CountDownLatch done = new CountDownLatch(1);
+        final AtomicLong discarded = new AtomicLong();
+        private final int iterations;
+
+        Writer(int iterations) {
+            this.iterations = iterations;
+        }
+
+        /** The thread writing, once started; guarded by this. */
+        private Thread thread;
+
+        @Override
+        public synchronized void onStart(DataSourceInstance instance) {
+            if (thread == null) {
+                thread = Thread.ofPlatform().daemon().name("ffmtrace-warm-up").start(() -> write(instance));
+            }
+        }
+
+        void join() throws InterruptedException {
+            Thread started;
+            synchronized (this) {
+                started = thread;
+            }
+            if (started != null) {
+                started.join();
+            }
+        }
+
+        private void write(DataSourceInstance instance) {
+            Track thread = Track.thread((int) ProcessHandle.current().pid(), Thread.currentThread().threadId(),
+                    "ffmtrace-warm-up");
+            Track counter = Track.counter(thread, "warm-up counter");
+            // STALL: the writer waits for the service instead of dropping, so every
+            // iteration goes through the commit path. A new writer (a new sequence in the
+            // buffer) every WRITER_EVERY iterations: the JIT sees that branch taken too, and
+            // an SDK app's writers do not make it recompile the path.
+            try {
+                long discardedEvents = 0;
+                for (int i = 0; i < iterations && instance.isRunning(); ) {
+                    try (TrackEventWriter events = new TrackEventWriter(
+                            TraceWriterSink.of(instance, BufferExhaustedPolicy.STALL), TrackEventWriter.Config.forThread(thread))) {
+                        for (int end = Math.min(iterations, i + WRITER_EVERY); i < end && instance.isRunning(); i++) {
+                            long frame = events.beginSlice(CATEGORY, thread, FRAME, INDEX, i);
+                            long step = events.beginSlice(CATEGORY, thread, STEPS[i % STEPS.length]);
+                            events.counter(counter, i);
+                            events.instant(CATEGORY, thread, TICK);
+                            events.endSlice(thread, step);
+                            events.endSlice(thread, frame);
+                            if (i % COMMIT_EVERY == COMMIT_EVERY - 1) {
+                                // A commit of a part-filled chunk: the JIT compiles a method fully
+                                // after thousands of calls, and the per-commit ones get one per commit.
+                                events.flush();
+                            }
+                        }
+                        discardedEvents += events.discardedEvents();
+                    }
+                }
+                discarded.set(discardedEvents);
+            } finally {
+                done.countDown();
+            }
+        }
+    }
+}

@@ -65,7 +65,7 @@ public final class RingStress {
     private static final int KIND_TOMBSTONE = 1;
     private static final int TAG_BIT = 0x8000_0000;
     private static final int LEDGER_BYTES = 48;
-    /** How long a writer asked to stay in the lock may take to get there (it takes the lock for every record). */
+    /** How long a writer asked to stay in the lock may take to get there (it locks for every record). */
     private static final int STAY_SECONDS = 10;
     private static final Path SHM = Path.of("/dev/shm");
     private static final long DRAIN_MILLIS = 10_000;
@@ -327,11 +327,7 @@ public final class RingStress {
             output = CStressProducer.readAll(process.getInputStream());
         }
 
-        /**
-         * Asks the writer to take the lock once more and stay in it, and waits until its ledger
-         * says it does; a writer that ends first, or takes over {@link #STAY_SECONDS}, is
-         * killed wherever it is.
-         */
+        /** Asks the writer to take the lock and stay in it; waits (at most {@link #STAY_SECONDS}) until its ledger says so. */
         void stayInLock() {
             putLongRelease(ledger, 40, 1);
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(STAY_SECONDS);

@@ -33,7 +33,8 @@ class ProducerConnectionEndToEndTest {
 
     /** Writers on threads of their own, each writing until told to stop, as an application's threads do. */
     private static final class Workload implements DataSourceHandler {
-        final CountDownLatch started = new CountDownLatch(1);
+        /** Counted down by each thread once it holds its writer: a stop after that waits for its packets. */
+        final CountDownLatch started = new CountDownLatch(THREADS);
         final Map<String, Integer> written = new ConcurrentHashMap<>();
         final List<Thread> threads = new ArrayList<>();
 
@@ -43,6 +44,7 @@ class ProducerConnectionEndToEndTest {
                 String prefix = "thread-" + t + "-";
                 threads.add(Thread.ofPlatform().start(() -> {
                     try (TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                        started.countDown();
                         for (int i = 0; i < PACKETS_PER_THREAD; i++) {
                             TracePacket packet = writer.newTracePacket();
                             // Every 100th packet spans chunks: fragments and patches.
@@ -53,7 +55,6 @@ class ProducerConnectionEndToEndTest {
                     }
                 }));
             }
-            started.countDown();
         }
 
         @Override
@@ -87,7 +88,9 @@ class ProducerConnectionEndToEndTest {
             TracingSession session = service.startSession(SessionConfig.builder()
                     .buffer(16 * 1024, dev.ffmtrace.tracing.buffer.OverwritePolicy.DISCARD)
                     .dataSource("track_event").flushPeriodMs(50).build());
-            assertTrue(workload.started.await(10, TimeUnit.SECONDS), "the producer got StartDataSource");
+            // Stopped once every thread holds its writer (a writer asked for after the stop
+            // would be a closed one); the handler's stop then waits for all their packets.
+            assertTrue(workload.started.await(10, TimeUnit.SECONDS), "the producer's threads hold their writers");
             session.stop();
             ByteArrayOutputStream trace = new ByteArrayOutputStream();
             session.writeTrace(trace);

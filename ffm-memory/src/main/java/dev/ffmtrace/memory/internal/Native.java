@@ -25,6 +25,10 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Constants and struct layouts are Linux's (x86-64 and AArch64 share them, except
  * {@code struct stat}, which is chosen per architecture).
+ *
+ * <p>Large by design: it is the project's one binding point to the OS (CONTRIBUTING's
+ * rule), so every downcall, its errno handling and its struct layouts stand here and
+ * nowhere else.
  */
 public final class Native {
     // memfd_create(2) and fcntl(2) seals

@@ -64,6 +64,10 @@ import static dev.ffmtrace.tracing.buffer.TBChunkDescriptor.writePadding;
  * <p>Not thread-safe: the service calls it from one thread. Reads are a batch:
  * {@link #beginRead()}, then {@link #readNextTracePacket} until it returns false; a
  * chunk copied in between ends the batch.
+ *
+ * <p>Large because the write, read and overwrite paths share the chunk index and its
+ * invariants under one lock; fragment scanning ({@code FragmentScan}), the chunk layout
+ * ({@code TBChunkDescriptor}) and the counters already live apart. Issue #31 lists it.
  */
 public final class TraceBufferV2 implements AutoCloseable {
     /** Largest buffer: chunk offsets are kept as {@code int}. */

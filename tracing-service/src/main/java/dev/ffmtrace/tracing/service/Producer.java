@@ -58,6 +58,10 @@ import java.util.function.IntPredicate;
  * ends: the closing flush takes what those chunks show, and counts each as discarded in
  * its session's {@code trace_stats} ({@code chunks_discarded}), since its last packet,
  * perhaps cut short, is lost.
+ *
+ * <p>Over 600 lines while it holds both the commit transport and the data sources'
+ * registry; issue #31 splits the crowded service classes along the threading that issue
+ * #27 changed.
  */
 public final class Producer implements AutoCloseable {
     private final TracingService service;

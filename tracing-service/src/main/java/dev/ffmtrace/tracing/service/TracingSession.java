@@ -77,6 +77,9 @@ import java.util.concurrent.locks.ReentrantLock;
  * {@link #writeTrace} and {@link #writeSnapshot} throw {@link IllegalStateException} once
  * the session is closed; after {@link #stop()} the buffers can still be read. Stopping
  * or closing twice does nothing more.
+ *
+ * <p>Still several jobs (lifecycle, flush orchestration, readback, the service-event log);
+ * its timed work already runs apart ({@link OffTimerTask}). Issue #31 splits it.
  */
 public final class TracingSession implements AutoCloseable {
     /** The sequence of the packets the service writes itself; producers' sequences start at {@code 1 << 16}. */

@@ -77,6 +77,10 @@ import java.util.function.Supplier;
  * <p>Threads: the IPC host calls the handlers on the consumer's I/O thread; each
  * consumer's requests then run in order on a worker thread of its own, so a slow stop
  * or flush delays only that consumer.
+ *
+ * <p>Large while each remote consumer's state and requests live in it; the state replies
+ * ({@code ServiceStateReplies}) and the limits ({@code Guardrails}) already live apart,
+ * and issue #31 splits the rest.
  */
 public final class ConsumerPort implements AutoCloseable {
     /** The name clients bind. */

@@ -373,12 +373,14 @@ public final class ConsumerPort implements AutoCloseable {
         registered.forEach((producer, names) -> names.forEach(name -> replies.addDataSource(producer.id(), name)));
         int sessionCount = sessions;
         int startedCount = started;
-        stateEntriesLeftOut.addAndGet(replies.send(invocation, state -> {
+        // Counted before the replies go: a consumer that has them sees the count.
+        stateEntriesLeftOut.addAndGet(replies.tooLarge());
+        replies.send(invocation, state -> {
             state.setSupportsTracingSessions(true);
             state.setNumSessions(sessionCount);
             state.setNumSessionsStarted(startedCount);
             state.setTracingServiceVersion(version);
-        }));
+        });
     }
 
     /** What this service can do: observable events and CloneSession, no output_path. */

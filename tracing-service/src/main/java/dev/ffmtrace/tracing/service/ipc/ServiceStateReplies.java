@@ -59,17 +59,26 @@ final class ServiceStateReplies {
         }));
     }
 
+    /** The entries too large for any reply, which {@link #send} leaves out. */
+    int tooLarge() {
+        int count = 0;
+        for (byte[] entry : entries) {
+            if (entry.length >= MAX_STATE_REPLY) {
+                count++;
+            }
+        }
+        return count;
+    }
+
     /**
-     * Sends the replies, the first starting with what {@code scalars} writes; returns how
-     * many entries were left out for being too large for any reply.
+     * Sends the replies, the first starting with what {@code scalars} writes, leaving out
+     * the entries too large for any reply.
      */
-    int send(Invocation invocation, Consumer<TracingServiceState> scalars) {
-        int leftOut = 0;
+    void send(Invocation invocation, Consumer<TracingServiceState> scalars) {
         ByteArrayOutputStream chunk = new ByteArrayOutputStream();
         chunk.writeBytes(entry(scalars));
         for (byte[] entry : entries) {
             if (entry.length >= MAX_STATE_REPLY) {
-                leftOut++;
                 continue;
             }
             if (chunk.size() + entry.length >= MAX_STATE_REPLY) {
@@ -79,7 +88,6 @@ final class ServiceStateReplies {
             chunk.writeBytes(entry);
         }
         invocation.reply(reply(chunk.toByteArray()));
-        return leftOut;
     }
 
     private static byte[] entry(Consumer<TracingServiceState> fill) {

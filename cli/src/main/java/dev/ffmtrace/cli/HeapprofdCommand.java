@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -26,12 +27,21 @@ import picocli.CommandLine.Parameters;
 /**
  * Runs a native program with the C heapprofd client preloaded, against a session of an
  * in-process service with the {@code android.heapprofd} data source, and writes the trace
- * (its heap profile as ProfilePackets) when the program exits.
+ * (its heap profile as ProfilePackets) when the program exits. A {@code java} program gets
+ * the options that let its JIT-compiled frames be unwound (frame pointers kept) and named
+ * (its perf map written at exit); the map is removed once the trace is written.
  */
 @Command(name = "heapprofd", mixinStandardHelpOptions = true,
         description = "Run a native program under heapprofd and write its heap profile into a trace file.")
 final class HeapprofdCommand implements Callable<Integer> {
     private static final String CLIENT_LIBRARY = "libffmtrace_heapprofd.so";
+    /**
+     * What a JVM needs for its JIT-compiled frames to be profiled: frame pointers kept, for
+     * the walk through them, and its perf map at exit, to name them at the dump.
+     */
+    private static final List<String> JVM_OPTIONS = List.of("-XX:+PreserveFramePointer",
+            "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit");
+    private static final String JVM_OPTIONS_TEXT = "-XX:+PreserveFramePointer -XX:+DumpPerfMapAtExit";
     /** How long the profile waits, after the program exits, for the service to read the rest of its ring. */
     private static final long DRAIN_TIMEOUT_SECONDS = 30;
 
@@ -47,6 +57,11 @@ final class HeapprofdCommand implements Callable<Integer> {
             description = "Profile processes of any user that connect (default: only this user's; the socket's "
                     + "peer credentials are checked, as an abstract socket has no permissions).")
     boolean allowOtherUsers;
+
+    @Option(names = "--no-jvm-options",
+            description = "Run a java program as given, without " + JVM_OPTIONS_TEXT + " (its compiled frames are then "
+                    + "neither unwound nor named).")
+    boolean noJvmOptions;
 
     @Parameters(arity = "1..*", paramLabel = "PROGRAM ARGS", description = "The program and its arguments, after --.")
     List<String> program;
@@ -72,7 +87,20 @@ final class HeapprofdCommand implements Callable<Integer> {
                 throw new CliFailure("cannot start the heapprofd service: " + heapprofd.startFailure().getMessage(),
                         CliFailure.FAILED);
             }
-            int status = run(library, address);
+            boolean java = !noJvmOptions && Path.of(program.getFirst()).getFileName().toString().equals("java");
+            List<String> command = java ? withJvmOptions(program) : program;
+            if (java) {
+                System.err.println("ffmtrace heapprofd: java runs with " + JVM_OPTIONS_TEXT
+                        + ", so that its compiled frames have names (--no-jvm-options: as given)");
+            }
+            Process process = start(command, library, address);
+            int status;
+            try {
+                status = process.waitFor();
+            } finally {
+                // Only if this wait was interrupted: the program is not left running unprofiled.
+                process.destroyForcibly();
+            }
             // The program has exited; its client's connection reads what is left in its ring.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_TIMEOUT_SECONDS);
             while (!service.clientsGone() && System.nanoTime() < deadline) {
@@ -82,6 +110,10 @@ final class HeapprofdCommand implements Callable<Integer> {
             session.writeTrace(output.stream());
             output.commit();
             session.close();
+            if (java) {
+                // The map the options made the JVM write: its names are in the trace now.
+                Files.deleteIfExists(Path.of("/tmp", "perf-" + process.pid() + ".map"));
+            }
             HeapprofdService.Stats stats = service.totals();
             System.err.println("ffmtrace heapprofd: " + stats.records() + " records from " + service.clientCount()
                     + " process(es), " + stats.unwindingErrors() + " unwinding errors, "
@@ -107,23 +139,26 @@ final class HeapprofdCommand implements Callable<Integer> {
         }
     }
 
-    /** Runs the program with the client preloaded, its input and output this process's; its exit status. */
-    private int run(Path library, UnixAddress address) throws CliFailure, InterruptedException {
-        ProcessBuilder builder = new ProcessBuilder(program).inheritIO();
+    /** {@code java}'s command line with {@link #JVM_OPTIONS} first: options the user gives later win. */
+    private static List<String> withJvmOptions(List<String> command) {
+        List<String> withOptions = new ArrayList<>(command.size() + JVM_OPTIONS.size());
+        withOptions.add(command.getFirst());
+        withOptions.addAll(JVM_OPTIONS);
+        withOptions.addAll(command.subList(1, command.size()));
+        return withOptions;
+    }
+
+    /** Starts the program with the client preloaded, its input and output this process's. */
+    private static Process start(List<String> command, Path library, UnixAddress address) throws CliFailure {
+        ProcessBuilder builder = new ProcessBuilder(command).inheritIO();
         String preload = System.getenv("LD_PRELOAD");
         builder.environment().put("LD_PRELOAD", preload == null || preload.isEmpty() ? library.toString()
                 : library + ":" + preload);
         builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
-        Process process;
         try {
-            process = builder.start();
+            return builder.start();
         } catch (IOException e) {
-            throw new CliFailure("cannot run " + program.getFirst() + ": " + ErrorReporter.reason(e), CliFailure.USAGE);
-        }
-        try {
-            return process.waitFor();
-        } finally {
-            process.destroyForcibly();
+            throw new CliFailure("cannot run " + command.getFirst() + ": " + ErrorReporter.reason(e), CliFailure.USAGE);
         }
     }
 }

@@ -9,10 +9,12 @@ import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
 import dev.ffmtrace.heapprofd.service.HeapprofdService;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
 import dev.ffmtrace.memory.testing.OtherUser;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
+import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -20,6 +22,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import perfetto.protos.DataSourceConfigOuterClass.DataSourceConfig;
@@ -105,6 +108,44 @@ class HeapprofdCommandTest {
         assertEquals(0, allocated.exit(), allocated.err());
         assertTrue(allocated.out().lines().anyMatch(line -> line.contains(";JNI_CreateJavaVM;")),
                 allocated.out().substring(0, Math.min(4000, allocated.out().length())));
+    }
+
+    /**
+     * Issue 33: {@code heapprofd -- java} gives the JVM the options its compiled frames need,
+     * and the trace names them from its perf map (then removed): at sampling interval 1, 90%
+     * of the bytes a JIT-compiled method allocates are booked under its name (the rest,
+     * before the JIT compiled it, under the interpreter's), above Unsafe and os::malloc.
+     */
+    @Test
+    void aJvmsCompiledMethodIsNamedInTheTrace() throws Exception {
+        Path trace = dir.resolve("jit.pftrace");
+        List<Path> mapsBefore = perfMaps();
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        String classPath = Path.of(NativeAllocatingMethod.class.getProtectionDomain().getCodeSource().getLocation()
+                .toURI()).toString();
+        CliProcess heapprofd = CliProcess.start("heapprofd", "--sampling-interval", "1", "--out", trace.toString(),
+                "--", java, "-cp", classPath, NativeAllocatingMethod.class.getName());
+        ConvertAndDumpTest.Run profiled = heapprofd.await();
+        assertEquals(0, profiled.exit(), profiled.err());
+        assertTrue(profiled.out().contains("done"), profiled.err());
+        assertTrue(profiled.err().contains("java runs with -XX:+PreserveFramePointer -XX:+DumpPerfMapAtExit"),
+                profiled.err());
+        ConvertAndDumpTest.Run allocated = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(0, allocated.exit(), allocated.err());
+        String method = NativeAllocatingMethod.class.getName() + ".allocateNative();";
+        long named = allocated.out().lines()
+                .filter(line -> line.contains(method) && line.contains(";_ZN2os6mallocEm6MemTag "))
+                .mapToLong(line -> Long.parseLong(line.substring(line.lastIndexOf(' ') + 1))).sum();
+        long expected = NativeAllocatingMethod.ALLOCATIONS * NativeAllocatingMethod.BLOCK;
+        assertTrue(named >= expected / 10 * 9, named + " of " + expected + " bytes under " + method);
+        assertEquals(mapsBefore, perfMaps(), "the JVM's perf map is removed once the trace has its names");
+    }
+
+    /** The perf maps in /tmp: JVMs write theirs there. */
+    private static List<Path> perfMaps() throws IOException {
+        try (Stream<Path> files = Files.list(Path.of("/tmp"))) {
+            return files.filter(path -> path.getFileName().toString().matches("perf-[0-9]+\\.map")).sorted().toList();
+        }
     }
 
     @Test

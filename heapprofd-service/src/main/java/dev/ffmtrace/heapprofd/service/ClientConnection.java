@@ -46,6 +46,8 @@ final class ClientConnection implements Runnable {
     /** The process's command name, as the kernel keeps it (at most 15 bytes). */
     final String name;
     final int pid;
+    /** The names of the process's JIT-compiled code, read at each dump. */
+    final JitSymbols jitSymbols;
     /** The books of each heap the client booked into, by heap id. */
     final Map<Integer, HeapBooks> heaps = new ConcurrentHashMap<>();
     private final UnixSocket socket;
@@ -71,10 +73,11 @@ final class ClientConnection implements Runnable {
      * maps while it waits for its configuration, so that even a client that exits at once
      * has its mappings known. Made on the thread that runs it.
      */
-    ClientConnection(String name, int pid, UnixSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
+    ClientConnection(String name, int pid, int uid, UnixSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
         this.name = name;
         this.process = name + " (" + pid + ")";
         this.pid = pid;
+        this.jitSymbols = new JitSymbols(JitSymbols.DIRECTORY, pid, uid);
         this.socket = socket;
         this.ring = ring;
         this.mapsFd = mapsFd;

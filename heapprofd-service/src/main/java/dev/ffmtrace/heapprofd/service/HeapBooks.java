@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 
 /**
  * The books of one client process: a callsite tree (each node a frame under its caller),
@@ -33,11 +34,11 @@ final class HeapBooks {
             this.parent = parent;
         }
 
-        /** The frames from the root's child down to this callsite. */
-        List<Frame> frames() {
+        /** The frames from the root's child down to this callsite, each as {@code naming} names it. */
+        List<Frame> frames(UnaryOperator<Frame> naming) {
             List<Frame> frames = new ArrayList<>();
             for (Callsite at = this; at.parent != null; at = at.parent) {
-                frames.add(at.frame);
+                frames.add(naming.apply(at.frame));
             }
             return frames.reversed();
         }
@@ -122,14 +123,18 @@ final class HeapBooks {
     record Sample(List<Frame> frames, long allocatedBytes, long freedBytes, long allocations, long frees) {
     }
 
-    /** The totals of every callsite with allocations, outermost callsites first, as one consistent view. */
-    synchronized List<Sample> samples() {
+    /**
+     * The totals of every callsite with allocations, outermost callsites first, as one
+     * consistent view; each frame as {@code naming} names it at this moment (a JIT's code,
+     * named at the dump).
+     */
+    synchronized List<Sample> samples(UnaryOperator<Frame> naming) {
         List<Sample> samples = new ArrayList<>();
         List<Callsite> pending = new ArrayList<>(List.of(root));
         while (!pending.isEmpty()) {
             Callsite callsite = pending.removeLast();
             if (callsite.allocations > 0) {
-                samples.add(new Sample(callsite.frames(), callsite.allocatedBytes, callsite.freedBytes,
+                samples.add(new Sample(callsite.frames(naming), callsite.allocatedBytes, callsite.freedBytes,
                         callsite.allocations, callsite.frees));
             }
             pending.addAll(new ArrayList<>(callsite.children.values()).reversed());
@@ -144,23 +149,26 @@ final class HeapBooks {
 
     /**
      * Every callsite with allocations, as folded stacks: {@code root;...;leaf} and its
-     * bytes, unreleased (allocated minus freed) or allocated.
+     * bytes, unreleased (allocated minus freed) or allocated; each frame as {@code naming}
+     * names it. Callsites whose frames have the same names (calls from two places in one
+     * function) are one stack, their bytes summed.
      */
-    synchronized Map<String, Long> folded(boolean unreleased) {
+    synchronized Map<String, Long> folded(boolean unreleased, UnaryOperator<Frame> naming) {
         Map<String, Long> out = new LinkedHashMap<>();
         List<String> path = new ArrayList<>();
-        fold(root, path, unreleased, out);
+        fold(root, path, unreleased, naming, out);
         return out;
     }
 
-    private static void fold(Callsite callsite, List<String> path, boolean unreleased, Map<String, Long> out) {
+    private static void fold(Callsite callsite, List<String> path, boolean unreleased, UnaryOperator<Frame> naming,
+                             Map<String, Long> out) {
         if (callsite.allocations > 0) {
             long bytes = unreleased ? callsite.allocatedBytes - callsite.freedBytes : callsite.allocatedBytes;
-            out.put(String.join(";", path), bytes);
+            out.merge(String.join(";", path), bytes, HeapBooks::plus);
         }
         for (Callsite child : callsite.children.values()) {
-            path.add(child.frame.name());
-            fold(child, path, unreleased, out);
+            path.add(naming.apply(child.frame).name());
+            fold(child, path, unreleased, naming, out);
             path.removeLast();
         }
     }

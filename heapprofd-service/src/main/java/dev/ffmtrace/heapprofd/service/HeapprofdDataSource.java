@@ -283,10 +283,11 @@ public final class HeapprofdDataSource implements AutoCloseable {
                     // As Perfetto's: overran when the client gave up waiting for room, corrupt when a write or read was.
                     ring != null && ring.errorState() == SharedRingBuffer.ErrorState.HIT_TIMEOUT.code(),
                     client.ringCorrupt() || (ring != null && ring.numWritesCorrupt() > 0), client.isClosed());
+            PerfMap jitNames = client.jitSymbols.current();
             for (Map.Entry<Integer, HeapBooks> heap : new TreeMap<>(client.heaps).entrySet()) {
                 String name = client.heapName(heap.getKey());
                 heaps.add(new ProfileDumper.Heap(client.pid, client.name, name, configuration.samplingInterval(name),
-                        heap.getValue().samples(), stats));
+                        heap.getValue().samples(jitNames::named), stats));
             }
         }
         return heaps;

@@ -177,7 +177,7 @@ public final class HeapprofdService implements AutoCloseable {
             throw e;
         }
         try {
-            connection = new ClientConnection(processName(peer.pid()), peer.pid(), socket, ring, mapsFd, memFd);
+            connection = new ClientConnection(processName(peer.pid()), peer.pid(), peer.uid(), socket, ring, mapsFd, memFd);
         } catch (RuntimeException e) {
             ring.close();
             UnixSocket.closeReceived(hello.fds());
@@ -206,8 +206,9 @@ public final class HeapprofdService implements AutoCloseable {
         List<String> lines = new ArrayList<>();
         for (ClientConnection client : clients) {
             String process = client.process;
+            PerfMap jitNames = client.jitSymbols.current();
             for (HeapBooks books : new TreeMap<>(client.heaps).values()) {
-                for (Map.Entry<String, Long> callsite : books.folded(unreleased).entrySet()) {
+                for (Map.Entry<String, Long> callsite : books.folded(unreleased, jitNames::named).entrySet()) {
                     String stack = callsite.getKey().isEmpty() ? process : process + ";" + callsite.getKey();
                     lines.add(stack + " " + callsite.getValue());
                 }

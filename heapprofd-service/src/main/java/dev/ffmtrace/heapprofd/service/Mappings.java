@@ -28,8 +28,13 @@ final class Mappings {
                    String path, String name) {
         /** Whether the file is on disk as it was mapped: a path, not replaced or removed since. */
         boolean isFile() {
-            return path.startsWith("/") && !path.endsWith(DELETED);
+            return Mappings.isFile(path);
         }
+    }
+
+    /** Whether a mapping of {@code path} is of a file on disk as it was mapped, as {@link Mapping#isFile} says. */
+    static boolean isFile(String path) {
+        return path.startsWith("/") && !path.endsWith(DELETED);
     }
 
     static final Mappings EMPTY = new Mappings(new Mapping[0], 0);

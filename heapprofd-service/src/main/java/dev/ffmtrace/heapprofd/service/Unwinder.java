@@ -236,7 +236,9 @@ final class Unwinder implements AutoCloseable {
      */
     private Mappings.Mapping executableMapping(long pc, boolean fromClient) {
         Mappings.Mapping mapping = mappings.find(pc);
-        if (mapping == null) {
+        // A mapping that was not executable when the maps were read may be now: a JIT's code
+        // cache is reserved without access and made executable piece by piece as it fills.
+        if (mapping == null || !mapping.executable()) {
             long now = nanoTime.getAsLong();
             boolean due = !mapsReread || now - lastMapsReread >= MAPS_REPARSE_INTERVAL_NANOS;
             boolean stale = fromClient && stacks - stacksAtStaleMapsRead >= STALE_MAPS_UNWINDS;

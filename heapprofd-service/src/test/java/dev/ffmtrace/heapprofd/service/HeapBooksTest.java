@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -24,7 +25,7 @@ class HeapBooksTest {
 
     /** The totals of the callsite at {@code frames} (outermost first), or null. */
     private static HeapBooks.Sample sample(HeapBooks books, Frame... frames) {
-        for (HeapBooks.Sample sample : books.samples()) {
+        for (HeapBooks.Sample sample : books.samples(UnaryOperator.identity())) {
             if (sample.frames().equals(List.of(frames))) {
                 return sample;
             }
@@ -41,9 +42,23 @@ class HeapBooksTest {
         books.free(0x3000);
         books.free(0x1000);
         assertEquals(new HeapBooks.Sample(List.of(MAIN, A), 150, 100, 2, 1), sample(books, MAIN, A));
-        assertEquals(Map.of("main;a", 50L), books.folded(true));
-        assertEquals(Map.of("main;a", 150L), books.folded(false));
+        assertEquals(Map.of("main;a", 50L), books.folded(true, UnaryOperator.identity()));
+        assertEquals(Map.of("main;a", 150L), books.folded(false, UnaryOperator.identity()));
         assertEquals(0, books.overflowed());
+    }
+
+    @Test
+    void callsitesWhoseFramesHaveTheSameNamesFoldIntoOneStackTheirBytesSummedAsTheNamingNamesThem() {
+        HeapBooks books = new HeapBooks();
+        // Two calls from one function: two callsites, one name.
+        Frame firstCall = new Frame("a", Frame.Module.UNKNOWN, 0x10);
+        Frame secondCall = new Frame("a", Frame.Module.UNKNOWN, 0x20);
+        books.malloc(0x1000, 100, List.of(firstCall, MAIN));
+        books.malloc(0x2000, 30, List.of(secondCall, MAIN));
+        assertEquals(Map.of("main;a", 130L), books.folded(false, UnaryOperator.identity()));
+        UnaryOperator<Frame> renamed = frame -> frame.relPc() == 0x20 ? Frame.unknown("b") : frame;
+        assertEquals(Map.of("main;a", 100L, "main;b", 30L), books.folded(false, renamed));
+        assertEquals(List.of(MAIN, Frame.unknown("b")), books.samples(renamed).getLast().frames());
     }
 
     @Test
@@ -58,7 +73,7 @@ class HeapBooksTest {
         }
         assertEquals(new HeapBooks.Sample(List.of(MAIN, A), Long.MAX_VALUE, Long.MAX_VALUE, 200, 200),
                 sample(books, MAIN, A));
-        assertEquals(Map.of("main;a", 0L), books.folded(true));
+        assertEquals(Map.of("main;a", 0L), books.folded(true, UnaryOperator.identity()));
     }
 
     @Test
@@ -125,7 +140,7 @@ class HeapBooksTest {
         Thread dumper = Thread.ofPlatform().start(() -> {
             try {
                 for (int i = 0; i < 200; i++) {
-                    for (HeapBooks.Sample sample : books.samples()) {
+                    for (HeapBooks.Sample sample : books.samples(UnaryOperator.identity())) {
                         // Each Malloc is freed before the next: at most one is live in a view.
                         if (sample.allocations() - sample.frees() > 1 || sample.allocations() - sample.frees() < 0) {
                             throw new AssertionError(sample.toString());

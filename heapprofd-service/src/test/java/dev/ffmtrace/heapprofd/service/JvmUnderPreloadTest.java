@@ -2,6 +2,8 @@ package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
 import dev.ffmtrace.memory.testing.CPrograms;
+import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -33,7 +35,7 @@ class JvmUnderPreloadTest {
     @TempDir
     Path dir;
 
-    private record Exited(int status, String out, String err) {
+    private record Exited(long pid, int status, String out, String err) {
     }
 
     /** Runs this JDK's java with the client preloaded, its output into files: a hang fails, it cannot block the test. */
@@ -57,7 +59,7 @@ class JvmUnderPreloadTest {
         }
         // The JVM has exited: the service reads the rest of its ring.
         awaitUntil(service::clientsGone);
-        return new Exited(process.exitValue(), Files.readString(out), Files.readString(err));
+        return new Exited(process.pid(), process.exitValue(), Files.readString(out), Files.readString(err));
     }
 
     private static HeapprofdService service(long interval) {
@@ -136,6 +138,49 @@ class JvmUnderPreloadTest {
             assertTrue(bytesFromOsMalloc(unreleased) < expected / 10, withLeaf(unreleased, OS_MALLOC));
             assertEquals(0, service.totals().malformed());
         }
+    }
+
+    /**
+     * Issue 33's check: a method's native allocations are booked under its name, though it
+     * runs JIT-compiled. With frame pointers kept in compiled code, the walk goes from
+     * libjvm (its CFI) through the code cache (frame pointers); the JVM's perf map, written
+     * at its exit, names the compiled code at the dump. Until the JIT compiles its loop the
+     * method runs in the interpreter, whose frames the map names "Interpreter": 90%.
+     */
+    @Test
+    void aJitCompiledMethodsNativeAllocationsAreBookedUnderItsName() throws Exception {
+        try (HeapprofdService service = service(1)) {
+            Exited java = java(service, "-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions",
+                    "-XX:+DumpPerfMapAtExit", "-cp", classPathOf(NativeAllocatingMethod.class),
+                    NativeAllocatingMethod.class.getName());
+            Path perfMap = JitSymbols.DIRECTORY.resolve("perf-" + java.pid() + ".map");
+            try {
+                assertEquals(0, java.status(), java.err());
+                assertEquals("done", java.out().strip(), java.err());
+                List<String> allocated = service.folded(false);
+                long expected = NativeAllocatingMethod.ALLOCATIONS * NativeAllocatingMethod.BLOCK;
+                long named = allocated.stream().filter(JvmUnderPreloadTest::fromAllocateNativeThroughUnsafe)
+                        .mapToLong(JvmUnderPreloadTest::bytes).sum();
+                assertTrue(named >= expected / 10 * 9, named + " of the method's " + expected
+                        + " bytes booked under its name, Unsafe and os::malloc; " + withLeaf(allocated, OS_MALLOC));
+                assertEquals(0, service.totals().malformed());
+            } finally {
+                Files.deleteIfExists(perfMap);
+            }
+        }
+    }
+
+    /** A callsite from {@code allocateNative}, compiled, through a frame of Unsafe to os::malloc. */
+    private static boolean fromAllocateNativeThroughUnsafe(String line) {
+        List<String> frames = frames(line);
+        int method = -1;
+        for (int i = 0; i < frames.size(); i++) {
+            if (frames.get(i).contains(NativeAllocatingMethod.class.getName() + ".allocateNative(")) {
+                method = i;
+            }
+        }
+        return method >= 0 && frames.getLast().equals(OS_MALLOC)
+                && frames.subList(method + 1, frames.size()).stream().anyMatch(frame -> frame.contains("Unsafe"));
     }
 
     private static String classPathOf(Class<?> type) throws URISyntaxException {

@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.UnaryOperator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -38,7 +39,7 @@ class ProfileDumperTest {
     }
 
     private static ProfileDumper.Heap heap(HeapBooks books) {
-        return new ProfileDumper.Heap(42, "program", "libc.malloc", 1, books.samples(),
+        return new ProfileDumper.Heap(42, "program", "libc.malloc", 1, books.samples(UnaryOperator.identity()),
                 new ProfileDumper.Stats(0, 0, 0, 0, false, false, false));
     }
 

@@ -189,6 +189,28 @@ class UnwinderTest {
     }
 
     /**
+     * A JIT's code cache is reserved without access and made executable as it fills: a pc
+     * in a part that was not executable when the maps were read reads them again, as a pc
+     * outside every mapping does.
+     */
+    @Test
+    void aPcInAMappingThatWasNotExecutableWhenTheMapsWereReadReadsThemAgain() {
+        long codeCache = 0x6000_0000_0000L;
+        String reserved = String.format("%x-%x ---p 00000000 00:00 0%n", codeCache, codeCache + 0x10000);
+        AtomicReference<byte[]> maps = new AtomicReference<>(
+                (new String(maps(PROGRAM), StandardCharsets.US_ASCII) + reserved).getBytes(StandardCharsets.US_ASCII));
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+            Frames frames = hookAMain(SP + 0x300, codeCache + 0x40).frame(SP + 0x300, 0, 0);
+            maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII) + reserved.replace("---p", "rwxp"))
+                    .getBytes(StandardCharsets.US_ASCII));
+            // The call's byte, before its return address.
+            assertEquals(List.of("a", "main", "[anon]+0x3f"), unwind(unwinder, frames.alloc, frames.copy));
+            assertEquals(0, unwinder.errors());
+            assertEquals(2, unwinder.mapsReads());
+        }
+    }
+
+    /**
      * The code that called the hook is code that ran: outside every mapping, the maps are
      * stale, and they are read again whatever the clock says, at most once per
      * {@value Unwinder#STALE_MAPS_UNWINDS} unwinds (a client that lies costs that much).

@@ -32,21 +32,36 @@ class OsTest {
 
     @Test
     void aZombieHasExitedThoughKillStillFindsIt() throws Exception {
-        // The background child exits at once; its parent then becomes `sleep`, which never reaps it.
-        Process parent = new ProcessBuilder("sh", "-c", "sleep 0 & echo $!; exec sleep 60").start();
+        // A background child that waits for a line on the parent's stdin (an asynchronous list's
+        // own stdin is /dev/null, hence fd 3); the parent then becomes `sleep`, which never reaps.
+        Process parent = new ProcessBuilder("sh", "-c", "exec 3<&0; sh -c 'read line' <&3 & echo $!; exec sleep 60")
+                .start();
         try {
             BufferedReader out = new BufferedReader(new InputStreamReader(parent.getInputStream(), StandardCharsets.UTF_8));
             int zombie = Integer.parseInt(out.readLine().trim());
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!state(zombie).equals("Z") && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertEquals("Z", state(zombie), "the child is a zombie");
+            // The child exits only once its parent is `sleep`: sh, had it still been sh, might have reaped it.
+            awaitUntil(() -> comm((int) parent.pid()).equals("sleep"));
+            parent.getOutputStream().write('\n');
+            parent.getOutputStream().flush();
+            awaitUntil(() -> state(zombie).equals("Z"));
             assertTrue(Os.processExists(zombie), "kill(pid, 0) still succeeds on a zombie");
             assertTrue(Os.processExited(zombie));
         } finally {
             parent.destroyForcibly();
             parent.waitFor(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private interface Condition {
+        boolean holds() throws IOException;
+    }
+
+    /** Waits for {@code condition}, failing after a deadline that only detects that it never comes. */
+    private static void awaitUntil(Condition condition) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.holds()) {
+            assertTrue(System.nanoTime() < deadline, "the condition never held");
+            Thread.sleep(5);
         }
     }
 
@@ -76,6 +91,10 @@ class OsTest {
     void thePidNamespaceIdIsTheInodeOfProcSelfNsPid() throws IOException {
         long inode = (Long) Files.getAttribute(Path.of("/proc/self/ns/pid"), "unix:ino");
         assertEquals(inode, Os.pidNamespaceId());
+    }
+
+    private static String comm(int pid) throws IOException {
+        return Files.readAllLines(Path.of("/proc/" + pid + "/comm")).getFirst();
     }
 
     /** The state letter of /proc/PID/stat (after the command name, which may hold spaces and parentheses). */

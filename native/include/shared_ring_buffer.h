@@ -68,6 +68,7 @@ typedef struct {
   uint8_t* data;
   uint64_t size;
   uint64_t stride;
+  uint64_t bytes_free;  // srb_begin_write: the ring's free bytes once this record is reserved
 } srb_record;
 
 // Maps a buffer fd (taking ownership). 0 on success; -1 with a message in err.
@@ -93,6 +94,12 @@ void srb_end_read(srb* b, const srb_record* r);
 
 void srb_set_error_state(srb* b, uint64_t state);
 void srb_set_shutting_down(srb* b);
+// The reader, before it sleeps: sets reader_paused, then a full fence; it must then look
+// for a record once more, and sleep only if there is none.
 void srb_set_reader_paused(srb* b);
+// A writer, after srb_end_write: a full fence, then whether the reader paused (it must be
+// woken), resetting the flag so that one writer wakes it. With the reader's fence, either
+// the reader sees the record or the writer sees the flag: no wake-up is lost.
+int srb_get_and_reset_reader_paused(srb* b);
 
 #endif  // FFMTRACE_SHARED_RING_BUFFER_H_

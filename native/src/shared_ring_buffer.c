@@ -263,6 +263,7 @@ srb_result srb_begin_write(srb* b, uint64_t size, srb_record* out) {
   out->data = header + SRB_HEADER_SIZE;
   out->size = size;
   out->stride = stride;
+  out->bytes_free = b->size - (wr - rd) - stride;
   return SRB_OK;
 }
 
@@ -313,4 +314,11 @@ void srb_set_shutting_down(srb* b) {
 
 void srb_set_reader_paused(srb* b) {
   atomic_store_explicit(A8(b, SRB_READER_PAUSED_OFFSET), 1, memory_order_relaxed);
+  atomic_thread_fence(memory_order_seq_cst);
+}
+
+int srb_get_and_reset_reader_paused(srb* b) {
+  atomic_thread_fence(memory_order_seq_cst);
+  return atomic_load_explicit(A8(b, SRB_READER_PAUSED_OFFSET), memory_order_relaxed) &&
+         atomic_exchange_explicit(A8(b, SRB_READER_PAUSED_OFFSET), 0, memory_order_relaxed);
 }

@@ -11,6 +11,7 @@ import dev.ffmtrace.memory.RingMapping;
 import dev.ffmtrace.memory.Seals;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
@@ -914,14 +915,29 @@ public final class SharedRingBuffer implements AutoCloseable {
         return getByteOpaque(meta, SHUTTING_DOWN_OFFSET) != 0;
     }
 
-    /** Perfetto's {@code SetReaderPaused}: a relaxed store of true. */
+    /**
+     * Perfetto's {@code SetReaderPaused}, for a reader about to sleep until a writer wakes
+     * it: stores true, then a full fence, after which the reader looks for a record once
+     * more (and sleeps only if it finds none). With the fence a writer takes in
+     * {@link #getAndResetReaderPaused}, either the reader sees the record or the writer
+     * sees the flag: no wake-up is lost (Perfetto's relaxed store allows losing one until
+     * the next write).
+     */
     public void setReaderPaused() {
         putByteOpaque(meta, READER_PAUSED_OFFSET, (byte) 1);
+        VarHandle.fullFence();
     }
 
-    /** Perfetto's {@code GetAndResetReaderPaused}: exchange with false. */
+    /**
+     * Perfetto's {@code GetAndResetReaderPaused}, for a writer after a commit: whether the
+     * reader paused (and so must be woken), resetting the flag so that one writer wakes it.
+     * A full fence first orders the commit before the look; a flag found false costs no
+     * exchange.
+     */
     public boolean getAndResetReaderPaused() {
-        return getAndSetByte(meta, READER_PAUSED_OFFSET, (byte) 0) != 0;
+        VarHandle.fullFence();
+        return getByteOpaque(meta, READER_PAUSED_OFFSET) != 0
+                && getAndSetByte(meta, READER_PAUSED_OFFSET, (byte) 0) != 0;
     }
 
     /** A sequentially consistent load of client_spinlock_blocked_us, as Perfetto's accessor. */

@@ -21,11 +21,13 @@ import org.openjdk.jcstress.annotations.State;
 import org.openjdk.jcstress.infra.results.III_Result;
 import org.openjdk.jcstress.infra.results.II_Result;
 import org.openjdk.jcstress.infra.results.I_Result;
+import org.openjdk.jcstress.infra.results.ZZ_Result;
 
 /**
  * heapprofd's SharedRingBuffer between threads: publication of a record by its length
- * word, the hand-back of freed space by read_pos, the spinlock that serialises
- * reservations, and the record of its holder. Each state is a one-page ring in
+ * word, the hand-back of freed space by read_pos, the reader's pause and the writers'
+ * wake-up, the spinlock that serialises reservations, and the record of its holder.
+ * Each state is a one-page ring in
  * native memory ({@link SharedRingBuffer#allocate}), whose bytes start out as stale
  * non-zero garbage, so a reader that took a stale length word for a record would show it.
  */
@@ -190,6 +192,41 @@ public final class SharedRingBufferStress {
         @Actor
         public void reader(II_Result r) {
             readOne(buffer, readerSlot, VALUE, r);
+        }
+    }
+
+    @JCStressTest
+    @Description("Invariant: no wake-up is lost. The reader, having found the ring empty, pauses (stores "
+            + "reader_paused, then a fence) and looks for a record once more, to sleep if it finds none; the writer "
+            + "commits a record, then looks at the flag (a fence, then the flag, reset if set) to wake a paused "
+            + "reader. One of the two must see the other's write.")
+    @Outcome(id = "false, false", expect = FORBIDDEN,
+            desc = "lost wake-up: the writer saw no pause and the reader no record; it sleeps with the record unread")
+    @Outcome(id = "true, false", expect = ACCEPTABLE, desc = "the reader paused before the commit: the writer wakes it")
+    @Outcome(id = "false, true", expect = ACCEPTABLE, desc = "the reader found the record: it was still reading")
+    @Outcome(id = "true, true", expect = ACCEPTABLE, desc = "both: the reader reads it, and a wake-up finds nothing")
+    @State
+    public static class ReaderPauseWakeUp {
+        static final byte[] RECORD = TryWritePublication.filled(32, (byte) 0x5A);
+
+        final SharedRingBuffer buffer = newBuffer(0);
+        final RecordSlot readerSlot = buffer.newSlot();
+
+        public ReaderPauseWakeUp() {
+            // The reader has found the ring empty once: its next look is the one after the pause.
+            buffer.beginRead(readerSlot);
+        }
+
+        @Actor
+        public void writer(ZZ_Result r) {
+            buffer.tryWrite(RECORD);
+            r.r1 = buffer.getAndResetReaderPaused();
+        }
+
+        @Actor
+        public void reader(ZZ_Result r) {
+            buffer.setReaderPaused();
+            r.r2 = buffer.beginRead(readerSlot) == SharedRingBuffer.ReadResult.OK;
         }
     }
 

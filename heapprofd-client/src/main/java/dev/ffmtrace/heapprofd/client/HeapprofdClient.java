@@ -21,7 +21,7 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * A Java process's connection to heapprofd, with heaps of its own: the handshake as
  * heapprofd's client makes it, then sampled allocations and frees as records in the
- * SharedRingBuffer the service made, each followed by a wake-up byte on the socket.
+ * SharedRingBuffer the service made, with a wake-up byte on the socket when its reader sleeps.
  *
  * <p>Handshake: connect to the service's socket and send one byte carrying the fds of
  * /proc/self/maps and /proc/self/mem; receive the {@value ClientConfiguration#SIZE}-byte
@@ -278,7 +278,10 @@ public final class HeapprofdClient implements AutoCloseable {
         return heapId >= 1 && heapId <= registered.length ? registered[heapId - 1] : null;
     }
 
-    /** Writes the record staged in {@link #record} and wakes the service; false (and inactive) if that failed for good. */
+    /**
+     * Writes the record staged in {@link #record} and wakes the service if its reader
+     * paused; false (and inactive) if that failed for good.
+     */
     private boolean send(int length) {
         long deadline = System.nanoTime() + configuration.blockClientTimeoutUs() * 1000;
         for (;;) {
@@ -292,13 +295,18 @@ public final class HeapprofdClient implements AutoCloseable {
             boolean retry = configuration.blockClient()
                     && (result == SharedRingBuffer.WriteResult.NO_SPACE || result == SharedRingBuffer.WriteResult.LOCK_FAILED)
                     && (configuration.blockClientTimeoutUs() == 0 || System.nanoTime() < deadline);
-            if (!retry) {
+            // Waiting is for a service that is there (one that hung up never frees the room): the
+            // byte finds out, as Perfetto's client peeks at its socket, and nudges a reader that is.
+            if (!retry || socket.trySendByte((byte) 1) == UnixSocket.SendResult.PEER_CLOSED) {
                 // Perfetto's client gives up on the session when a write fails and it may not wait.
                 return stop();
             }
             LockSupport.parkNanos(BLOCK_RETRY_NANOS);
         }
-        if (socket.trySendByte((byte) 1) == UnixSocket.SendResult.PEER_CLOSED) {
+        // A reader that is still reading sees the record without a byte (Perfetto's scheme);
+        // unlike Perfetto's client, a free wakes a paused reader too: an arena's frees come
+        // when it closes, often the last records for a while, and a dump should see them.
+        if (ring.getAndResetReaderPaused() && socket.trySendByte((byte) 1) == UnixSocket.SendResult.PEER_CLOSED) {
             return stop();
         }
         return true;

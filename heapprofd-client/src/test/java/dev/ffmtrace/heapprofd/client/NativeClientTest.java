@@ -72,6 +72,8 @@ class NativeClientTest {
                 for (int fd : hello.fds()) {
                     Os.closeFd(fd);
                 }
+                // As the service: the reader sleeps until a writer finds it paused and wakes it.
+                ring.setReaderPaused();
                 byte[] bytes = new byte[ClientConfiguration.SIZE];
                 configuration.encodeTo(MemorySegment.ofArray(bytes), 0);
                 client.send(bytes, ring.fd());
@@ -88,9 +90,20 @@ class NativeClientTest {
                 byte[] wakeUps = new byte[4096];
                 boolean open = true;
                 while (open) {
-                    // A wake-up byte per record; the end of the stream when the program has exited.
+                    // A wake-up byte when the reader was paused; the end of the stream when the program has exited.
                     open = client.receive(wakeUps, 0).bytes() > 0;
-                    while (ring.beginRead(slot) == SharedRingBuffer.ReadResult.OK) {
+                    boolean paused = false;
+                    while (true) {
+                        if (ring.beginRead(slot) != SharedRingBuffer.ReadResult.OK) {
+                            if (paused) {
+                                break;
+                            }
+                            // Paused, then one more look before sleeping, as the service does.
+                            ring.setReaderPaused();
+                            paused = true;
+                            continue;
+                        }
+                        paused = false;
                         WireRecord.Type type = reader.read(slot.buffer(), slot.offset(), slot.length());
                         if (type == WireRecord.Type.MALLOC) {
                             AllocMetadata alloc = reader.alloc();
@@ -218,15 +231,13 @@ class NativeClientTest {
             try (AutoCloseable _ = process::destroyForcibly) {
                 try (UnixSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
                     UnixSocket.closeReceived(client.receive(new byte[16], 4).fds());
+                    ring.setReaderPaused();
                     byte[] bytes = new byte[ClientConfiguration.SIZE];
                     blocking.encodeTo(MemorySegment.ofArray(bytes), 0);
                     client.send(bytes, ring.fd());
-                    // Records arrive until the ring, never read, is full: the client waits for room.
-                    byte[] wakeUps = new byte[4096];
-                    long records = 0;
-                    while (records < 2) {
-                        records += client.receive(wakeUps, 0).bytes();
-                    }
+                    // The first record wakes the paused reader; records arrive until the ring, never
+                    // read, is full: the client waits for room.
+                    assertEquals(1, client.receive(new byte[16], 0).bytes());
                     // Seen asleep between its looks for room, the client waits in the full ring.
                     Syscalls.awaitBlockedIn(process.pid(), process.pid(), Syscalls.Call.CLOCK_NANOSLEEP);
                     assertTrue(process.isAlive(), "the client waits for room in the full ring");

@@ -114,8 +114,14 @@ final class ClientConnection implements Runnable {
         return disconnected;
     }
 
-    /** Lets go of the ring, the unwinder and the client's /proc fds; the socket is its owner's to close. */
+    /**
+     * Lets go of the ring, the unwinder and the client's /proc fds; the socket is its owner's
+     * to close. The ring is marked shutting down first: a client stops at its next record
+     * rather than when a wake-up byte finds the socket closed, which it sends only to a
+     * paused reader.
+     */
     void release() {
+        ring.setShuttingDown();
         ring.close();
         unwinder.close();
         Os.closeFd(mapsFd);
@@ -123,14 +129,23 @@ final class ClientConnection implements Runnable {
     }
 
     /**
-     * Reads the ring until it is empty; false if it is corrupt. Nothing after a corrupt
-     * record can be found, so the connection ends there (counted once), as Perfetto's
-     * service ends it: the client sees its socket close and stops.
+     * Reads the ring until it is empty, then pauses the reader: sets reader_paused, so that
+     * the next record's writer sends a wake-up byte, and looks once more for a record
+     * committed before that writer could see the flag ({@link SharedRingBuffer#setReaderPaused});
+     * while the reader is busy, writers send no byte. False if the ring is corrupt: nothing
+     * after a corrupt record can be found, so the connection ends there (counted once), as
+     * Perfetto's service ends it: the client sees its socket close and stops.
      */
     private boolean drain(RecordSlot slot) {
+        boolean paused = false;
         for (;;) {
             SharedRingBuffer.ReadResult result = ring.beginRead(slot);
             if (result != SharedRingBuffer.ReadResult.OK) {
+                if (result != SharedRingBuffer.ReadResult.CORRUPT && !paused) {
+                    ring.setReaderPaused();
+                    paused = true;
+                    continue;
+                }
                 // The counters the client keeps in the ring, read while it is still mapped.
                 ringStats = ring.stats();
                 if (result == SharedRingBuffer.ReadResult.CORRUPT) {
@@ -140,6 +155,7 @@ final class ClientConnection implements Runnable {
                 }
                 return true;
             }
+            paused = false;
             try {
                 read(slot.buffer(), slot.offset(), slot.length());
             } finally {

@@ -176,6 +176,8 @@ public final class HeapprofdService implements AutoCloseable {
             UnixSocket.closeReceived(hello.fds());
             throw e;
         }
+        // The reader sleeps until the client's first record: the client must wake it.
+        ring.setReaderPaused();
         try {
             connection = new ClientConnection(processName(peer.pid()), peer.pid(), peer.uid(), socket, ring, mapsFd, memFd);
         } catch (RuntimeException e) {

@@ -92,6 +92,9 @@ void srb_end_write(srb* b, const srb_record* r);
 srb_result srb_begin_read(srb* b, srb_record* out);
 void srb_end_read(srb* b, const srb_record* r);
 
+// Bytes written and not yet handed back by the reader (0 if the positions are corrupt).
+uint64_t srb_unread_bytes(srb* b);
+
 void srb_set_error_state(srb* b, uint64_t state);
 void srb_set_shutting_down(srb* b);
 // The reader, before it sleeps: sets reader_paused, then a full fence; it must then look

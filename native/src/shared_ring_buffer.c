@@ -306,6 +306,11 @@ void srb_end_read(srb* b, const srb_record* r) {
   (*STAT(b, SRB_STATS_READS_SUCCEEDED_OFFSET))++;
 }
 
+uint64_t srb_unread_bytes(srb* b) {
+  uint64_t rd, wr;
+  return positions(b, &rd, &wr) ? wr - rd : 0;
+}
+
 void srb_set_error_state(srb* b, uint64_t state) { atomic_store(A64(b, SRB_ERROR_STATE_OFFSET), state); }
 
 void srb_set_shutting_down(srb* b) {

@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -101,10 +102,10 @@ public class HeapprofdServiceBenchmark {
             WireRecords.writeFree(unsampledFree, 0, 2, ADDRESS + 64, HEAP_ID);
 
             // The ring is the connection's to release; the records never go through it.
-            connection = new ClientConnection("bench", Os.pid(), null, SharedRingBuffer.create(Os.pageSize()),
+            connection = new ClientConnection("bench", Os.pid(), Os.uid(), null, SharedRingBuffer.create(Os.pageSize()),
                     Os.openReadOnly(Path.of("/proc/self/maps")), Os.openReadOnly(Path.of("/proc/self/mem")));
             connection.read(malloc, 0, malloc.byteSize());
-            List<Frame> frames = connection.heaps.get(HEAP_ID).samples().getFirst().frames();
+            List<Frame> frames = connection.heaps.get(HEAP_ID).samples(UnaryOperator.identity()).getFirst().frames();
             // A walk that stopped short or failed would measure another path.
             if (frames.size() != depth || connection.unwindingErrors() != 0 || connection.malformed() != 0) {
                 throw new IllegalStateException("the stack did not unwind whole: " + frames);

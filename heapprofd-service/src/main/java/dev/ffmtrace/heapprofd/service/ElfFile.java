@@ -246,16 +246,7 @@ final class ElfFile {
 
     /** The function whose {@code [value, value + size)} holds {@code vaddr}, or null. */
     String functionAt(long vaddr) {
-        int low = 0;
-        int high = starts.length - 1;
-        while (low <= high) {
-            int middle = (low + high) >>> 1;
-            if (Long.compareUnsigned(starts[middle], vaddr) <= 0) {
-                low = middle + 1;
-            } else {
-                high = middle - 1;
-            }
-        }
+        int high = Addresses.lastAtOrBelow(starts, vaddr);
         for (int i = high; i >= 0 && i > high - OVERLAP_SCAN; i--) {
             if (Long.compareUnsigned(vaddr - starts[i], sizes[i]) < 0) {
                 return name(i);

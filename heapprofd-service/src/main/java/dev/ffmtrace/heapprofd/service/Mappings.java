@@ -84,16 +84,7 @@ final class Mappings {
 
     /** The mapping that holds {@code address}, or null. */
     Mapping find(long address) {
-        int low = 0;
-        int high = starts.length - 1;
-        while (low <= high) {
-            int middle = (low + high) >>> 1;
-            if (Long.compareUnsigned(starts[middle], address) <= 0) {
-                low = middle + 1;
-            } else {
-                high = middle - 1;
-            }
-        }
+        int high = Addresses.lastAtOrBelow(starts, address);
         if (high < 0) {
             return null;
         }

@@ -85,16 +85,7 @@ final class PerfMap {
 
     /** The name of the code that holds {@code pc}, or null. */
     String nameAt(long pc) {
-        int low = 0;
-        int high = starts.length - 1;
-        while (low <= high) {
-            int middle = (low + high) >>> 1;
-            if (Long.compareUnsigned(starts[middle], pc) <= 0) {
-                low = middle + 1;
-            } else {
-                high = middle - 1;
-            }
-        }
+        int high = Addresses.lastAtOrBelow(starts, pc);
         if (high < 0 || Long.compareUnsigned(pc, ends[high]) >= 0) {
             return null;
         }

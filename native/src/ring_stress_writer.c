@@ -18,7 +18,7 @@
 // all before it. Every record attempted takes a sequence number; one that finds no room
 // (or no lock) is dropped and announced by the next one written.
 //
-// The ledger, 48 bytes in /dev/shm, outlives a SIGKILL:
+// The ledger, 56 bytes in /dev/shm, outlives a SIGKILL:
 //   0  u64  attempted | dropped << 32, stored (release) after every record
 //   8  u64  1 while this process holds the lock; 2 once it stays there to be killed
 //  16  u64  1 + the ring position of the record being reserved, 0 when none
@@ -26,6 +26,8 @@
 //  32  u64  the drops it announces
 //  40  u64  set by the JVM: take the lock once more and stay in it until killed, so that a
 //           kill inside the lock is certain rather than a matter of timing
+//  48  u64  set by the JVM: end now, as at the end of --seconds (the phase ends when the
+//           JVM has made its kills, not at a time the writer was given)
 // The position is stored under the lock before the reservation, and 4 bytes of the
 // record's header that the ring leaves unused (bytes 4..7) are set to 0x80000000 | id in
 // the free space there first; so after a kill the JVM can tell its reserved, uncommitted
@@ -52,7 +54,7 @@
 #define MIN_RANDOM 8
 #define TAG_BIT 0x80000000u
 
-enum { L_COUNTS, L_IN_LOCK, L_POS, L_LEN, L_DROPS, L_STAY, L_WORDS };
+enum { L_COUNTS, L_IN_LOCK, L_POS, L_LEN, L_DROPS, L_STAY, L_STOP, L_WORDS };
 
 typedef struct {
   const char* ring;
@@ -155,7 +157,8 @@ int main(int argc, char** argv) {
   uint64_t state = o.seed ^ ((uint64_t)o.id << 32);
   uint64_t attempted = 0, written = 0, dropped = 0, pending = 0, lock_failures = 0;
   double start = now_seconds();
-  while ((o.records == 0 || attempted < o.records) && (o.seconds <= 0 || now_seconds() - start < o.seconds)) {
+  while ((o.records == 0 || attempted < o.records) && (o.seconds <= 0 || now_seconds() - start < o.seconds) &&
+         atomic_load_explicit(&ledger[L_STOP], memory_order_acquire) == 0) {
     uint64_t len = FIXED_FIELDS + MIN_RANDOM + 4 + splitmix(&state) % (o.max_payload - FIXED_FIELDS - MIN_RANDOM - 3);
     put32(record, o.id);
     put32(record + 4, 0);

@@ -64,7 +64,7 @@ public final class RingStress {
     private static final int KIND_RECORD = 0;
     private static final int KIND_TOMBSTONE = 1;
     private static final int TAG_BIT = 0x8000_0000;
-    private static final int LEDGER_BYTES = 48;
+    private static final int LEDGER_BYTES = 56;
     /** How long a writer asked to stay in the lock may take to get there (it locks for every record). */
     private static final int STAY_SECONDS = 10;
     private static final Path SHM = Path.of("/dev/shm");
@@ -72,6 +72,12 @@ public final class RingStress {
     private static final int MAX_PROBLEMS = 20;
     /** A writer ends within a lock wait (about a second) of its deadline; longer is a hang. */
     private static final long EXIT_SECONDS = 10;
+    /**
+     * How long past its duration the clean phase may go on to make its {@code minKills}
+     * (on a loaded machine a kill, which waits for its victim to be in the lock and for its
+     * replacement to start, can take seconds); the writers' own deadline.
+     */
+    private static final long KILLS_GRACE_NANOS = TimeUnit.SECONDS.toNanos(120);
 
     /**
      * @param program        the ring_stress_writer binary
@@ -84,11 +90,14 @@ public final class RingStress {
      * @param faults         kill writers with SIGKILL and replace them
      * @param holdLockMicros how long writers sleep inside the lock (every 8th record); 0 never
      * @param hostile        how long the hostile phase runs; zero for none
+     * @param minKills       with faults, the kills the clean phase makes at least: it goes on
+     *                       past its duration until they are made (by at most two minutes)
      */
     public record Options(Path program, int writers, Duration duration, int rate, long seed, long ringSize,
-                          int maxPayload, boolean faults, int holdLockMicros, Duration hostile) {
+                          int maxPayload, boolean faults, int holdLockMicros, Duration hostile, int minKills) {
         public Options {
-            if (writers < 1 || maxPayload < FIXED_FIELDS + 12 || rate < 0 || holdLockMicros < 0) {
+            if (writers < 1 || maxPayload < FIXED_FIELDS + 12 || rate < 0 || holdLockMicros < 0 || minKills < 0
+                    || (minKills > 0 && !faults)) {
                 throw new IllegalArgumentException("bad ring stress options");
             }
         }
@@ -169,18 +178,20 @@ public final class RingStress {
             long readsAtLastKill = -1;
             try {
                 long end = System.nanoTime() + options.duration.toNanos();
+                // The writers go on until told to stop (their ledger), at the phase's end.
+                long writersEnd = end + KILLS_GRACE_NANOS;
                 for (int i = 0; i < options.writers; i++) {
-                    Writer w = startWriter(ring, all.size(), random.nextLong(), end, verifier);
+                    Writer w = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
                     running.add(w);
                     all.add(w);
                 }
-                while (System.nanoTime() < end) {
+                while (phaseGoesOn(end, kills)) {
                     if (!options.faults) {
                         Thread.sleep(Math.max(1, Math.min(100, (end - System.nanoTime()) / 1_000_000)));
                         continue;
                     }
                     Thread.sleep(50 + random.nextInt(250));
-                    if (System.nanoTime() >= end) {
+                    if (!phaseGoesOn(end, kills)) {
                         break;
                     }
                     Writer victim = running.get(random.nextInt(running.size()));
@@ -203,10 +214,11 @@ public final class RingStress {
                     }
                     readsAtLastKill = reads;
                     running.remove(victim);
-                    Writer replacement = startWriter(ring, all.size(), random.nextLong(), end, verifier);
+                    Writer replacement = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
                     running.add(replacement);
                     all.add(replacement);
                 }
+                running.forEach(Writer::stop);
                 for (Writer w : running) {
                     w.awaitExit(EXIT_SECONDS);
                 }
@@ -285,6 +297,12 @@ public final class RingStress {
         return true;
     }
 
+    /** Whether the clean phase goes on: its duration, then the kills it must still make (within the grace). */
+    private boolean phaseGoesOn(long end, long kills) {
+        long now = System.nanoTime();
+        return now < end || (kills < options.minKills && now < end + KILLS_GRACE_NANOS);
+    }
+
     private Writer startWriter(SharedRingBuffer ring, int id, long seed, long untilNanos, Verifier verifier)
             throws IOException {
         Path ledger = Files.createTempFile(Files.isDirectory(SHM) ? SHM : Path.of(System.getProperty("java.io.tmpdir")),
@@ -334,6 +352,11 @@ public final class RingStress {
             while (getLongAcquire(ledger, 8) != 2 && process.isAlive() && System.nanoTime() < end) {
                 LockSupport.parkNanos(20_000);
             }
+        }
+
+        /** Asks the writer to end, as at its deadline. */
+        void stop() {
+            putLongRelease(ledger, 48, 1);
         }
 
         void kill() throws InterruptedException {

@@ -19,8 +19,9 @@ class RingStressTest {
             .resolve("native/target/bin/ring_stress_writer");
 
     private static RingStress.Options options(int writers, Duration duration, int rate, boolean faults, int holdMicros,
-                                              Duration hostile) {
-        return new RingStress.Options(WRITER, writers, duration, rate, 42, 64 * 1024, 2048, faults, holdMicros, hostile);
+                                              Duration hostile, int minKills) {
+        return new RingStress.Options(WRITER, writers, duration, rate, 42, 64 * 1024, 2048, faults, holdMicros, hostile,
+                minKills);
     }
 
     private static RingStress.Result run(RingStress.Options options) throws Exception {
@@ -32,7 +33,7 @@ class RingStressTest {
 
     @Test
     void aCleanRunAccountsForEveryRecord() throws Exception {
-        RingStress.Result result = run(options(2, Duration.ofSeconds(2), 0, false, 0, Duration.ZERO));
+        RingStress.Result result = run(options(2, Duration.ofSeconds(2), 0, false, 0, Duration.ZERO, 0));
         assertTrue(result.ok(), result.toString());
         assertEquals(0, result.kills());
         assertTrue(result.read() > 1000, "records read: " + result.read());
@@ -42,7 +43,8 @@ class RingStressTest {
 
     @Test
     void killedWritersLoseAtMostTheirRecordInFlightAndTheOthersGoOn() throws Exception {
-        RingStress.Result result = run(options(3, Duration.ofSeconds(6), 0, true, 2000, Duration.ZERO));
+        // Five kills at least, however long they take on a loaded machine: the phase waits for them.
+        RingStress.Result result = run(options(3, Duration.ofSeconds(6), 0, true, 2000, Duration.ZERO, 5));
         assertTrue(result.ok(), result.toString());
         assertTrue(result.kills() >= 5, "kills: " + result.kills());
         assertTrue(result.killsHoldingLock() >= 1, "no kill landed inside the lock: " + result);
@@ -54,7 +56,7 @@ class RingStressTest {
 
     @Test
     void hostileRewritesOfTheMetadataAreCountedAndCrashNothing() throws Exception {
-        RingStress.Result result = run(options(2, Duration.ofSeconds(1), 0, false, 0, Duration.ofSeconds(3)));
+        RingStress.Result result = run(options(2, Duration.ofSeconds(1), 0, false, 0, Duration.ofSeconds(3), 0));
         assertTrue(result.ok(), result.toString());
         RingStress.Hostile hostile = result.hostile();
         assertNull(hostile.failure());

@@ -150,7 +150,8 @@ class JvmUnderPreloadTest {
     @Test
     void aJitCompiledMethodsNativeAllocationsAreBookedUnderItsName() throws Exception {
         try (HeapprofdService service = service(1)) {
-            Exited java = java(service, "-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions",
+            // -Xbatch: compiled when the counters say so, whatever the load, not when a busy compiler thread gets to it.
+            Exited java = java(service, "-Xbatch", "-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions",
                     "-XX:+DumpPerfMapAtExit", "-cp", classPathOf(NativeAllocatingMethod.class),
                     NativeAllocatingMethod.class.getName());
             Path perfMap = JitSymbols.DIRECTORY.resolve("perf-" + java.pid() + ".map");

@@ -114,49 +114,49 @@ final class StressCommand implements Callable<Integer> {
         Path program = cProgram != null ? cProgram
                 : CProducerProcess.defaultProgram().resolveSibling("ffmtrace-stress-producer");
         Path trace = out != null ? out : Files.createTempFile("ffmtrace-stress-", ".pftrace");
-        StressRun.Options options;
+        // Deleted however the command ends, a refused option included.
         try {
-            options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
-                    rate, faults, soak, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
-                    trace);
-        } catch (IllegalArgumentException e) {
-            throw new CliFailure(e.getMessage(), CliFailure.USAGE);
-        }
-        if (cProducers > 0 && !Files.isExecutable(program)) {
-            throw new CliFailure("no C stress producer at " + program
-                    + " (make -C native ffmtrace-stress-producer, or --c-producers 0)", CliFailure.FAILED);
-        }
-        if (ringWriters < 0) {
-            throw new CliFailure("--ring-writers cannot be negative", CliFailure.USAGE);
-        }
-        Path ringProgram = program.resolveSibling("ring_stress_writer");
-        if (ringWriters > 0 && !Files.isExecutable(ringProgram)) {
-            throw new CliFailure("no ring stress writer at " + ringProgram
-                    + " (make -C native ring_stress_writer, or --ring-writers 0)", CliFailure.FAILED);
-        }
-        PrintStream stdout = System.out;
-        stdout.printf("stress: %.1f s, seed %d, %d C producers x %d threads, %d platform and %d virtual Java writers,"
-                        + " %s packets/s per writer, sizes %s%s%n", length.toMillis() / 1000.0, runSeed, cProducers, cThreads, threads,
-                virtualThreads, rate == 0 ? "unpaced" : Integer.toString(rate), mix, faults ? ", faults on" : "");
-        CompletableFuture<RingStress.Result> ring = ringWriters == 0 ? CompletableFuture.completedFuture(null)
-                : CompletableFuture.supplyAsync(() -> runRing(ringProgram, length, runSeed, stdout),
-                        task -> Thread.ofPlatform().name("stress ring").start(task));
-        StressRun.Report report;
-        try {
-            report = new StressRun(options, stdout).run();
+            StressRun.Options options;
+            try {
+                options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
+                        rate, faults, soak, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
+                        trace);
+            } catch (IllegalArgumentException e) {
+                throw new CliFailure(e.getMessage(), CliFailure.USAGE);
+            }
+            if (cProducers > 0 && !Files.isExecutable(program)) {
+                throw new CliFailure("no C stress producer at " + program
+                        + " (make -C native ffmtrace-stress-producer, or --c-producers 0)", CliFailure.FAILED);
+            }
+            if (ringWriters < 0) {
+                throw new CliFailure("--ring-writers cannot be negative", CliFailure.USAGE);
+            }
+            Path ringProgram = program.resolveSibling("ring_stress_writer");
+            if (ringWriters > 0 && !Files.isExecutable(ringProgram)) {
+                throw new CliFailure("no ring stress writer at " + ringProgram
+                        + " (make -C native ring_stress_writer, or --ring-writers 0)", CliFailure.FAILED);
+            }
+            PrintStream stdout = System.out;
+            stdout.printf("stress: %.1f s, seed %d, %d C producers x %d threads, %d platform and %d virtual Java writers,"
+                            + " %s packets/s per writer, sizes %s%s%n", length.toMillis() / 1000.0, runSeed, cProducers, cThreads, threads,
+                    virtualThreads, rate == 0 ? "unpaced" : Integer.toString(rate), mix, faults ? ", faults on" : "");
+            CompletableFuture<RingStress.Result> ring = ringWriters == 0 ? CompletableFuture.completedFuture(null)
+                    : CompletableFuture.supplyAsync(() -> runRing(ringProgram, length, runSeed, stdout),
+                            task -> Thread.ofPlatform().name("stress ring").start(task));
+            StressRun.Report report = new StressRun(options, stdout).run();
+            RingStress.Result ringResult = ring.join();
+            print(report, stdout);
+            if (ringResult != null) {
+                print(ringResult, stdout);
+            }
+            boolean passed = report.ok() && (ringResult == null || ringResult.ok());
+            stdout.println(passed ? "stress: PASS, every packet and record accounted for" : "stress: FAIL");
+            return passed ? 0 : CliFailure.FAILED;
         } finally {
             if (out == null) {
                 Files.deleteIfExists(trace);
             }
         }
-        RingStress.Result ringResult = ring.join();
-        print(report, stdout);
-        if (ringResult != null) {
-            print(ringResult, stdout);
-        }
-        boolean passed = report.ok() && (ringResult == null || ringResult.ok());
-        stdout.println(passed ? "stress: PASS, every packet and record accounted for" : "stress: FAIL");
-        return passed ? 0 : CliFailure.FAILED;
     }
 
     /** The SharedRingBuffer part: its writers at the same rate, with kills inside the lock and a hostile phase under faults. */

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -121,5 +122,25 @@ class StressCommandTest {
         ConvertAndDumpTest.Run sizes = ConvertAndDumpTest.run("stress", "--sizes", "huge:3");
         assertEquals(CliFailure.USAGE, sizes.exit());
         assertEquals("ffmtrace stress: --sizes huge:3: no size class \"huge\" (small, medium, large)", sizes.err().strip());
+    }
+
+    /**
+     * Without {@code --out} the run's trace is a temporary file: deleted however the command
+     * ends, a refused option included (a second JVM, so that its temporary directory is the
+     * test's and nothing else writes there).
+     */
+    @Test
+    void theTemporaryTraceIsDeletedWhetherTheRunIsRefusedOrRuns() throws Exception {
+        Path tmp = Files.createDirectory(dir.resolve("tmp"));
+        List<String> jvmOptions = List.of("-Djava.io.tmpdir=" + tmp);
+        ConvertAndDumpTest.Run refused = CliProcess.start("", jvmOptions, "stress", "--c-producers", "0",
+                "--threads", "0", "--virtual-threads", "0").await();
+        assertEquals(CliFailure.USAGE, refused.exit(), refused.err());
+        ConvertAndDumpTest.Run ran = CliProcess.start("", jvmOptions, "stress", "--duration", "200ms",
+                "--c-producers", "0", "--threads", "1", "--virtual-threads", "0", "--ring-writers", "0").await();
+        assertEquals(0, ran.exit(), ran.out() + ran.err());
+        try (var left = Files.list(tmp)) {
+            assertEquals(List.of(), left.toList());
+        }
     }
 }

@@ -2,6 +2,7 @@ package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
 import dev.ffmtrace.memory.testing.CPrograms;
+import dev.ffmtrace.memory.testing.JniAllocatingMethod;
 import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -150,24 +151,64 @@ class JvmUnderPreloadTest {
     @Test
     void aJitCompiledMethodsNativeAllocationsAreBookedUnderItsName() throws Exception {
         try (HeapprofdService service = service(1)) {
-            // -Xbatch: compiled when the counters say so, whatever the load, not when a busy compiler thread gets to it.
-            Exited java = java(service, "-Xbatch", "-XX:+PreserveFramePointer", "-XX:+UnlockDiagnosticVMOptions",
-                    "-XX:+DumpPerfMapAtExit", "-cp", classPathOf(NativeAllocatingMethod.class),
-                    NativeAllocatingMethod.class.getName());
-            Path perfMap = JitSymbols.DIRECTORY.resolve("perf-" + java.pid() + ".map");
-            try {
-                assertEquals(0, java.status(), java.err());
-                assertEquals("done", java.out().strip(), java.err());
-                List<String> allocated = service.folded(false);
-                long expected = NativeAllocatingMethod.ALLOCATIONS * NativeAllocatingMethod.BLOCK;
-                long named = allocated.stream().filter(JvmUnderPreloadTest::fromAllocateNativeThroughUnsafe)
-                        .mapToLong(JvmUnderPreloadTest::bytes).sum();
-                assertTrue(named >= expected / 10 * 9, named + " of the method's " + expected
-                        + " bytes booked under its name, Unsafe and os::malloc; " + withLeaf(allocated, OS_MALLOC));
-                assertEquals(0, service.totals().malformed());
-            } finally {
-                Files.deleteIfExists(perfMap);
-            }
+            List<String> allocated = runCompiled(service, NativeAllocatingMethod.class);
+            long expected = NativeAllocatingMethod.ALLOCATIONS * NativeAllocatingMethod.BLOCK;
+            long named = allocated.stream().filter(JvmUnderPreloadTest::fromAllocateNativeThroughUnsafe)
+                    .mapToLong(JvmUnderPreloadTest::bytes).sum();
+            assertTrue(named >= expected / 10 * 9, named + " of the method's " + expected
+                    + " bytes booked under its name, Unsafe and os::malloc; " + withLeaf(allocated, OS_MALLOC));
+            assertEquals(0, service.totals().malformed());
+        }
+    }
+
+    /**
+     * Issue 33's JNI check: a Java method calls a JNI library's C function, which mallocs.
+     * Every block is booked with that C function as its leaf (its symbol, from the library's
+     * ELF file), and, once the JIT has compiled the loop, under the Java method that called
+     * it (through the JNI call's native wrapper, named by the perf map): 90%, as above.
+     */
+    @Test
+    void aJniFunctionsAllocationsAreBookedUnderItAndTheJavaMethodThatCalledIt() throws Exception {
+        try (HeapprofdService service = service(1)) {
+            List<String> allocated = runCompiled(service, JniAllocatingMethod.class,
+                    CPrograms.program("libheapprofd_jni.so").toString());
+            long expected = JniAllocatingMethod.ALLOCATIONS * JniAllocatingMethod.BLOCK;
+            long inC = allocated.stream().filter(line -> frames(line).getLast().equals(JNI_ALLOCATE))
+                    .mapToLong(JvmUnderPreloadTest::bytes).sum();
+            assertEquals(expected, inC, withLeaf(allocated, JNI_ALLOCATE));
+            String caller = JniAllocatingMethod.class.getName() + ".allocateThroughJni(";
+            long named = allocated.stream().filter(line -> frames(line).getLast().equals(JNI_ALLOCATE)
+                    && frames(line).stream().anyMatch(frame -> frame.contains(caller)))
+                    .mapToLong(JvmUnderPreloadTest::bytes).sum();
+            assertTrue(named >= expected / 10 * 9, named + " of the C function's " + expected
+                    + " bytes booked under " + caller + "); " + withLeaf(allocated, JNI_ALLOCATE));
+            // Each block was freed at once.
+            assertEquals(0, service.folded(true).stream().filter(line -> frames(line).getLast().equals(JNI_ALLOCATE))
+                    .mapToLong(JvmUnderPreloadTest::bytes).sum());
+            assertEquals(0, service.totals().malformed());
+        }
+    }
+
+    /** The JNI library's C function that mallocs (native/src/heapprofd_jni.c). */
+    private static final String JNI_ALLOCATE = "Java_dev_ffmtrace_memory_testing_JniAllocatingMethod_allocate";
+
+    /**
+     * Runs {@code main} with the flags {@code ffmtrace heapprofd} adds to name compiled Java
+     * frames, and {@code -Xbatch}: compiled when the counters say so, whatever the load, not
+     * when a busy compiler thread gets to it. Returns the profile's allocated bytes per
+     * callsite, read while the JVM's perf map is there.
+     */
+    private List<String> runCompiled(HeapprofdService service, Class<?> main, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of("-Xbatch", "-XX:+PreserveFramePointer",
+                "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-cp", classPathOf(main), main.getName()));
+        command.addAll(List.of(args));
+        Exited java = java(service, command.toArray(String[]::new));
+        try {
+            assertEquals(0, java.status(), java.err());
+            assertEquals("done", java.out().strip(), java.err());
+            return service.folded(false);
+        } finally {
+            Files.deleteIfExists(JitSymbols.DIRECTORY.resolve("perf-" + java.pid() + ".map"));
         }
     }
 

@@ -26,6 +26,11 @@ public final class NativeException extends RuntimeException {
         return errno;
     }
 
+    /** Whether the call gave up at its deadline (ETIMEDOUT), such as a send its peer did not take in time. */
+    public boolean timedOut() {
+        return errno == Native.ETIMEDOUT;
+    }
+
     public String errnoName() {
         return Native.errnoName(errno);
     }

@@ -3,6 +3,7 @@ package dev.ffmtrace.memory;
 import dev.ffmtrace.memory.internal.Native;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -32,6 +33,8 @@ public final class UnixSocket implements AutoCloseable {
 
     private final int fd;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** How long one send may wait for the peer to take its bytes; 0 for ever. */
+    private volatile long sendTimeoutNanos;
     /**
      * The native message, I/O vector, control and data buffers of each direction, made on
      * first use and reused, so that a socket's steady traffic allocates no native memory
@@ -99,6 +102,20 @@ public final class UnixSocket implements AutoCloseable {
     }
 
     /**
+     * Bounds each later send: one whose bytes the peer has not all taken within
+     * {@code timeout} (a peer that stopped reading) fails with a {@link NativeException}
+     * of errno ETIMEDOUT, its message cut short, so the stream is broken: shut the socket
+     * down. As Perfetto's IPC host, which gives a client 10 s to take a send. Zero, the
+     * default, waits for ever.
+     */
+    public void setSendTimeout(Duration timeout) {
+        if (timeout.isNegative()) {
+            throw new IllegalArgumentException("negative send timeout " + timeout);
+        }
+        sendTimeoutNanos = timeout.toNanos();
+    }
+
+    /**
      * Sends the first {@code length} bytes of {@code data}, with {@code fd} if it is not
      * negative (it stays open here): for a caller that reuses one buffer for its messages.
      */
@@ -128,12 +145,31 @@ public final class UnixSocket implements AutoCloseable {
                 message.set(Layouts.LONG, Native.MSGHDR_CONTROL_OFFSET, control.address());
                 message.set(Layouts.LONG, Native.MSGHDR_CONTROLLEN_OFFSET, space);
             }
-            long sent = Native.sendmsg(fd, message, Native.MSG_NOSIGNAL);
+            long timeout = sendTimeoutNanos;
+            long deadline = System.nanoTime() + timeout;
+            int flags = Native.MSG_NOSIGNAL | (timeout > 0 ? Native.MSG_DONTWAIT : 0);
+            long sent = 0;
             while (sent < length) {
-                // The descriptors went with the first byte; the rest goes without them.
-                sending.advance(sent, length);
-                sent += Native.sendmsg(fd, message, Native.MSG_NOSIGNAL);
+                long part = Native.sendmsg(fd, message, flags);
+                if (part == -Native.EAGAIN) {
+                    awaitRoom(deadline, timeout);
+                    continue;
+                }
+                sent += part;
+                if (sent < length) {
+                    // The descriptors went with the first byte; the rest goes without them.
+                    sending.advance(sent, length);
+                }
             }
+        }
+    }
+
+    /** Waits until the socket takes bytes again, or fails the send at {@code deadline}. */
+    private void awaitRoom(long deadline, long timeout) {
+        long left = deadline - System.nanoTime();
+        // Rounded up: poll waits whole milliseconds, and 0 would not wait at all.
+        if (left <= 0 || !Native.pollWritable(fd, (left + 999_999) / 1_000_000)) {
+            throw new NativeException("sendmsg(" + fd + ") within " + timeout / 1_000_000 + " ms", Native.ETIMEDOUT);
         }
     }
 

@@ -9,6 +9,8 @@ import dev.ffmtrace.memory.internal.Native;
 import dev.ffmtrace.memory.testing.Syscalls;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -92,6 +94,50 @@ class UnixSocketTest {
             assertEquals(UnixSocket.SendResult.WOULD_BLOCK, result);
             accepted.close();
             assertEquals(UnixSocket.SendResult.PEER_CLOSED, client.trySendByte((byte) 1));
+        }
+    }
+
+    @Test
+    void aSendWithATimeoutGoesWholeToAPeerThatReadsAndFailsOnOneThatDoesNot() throws Exception {
+        UnixAddress address = uniqueAbstract();
+        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+             UnixSocket client = UnixSocket.connect(address);
+             UnixSocket accepted = server.accept();
+             SharedMemory file = SharedMemory.create("with-first-part", 4096)) {
+            // Many times what the socket holds: sent in parts, each once poll says there is
+            // room; a timeout no reader misses, so only the parts' order is under test.
+            accepted.setSendTimeout(Duration.ofHours(1));
+            byte[] big = new byte[8 << 20];
+            for (int i = 0; i < big.length; i++) {
+                big[i] = (byte) (i * 31 + (i >>> 13));
+            }
+            CompletableFuture<UnixSocket.Received> first = new CompletableFuture<>();
+            CompletableFuture<byte[]> read = CompletableFuture.supplyAsync(() -> {
+                byte[] into = new byte[big.length];
+                byte[] part = new byte[64 * 1024];
+                int at = 0;
+                while (at < into.length) {
+                    UnixSocket.Received received = client.receive(part, 1);
+                    if (at == 0) {
+                        first.complete(received);
+                    }
+                    System.arraycopy(part, 0, into, at, received.bytes());
+                    at += received.bytes();
+                }
+                return into;
+            });
+            accepted.send(big, file.fd());
+            assertTrue(Arrays.equals(big, read.get()), "the bytes arrived whole and in order");
+            int[] fds = first.get().fds();
+            assertEquals(1, fds.length, "the descriptor came with the first part");
+            UnixSocket.closeReceived(fds);
+
+            // Now nobody reads: the send fails at its timeout, not before.
+            accepted.setSendTimeout(Duration.ofMillis(100));
+            long start = System.nanoTime();
+            NativeException timedOut = assertThrows(NativeException.class, () -> accepted.send(big));
+            assertTrue(timedOut.timedOut(), timedOut.getMessage());
+            assertTrue(System.nanoTime() - start >= Duration.ofMillis(100).toNanos());
         }
     }
 

@@ -7,6 +7,7 @@ import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
 import dev.ffmtrace.protozero.ProtoField;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -33,11 +34,18 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Threads: one accepting thread, and one I/O thread per client that reads its frames
  * and runs its invocations' handlers in order. Handlers of different clients run
- * concurrently.
+ * concurrently. A client has {@link #SEND_TIMEOUT} to take each frame sent to it, as in
+ * Perfetto: one that stops reading is then disconnected (counted in
+ * {@link #sendTimeouts()}), so no thread that sends to it waits longer.
  */
 public final class IpcHost implements AutoCloseable {
     /** Bytes taken off a socket per read. */
     private static final int READ_SIZE = 16 * 1024;
+    /**
+     * How long a client has to take a frame (Perfetto's kDefaultIpcTxTimeoutMs): a client
+     * that stops reading is disconnected then, and the thread that sent to it goes on.
+     */
+    public static final Duration SEND_TIMEOUT = Duration.ofSeconds(10);
 
     private final UnixServerSocket server;
     private final Map<Integer, ExposedService> services = new ConcurrentHashMap<>();
@@ -45,6 +53,8 @@ public final class IpcHost implements AutoCloseable {
     private final AtomicLong lastClientId = new AtomicLong();
     private final AtomicLong violations = new AtomicLong();
     private final AtomicLong handlerFailures = new AtomicLong();
+    private final AtomicLong sendTimeouts = new AtomicLong();
+    private final Duration sendTimeout;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread acceptor;
     private int lastServiceId;
@@ -52,8 +62,9 @@ public final class IpcHost implements AutoCloseable {
     private record ExposedService(int id, ServiceDescriptor descriptor) {
     }
 
-    private IpcHost(UnixServerSocket server) {
+    private IpcHost(UnixServerSocket server, Duration sendTimeout) {
         this.server = server;
+        this.sendTimeout = sendTimeout;
         this.acceptor = Thread.ofPlatform().daemon().name("ipc-host-accept " + server.address()).unstarted(this::acceptLoop);
     }
 
@@ -68,7 +79,15 @@ public final class IpcHost implements AutoCloseable {
      * starts accepting clients.
      */
     public static IpcHost listen(UnixAddress address, int mode) {
-        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64, mode));
+        return listen(address, mode, SEND_TIMEOUT);
+    }
+
+    /**
+     * As {@link #listen(UnixAddress, int)}, giving each client {@code sendTimeout} to take
+     * a frame before it is disconnected (for tests; clients get Perfetto's 10 s otherwise).
+     */
+    public static IpcHost listen(UnixAddress address, int mode, Duration sendTimeout) {
+        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64, mode), sendTimeout);
         host.acceptor.start();
         return host;
     }
@@ -95,6 +114,11 @@ public final class IpcHost implements AutoCloseable {
     /** Handlers that threw; each such invocation was failed. */
     public long handlerFailures() {
         return handlerFailures.get();
+    }
+
+    /** Clients disconnected because they did not take a frame within the send timeout. */
+    public long sendTimeouts() {
+        return sendTimeouts.get();
     }
 
     /** Clients connected now. */
@@ -168,6 +192,7 @@ public final class IpcHost implements AutoCloseable {
             }
             Connection connection;
             try {
+                socket.setSendTimeout(sendTimeout);
                 PeerCredentials credentials = socket.peerCredentials();
                 long id = lastClientId.incrementAndGet();
                 connection = new Connection(this, socket, new ClientInfo(id, credentials.uid(), credentials.pid()));
@@ -330,7 +355,7 @@ public final class IpcHost implements AutoCloseable {
                 try {
                     Frames.send(socket, frame, fd);
                 } catch (NativeException e) {
-                    socket.shutdown();
+                    sendFailed(e);
                 }
             }
         }
@@ -372,9 +397,17 @@ public final class IpcHost implements AutoCloseable {
                 try {
                     socket.sendBytes(replies.bytes(), length, fd);
                 } catch (NativeException e) {
-                    socket.shutdown();
+                    sendFailed(e);
                 }
             }
+        }
+
+        /** A send that failed, or that the client did not take in time, ends the connection. Called under the send lock. */
+        private void sendFailed(NativeException e) {
+            if (e.timedOut()) {
+                host.sendTimeouts.incrementAndGet();
+            }
+            socket.shutdown();
         }
 
         /** Ends the connection: a send blocked on it fails, then its thread closes it. Never blocks. */

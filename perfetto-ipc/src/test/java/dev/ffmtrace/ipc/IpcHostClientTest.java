@@ -11,6 +11,7 @@ import perfetto.protos.WireProtocol.IPCFrame;
 
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -81,7 +82,8 @@ class IpcHostClientTest {
 
     @BeforeEach
     void startHost() {
-        host = IpcHost.listen(newAddress());
+        // No test here waits for a send timeout but the one that makes its own host.
+        host = IpcHost.listen(newAddress(), -1, Duration.ofHours(1));
         assertTrue(host.exposeService(new ServiceDescriptor("Other", List.of(
                 new ServiceDescriptor.Method("Nothing", Invocation::fail)))));
         assertTrue(host.exposeService(testService(disconnected)));
@@ -318,7 +320,8 @@ class IpcHostClientTest {
                 }
             });
             waitUntil(() -> flooderTid.get() != 0);
-            Syscalls.awaitBlockedIn(Os.pid(), flooderTid.get(), Syscalls.Call.SENDMSG);
+            // A send to a full socket waits in poll for room, until its timeout (an hour here).
+            Syscalls.awaitBlockedIn(Os.pid(), flooderTid.get(), Syscalls.Call.POLL);
             CompletableFuture<Void> disconnect =
                     CompletableFuture.runAsync(() -> host.disconnect(invocation.client().clientId()));
             await(disconnect);
@@ -328,6 +331,40 @@ class IpcHostClientTest {
         }
     }
 
+
+    @Test
+    void aClientThatTakesNoFrameWithinTheSendTimeoutIsDisconnectedAndTheSenderGoesOn() throws Exception {
+        CompletableFuture<Invocation> held = new CompletableFuture<>();
+        CountDownLatch gone = new CountDownLatch(1);
+        try (IpcHost impatient = IpcHost.listen(newAddress(), -1, Duration.ofMillis(200));
+             RawPeer peer = new RawPeer(impatient.address());
+             IpcClient sentinel = IpcClient.connect(impatient.address())) {
+            assertTrue(impatient.exposeService(new ServiceDescriptor("Flood",
+                    List.of(new ServiceDescriptor.Method("Hold", held::complete)), client -> gone.countDown())));
+            assertTrue(impatient.exposeService(testService(disconnected)));
+            peer.send(Frames.bindService(1, "Flood"));
+            int serviceId = peer.nextFrame().getMsgBindServiceReply().getServiceId();
+            peer.send(Frames.invokeMethod(2, serviceId, 1, new byte[0], false));
+            Invocation invocation = await(held);
+            // The peer reads nothing more: the replies fill its socket, and the send that
+            // finds no room for 200 ms ends the connection. Nobody disconnects it else.
+            CompletableFuture<Integer> flooded = CompletableFuture.supplyAsync(() -> {
+                int replies = 0;
+                while (gone.getCount() > 0) {
+                    invocation.replyMore(new byte[60_000]);
+                    replies++;
+                }
+                return replies;
+            });
+            assertTrue(gone.await(20, TimeUnit.SECONDS), "the connection closed");
+            assertTrue(await(flooded) > 0);
+            assertEquals(1, impatient.sendTimeouts());
+            // The other client was answered throughout, and is still.
+            BoundService echo = await(sentinel.bindService("TestService"));
+            assertArrayEquals(new byte[] {7}, await(sentinel.invoke(echo, "Echo", new byte[] {7})).replyProto());
+            assertEquals(0, impatient.violations());
+        }
+    }
 
     @Test
     void closingTheHostEndsOpenRequestsAndTheClientsConnection() throws Exception {

@@ -110,6 +110,7 @@ public final class Native {
     public static final int EINVAL = 22;
     public static final int EPIPE = 32;
     public static final int ENOSYS = 38;
+    public static final int ETIMEDOUT = 110;
     public static final int ECONNRESET = 104;
 
     /** {@code struct sockaddr_un}: a 2-byte family and a 108-byte path. */
@@ -481,6 +482,7 @@ public final class Native {
         }
     }
 
+    /** {@code sendmsg(2)}: the bytes sent, or {@code -EAGAIN} (a full socket, with MSG_DONTWAIT). */
     public static long sendmsg(int fd, MemorySegment message, int flags) {
         try {
             MemorySegment state = CAPTURE.get();
@@ -489,7 +491,11 @@ public final class Native {
                 if (sent >= 0) {
                     return sent;
                 }
-                if (errno(state) != EINTR) {
+                int errno = errno(state);
+                if (errno == EAGAIN) {
+                    return -EAGAIN;
+                }
+                if (errno != EINTR) {
                     throw failure("sendmsg", state);
                 }
             }

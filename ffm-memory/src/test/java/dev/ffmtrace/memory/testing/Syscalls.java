@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * Where a thread waits, as /proc tells: a test that needs a thread to be blocked in a
- * system call (an accept a close must wake, a send to a peer that stopped reading, a
+ * system call (an accept a close must wake, a send waiting for a peer that stopped reading, a
  * client sleeping for room) waits until /proc shows it there, instead of sleeping and
  * hoping it got there.
  */
@@ -19,7 +19,8 @@ public final class Syscalls {
     /** The system calls tests wait in, by number on x86-64 and AArch64. */
     public enum Call {
         ACCEPT4(288, 242),
-        SENDMSG(46, 211),
+        /** aarch64 has no poll: glibc's poll calls ppoll there. */
+        POLL(7, 73),
         CLOCK_NANOSLEEP(230, 115);
 
         private final int x86;

@@ -650,15 +650,17 @@ public final class ConsumerPort implements AutoCloseable {
         void readBuffers(Invocation invocation) {
             TracingSession current = session;
             if (current == null && clone != null) {
-                // A clone is read once, as a stopped session's buffers are.
-                TracePackets.cutIntoSlices(clone, (reply, last) -> {
+                // A clone is read once, as a stopped session's buffers are. Its place is
+                // free before the last reply goes: a consumer that has read it may clone again.
+                byte[] trace = clone;
+                dropClone();
+                TracePackets.cutIntoSlices(trace, (reply, last) -> {
                     if (last) {
                         invocation.reply(reply);
                     } else {
                         invocation.replyMore(reply);
                     }
                 });
-                dropClone();
                 return;
             }
             if (current == null || current.config().writeIntoFile() || current.isClosed()) {

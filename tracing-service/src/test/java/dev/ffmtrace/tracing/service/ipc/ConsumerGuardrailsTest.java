@@ -24,6 +24,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -256,6 +257,47 @@ class ConsumerGuardrailsTest {
         } finally {
             release.countDown();
         }
+    }
+
+    /**
+     * Item 4's other half: a consumer that sends requests and never reads their replies.
+     * They fill its socket; the send that finds no room for the host's send timeout ends
+     * the connection, which stops the consumer's session and frees it, while the sentinel
+     * is served.
+     */
+    @Test
+    void aConsumerThatNeverReadsItsRepliesIsDisconnectedAndItsSessionStopped() throws Exception {
+        host.close();
+        host = IpcHost.listen(UnixAddress.abstractName("ffmtrace-guardrails-" + UUID.randomUUID()), -1,
+                Duration.ofMillis(500));
+        host.exposeService(port.descriptor());
+        // A producer whose data sources' names make each QueryServiceState reply about 100 KB.
+        Producer wordy = service.connectProducer(ProducerOptions.of("wordy").withSmbSize(1 << 20));
+        for (int i = 0; i < 100; i++) {
+            wordy.registerDataSource(i + "w".repeat(1000));
+        }
+        DataSource probe = wordy.registerDataSource("probe");
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch stopped = new CountDownLatch(1);
+        probe.onStart(config -> started.countDown());
+        probe.onStop(done -> {
+            stopped.countDown();
+            done.run();
+        });
+        Path enable = file("enable.bin", enableRequest(config -> {
+            config.addBuffers().setSizeKb(64);
+            config.addDataSources().setConfig().setName("probe");
+        }));
+        List<String> calls = new ArrayList<>(List.of("!EnableTracing", "@" + enable));
+        for (int i = 0; i < 20; i++) {
+            calls.addAll(List.of("!QueryServiceState", ""));
+        }
+        call(-1, calls.toArray(String[]::new));
+        assertTrue(started.await(TIMEOUT_MS, TimeUnit.MILLISECONDS), "the attacker's session started");
+        assertTrue(stopped.await(TIMEOUT_MS, TimeUnit.MILLISECONDS), "its session stopped when it was disconnected");
+        assertEquals(1, host.sendTimeouts());
+        assertSentinelServed();
+        assertEquals(0, port.sessionCount());
     }
 
     /** A clone is a session of its consumer's uid, as in Perfetto, and the trace it holds counts as buffer memory. */

@@ -72,27 +72,32 @@ final class ServeCommand implements Callable<Integer> {
                     (System.nanoTime() - start) / 1_000_000);
         }
         List<IpcHost> hosts = new ArrayList<>();
-        try (StopOnSignal signal = new StopOnSignal();
-             TracingService service = new TracingService();
-             ConsumerPort consumerPort = new ConsumerPort(service, VERSION)) {
-            try {
-                IpcHost consumerHost = listen("--consumer-socket", consumerAddress, mode);
-                hosts.add(consumerHost);
-                consumerHost.exposeService(consumerPort.descriptor());
-                IpcHost producerHost = listen("--producer-socket", producerAddress, mode);
-                hosts.add(producerHost);
-                ProducerPort.expose(service, producerHost);
-                System.out.println("producer socket: " + producerAddress);
-                System.out.println("consumer socket: " + consumerAddress);
-                System.out.flush();
-                while (!signal.awaitStop(1000)) {
-                    // Serving: the hosts' threads do the work.
+        try (StopOnSignal signal = new StopOnSignal()) {
+            try (TracingService service = new TracingService();
+                 ConsumerPort consumerPort = new ConsumerPort(service, VERSION)) {
+                try {
+                    IpcHost consumerHost = listen("--consumer-socket", consumerAddress, mode);
+                    hosts.add(consumerHost);
+                    consumerHost.exposeService(consumerPort.descriptor());
+                    IpcHost producerHost = listen("--producer-socket", producerAddress, mode);
+                    hosts.add(producerHost);
+                    ProducerPort.expose(service, producerHost);
+                    System.out.println("producer socket: " + producerAddress);
+                    System.out.println("consumer socket: " + consumerAddress);
+                    System.out.flush();
+                    // Serving: the hosts' threads do the work until a signal.
+                    signal.awaitStop();
+                    System.out.println("stopping on a signal");
+                } finally {
+                    // The sockets go first, so that no request comes in while the sessions end;
+                    // the producers' first, so that no session's last flush or stop waits for
+                    // a producer that will never answer (one that is gone has answered).
+                    hosts.reversed().forEach(IpcHost::close);
                 }
-                System.out.println("stopping on a signal");
-            } finally {
-                // The sockets go first, so that no request comes in while the sessions end.
-                hosts.forEach(IpcHost::close);
             }
+            // While the shutdown hook still waits: once it returns, the JVM ends at once.
+            System.out.println("stopped");
+            System.out.flush();
         }
         return 0;
     }

@@ -29,6 +29,11 @@ final class StopOnSignal implements AutoCloseable {
         }
     }
 
+    /** Waits for a stop request. */
+    void awaitStop() throws InterruptedException {
+        stopRequested.await();
+    }
+
     /** Waits up to {@code millis} ms for a stop request; returns whether there is one. */
     boolean awaitStop(long millis) throws InterruptedException {
         return stopRequested.await(millis, TimeUnit.MILLISECONDS);

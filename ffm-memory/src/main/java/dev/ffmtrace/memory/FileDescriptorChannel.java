@@ -29,15 +29,21 @@ public final class FileDescriptorChannel implements WritableByteChannel {
     /** Linux's PIPE_BUF: a pipe that polls writable has room for this many bytes. */
     private static final int PIPE_BUF = 4096;
 
+    /** The longest one poll waits, so that a wait sees a timeout shortened meanwhile. */
+    private static final long POLL_SLICE_MILLIS = 100;
+
     private final int fd;
-    /** How long a write waits for the descriptor to take bytes; 0 for ever (and no poll). */
-    private final long writeTimeoutMillis;
+    /** Whether writes poll for room first: adopted with a timeout, and not a regular file. */
+    private final boolean polls;
+    /** How long a write waits for the descriptor to take bytes, if it {@link #polls}. */
+    private volatile long writeTimeoutMillis;
     private Arena arena;
     private MemorySegment staging;
     private boolean closed;
 
     private FileDescriptorChannel(int fd, long writeTimeoutMillis) {
         this.fd = fd;
+        this.polls = writeTimeoutMillis > 0;
         this.writeTimeoutMillis = writeTimeoutMillis;
     }
 
@@ -66,6 +72,18 @@ public final class FileDescriptorChannel implements WritableByteChannel {
         return new FileDescriptorChannel(Native.open(path.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0), 0);
     }
 
+    /**
+     * Shortens the write timeout to {@code timeout} if it is longer, for writes from now on
+     * and for one waiting now (counted from when its wait began): a service that is shutting
+     * down gives a reader that stopped reading less time. No effect on a channel whose
+     * writes do not wait (a regular file, no timeout). Any thread may call it, during a write.
+     */
+    public void shortenWriteTimeout(Duration timeout) {
+        if (polls) {
+            writeTimeoutMillis = Math.min(writeTimeoutMillis, Math.max(1, timeout.toMillis()));
+        }
+    }
+
     /** The descriptor, to send to a peer (the peer gets its own copy); valid until {@link #close()}. */
     public int fd() {
         return fd;
@@ -89,10 +107,8 @@ public final class FileDescriptorChannel implements WritableByteChannel {
             try {
                 while (done < length) {
                     long piece = length - done;
-                    if (writeTimeoutMillis > 0) {
-                        if (!Native.pollWritable(fd, writeTimeoutMillis)) {
-                            throw new IOException("fd " + fd + " took no bytes for " + writeTimeoutMillis + " ms");
-                        }
+                    if (polls) {
+                        awaitRoom();
                         piece = Math.min(piece, PIPE_BUF);
                     }
                     done += Native.write(fd, staging.asSlice(done), piece);
@@ -104,6 +120,21 @@ public final class FileDescriptorChannel implements WritableByteChannel {
             total += length;
         }
         return total;
+    }
+
+    /** Waits until the descriptor takes bytes; fails once it took none for the write timeout. */
+    private void awaitRoom() throws IOException {
+        long start = System.nanoTime();
+        while (true) {
+            long timeout = writeTimeoutMillis;
+            long waited = (System.nanoTime() - start) / 1_000_000;
+            if (waited >= timeout) {
+                throw new IOException("fd " + fd + " took no bytes for " + timeout + " ms");
+            }
+            if (Native.pollWritable(fd, Math.min(timeout - waited, POLL_SLICE_MILLIS))) {
+                return;
+            }
+        }
     }
 
     @Override

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.internal.Native;
+import dev.ffmtrace.memory.testing.Syscalls;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
@@ -17,6 +18,7 @@ import java.time.Duration;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -76,6 +78,33 @@ class FileDescriptorChannelTest {
                 Native.open(fifo.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0), Duration.ofMillis(200))) {
             IOException timedOut = assertThrows(IOException.class, () -> channel.write(ByteBuffer.allocate(1 << 20)));
             assertTrue(timedOut.getMessage().contains("took no bytes for 200 ms"), timedOut.getMessage());
+        } finally {
+            Native.close(reader);
+        }
+    }
+
+    @Test
+    void aShortenedTimeoutEndsAWriteThatWaitsNow() throws Exception {
+        Path fifo = fifo();
+        int reader = Native.open(fifo.toString(), Native.O_CLOEXEC | 0x800, 0);
+        try (FileDescriptorChannel channel = FileDescriptorChannel.adopt(
+                Native.open(fifo.toString(), Native.O_WRONLY | Native.O_CLOEXEC, 0), Duration.ofHours(1))) {
+            AtomicInteger writerTid = new AtomicInteger();
+            CompletableFuture<IOException> write = CompletableFuture.supplyAsync(() -> {
+                writerTid.set(Os.tid());
+                return assertThrows(IOException.class, () -> channel.write(ByteBuffer.allocate(1 << 20)));
+            });
+            // Once the pipe is full the write waits in poll, with an hour to go.
+            while (writerTid.get() == 0) {
+                Thread.onSpinWait();
+            }
+            Syscalls.awaitBlockedIn(Os.pid(), writerTid.get(), Syscalls.Call.POLL);
+            channel.shortenWriteTimeout(Duration.ofMillis(50));
+            IOException timedOut = write.get(60, TimeUnit.SECONDS);
+            assertTrue(timedOut.getMessage().contains("took no bytes for 50 ms"), timedOut.getMessage());
+            channel.shortenWriteTimeout(Duration.ofHours(2));
+            IOException next = assertThrows(IOException.class, () -> channel.write(ByteBuffer.allocate(1)));
+            assertTrue(next.getMessage().contains("took no bytes for 50 ms"), "only ever shortened: " + next.getMessage());
         } finally {
             Native.close(reader);
         }

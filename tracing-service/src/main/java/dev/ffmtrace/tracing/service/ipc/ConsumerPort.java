@@ -43,6 +43,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -102,6 +103,8 @@ public final class ConsumerPort implements AutoCloseable {
      * bytes (a reader that stopped reading) before it fails and stops that session.
      */
     static final Duration OUTPUT_WRITE_TIMEOUT = Duration.ofSeconds(10);
+    /** {@link #OUTPUT_WRITE_TIMEOUT} once the port is closing: a service told to stop stops within seconds. */
+    static final Duration CLOSING_OUTPUT_WRITE_TIMEOUT = Duration.ofSeconds(1);
     /** How often a consumer observing ALL_DATA_SOURCES_STARTED is checked for data sources that started late. */
     private static final long OBSERVE_POLL_MS = 100;
 
@@ -115,6 +118,8 @@ public final class ConsumerPort implements AutoCloseable {
     private final TracingService service;
     private final String version;
     private final Map<Long, RemoteConsumer> consumers = new ConcurrentHashMap<>();
+    /** Consumers gone whose workers still free their sessions: {@link #close()} waits for them. */
+    private final Set<RemoteConsumer> ending = ConcurrentHashMap.newKeySet();
     private final AtomicLong lastSessionId = new AtomicLong();
     private final AtomicLong stateEntriesLeftOut = new AtomicLong();
     private final AtomicLong requestFailures = new AtomicLong();
@@ -196,15 +201,20 @@ public final class ConsumerPort implements AutoCloseable {
 
     /**
      * Frees every consumer's session and waits for their workers; close the IPC host
-     * first, so that no request comes in meanwhile.
+     * first, so that no request comes in meanwhile. An output that takes no bytes then
+     * holds its session's last write {@link #CLOSING_OUTPUT_WRITE_TIMEOUT}.
      */
     @Override
     public void close() {
         observer.shutdownNow();
         for (RemoteConsumer consumer : List.copyOf(consumers.values())) {
             consumers.remove(consumer.info.clientId());
-            consumer.shutDown();
+            consumer.end();
         }
+        List<RemoteConsumer> stopping = List.copyOf(ending);
+        // The last write of a session whose reader stopped reading waits a second, not ten.
+        stopping.forEach(RemoteConsumer::shortenOutputTimeout);
+        stopping.forEach(RemoteConsumer::awaitEnd);
     }
 
     private RemoteConsumer consumer(ClientInfo client) {
@@ -214,7 +224,9 @@ public final class ConsumerPort implements AutoCloseable {
     private void disconnected(ClientInfo client) {
         RemoteConsumer consumer = consumers.remove(client.clientId());
         if (consumer != null) {
-            consumer.shutDown();
+            // Not waited for: this is the IPC host's I/O thread, which the host's close joins,
+            // and a session's stop may wait long for its producers.
+            consumer.end();
         }
     }
 
@@ -429,7 +441,8 @@ public final class ConsumerPort implements AutoCloseable {
         private volatile long sessionId;
         /** When the session started, by CLOCK_REALTIME, for QueryServiceState. */
         private volatile long startRealtimeNs;
-        private FileDescriptorChannel output;
+        /** The write_into_file output; written on the worker, its timeout shortened by {@link #close()}. */
+        private volatile FileDescriptorChannel output;
         /** The deferred EnableTracing reply; guarded by this, as a session's completion may come on another thread. */
         private Invocation enableReply;
         /** The session whose stop the consumer was told of: a session stops once. */
@@ -488,13 +501,37 @@ public final class ConsumerPort implements AutoCloseable {
             }
         }
 
-        /** The consumer went: its session is freed after the requests already queued. */
-        void shutDown() {
-            submit(this::freeSession);
+        /**
+         * The consumer went: its session is freed after the requests already queued, on its
+         * worker, which then ends; {@link #close()} waits for that.
+         */
+        void end() {
+            ending.add(this);
+            boolean queued = submit(() -> {
+                try {
+                    freeSession();
+                } finally {
+                    ending.remove(this);
+                }
+            });
+            if (!queued) {
+                ending.remove(this);
+            }
             worker.shutdown();
+        }
+
+        void shortenOutputTimeout() {
+            FileDescriptorChannel current = output;
+            if (current != null) {
+                current.shortenWriteTimeout(CLOSING_OUTPUT_WRITE_TIMEOUT);
+            }
+        }
+
+        /** Waits until the worker has ended; a stop waits for data sources at most their stop timeout. */
+        void awaitEnd() {
             try {
                 while (!worker.awaitTermination(1, TimeUnit.SECONDS)) {
-                    // A stop waits for data sources at most their stop timeout; keep waiting.
+                    // Keep waiting: each wait inside is bounded.
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

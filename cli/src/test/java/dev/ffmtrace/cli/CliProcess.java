@@ -73,7 +73,7 @@ final class CliProcess {
         return process;
     }
 
-    /** Waits until a line of standard output matches. */
+    /** Waits until a line of standard output matches; fails at once if the output ends first. */
     void awaitLine(Predicate<String> line) throws InterruptedException {
         synchronized (lines) {
             awaited = line;
@@ -83,7 +83,12 @@ final class CliProcess {
         }
         if (!seen.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
             process.destroyForcibly();
-            fail("no such line within " + TIMEOUT_SECONDS + " s; output: " + lines);
+            fail("no such line within " + TIMEOUT_SECONDS + " s; output: " + lines + "; errors: " + errors());
+        }
+        synchronized (lines) {
+            if (lines.stream().noneMatch(line)) {
+                fail("the output ended without such a line: " + lines + "; errors: " + errors());
+            }
         }
     }
 
@@ -109,6 +114,16 @@ final class CliProcess {
         }
     }
 
+    /** Standard error, once the process has ended (for a failure's message). */
+    private String errors() {
+        try {
+            return process.waitFor(TIMEOUT_SECONDS, TimeUnit.SECONDS) ? err.get(TIMEOUT_SECONDS, TimeUnit.SECONDS)
+                    : "(still running)";
+        } catch (InterruptedException | ExecutionException | TimeoutException e) {
+            return "(unreadable: " + e + ")";
+        }
+    }
+
     private String readLines() {
         StringBuilder all = new StringBuilder();
         try (BufferedReader reader = new BufferedReader(new InputStreamReader(process.getInputStream(),
@@ -124,6 +139,9 @@ final class CliProcess {
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        } finally {
+            // The output ended: a line still awaited will not come.
+            seen.countDown();
         }
         return all.toString();
     }

@@ -17,6 +17,8 @@ import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
+import perfetto.protos.TraceOuterClass.Trace;
+import perfetto.protos.TracePacketOuterClass.TracePacket;
 
 /**
  * Issue #27's check: once the attackers of {@link ServeAttackers} leave, {@code serve}'s
@@ -90,14 +92,21 @@ class ServeBaselineTest {
         assertEquals(143, end.exit(), end.err());
     }
 
-    private void attackRounds(long pid, Path consumerSocket, Path producerSocket) throws Exception {
-        // One well-behaved session first: what the service makes once and keeps (its timer) is there from now on.
+    /** A well-behaved session: started, stopped by its duration, read back and freed. */
+    private static void sentinelSession(Path consumerSocket) throws Exception {
         try (ConsumerConnection consumer = ConsumerConnection.connect(UnixAddress.path(consumerSocket), 60_000)) {
             byte[] config = TraceConfig.newBuilder().addBuffers(TraceConfig.BufferConfig.newBuilder().setSizeKb(64))
                     .setDurationMs(1).build().toByteArray();
             assertTrue(consumer.enableTracing(config, -1).get(60, TimeUnit.SECONDS).ok());
+            assertTrue(Trace.parseFrom(consumer.readBuffers(60_000)).getPacketList().stream()
+                    .anyMatch(TracePacket::hasTraceStats), "the sentinel's trace ends with its stats");
             assertTrue(consumer.freeBuffers(60_000));
         }
+    }
+
+    private void attackRounds(long pid, Path consumerSocket, Path producerSocket) throws Exception {
+        // One well-behaved session first: what the service makes once and keeps (its timer) is there from now on.
+        sentinelSession(consumerSocket);
         Await.until("the first session's consumer gone", () -> Footprint.of(pid).clientThreads() == 0,
                 () -> Footprint.of(pid).toString());
         Footprint fresh = Footprint.of(pid);
@@ -110,6 +119,8 @@ class ServeBaselineTest {
                 attackers.idleConsumers(100);
                 Footprint attacked = Footprint.of(pid);
                 assertTrue(attacked.threads() > fresh.threads() + 100, "the attack is under way: " + attacked);
+                // Under attack, another consumer's session runs to its end and is read.
+                sentinelSession(consumerSocket);
             }
             Await.until("round " + round + "'s clients gone", () -> {
                 Footprint now = Footprint.of(pid);

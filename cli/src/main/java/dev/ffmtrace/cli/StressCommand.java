@@ -1,5 +1,6 @@
 package dev.ffmtrace.cli;
 
+import dev.ffmtrace.cli.stress.HostileClients;
 import dev.ffmtrace.cli.stress.ProcessFootprint;
 import dev.ffmtrace.cli.stress.RingStress;
 import dev.ffmtrace.cli.stress.StressPacket;
@@ -73,6 +74,11 @@ final class StressCommand implements Callable<Integer> {
             + " run a hostile producer that rewrites its SMB, commits garbage and tries to resize the sealed memfd.")
     boolean faults;
 
+    @Option(names = "--hostile-clients", description = "Beside the writers, attack the service through a consumer port"
+            + " and the producer port all run long (a producer that never takes a command, a consumer that never"
+            + " reads, a crowd that connects and leaves) while normal consumers run sessions that must all end.")
+    boolean hostileClients;
+
     @Option(names = "--ring-writers", defaultValue = "2", paramLabel = "N",
             description = "Writer processes of the SharedRingBuffer part, which runs alongside; 0 for none"
                     + " (default ${DEFAULT-VALUE}).")
@@ -113,6 +119,7 @@ final class StressCommand implements Callable<Integer> {
         long runSeed = seed != null ? seed : ThreadLocalRandom.current().nextLong();
         Path program = cProgram != null ? cProgram
                 : CProducerProcess.defaultProgram().resolveSibling("ffmtrace-stress-producer");
+        Path ipcTool = program.resolveSibling("perfetto_ipc_tool");
         Path trace = out != null ? out : Files.createTempFile("ffmtrace-stress-", ".pftrace");
         // Deleted however the command ends, a refused option included.
         try {
@@ -120,13 +127,17 @@ final class StressCommand implements Callable<Integer> {
             try {
                 options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
                         rate, faults, soak, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
-                        trace);
+                        trace, hostileClients ? ipcTool : null);
             } catch (IllegalArgumentException e) {
                 throw new CliFailure(e.getMessage(), CliFailure.USAGE);
             }
             if (cProducers > 0 && !Files.isExecutable(program)) {
                 throw new CliFailure("no C stress producer at " + program
                         + " (make -C native ffmtrace-stress-producer, or --c-producers 0)", CliFailure.FAILED);
+            }
+            if (hostileClients && !Files.isExecutable(ipcTool)) {
+                throw new CliFailure("no perfetto_ipc_tool at " + ipcTool
+                        + " (make -C native perfetto_ipc_tool, or no --hostile-clients)", CliFailure.FAILED);
             }
             if (ringWriters < 0) {
                 throw new CliFailure("--ring-writers cannot be negative", CliFailure.USAGE);
@@ -228,6 +239,15 @@ final class StressCommand implements Callable<Integer> {
                 result.unaccounted(), result.strangers());
         for (String problem : report.problems()) {
             out.println("stress: " + problem);
+        }
+        HostileClients.Result clients = report.hostileClients();
+        if (clients != null) {
+            out.printf("hostile clients: %d rounds of attacks; %d normal sessions ended and read, %d failed;"
+                            + " %d clients disconnected for not reading%n", clients.rounds(), clients.sessions(),
+                    clients.failures().size(), clients.sendTimeouts());
+            for (String failure : clients.failures()) {
+                out.println("hostile clients: " + failure);
+            }
         }
         ProcessFootprint.Verdict soak = report.soak();
         if (soak != null) {

@@ -124,6 +124,17 @@ class StressCommandTest {
         assertEquals("ffmtrace stress: --sizes huge:3: no size class \"huge\" (small, medium, large)", sizes.err().strip());
     }
 
+    @Test
+    void hostileClientsComeAndGoWhileEveryNormalSessionEnds() {
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "3s", "--c-producers", "0",
+                "--threads", "1", "--virtual-threads", "0", "--ring-writers", "0", "--hostile-clients");
+        assertEquals(0, run.exit(), run.out() + run.err());
+        Matcher clients = Pattern.compile("hostile clients: (\\d+) rounds of attacks; (\\d+) normal sessions ended and"
+                + " read, 0 failed").matcher(run.out());
+        assertTrue(clients.find(), run.out());
+        assertTrue(Integer.parseInt(clients.group(1)) > 0 && Integer.parseInt(clients.group(2)) > 0, run.out());
+    }
+
     /**
      * Without {@code --out} the run's trace is a temporary file: deleted however the command
      * ends, a refused option included (a second JVM, so that its temporary directory is the

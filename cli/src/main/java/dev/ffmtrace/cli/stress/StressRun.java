@@ -42,7 +42,8 @@ import java.util.concurrent.locks.LockSupport;
  * last packets), and {@link StressVerifier} accounts for every packet in the file.
  *
  * <p>Writers alternate between the two buffers, and between {@code STALL} and
- * {@code DROP} when their chunks run out.
+ * {@code DROP} when their chunks run out. With {@link HostileClients}, consumers and
+ * producers that misbehave come and go all through the run beside normal consumers.
  */
 public final class StressRun {
     public static final String RING_SOURCE = "ffmtrace.stress.ring";
@@ -74,10 +75,12 @@ public final class StressRun {
      * @param soak            sample this process's RSS, descriptors and mappings through the
      *                        run and fail if they grow
      * @param trace           where the session writes the trace
+     * @param ipcTool         with it ({@code perfetto_ipc_tool}), the run has {@link HostileClients}
+     *                        on a consumer port of its service; null for none
      */
     public record Options(int cProducers, int cThreads, int javaThreads, int virtualThreads, Duration duration,
                           StressPacket.Mix mix, long seed, int rate, boolean faults, boolean soak, long ringKb,
-                          long discardKb, Path cProgram, List<String> hostileCommand, Path trace) {
+                          long discardKb, Path cProgram, List<String> hostileCommand, Path trace, Path ipcTool) {
         public Options {
             Objects.requireNonNull(duration, "duration");
             Objects.requireNonNull(mix, "mix");
@@ -101,13 +104,15 @@ public final class StressRun {
      */
     public record Report(StressVerifier.Result result, int javaWriters, int cProcesses, int killed,
                          long serviceViolations, String hostile, ProcessFootprint.Verdict soak, List<String> problems,
-                         Duration elapsed) {
+                         Duration elapsed, HostileClients.Result hostileClients) {
         /**
          * The verdict: every packet accounted for, every process ended as it should, the
-         * sealed SMB never resized, and with a soak, nothing grew.
+         * sealed SMB never resized, with a soak nothing grew, and with hostile clients every
+         * normal consumer's session ended and was read.
          */
         public boolean ok() {
-            return result.ok() && problems.isEmpty() && hostileResizesAllRefused() && (soak == null || soak.flat());
+            return result.ok() && problems.isEmpty() && hostileResizesAllRefused() && (soak == null || soak.flat())
+                    && (hostileClients == null || hostileClients.ok());
         }
 
         public boolean hostileResizesAllRefused() {
@@ -157,6 +162,8 @@ public final class StressRun {
         CompletableFuture<String> hostileOutput = null;
         int javaWriters = options.javaThreads() + options.virtualThreads();
         ProducerPort port = null;
+        HostileClients clients = null;
+        HostileClients.Result clientsResult = null;
         try (TracingService service = new TracingService();
              FileChannel output = FileChannel.open(options.trace(), StandardOpenOption.CREATE,
                      StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
@@ -192,6 +199,11 @@ public final class StressRun {
                 hostileOutput = CStressProducer.readAll(hostile.getInputStream());
                 log.printf("stress: hostile producer (pid %d) rewrites its SMB and commits garbage%n", hostile.pid());
             }
+            if (options.ipcTool() != null) {
+                clients = HostileClients.start(service, port.address(), options.ipcTool());
+                log.println("stress: hostile clients on a consumer port: deaf producers and consumers, a crowd,"
+                        + " and normal sessions that must all end");
+            }
             long deadline = started + options.duration().toNanos();
             while (System.nanoTime() < deadline) {
                 long pause = options.faults() && options.cProducers() > 0
@@ -206,6 +218,9 @@ public final class StressRun {
                         processes.add(startC(port, nextProducer++));
                     }
                 }
+            }
+            if (clients != null) {
+                clientsResult = clients.finish();
             }
             sampling.set(false);
             stopWriters.set(true);
@@ -242,6 +257,9 @@ public final class StressRun {
             }
             session.close();
         } finally {
+            if (clients != null) {
+                clients.close();
+            }
             if (port != null) {
                 port.close();
             }
@@ -264,7 +282,7 @@ public final class StressRun {
             hostileSummary = "H 0 0 0 0 (the hostile producer reported nothing, exit " + hostile.exitValue() + ")";
         }
         return new Report(result, javaWriters, processes.size(), killed, serviceViolations, hostileSummary, soak,
-                List.copyOf(problems), Duration.ofNanos(System.nanoTime() - started));
+                List.copyOf(problems), Duration.ofNanos(System.nanoTime() - started), clientsResult);
     }
 
     private void writeLoop(TraceWriter<TracePacket> writer, int index, AtomicLongArray ledger) {

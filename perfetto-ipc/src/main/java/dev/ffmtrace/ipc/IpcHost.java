@@ -46,6 +46,11 @@ public final class IpcHost implements AutoCloseable {
      * that stops reading is disconnected then, and the thread that sent to it goes on.
      */
     public static final Duration SEND_TIMEOUT = Duration.ofSeconds(10);
+    /**
+     * Connections one uid may hold at once (Perfetto has no such limit: its one thread
+     * costs nothing more per client, where each of ours has a thread of its own).
+     */
+    public static final int MAX_CONNECTIONS_PER_UID = 1024;
 
     private final UnixServerSocket server;
     private final Map<Integer, ExposedService> services = new ConcurrentHashMap<>();
@@ -54,7 +59,10 @@ public final class IpcHost implements AutoCloseable {
     private final AtomicLong violations = new AtomicLong();
     private final AtomicLong handlerFailures = new AtomicLong();
     private final AtomicLong sendTimeouts = new AtomicLong();
-    private final Duration sendTimeout;
+    private final AtomicLong connectionsRefused = new AtomicLong();
+    /** Connections held now, by uid; changed by the accepting thread and by connections' threads as they end. */
+    private final Map<Integer, Integer> connectionsByUid = new ConcurrentHashMap<>();
+    private final Options options;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread acceptor;
     private int lastServiceId;
@@ -62,32 +70,56 @@ public final class IpcHost implements AutoCloseable {
     private record ExposedService(int id, ServiceDescriptor descriptor) {
     }
 
-    private IpcHost(UnixServerSocket server, Duration sendTimeout) {
+    private IpcHost(UnixServerSocket server, Options options) {
         this.server = server;
-        this.sendTimeout = sendTimeout;
+        this.options = options;
         this.acceptor = Thread.ofPlatform().daemon().name("ipc-host-accept " + server.address()).unstarted(this::acceptLoop);
+    }
+
+    /**
+     * How a host treats its clients.
+     *
+     * @param socketMode           the socket file's permission bits (as
+     *                             {@link UnixServerSocket#listen(UnixAddress, int, int)}); -1 for the umask's
+     * @param sendTimeout          how long a client has to take a frame before it is disconnected
+     * @param maxConnectionsPerUid connections one uid may hold at once; one more is closed at once
+     */
+    public record Options(int socketMode, Duration sendTimeout, int maxConnectionsPerUid) {
+        /** The umask's mode, Perfetto's 10 s send timeout, {@value #MAX_CONNECTIONS_PER_UID} connections a uid. */
+        public static final Options DEFAULT = new Options(-1, SEND_TIMEOUT, MAX_CONNECTIONS_PER_UID);
+
+        public Options {
+            if (sendTimeout.isNegative() || sendTimeout.isZero() || maxConnectionsPerUid < 1) {
+                throw new IllegalArgumentException("the send timeout and the connections a uid may hold must be positive");
+            }
+        }
+
+        public Options withSocketMode(int mode) {
+            return new Options(mode, sendTimeout, maxConnectionsPerUid);
+        }
+
+        public Options withSendTimeout(Duration timeout) {
+            return new Options(socketMode, timeout, maxConnectionsPerUid);
+        }
+
+        public Options withMaxConnectionsPerUid(int connections) {
+            return new Options(socketMode, sendTimeout, connections);
+        }
     }
 
     /** Listens on {@code address} and starts accepting clients. */
     public static IpcHost listen(UnixAddress address) {
-        return listen(address, -1);
+        return listen(address, Options.DEFAULT);
     }
 
-    /**
-     * Listens on {@code address}, a socket file with permission bits {@code mode} (as
-     * {@link UnixServerSocket#listen(UnixAddress, int, int)}; -1 for the umask's), and
-     * starts accepting clients.
-     */
+    /** Listens on {@code address}, a socket file with permission bits {@code mode}, and starts accepting clients. */
     public static IpcHost listen(UnixAddress address, int mode) {
-        return listen(address, mode, SEND_TIMEOUT);
+        return listen(address, Options.DEFAULT.withSocketMode(mode));
     }
 
-    /**
-     * As {@link #listen(UnixAddress, int)}, giving each client {@code sendTimeout} to take
-     * a frame before it is disconnected (for tests; clients get Perfetto's 10 s otherwise).
-     */
-    public static IpcHost listen(UnixAddress address, int mode, Duration sendTimeout) {
-        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64, mode), sendTimeout);
+    /** Listens on {@code address} and starts accepting clients, treated as {@code options} say. */
+    public static IpcHost listen(UnixAddress address, Options options) {
+        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64, options.socketMode()), options);
         host.acceptor.start();
         return host;
     }
@@ -119,6 +151,11 @@ public final class IpcHost implements AutoCloseable {
     /** Clients disconnected because they did not take a frame within the send timeout. */
     public long sendTimeouts() {
         return sendTimeouts.get();
+    }
+
+    /** Connections closed at once because their uid held {@link Options#maxConnectionsPerUid()} already. */
+    public long connectionsRefused() {
+        return connectionsRefused.get();
     }
 
     /** Clients connected now. */
@@ -192,7 +229,7 @@ public final class IpcHost implements AutoCloseable {
             }
             Connection connection;
             try {
-                socket.setSendTimeout(sendTimeout);
+                socket.setSendTimeout(options.sendTimeout());
                 PeerCredentials credentials = socket.peerCredentials();
                 long id = lastClientId.incrementAndGet();
                 connection = new Connection(this, socket, new ClientInfo(id, credentials.uid(), credentials.pid()));
@@ -200,12 +237,41 @@ public final class IpcHost implements AutoCloseable {
                 socket.close();
                 continue;
             }
+            if (!admit(connection.info.uid())) {
+                connectionsRefused.incrementAndGet();
+                socket.close();
+                continue;
+            }
             connections.put(connection.info.clientId(), connection);
             if (closed.get()) {
                 connection.shutdown();
             }
-            connection.thread.start();
+            try {
+                connection.thread.start();
+            } catch (OutOfMemoryError e) {
+                // No thread for it (the system's limit): the client goes, the host serves the others.
+                connections.remove(connection.info.clientId());
+                release(connection.info.uid());
+                socket.close();
+                pause();
+            }
         }
+    }
+
+    /** One connection of {@code uid} fewer. */
+    private void release(int uid) {
+        connectionsByUid.computeIfPresent(uid, (key, held) -> held > 1 ? held - 1 : null);
+    }
+
+    /** Counts one more connection of {@code uid}, unless it holds as many as it may already. */
+    private boolean admit(int uid) {
+        boolean[] admitted = new boolean[1];
+        connectionsByUid.compute(uid, (key, held) -> {
+            int now = held == null ? 0 : held;
+            admitted[0] = now < options.maxConnectionsPerUid();
+            return admitted[0] ? now + 1 : now;
+        });
+        return admitted[0];
     }
 
     /** Handles the frame {@code reader} took last; false on a violation, after closing the frame's descriptor. */
@@ -299,6 +365,7 @@ public final class IpcHost implements AutoCloseable {
 
     private void disconnected(Connection connection) {
         connections.remove(connection.info.clientId());
+        release(connection.info.uid());
         for (ExposedService service : services.values()) {
             try {
                 service.descriptor().onClientDisconnected().accept(connection.info);

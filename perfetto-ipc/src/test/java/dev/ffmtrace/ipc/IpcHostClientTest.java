@@ -83,7 +83,7 @@ class IpcHostClientTest {
     @BeforeEach
     void startHost() {
         // No test here waits for a send timeout but the one that makes its own host.
-        host = IpcHost.listen(newAddress(), -1, Duration.ofHours(1));
+        host = IpcHost.listen(newAddress(), IpcHost.Options.DEFAULT.withSendTimeout(Duration.ofHours(1)));
         assertTrue(host.exposeService(new ServiceDescriptor("Other", List.of(
                 new ServiceDescriptor.Method("Nothing", Invocation::fail)))));
         assertTrue(host.exposeService(testService(disconnected)));
@@ -336,7 +336,7 @@ class IpcHostClientTest {
     void aClientThatTakesNoFrameWithinTheSendTimeoutIsDisconnectedAndTheSenderGoesOn() throws Exception {
         CompletableFuture<Invocation> held = new CompletableFuture<>();
         CountDownLatch gone = new CountDownLatch(1);
-        try (IpcHost impatient = IpcHost.listen(newAddress(), -1, Duration.ofMillis(200));
+        try (IpcHost impatient = IpcHost.listen(newAddress(), IpcHost.Options.DEFAULT.withSendTimeout(Duration.ofMillis(200)));
              RawPeer peer = new RawPeer(impatient.address());
              IpcClient sentinel = IpcClient.connect(impatient.address())) {
             assertTrue(impatient.exposeService(new ServiceDescriptor("Flood",
@@ -363,6 +363,36 @@ class IpcHostClientTest {
             BoundService echo = await(sentinel.bindService("TestService"));
             assertArrayEquals(new byte[] {7}, await(sentinel.invoke(echo, "Echo", new byte[] {7})).replyProto());
             assertEquals(0, impatient.violations());
+        }
+    }
+
+    @Test
+    void aUidHoldsAtMostItsConnectionsAndAnotherIsClosedAtOnce() throws Exception {
+        try (IpcHost capped = IpcHost.listen(newAddress(), IpcHost.Options.DEFAULT.withMaxConnectionsPerUid(3))) {
+            assertTrue(capped.exposeService(testService(disconnected)));
+            List<IpcClient> held = new java.util.ArrayList<>();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    IpcClient client = IpcClient.connect(capped.address());
+                    held.add(client);
+                    assertTrue(await(client.bindService("TestService")).methodIds().containsKey("Echo"));
+                }
+                try (IpcClient fourth = IpcClient.connect(capped.address())) {
+                    ExecutionException refused = assertThrows(ExecutionException.class,
+                            () -> await(fourth.bindService("TestService")));
+                    assertInstanceOf(IpcException.class, refused.getCause());
+                }
+                assertEquals(1, capped.connectionsRefused());
+                // One leaves: its place is free again.
+                held.removeFirst().close();
+                waitUntil(() -> capped.clientCount() == 2);
+                try (IpcClient again = IpcClient.connect(capped.address())) {
+                    assertTrue(await(again.bindService("TestService")).methodIds().containsKey("Echo"));
+                }
+                assertEquals(1, capped.connectionsRefused());
+            } finally {
+                held.forEach(IpcClient::close);
+            }
         }
     }
 

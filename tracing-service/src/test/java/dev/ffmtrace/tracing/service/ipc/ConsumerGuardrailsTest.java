@@ -268,8 +268,8 @@ class ConsumerGuardrailsTest {
     @Test
     void aConsumerThatNeverReadsItsRepliesIsDisconnectedAndItsSessionStopped() throws Exception {
         host.close();
-        host = IpcHost.listen(UnixAddress.abstractName("ffmtrace-guardrails-" + UUID.randomUUID()), -1,
-                Duration.ofMillis(500));
+        host = IpcHost.listen(UnixAddress.abstractName("ffmtrace-guardrails-" + UUID.randomUUID()),
+                IpcHost.Options.DEFAULT.withSendTimeout(Duration.ofMillis(500)));
         host.exposeService(port.descriptor());
         // A producer whose data sources' names make each QueryServiceState reply about 100 KB.
         Producer wordy = service.connectProducer(ProducerOptions.of("wordy").withSmbSize(1 << 20));

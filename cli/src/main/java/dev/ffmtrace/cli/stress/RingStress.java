@@ -50,6 +50,9 @@ import java.util.concurrent.locks.LockSupport;
  * rewrites the ring's positions, lock word and stats at random while writers write and the
  * reader reads. Nothing read there is held against the ring; the phase counts what the
  * reader made of it (corrupt reads, bad records) and fails only if the reader throws.
+ *
+ * <p>Over 600 lines while the writer processes' handling (start, ledger, stay in the lock,
+ * stop, kill, salvage) lives here; it is a class of its own waiting to be moved out (#31).
  */
 public final class RingStress {
     // Perfetto's SharedRingBuffer metadata (shm-ring's SharedRingBufferDescriptor).

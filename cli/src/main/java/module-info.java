@@ -3,6 +3,7 @@
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;
     requires dev.ffmtrace.tracing.service;
+    requires dev.ffmtrace.tracing.client;
     requires dev.ffmtrace.heapprofd.service;
     requires dev.ffmtrace.shmring;
     requires info.picocli;

@@ -6,7 +6,8 @@
  */
 module dev.ffmtrace.tracing.service {
     requires transitive dev.ffmtrace.tracing.buffer;
-    requires transitive dev.ffmtrace.tracing.producer;
+    requires transitive dev.ffmtrace.tracing.core;
+    requires dev.ffmtrace.tracing.client;
     requires transitive dev.ffmtrace.tracing.trackevent;
     requires transitive dev.ffmtrace.ipc;
 

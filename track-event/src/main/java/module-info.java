@@ -3,7 +3,7 @@
  * through a TraceWriter or offline into a trace file, and read back.
  */
 module dev.ffmtrace.tracing.trackevent {
-    requires transitive dev.ffmtrace.tracing.producer;
+    requires transitive dev.ffmtrace.tracing.core;
 
     exports dev.ffmtrace.tracing.trackevent;
 }

@@ -110,7 +110,8 @@ final class ProduceCommand implements Callable<Integer> {
             Track process = Track.process((int) ProcessHandle.current().pid(), "ffmtrace produce");
             ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
             DemoWorkload.WriterSource source = (policy, config) ->
-                    new TrackEventWriter(TraceWriterSink.of(instance, policy), config);
+                    new TrackEventWriter(new TraceWriterSink(instance.newTraceWriter(policy),
+                            instance::incrementalStateClears), config);
             Run run = new Run(new AtomicBoolean(), new ArrayList<>(), new DemoWorkload.Counts());
             for (int i = 0; i < threads; i++) {
                 run.workers().add(Thread.ofPlatform().name("demo worker " + i)

@@ -5,7 +5,7 @@ import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.service.SessionConfig;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

@@ -10,7 +10,7 @@ import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.HeldClient;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import java.io.FileInputStream;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;

@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.Await;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;

@@ -9,7 +9,7 @@ import dev.ffmtrace.memory.UnixServerSocket;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.OtherUser;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;

@@ -10,7 +10,7 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.TracingService;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;

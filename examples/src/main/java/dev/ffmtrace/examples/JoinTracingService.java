@@ -35,9 +35,9 @@ public final class JoinTracingService {
                 public void onStart(DataSourceInstance instance) {               // a session selected track_event
                     worker = Thread.ofPlatform().start(() -> {
                         Track thread = Track.thread(Track.process(Os.pid(), "join example"), Os.tid(), "worker");
-                        try (TrackEventWriter writer = new TrackEventWriter(
-                                TraceWriterSink.of(instance, BufferExhaustedPolicy.DROP),
-                                TrackEventWriter.Config.forThread(thread))) {
+                        TraceWriterSink sink = new TraceWriterSink(                 // cleared when the service asks
+                                instance.newTraceWriter(BufferExhaustedPolicy.DROP), instance::incrementalStateClears);
+                        try (TrackEventWriter writer = new TrackEventWriter(sink, TrackEventWriter.Config.forThread(thread))) {
                             while (!stop.get()) {
                                 long slice = writer.beginSlice(APP, thread, WORK);
                                 Thread.onSpinWait();                             // the traced work

@@ -66,10 +66,20 @@ class ModulePathTest {
     }
 
     @Test
-    void theTrackEventModulesAreTheProducerSideAlone() {
-        assertEquals(Set.of(TRACK_EVENT, "dev.ffmtrace.tracing.producer", "dev.ffmtrace.ipc",
+    void trackEventNeedsTheCoreAloneNoIpc() {
+        assertEquals(Set.of(TRACK_EVENT, "dev.ffmtrace.tracing.core",
                         "dev.ffmtrace.perfetto.protos", "dev.ffmtrace.protozero", "dev.ffmtrace.memory"),
                 new TreeSet<>(modulePathFor(TRACK_EVENT).keySet()));
+    }
+
+    @Test
+    void theClientsNeedNoServiceAndTheBufferNoIpc() {
+        assertEquals(Set.of("dev.ffmtrace.tracing.client", "dev.ffmtrace.tracing.core", "dev.ffmtrace.ipc",
+                        "dev.ffmtrace.perfetto.protos", "dev.ffmtrace.protozero", "dev.ffmtrace.memory"),
+                new TreeSet<>(modulePathFor("dev.ffmtrace.tracing.client").keySet()));
+        assertEquals(Set.of("dev.ffmtrace.tracing.buffer", "dev.ffmtrace.tracing.core",
+                        "dev.ffmtrace.perfetto.protos", "dev.ffmtrace.protozero", "dev.ffmtrace.memory"),
+                new TreeSet<>(modulePathFor("dev.ffmtrace.tracing.buffer").keySet()));
     }
 
     @Test

@@ -12,7 +12,7 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.ProtoDecoder;
 import dev.ffmtrace.tracing.service.TracingService;
-import dev.ffmtrace.tracing.service.ipc.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;

@@ -141,8 +141,9 @@ public final class CommitPathWarmUp {
             try {
                 long discardedEvents = 0;
                 for (int i = 0; i < iterations && instance.isRunning(); ) {
-                    try (TrackEventWriter events = new TrackEventWriter(
-                            TraceWriterSink.of(instance, BufferExhaustedPolicy.STALL), TrackEventWriter.Config.forThread(thread))) {
+                    TraceWriterSink sink = new TraceWriterSink(
+                            instance.newTraceWriter(BufferExhaustedPolicy.STALL), instance::incrementalStateClears);
+                    try (TrackEventWriter events = new TrackEventWriter(sink, TrackEventWriter.Config.forThread(thread))) {
                         for (int end = Math.min(iterations, i + WRITER_EVERY); i < end && instance.isRunning(); i++) {
                             long frame = events.beginSlice(CATEGORY, thread, FRAME, INDEX, i);
                             long step = events.beginSlice(CATEGORY, thread, STEPS[i % STEPS.length]);

@@ -1,8 +1,6 @@
 package dev.ffmtrace.tracing.trackevent;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.tracing.producer.DataSourceInstance;
-import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.util.function.LongSupplier;
 
@@ -23,21 +21,12 @@ public final class TraceWriterSink implements TracePacketSink {
 
     /**
      * @param stateClears a count that grows whenever the incremental state must be written
-     *     again for reasons the writer cannot see, read once per event
+     *     again for reasons the writer cannot see, read once per event: for a producer
+     *     connection's data source instance, {@code instance::incrementalStateClears}
      */
     public TraceWriterSink(TraceWriter<TracePacket> writer, LongSupplier stateClears) {
         this.writer = writer;
         this.stateClears = stateClears;
-    }
-
-    /**
-     * A sink over a new writer of a producer connection's data source instance, whose
-     * incremental state is cleared whenever the service asks the instance to clear it:
-     * {@code new TrackEventWriter(TraceWriterSink.of(instance, policy), config)}. A
-     * stopped instance gives a closed sink, and so a discarding TrackEventWriter.
-     */
-    public static TraceWriterSink of(DataSourceInstance instance, BufferExhaustedPolicy policy) {
-        return new TraceWriterSink(instance.newTraceWriter(policy), instance::incrementalStateClears);
     }
 
     @Override

@@ -142,30 +142,4 @@ final class TracePackets {
             }
         }
     }
-
-    /**
-     * Glues ReadBuffers slices back into a {@code Trace}: the bytes of slices up to one
-     * marked last are one packet. Slices of a packet not ended yet stay in {@code partial}.
-     */
-    static void appendSlices(ReadBuffersResponse.Decoder response, ByteArrayOutputStream partial,
-                             ByteArrayOutputStream trace) {
-        dev.ffmtrace.protozero.RepeatedFieldIterator slices = response.slices(new dev.ffmtrace.protozero.RepeatedFieldIterator());
-        ReadBuffersResponse.Slice.Decoder slice = new ReadBuffersResponse.Slice.Decoder();
-        while (slices.next()) {
-            slice.reset(slices.field());
-            if (slice.hasError()) {
-                continue;
-            }
-            partial.writeBytes(slice.data());
-            if (slice.lastSliceForPacket()) {
-                byte[] header = new byte[1 + 10];
-                int headerSize = ProtoWire.writeVarInt(header,
-                        ProtoWire.writeVarInt(header, 0, ProtoWire.makeTag(Trace.PACKET_FIELD_NUMBER,
-                                ProtoWire.WIRE_TYPE_LENGTH_DELIMITED)), partial.size());
-                trace.write(header, 0, headerSize);
-                trace.writeBytes(partial.toByteArray());
-                partial.reset();
-            }
-        }
-    }
 }

@@ -1,5 +1,7 @@
 package dev.ffmtrace.tracing.service.ipc;
 
+import dev.ffmtrace.tracing.consumer.TraceAssembler;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -378,15 +380,14 @@ class ConsumerPortTest {
         trace.get().addPacket().setTimestamp(3);
         byte[] bytes = trace.toByteArray();
         List<byte[]> replies = new ArrayList<>();
-        java.io.ByteArrayOutputStream glued = new java.io.ByteArrayOutputStream();
-        java.io.ByteArrayOutputStream partial = new java.io.ByteArrayOutputStream();
+        TraceAssembler glued = new TraceAssembler();
         TracePackets.cutIntoSlices(bytes, (reply, last) -> {
             assertTrue(reply.length <= ConsumerPort.MAX_READ_REPLY, "each reply fits an IPC frame");
             replies.add(reply);
             dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
                     new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
             response.reset(MemorySegment.ofArray(reply));
-            TracePackets.appendSlices(response, partial, glued);
+            glued.append(response);
         });
         assertEquals(3, replies.size(), "the big packet's 64 KiB slices spread over three replies");
         // ProtoZero writes a nested message's size in a fixed 4-byte varint; glued packets get the shortest one.
@@ -398,13 +399,12 @@ class ConsumerPortTest {
         }
 
         // Written in pieces that split packets anywhere, the same packets come out.
-        java.io.ByteArrayOutputStream pieces = new java.io.ByteArrayOutputStream();
-        java.io.ByteArrayOutputStream piecesPartial = new java.io.ByteArrayOutputStream();
+        TraceAssembler pieces = new TraceAssembler();
         TracePackets.SliceWriter writer = new TracePackets.SliceWriter((reply, last) -> {
             dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
                     new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
             response.reset(MemorySegment.ofArray(reply));
-            TracePackets.appendSlices(response, piecesPartial, pieces);
+            pieces.append(response);
         });
         for (int at = 0; at < bytes.length; at += 7777) {
             writer.write(java.nio.ByteBuffer.wrap(bytes, at, Math.min(7777, bytes.length - at)));

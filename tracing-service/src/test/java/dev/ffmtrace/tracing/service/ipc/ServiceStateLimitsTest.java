@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.service.ipc;
 
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;

@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.trackevent;
+package dev.ffmtrace.tracing.service;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -17,6 +17,11 @@ import dev.ffmtrace.tracing.producer.DataSourceHandler;
 import dev.ffmtrace.tracing.producer.DataSourceInstance;
 import dev.ffmtrace.tracing.producer.ProducerConnection;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
+import dev.ffmtrace.tracing.trackevent.Track;
+import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -93,7 +98,7 @@ class ProducerTrackEventTest {
                 config.setTargetBuffer(1);
             }));
             DataSourceInstance instance = started.get(10, TimeUnit.SECONDS);
-            TraceWriterSink sink = TraceWriterSink.of(instance, BufferExhaustedPolicy.DROP);
+            TraceWriterSink sink = new TraceWriterSink(instance.newTraceWriter(BufferExhaustedPolicy.DROP), instance::incrementalStateClears);
             Track thread = Track.thread(Track.process(1234, "test"), 5678, "thread");
             try (TrackEventWriter writer = new TrackEventWriter(sink, TrackEventWriter.Config.forThread(thread))) {
                 for (int i = 0; i < 100; i++) {
@@ -122,7 +127,7 @@ class ProducerTrackEventTest {
                 assertEquals(1, producer.stats().writersClosedByDisconnect());
             }
             // A writer asked for after the service went away is born discarding.
-            try (TrackEventWriter late = new TrackEventWriter(TraceWriterSink.of(instance, BufferExhaustedPolicy.DROP))) {
+            try (TrackEventWriter late = new TrackEventWriter(new TraceWriterSink(instance.newTraceWriter(BufferExhaustedPolicy.DROP), instance::incrementalStateClears))) {
                 assertFalse(late.isOpen());
                 late.instant(CATEGORY, thread, NAME);
                 assertEquals(1, late.discardedEvents());

@@ -1,4 +1,4 @@
-package dev.ffmtrace.tracing.service.ipc;
+package dev.ffmtrace.tracing.consumer;
 
 import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
@@ -29,7 +29,7 @@ import java.util.function.Consumer;
 
 /**
  * A consumer of any tracing service that speaks Perfetto's consumer port (ffmtrace's
- * {@link ConsumerPort}, or Perfetto's {@code traced}), as Perfetto's ConsumerIPCClientImpl
+ * {@code ConsumerPort}, or Perfetto's {@code traced}), as Perfetto's ConsumerIPCClientImpl
  * drives it: {@link #enableTracing} starts a session and returns what completes when
  * tracing is disabled; then {@link #readBuffers} takes the trace, unless the service
  * wrote it into the file given with the config.
@@ -38,6 +38,9 @@ import java.util.function.Consumer;
  * until the reply, at most the timeout each names; a lost connection fails them.
  */
 public final class ConsumerConnection implements AutoCloseable {
+    /** The IPC service a Perfetto tracing service exposes on its consumer socket. */
+    private static final String CONSUMER_PORT = "ConsumerPort";
+
     private final IpcClient client;
     private final BoundService port;
 
@@ -54,7 +57,7 @@ public final class ConsumerConnection implements AutoCloseable {
     public static ConsumerConnection connect(UnixAddress address, long timeoutMs) throws InterruptedException {
         IpcClient client = IpcClient.connect(address);
         try {
-            BoundService port = await(client.bindService(ConsumerPort.SERVICE_NAME), timeoutMs, "BindService");
+            BoundService port = await(client.bindService(CONSUMER_PORT), timeoutMs, "BindService");
             return new ConsumerConnection(client, port);
         } catch (IpcException | InterruptedException e) {
             client.close();
@@ -206,8 +209,7 @@ public final class ConsumerConnection implements AutoCloseable {
      * @throws IpcException if the stream does not end within {@code timeoutMs}
      */
     public byte[] readBuffers(long timeoutMs) throws InterruptedException {
-        ByteArrayOutputStream trace = new ByteArrayOutputStream();
-        ByteArrayOutputStream partial = new ByteArrayOutputStream();
+        TraceAssembler trace = new TraceAssembler();
         CompletableFuture<Boolean> done = new CompletableFuture<>();
         client.invoke(port, "ReadBuffers", new byte[0], -1, reply -> {
             UnixSocket.closeReceived(reply.fd());
@@ -216,7 +218,7 @@ public final class ConsumerConnection implements AutoCloseable {
                 response.reset(MemorySegment.ofArray(reply.replyProto()));
                 if (!response.hasError()) {
                     synchronized (trace) {
-                        TracePackets.appendSlices(response, partial, trace);
+                        trace.append(response);
                     }
                 }
             }

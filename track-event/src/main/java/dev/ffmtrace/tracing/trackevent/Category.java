@@ -2,6 +2,7 @@ package dev.ffmtrace.tracing.trackevent;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -9,6 +10,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * opaque load and a branch. Interned per sequence: the name is written once, then
  * referred to by id. {@link #NONE} is for events with no category (as in traces generated
  * by hand).
+ *
+ * <p>As in Perfetto's SDK, a category may carry up to {@value #MAX_TAGS} tags, which a
+ * session's {@link CategorySelection} can enable or disable it by ("slow" and "debug" are
+ * off unless a session asks for them), and a {@linkplain #group group} names 2 to
+ * {@value #MAX_GROUP_MEMBERS} categories for events that belong to all of them.
  */
 public final class Category {
     private static final AtomicInteger NEXT_INDEX = new AtomicInteger();
@@ -25,7 +31,15 @@ public final class Category {
     /** No category: events written with it carry no {@code category_iids}; always enabled. */
     public static final Category NONE = new Category();
 
+    /** The most tags a category carries, as in Perfetto's SDK. */
+    public static final int MAX_TAGS = 4;
+    /** The most categories a group names, as in Perfetto's SDK. */
+    public static final int MAX_GROUP_MEMBERS = 4;
+
     private final String name;
+    private final List<String> tags;
+    /** The names a group joins; empty for a single category. */
+    private final List<String> members;
     final int index = NEXT_INDEX.getAndIncrement();
     /**
      * Read opaque, as Perfetto's SDK reads its category state relaxed: the flag publishes
@@ -34,21 +48,83 @@ public final class Category {
      */
     private boolean enabled = true;
 
-    /** A category of this name, enabled; keep it in a static final field. */
-    public Category(String name) {
-        if (name == null || name.isEmpty()) {
-            throw new IllegalArgumentException("a category needs a name");
-        }
+    /**
+     * A category of this name with these tags, enabled; keep it in a static final field.
+     *
+     * @throws IllegalArgumentException if the name is empty or holds a comma (a group is
+     *     made by {@link #group}), or a tag is empty, or there are more than
+     *     {@value #MAX_TAGS} tags
+     */
+    public Category(String name, String... tags) {
+        this(checkedName(name), checkedTags(tags), List.of());
+    }
+
+    private Category(String name, List<String> tags, List<String> members) {
         this.name = name;
+        this.tags = tags;
+        this.members = members;
     }
 
     private Category() {
-        this.name = "";
+        this("", List.of(), List.of());
     }
 
-    /** The category's name as written in the trace. */
+    /**
+     * A group: the names of 2 to {@value #MAX_GROUP_MEMBERS} categories joined by commas
+     * ({@code "rpc,queue"}), for events that belong to all of them. A session records such
+     * an event if it enables any of them; the trace names its category {@code names}.
+     *
+     * @throws IllegalArgumentException if {@code names} has fewer than 2 or more than
+     *     {@value #MAX_GROUP_MEMBERS} names, or an empty one
+     */
+    public static Category group(String names) {
+        if (names == null) {
+            throw new IllegalArgumentException("a group needs names");
+        }
+        List<String> members = List.of(names.split(",", -1));
+        if (members.size() < 2 || members.size() > MAX_GROUP_MEMBERS || members.contains("")) {
+            throw new IllegalArgumentException("a group names 2 to " + MAX_GROUP_MEMBERS
+                    + " categories joined by commas: \"" + names + "\"");
+        }
+        return new Category(names, List.of(), members);
+    }
+
+    private static String checkedName(String name) {
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException("a category needs a name");
+        }
+        if (name.indexOf(',') >= 0) {
+            throw new IllegalArgumentException("\"" + name + "\" holds a comma: declare a group with Category.group");
+        }
+        return name;
+    }
+
+    private static List<String> checkedTags(String[] tags) {
+        List<String> list = List.of(tags);
+        if (list.size() > MAX_TAGS || list.contains("")) {
+            throw new IllegalArgumentException("a category has at most " + MAX_TAGS + " tags, none empty: " + list);
+        }
+        return list;
+    }
+
+    /** The category's name as written in the trace; a group's names joined by commas. */
     public String name() {
         return name;
+    }
+
+    /** Its tags, such as "slow" or "debug"; a group has none of its own. */
+    public List<String> tags() {
+        return tags;
+    }
+
+    /** Whether this is a group of categories. */
+    public boolean isGroup() {
+        return !members.isEmpty();
+    }
+
+    /** The names a group joins; empty for a single category. */
+    public List<String> groupMembers() {
+        return members;
     }
 
     /** Whether events of this category are written: one volatile load, so disabled events cost almost nothing. */

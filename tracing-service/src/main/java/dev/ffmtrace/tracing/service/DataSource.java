@@ -5,10 +5,14 @@ import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
+import java.util.Arrays;
 
 /**
- * A data source a producer offers. When a session names it, the service starts it bound
- * to the buffer the session resolved for it; its writers then write into that buffer.
+ * A data source a producer offers. When a session names it, the service starts an
+ * instance of it bound to the buffer the session resolved for it; its writers then write
+ * into that buffer. A producer in another process gets up to {@value #MAX_INSTANCES}
+ * instances at once, one per session entry, each with its own config and buffer, as
+ * Perfetto's SDK handles them; one in this process gets one, as its writers name none.
  *
  * <p>The service asks a data source to clear its incremental state when the buffer it
  * writes to lost packets (interned names or descriptors may have gone with them) and
@@ -55,11 +59,23 @@ public final class DataSource {
         void onFlush();
     }
 
+    /**
+     * How many sessions one data source of a producer in another process serves at once
+     * (Perfetto's {@code kMaxDataSourceInstances}); one of a producer in this process
+     * serves one, as its writers name no instance.
+     */
+    static final int MAX_INSTANCES = 8;
+
+    /** One start of the data source: for data source {@code configIndex} of {@code session}, into buffer {@code bufferId}. */
+    record Instance(DataSource dataSource, long id, int bufferId, TracingSession session, int configIndex) {
+    }
+
+    private static final Instance[] NO_INSTANCES = {};
+
     private final Producer producer;
     private final String name;
-    private volatile int targetBuffer;
-    /** The service's id of the current start, for a producer in another process; 0 if not started. */
-    private volatile long instanceId;
+    /** Replaced whole under this object's lock, so that readers take a consistent snapshot without it. */
+    private volatile Instance[] instances = NO_INSTANCES;
     private volatile long incrementalStateClears;
     private volatile StopHandler stopHandler;
     private volatile StartHandler startHandler;
@@ -77,7 +93,7 @@ public final class DataSource {
 
     /** Whether a session has started this data source. */
     public boolean isStarted() {
-        return targetBuffer != 0;
+        return instances.length > 0;
     }
 
     /**
@@ -86,7 +102,7 @@ public final class DataSource {
      * @throws IllegalStateException if no session has started the data source
      */
     public TraceWriter<TracePacket> newTraceWriter(BufferExhaustedPolicy policy) {
-        int target = targetBuffer;
+        int target = targetBuffer();
         if (target == 0) {
             throw new IllegalStateException("data source \"" + name + "\" is not started by any session");
         }
@@ -102,7 +118,7 @@ public final class DataSource {
      * {@link TrackEventWriter#discardedEvents()}.
      */
     public TrackEventWriter newTrackEventWriter(BufferExhaustedPolicy policy, TrackEventWriter.Config config) {
-        int target = targetBuffer;
+        int target = targetBuffer();
         if (target == 0 || producer.isClosed()) {
             return TrackEventWriter.discarding(config);
         }
@@ -138,11 +154,10 @@ public final class DataSource {
         return flushHandler;
     }
 
-    /** What stops the data source: for a producer in another process, its StopDataSource command. */
-    StopHandler stopHandler() {
+    /** What stops {@code instance}: for a producer in another process, its StopDataSource command. */
+    StopHandler stopHandler(Instance instance) {
         if (producer.isRemote()) {
-            long instance = instanceId;
-            return done -> producer.commands().stopDataSource(this, instance, done);
+            return done -> producer.commands().stopDataSource(this, instance.id(), done);
         }
         return stopHandler;
     }
@@ -157,23 +172,65 @@ public final class DataSource {
         incrementalStateClears++;
     }
 
-    void start(int bufferId, long instanceId) {
-        this.instanceId = instanceId;
-        targetBuffer = bufferId;
+    /** The instances started now: a snapshot. */
+    Instance[] instances() {
+        return instances;
     }
 
-    void stop(int bufferId) {
-        if (targetBuffer == bufferId) {
-            targetBuffer = 0;
-            instanceId = 0;
+    /** Whether {@code session} may start one more instance. */
+    boolean canStartAnother() {
+        return instances.length < (producer.isRemote() ? MAX_INSTANCES : 1);
+    }
+
+    /** Whether an instance runs for data source {@code configIndex} of {@code session}. */
+    boolean startedFor(TracingSession session, int configIndex) {
+        for (Instance instance : instances) {
+            if (instance.session() == session && instance.configIndex() == configIndex) {
+                return true;
+            }
         }
+        return false;
     }
 
-    long instanceId() {
-        return instanceId;
+    /** Whether an instance runs for {@code session}. */
+    boolean startedIn(TracingSession session) {
+        for (Instance instance : instances) {
+            if (instance.session() == session) {
+                return true;
+            }
+        }
+        return false;
     }
 
+    /** Whether an instance writes into buffer {@code bufferId}. */
+    boolean writesTo(int bufferId) {
+        for (Instance instance : instances) {
+            if (instance.bufferId() == bufferId) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    synchronized void start(Instance instance) {
+        Instance[] more = Arrays.copyOf(instances, instances.length + 1);
+        more[instances.length] = instance;
+        instances = more;
+    }
+
+    /** Stops the instances that write into buffer {@code bufferId}. */
+    synchronized void stop(int bufferId) {
+        instances = Arrays.stream(instances).filter(instance -> instance.bufferId() != bufferId)
+                .toArray(Instance[]::new);
+    }
+
+    synchronized void stopAll() {
+        instances = NO_INSTANCES;
+    }
+
+    /** The buffer of the first instance, the only one of a producer in this process; 0 if not started. */
     int targetBuffer() {
-        return targetBuffer;
+        Instance[] now = instances;
+        return now.length == 0 ? 0 : now[0].bufferId();
     }
 }

@@ -13,10 +13,14 @@ public record DataSourceWarning(String dataSource, int configIndex, Reason reaso
     public enum Reason {
         /** No connected producer has registered it; the session starts it when one does. */
         NOT_REGISTERED("no connected producer has registered it (the session starts it when one does)"),
-        /** Every producer that offers it has it started by another session, which keeps it until it stops. */
-        TAKEN_BY_ANOTHER_SESSION("every producer that offers it has it started by another session"),
-        /** An earlier entry of the same config started it, into another buffer; a data source writes one buffer. */
-        NAMED_TWICE("an earlier entry of this config started it into another buffer");
+        /**
+         * Every producer that offers it serves as many other sessions as it can at once (8
+         * for a producer in another process, 1 for one in this process); the session starts
+         * it when one of them stops.
+         */
+        TAKEN_BY_ANOTHER_SESSION("every producer that offers it serves as many other sessions as it can"),
+        /** An earlier entry of the same config started it, and its producers can start no more instances. */
+        NAMED_TWICE("an earlier entry of this config started it, and its producers can start no more instances");
 
         private final String explanation;
 

@@ -219,7 +219,7 @@ public final class Producer implements AutoCloseable {
         DataSource dataSource = dataSources.remove(dataSourceName);
         if (dataSource != null) {
             dataSourceArray = dataSources.values().toArray(new DataSource[0]);
-            dataSource.stop(dataSource.targetBuffer());
+            dataSource.stopAll();
         }
     }
 
@@ -231,7 +231,7 @@ public final class Producer implements AutoCloseable {
     void startDataSource(DataSource dataSource, TracingSession session, int configIndex, int bufferId) {
         bufferGranted(bufferId);
         long instanceId = service.nextDataSourceInstanceId();
-        dataSource.start(bufferId, instanceId);
+        dataSource.start(new DataSource.Instance(dataSource, instanceId, bufferId, session, configIndex));
         if (commands != null) {
             commands.startDataSource(dataSource, instanceId,
                     DataSourceConfigs.forProducer(session, configIndex, bufferId));
@@ -273,10 +273,12 @@ public final class Producer implements AutoCloseable {
             flushInProcess(session);
             return CompletableFuture.completedFuture(null);
         }
-        List<DataSource> flushed = new ArrayList<>();
+        List<DataSource.Instance> flushed = new ArrayList<>();
         for (DataSource dataSource : dataSourceArray) {
-            if (dataSource.isStarted() && session.ownsBuffer(dataSource.targetBuffer())) {
-                flushed.add(dataSource);
+            for (DataSource.Instance instance : dataSource.instances()) {
+                if (instance.session() == session) {
+                    flushed.add(instance);
+                }
             }
         }
         return flushed.isEmpty() ? CompletableFuture.completedFuture(null) : commands.flush(flushed);
@@ -286,7 +288,7 @@ public final class Producer implements AutoCloseable {
     private void flushInProcess(TracingSession session) {
         for (DataSource dataSource : dataSourceArray) {
             DataSource.FlushHandler handler = dataSource.flushHandler();
-            if (handler != null && dataSource.isStarted() && session.ownsBuffer(dataSource.targetBuffer())) {
+            if (handler != null && dataSource.startedIn(session)) {
                 try {
                     handler.onFlush();
                 } catch (RuntimeException e) {
@@ -508,7 +510,7 @@ public final class Producer implements AutoCloseable {
     /** The buffer with this id, if one of this producer's started data sources writes to it. */
     private ServiceBuffer grantedBuffer(int bufferId) {
         for (DataSource dataSource : dataSourceArray) {
-            if (bufferId != 0 && dataSource.targetBuffer() == bufferId) {
+            if (bufferId != 0 && dataSource.writesTo(bufferId)) {
                 return service.buffer(bufferId);
             }
         }
@@ -518,10 +520,15 @@ public final class Producer implements AutoCloseable {
     /** Asks this producer's data sources that write into buffer {@code bufferId} to clear their incremental state. */
     void clearIncrementalState(int bufferId) {
         for (DataSource dataSource : dataSourceArray) {
-            if (dataSource.targetBuffer() == bufferId) {
-                dataSource.clearIncrementalState();
-                if (commands != null) {
-                    commands.clearIncrementalState(dataSource);
+            if (!dataSource.writesTo(bufferId)) {
+                continue;
+            }
+            dataSource.clearIncrementalState();
+            if (commands != null) {
+                for (DataSource.Instance instance : dataSource.instances()) {
+                    if (instance.bufferId() == bufferId) {
+                        commands.clearIncrementalState(instance);
+                    }
                 }
             }
         }
@@ -548,7 +555,7 @@ public final class Producer implements AutoCloseable {
                 readerLock.unlock();
             }
             for (DataSource dataSource : dataSourceArray) {
-                dataSource.stop(dataSource.targetBuffer());
+                dataSource.stopAll();
             }
         }
         service.producerClosed(this);

@@ -20,11 +20,11 @@ interface ProducerCommands {
     void stopDataSource(DataSource dataSource, long instanceId, Runnable done);
 
     /**
-     * Asks the producer to commit what {@code dataSources} hold; completes when it says it
+     * Asks the producer to commit what {@code instances} hold; completes when it says it
      * has, or when it goes away.
      */
-    CompletableFuture<Void> flush(List<DataSource> dataSources);
+    CompletableFuture<Void> flush(List<DataSource.Instance> instances);
 
-    /** Asks {@code dataSource} to clear its incremental state, if it said it can. */
-    void clearIncrementalState(DataSource dataSource);
+    /** Asks {@code instance} to clear its incremental state, if its data source said it can. */
+    void clearIncrementalState(DataSource.Instance instance);
 }

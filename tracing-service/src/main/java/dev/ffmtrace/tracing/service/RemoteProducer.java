@@ -456,15 +456,14 @@ final class RemoteProducer implements ProducerCommands {
     }
 
     @Override
-    public CompletableFuture<Void> flush(List<DataSource> dataSources) {
+    public CompletableFuture<Void> flush(List<DataSource.Instance> instances) {
         HeapBuffered<GetAsyncCommandResponse> command = newCommand();
         GetAsyncCommandResponse.Flush flush = command.get().setFlush();
         boolean any = false;
-        for (DataSource dataSource : dataSources) {
-            Descriptor descriptor = descriptors.get(dataSource.name());
-            long instanceId = dataSource.instanceId();
-            if (instanceId != 0 && (descriptor == null || !descriptor.noFlush())) {
-                flush.addDataSourceIds(instanceId);
+        for (DataSource.Instance instance : instances) {
+            Descriptor descriptor = descriptors.get(instance.dataSource().name());
+            if (descriptor == null || !descriptor.noFlush()) {
+                flush.addDataSourceIds(instance.id());
                 any = true;
             }
         }
@@ -483,12 +482,11 @@ final class RemoteProducer implements ProducerCommands {
     }
 
     @Override
-    public void clearIncrementalState(DataSource dataSource) {
-        Descriptor descriptor = descriptors.get(dataSource.name());
-        long instanceId = dataSource.instanceId();
-        if (descriptor != null && descriptor.clearsIncrementalState() && instanceId != 0) {
+    public void clearIncrementalState(DataSource.Instance instance) {
+        Descriptor descriptor = descriptors.get(instance.dataSource().name());
+        if (descriptor != null && descriptor.clearsIncrementalState()) {
             HeapBuffered<GetAsyncCommandResponse> command = newCommand();
-            command.get().setClearIncrementalState().addDataSourceIds(instanceId);
+            command.get().setClearIncrementalState().addDataSourceIds(instance.id());
             queue(new Command(command.toByteArray(), -1));
         }
     }

@@ -225,7 +225,6 @@ public final class TracingService implements AutoCloseable {
         List<SessionConfig.DataSource> wanted = session.config().dataSources();
         for (int i = 0; i < wanted.size(); i++) {
             String name = wanted.get(i).name();
-            int bufferId = session.bufferId(wanted.get(i).targetBuffer());
             boolean offered = false;
             boolean startedByThisSession = false;
             boolean startedHere = false;
@@ -235,12 +234,11 @@ public final class TracingService implements AutoCloseable {
                     continue;
                 }
                 offered = true;
-                int target = dataSource.targetBuffer();
-                if (target == bufferId) {
+                if (dataSource.startedFor(session, i)) {
                     startedHere = true;
                     break;
                 }
-                startedByThisSession |= session.ownsBuffer(target);
+                startedByThisSession |= dataSource.startedIn(session);
             }
             if (!startedHere) {
                 warnings.add(new DataSourceWarning(name, i, !offered ? DataSourceWarning.Reason.NOT_REGISTERED
@@ -261,9 +259,11 @@ public final class TracingService implements AutoCloseable {
         synchronized (this) {
             for (Producer producer : producers) {
                 for (DataSource dataSource : producer.dataSources()) {
-                    DataSource.StopHandler handler = dataSource.stopHandler();
-                    if (handler != null && dataSource.isStarted() && session.ownsBuffer(dataSource.targetBuffer())) {
-                        handlers.add(handler);
+                    for (DataSource.Instance instance : dataSource.instances()) {
+                        DataSource.StopHandler handler = dataSource.stopHandler(instance);
+                        if (handler != null && instance.session() == session) {
+                            handlers.add(handler);
+                        }
                     }
                 }
             }
@@ -337,7 +337,7 @@ public final class TracingService implements AutoCloseable {
         List<SessionConfig.DataSource> wanted = session.config().dataSources();
         for (int i = 0; i < wanted.size(); i++) {
             DataSource offered = producer.dataSource(wanted.get(i).name());
-            if (offered != null && !offered.isStarted()) {
+            if (offered != null && !offered.startedFor(session, i) && offered.canStartAnother()) {
                 producer.startDataSource(offered, session, i, session.bufferId(wanted.get(i).targetBuffer()));
             }
         }

@@ -89,12 +89,12 @@ class CommitReleasesFirstTest {
         }
 
         @Override
-        public CompletableFuture<Void> flush(List<DataSource> dataSources) {
+        public CompletableFuture<Void> flush(List<DataSource.Instance> instances) {
             return CompletableFuture.completedFuture(null);
         }
 
         @Override
-        public void clearIncrementalState(DataSource dataSource) {
+        public void clearIncrementalState(DataSource.Instance instance) {
         }
     }
 }

@@ -60,7 +60,7 @@ class SessionWarningsTest {
             assertEquals(List.of(), first.warnings());
             assertEquals(List.of(new DataSourceWarning("track_event", 0, TAKEN_BY_ANOTHER_SESSION),
                     new DataSourceWarning("counters", 1, TAKEN_BY_ANOTHER_SESSION)), second.warnings());
-            assertEquals("data source \"track_event\" (#0): every producer that offers it has it started by another session",
+            assertEquals("data source \"track_event\" (#0): every producer that offers it serves as many other sessions as it can",
                     second.warnings().getFirst().message());
 
             first.close();

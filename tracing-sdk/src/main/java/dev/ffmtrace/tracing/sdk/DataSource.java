@@ -1,0 +1,315 @@
+package dev.ffmtrace.tracing.sdk;
+
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.DataSourceInstance;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.lang.ref.Cleaner;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+
+/**
+ * A data source, written once and run unchanged on every backend {@link Tracing} was
+ * initialized with: each session that names it starts an instance of it, with its own
+ * config and buffer, up to {@value #MAX_INSTANCES} at once across backends (Perfetto's
+ * limit). {@link #trace} writes into every started instance from any thread:
+ *
+ * <pre>{@code
+ * static final DataSource<Void> GPU = DataSource.register(DataSourceDescriptor.named("gpu"), setup -> null);
+ * ...
+ * GPU.trace(ctx -> {
+ *     TracePacket packet = ctx.newTracePacket();
+ *     packet.setTimestamp(System.nanoTime());
+ *     ...
+ *     ctx.finishTracePacket();
+ * });
+ * }</pre>
+ *
+ * <p>A platform thread keeps a writer per instance, made on its first call and closed
+ * when the instance stops or the thread is collected. A virtual thread borrows one for the
+ * call from a few the instance shares ({@link InstanceSlot#VIRTUAL_THREAD_WRITERS}), so
+ * that any number of virtual threads cost a few writers and pin no carrier.
+ *
+ * @param <S> the state the data source keeps per instance
+ */
+public final class DataSource<S> {
+    /** How many instances run at once, as Perfetto's {@code kMaxDataSourceInstances}. */
+    public static final int MAX_INSTANCES = 8;
+
+    private static final Cleaner THREAD_ENDS = Cleaner.create(Thread.ofPlatform().daemon().name("ffmtrace-writer-cleaner").factory());
+    @SuppressWarnings("rawtypes")
+    private static final InstanceSlot[] NONE = {};
+
+    private final DataSourceDescriptor descriptor;
+    private final DataSourceCallbacks<S> callbacks;
+    private final BufferExhaustedPolicy policy;
+    /** The started instances: replaced whole under this object's lock, read without it. */
+    private volatile InstanceSlot<S>[] started = none();
+    /** Guarded by this: which of the {@value #MAX_INSTANCES} places are taken. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private final InstanceSlot<S>[] places = new InstanceSlot[MAX_INSTANCES];
+    private final ThreadLocal<ThreadWriters<S>> threadWriters = ThreadLocal.withInitial(ThreadWriters::new);
+    private final LongAdder instancesRefused = new LongAdder();
+    private final LongAdder callbackFailures = new LongAdder();
+    private final LongAdder packetsDiscarded = new LongAdder();
+
+    private DataSource(DataSourceDescriptor descriptor, DataSourceCallbacks<S> callbacks, BufferExhaustedPolicy policy) {
+        this.descriptor = Objects.requireNonNull(descriptor, "descriptor");
+        this.callbacks = Objects.requireNonNull(callbacks, "callbacks");
+        this.policy = Objects.requireNonNull(policy, "policy");
+    }
+
+    /**
+     * Registers a data source with every backend of {@link Tracing}, now and when it is
+     * initialized; its writers drop packets when the buffer is full, as Perfetto's SDK's
+     * do by default. Keep it in a static final field.
+     */
+    public static <S> DataSource<S> register(DataSourceDescriptor descriptor, DataSourceCallbacks<S> callbacks) {
+        return register(descriptor, callbacks, BufferExhaustedPolicy.DROP);
+    }
+
+    /** As {@link #register(DataSourceDescriptor, DataSourceCallbacks)}, with writers that do as {@code policy} says when the buffer is full. */
+    public static <S> DataSource<S> register(DataSourceDescriptor descriptor, DataSourceCallbacks<S> callbacks,
+                                             BufferExhaustedPolicy policy) {
+        DataSource<S> dataSource = new DataSource<>(descriptor, callbacks, policy);
+        Tracing.register(dataSource);
+        return dataSource;
+    }
+
+    /** The descriptor the data source registers with. */
+    public DataSourceDescriptor descriptor() {
+        return descriptor;
+    }
+
+    /** Whether any session runs an instance now: one volatile load. */
+    public boolean isEnabled() {
+        return started.length > 0;
+    }
+
+    /**
+     * Runs {@code body} once for each started instance, with a context that writes into it;
+     * does nothing (one volatile load) if none is started. Never throws for the state of
+     * tracing; an exception {@code body} throws goes to the caller.
+     */
+    public void trace(Consumer<TraceContext<S>> body) {
+        InstanceSlot<S>[] now = started;
+        if (now.length == 0) {
+            return;
+        }
+        if (Thread.currentThread().isVirtual()) {
+            traceBorrowing(now, body);
+            return;
+        }
+        ThreadWriters<S> mine = threadWriters.get();
+        for (InstanceSlot<S> slot : now) {
+            TraceContext<S> context = mine.context(slot);
+            try {
+                body.accept(context);
+            } finally {
+                // Between calls the writer is idle: the arbiter may take its chunk back,
+                // and a close from another thread never waits for this one.
+                context.finishTracePacket();
+            }
+        }
+    }
+
+    private void traceBorrowing(InstanceSlot<S>[] now, Consumer<TraceContext<S>> body) {
+        for (InstanceSlot<S> slot : now) {
+            TraceContext<S> context;
+            try {
+                context = slot.borrow();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                packetsDiscarded.increment();
+                continue;
+            }
+            try {
+                body.accept(context);
+            } finally {
+                context.finishTracePacket();
+                slot.giveBack(context);
+            }
+        }
+    }
+
+    /** Sessions that named the data source while {@value #MAX_INSTANCES} instances ran: they got nothing from it. */
+    public long instancesRefused() {
+        return instancesRefused.sum();
+    }
+
+    /** Callbacks that threw: each counted, then treated as done. */
+    public long callbackFailures() {
+        return callbackFailures.sum();
+    }
+
+    /** Packets written while their instance stopped under the writing thread: written nowhere. */
+    public long packetsDiscarded() {
+        return packetsDiscarded.sum();
+    }
+
+    /** The handler that runs this data source's instances on one backend's connection. */
+    DataSourceHandler handlerFor(Backend backend) {
+        return new Handler(backend);
+    }
+
+    private synchronized InstanceSlot<S> publish(Backend backend, DataSourceInstance instance, S state) {
+        for (int i = 0; i < MAX_INSTANCES; i++) {
+            if (places[i] == null) {
+                InstanceSlot<S> slot = new InstanceSlot<>(i, backend, instance, state, policy, packetsDiscarded);
+                places[i] = slot;
+                InstanceSlot<S>[] more = Arrays.copyOf(started, started.length + 1);
+                more[started.length] = slot;
+                started = more;
+                return slot;
+            }
+        }
+        return null;
+    }
+
+    private synchronized void withdraw(InstanceSlot<S> slot) {
+        if (places[slot.index()] == slot) {
+            places[slot.index()] = null;
+            InstanceSlot<S>[] fewer = Arrays.copyOf(started, started.length - 1);
+            int at = 0;
+            for (InstanceSlot<S> other : started) {
+                if (other != slot) {
+                    fewer[at++] = other;
+                }
+            }
+            started = fewer;
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <S> InstanceSlot<S>[] none() {
+        return (InstanceSlot<S>[]) NONE;
+    }
+
+    /**
+     * A platform thread's writers, one per place, remade when a new instance takes the
+     * place; closed when the thread is collected (the cleaner holds the writers, not the thread).
+     */
+    private static final class ThreadWriters<S> {
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        private final TraceContext<S>[] contexts = new TraceContext[MAX_INSTANCES];
+        private final AtomicReferenceArray<TraceWriter<TracePacket>> writers = new AtomicReferenceArray<>(MAX_INSTANCES);
+
+        ThreadWriters() {
+            AtomicReferenceArray<TraceWriter<TracePacket>> toClose = writers;
+            THREAD_ENDS.register(Thread.currentThread(), () -> {
+                for (int i = 0; i < toClose.length(); i++) {
+                    TraceWriter<TracePacket> writer = toClose.get(i);
+                    if (writer != null) {
+                        writer.close();
+                    }
+                }
+            });
+        }
+
+        TraceContext<S> context(InstanceSlot<S> slot) {
+            TraceContext<S> context = contexts[slot.index()];
+            if (context == null || context.slot() != slot) {
+                context = slot.newContext();
+                contexts[slot.index()] = context;
+                writers.set(slot.index(), context.writer());
+            }
+            return context;
+        }
+    }
+
+    /** The instances of one backend: calls come one at a time on its connection's thread. */
+    private final class Handler implements DataSourceHandler {
+        private final Backend backend;
+        private final Map<DataSourceInstance, S> setUp = new HashMap<>();
+        private final Map<DataSourceInstance, InstanceSlot<S>> running = new HashMap<>();
+
+        Handler(Backend backend) {
+            this.backend = backend;
+        }
+
+        @Override
+        public void onSetup(DataSourceInstance instance) {
+            try {
+                setUp.put(instance, callbacks.onSetup(
+                        new InstanceSetup(backend, instance.id(), instance.targetBuffer(), instance.config())));
+            } catch (RuntimeException e) {
+                callbackFailures.increment();
+                setUp.put(instance, null);
+            }
+        }
+
+        @Override
+        public void onStart(DataSourceInstance instance) {
+            if (!setUp.containsKey(instance)) {
+                onSetup(instance);
+            }
+            S state = setUp.remove(instance);
+            InstanceSlot<S> slot = publish(backend, instance, state);
+            if (slot == null) {
+                instancesRefused.increment();
+                return;
+            }
+            running.put(instance, slot);
+            try {
+                callbacks.onStart(state);
+            } catch (RuntimeException e) {
+                callbackFailures.increment();
+            }
+        }
+
+        @Override
+        public void onStop(DataSourceInstance instance, Runnable done) {
+            setUp.remove(instance);
+            InstanceSlot<S> slot = running.remove(instance);
+            if (slot == null) {
+                done.run();
+                return;
+            }
+            AtomicBoolean once = new AtomicBoolean();
+            Runnable stopped = () -> {
+                if (once.compareAndSet(false, true)) {
+                    withdraw(slot);
+                    done.run();
+                }
+            };
+            try {
+                callbacks.onStop(slot.state(), stopped);
+            } catch (RuntimeException e) {
+                callbackFailures.increment();
+                stopped.run();
+            }
+        }
+
+        @Override
+        public void onFlush(DataSourceInstance instance) {
+            InstanceSlot<S> slot = running.get(instance);
+            if (slot != null) {
+                try {
+                    callbacks.onFlush(slot.state());
+                } catch (RuntimeException e) {
+                    callbackFailures.increment();
+                }
+            }
+        }
+
+        @Override
+        public void onClearIncrementalState(DataSourceInstance instance) {
+            InstanceSlot<S> slot = running.get(instance);
+            if (slot != null) {
+                try {
+                    callbacks.onClearIncrementalState(slot.state());
+                } catch (RuntimeException e) {
+                    callbackFailures.increment();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+package dev.ffmtrace.tracing.sdk;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.service.ProducerPort;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The process's tracing: {@link #initialize} once with the backends to use, and every
+ * {@link DataSource} registered, before or after, is offered on each of them. Nothing here
+ * throws for the state of tracing: a backend that cannot start is counted in
+ * {@link #backendFailures()}, and a system service that is not there yet is retried, as
+ * Perfetto's SDK does.
+ */
+public final class Tracing {
+    private static final List<DataSource<?>> REGISTERED = new CopyOnWriteArrayList<>();
+    private static final LongAdder BACKEND_FAILURES = new LongAdder();
+    /** Guarded by the class: the backends of the current initialization, none before or after. */
+    private static List<Connected> backends = List.of();
+
+    private Tracing() {
+    }
+
+    /** One backend: the producer's connection, and for the in-process one the port it reaches the service by. */
+    private record Connected(Backend backend, ProducerConnection connection, ProducerPort port, Path directory) {
+        void close() {
+            connection.close();
+            if (port != null) {
+                port.close();
+                try {
+                    Files.deleteIfExists(directory.resolve(SOCKET_NAME));
+                    Files.deleteIfExists(directory);
+                } catch (IOException e) {
+                    // A leftover empty directory in the temporary directory harms nothing.
+                }
+            }
+        }
+    }
+
+    private static final String SOCKET_NAME = "producer.sock";
+
+    /**
+     * Connects to the backends {@code options} names and offers every registered data
+     * source there.
+     *
+     * @return false, doing nothing, if tracing is initialized already (call {@link #shutdown} first)
+     */
+    public static synchronized boolean initialize(TracingOptions options) {
+        if (!backends.isEmpty()) {
+            return false;
+        }
+        List<Connected> connected = new ArrayList<>();
+        if (options.inProcessService() != null) {
+            Connected inProcess = inProcess(options);
+            if (inProcess != null) {
+                connected.add(inProcess);
+            }
+        }
+        if (options.systemBackend()) {
+            ProducerConnection.Options connection = producerOptions(options);
+            if (options.systemSocket() != null) {
+                connection = connection.withSocket(options.systemSocket());
+            }
+            connected.add(new Connected(Backend.SYSTEM, ProducerConnection.connect(connection), null, null));
+        }
+        for (Connected backend : connected) {
+            for (DataSource<?> dataSource : REGISTERED) {
+                offer(backend, dataSource);
+            }
+        }
+        backends = List.copyOf(connected);
+        return true;
+    }
+
+    /**
+     * The in-process backend: the service's producer port on a socket in a directory only
+     * this user can enter, and a producer connection to it, so that a data source runs
+     * there exactly as on a system service.
+     */
+    private static Connected inProcess(TracingOptions options) {
+        Path directory = null;
+        ProducerPort port = null;
+        try {
+            directory = Files.createTempDirectory("ffmtrace-sdk-",
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+            port = ProducerPort.listen(options.inProcessService(), UnixAddress.path(directory.resolve(SOCKET_NAME)));
+            ProducerConnection connection = ProducerConnection.connect(
+                    producerOptions(options).withSocket(port.address()));
+            return new Connected(Backend.IN_PROCESS, connection, port, directory);
+        } catch (IOException | RuntimeException e) {
+            BACKEND_FAILURES.increment();
+            if (port != null) {
+                port.close();
+            }
+            if (directory != null) {
+                try {
+                    Files.deleteIfExists(directory);
+                } catch (IOException ignored) {
+                    // As in close: an empty directory left behind.
+                }
+            }
+            return null;
+        }
+    }
+
+    private static ProducerConnection.Options producerOptions(TracingOptions options) {
+        return ProducerConnection.Options.named(options.producerName()).withSmbHints(options.smbSizeBytes(), 0);
+    }
+
+    /** Whether {@link #initialize} has connected backends that {@link #shutdown} has not closed. */
+    public static synchronized boolean isInitialized() {
+        return !backends.isEmpty();
+    }
+
+    /**
+     * Stops every instance (data sources get their {@code onStop}), commits what their
+     * writers hold, and disconnects from every backend. Data sources stay registered, for
+     * the next {@link #initialize}.
+     */
+    public static void shutdown() {
+        List<Connected> closing;
+        synchronized (Tracing.class) {
+            closing = backends;
+            backends = List.of();
+        }
+        for (Connected backend : closing) {
+            backend.close();
+        }
+    }
+
+    /** Backends that could not start (the in-process one's socket, say). */
+    public static long backendFailures() {
+        return BACKEND_FAILURES.sum();
+    }
+
+    static synchronized void register(DataSource<?> dataSource) {
+        REGISTERED.add(dataSource);
+        for (Connected backend : backends) {
+            offer(backend, dataSource);
+        }
+    }
+
+    private static void offer(Connected backend, DataSource<?> dataSource) {
+        backend.connection().registerDataSource(dataSource.descriptor(), dataSource.handlerFor(backend.backend()));
+    }
+}

@@ -50,7 +50,7 @@ class ServeBaselineTest {
         static Footprint of(long pid) {
             Path proc = Path.of("/proc/" + pid);
             try (Stream<Path> tasks = Files.list(proc.resolve("task")); Stream<Path> fds = Files.list(proc.resolve("fd"))) {
-                List<String> names = tasks.map(task -> read(task.resolve("comm"))).toList();
+                List<String> names = tasks.map(Footprint::threadName).toList();
                 long memfds = read(proc.resolve("maps")).lines().filter(line -> line.contains("/memfd:")).count();
                 long rss = read(proc.resolve("status")).lines().filter(line -> line.startsWith("VmRSS:"))
                         .mapToLong(line -> Long.parseLong(line.replaceAll("[^0-9]", ""))).sum();
@@ -64,12 +64,27 @@ class ServeBaselineTest {
             return names.stream().filter(name -> prefixes.stream().anyMatch(name::startsWith)).count();
         }
 
-        /** The file's text; empty for a thread that ended while it was read. */
+        /**
+         * The name of the thread {@code task}; empty for one that ended after it was
+         * listed, whose comm then reads as missing or fails with ESRCH.
+         */
+        private static String threadName(Path task) {
+            try {
+                return Files.readString(task.resolve("comm"));
+            } catch (NoSuchFileException e) {
+                return "";
+            } catch (IOException e) {
+                // ESRCH: the thread is exiting, its task directory not yet gone.
+                if (!Files.exists(task) || "No such process".equals(e.getMessage())) {
+                    return "";
+                }
+                throw new UncheckedIOException(e);
+            }
+        }
+
         private static String read(Path file) {
             try {
                 return Files.readString(file);
-            } catch (NoSuchFileException e) {
-                return "";
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
             }

@@ -7,5 +7,6 @@ module dev.ffmtrace.examples {
     requires dev.ffmtrace.shmring;
     requires dev.ffmtrace.tracing.service;
     requires dev.ffmtrace.tracing.client;
+    requires dev.ffmtrace.tracing.sdk;
     // Nothing exported: the programs run with java -m dev.ffmtrace.examples/<main class>.
 }

@@ -58,6 +58,18 @@ class ExamplesTest {
     }
 
     @Test
+    void sdkDataSourceWritesItsTicksIntoTheSession() throws Exception {
+        Path file = dir.resolve("sdk.pftrace");
+        String out = Traces.stdout(() -> SdkDataSource.main(new String[] {file.toString()}));
+        assertTrue(out.matches("wrote \\d+ bytes to " + java.util.regex.Pattern.quote(file.toString()) + "\n"), out);
+        List<String> names = Traces.read(file).events().stream().map(TrackEventReader.Event::name).toList();
+        assertEquals(5, names.size(), names.toString());
+        for (int i = 0; i < 5; i++) {
+            assertTrue(names.get(i).matches("instance \\d+: tick " + i), names.get(i));
+        }
+    }
+
+    @Test
     void inProcessSessionTracesEveryThreadOnItsOwnTrack() throws Exception {
         Path file = dir.resolve("session.pftrace");
         String out = Traces.stdout(() -> InProcessSession.main(new String[] {file.toString()}));

@@ -53,9 +53,8 @@ public final class DataSource<S> {
     private final BufferExhaustedPolicy policy;
     /** The started instances: replaced whole under this object's lock, read without it. */
     private volatile InstanceSlot<S>[] started = none();
-    /** Guarded by this: which of the {@value #MAX_INSTANCES} places are taken. */
-    @SuppressWarnings({"unchecked", "rawtypes"})
-    private final InstanceSlot<S>[] places = new InstanceSlot[MAX_INSTANCES];
+    /** Guarded by this: which of the {@value #MAX_INSTANCES} places are taken, from an instance's setup to its stop. */
+    private final boolean[] taken = new boolean[MAX_INSTANCES];
     private final ThreadLocal<ThreadWriters<S>> threadWriters = ThreadLocal.withInitial(ThreadWriters::new);
     private final LongAdder instancesRefused = new LongAdder();
     private final LongAdder callbackFailures = new LongAdder();
@@ -160,32 +159,52 @@ public final class DataSource<S> {
         return new Handler(backend);
     }
 
-    private synchronized InstanceSlot<S> publish(Backend backend, DataSourceInstance instance, S state) {
+    /** The lowest free place, now taken; -1 if all are. */
+    private synchronized int reserve() {
         for (int i = 0; i < MAX_INSTANCES; i++) {
-            if (places[i] == null) {
-                InstanceSlot<S> slot = new InstanceSlot<>(i, backend, instance, state, policy, packetsDiscarded);
-                places[i] = slot;
-                InstanceSlot<S>[] more = Arrays.copyOf(started, started.length + 1);
-                more[started.length] = slot;
-                started = more;
-                return slot;
+            if (!taken[i]) {
+                taken[i] = true;
+                return i;
             }
         }
-        return null;
+        return -1;
+    }
+
+    private synchronized void release(int index) {
+        taken[index] = false;
+    }
+
+    private synchronized void publish(InstanceSlot<S> slot) {
+        InstanceSlot<S>[] more = Arrays.copyOf(started, started.length + 1);
+        more[started.length] = slot;
+        started = more;
     }
 
     private synchronized void withdraw(InstanceSlot<S> slot) {
-        if (places[slot.index()] == slot) {
-            places[slot.index()] = null;
-            InstanceSlot<S>[] fewer = Arrays.copyOf(started, started.length - 1);
-            int at = 0;
-            for (InstanceSlot<S> other : started) {
-                if (other != slot) {
-                    fewer[at++] = other;
-                }
+        InstanceSlot<S>[] fewer = Arrays.copyOf(started, started.length - 1);
+        int at = 0;
+        for (InstanceSlot<S> other : started) {
+            if (other != slot) {
+                fewer[at++] = other;
             }
-            started = fewer;
         }
+        started = fewer;
+    }
+
+    /** The started instances now: what {@link #trace} loops over. */
+    InstanceSlot<S>[] started() {
+        return started;
+    }
+
+    /** The calling platform thread's context for {@code slot}. */
+    TraceContext<S> threadContext(InstanceSlot<S> slot) {
+        return threadWriters.get().context(slot);
+    }
+
+    /** The calling platform thread's context for {@code slot} if it has one, else null: makes no writer. */
+    TraceContext<S> existingThreadContext(InstanceSlot<S> slot) {
+        TraceContext<S> context = threadWriters.get().contexts[slot.index()];
+        return context != null && context.slot() == slot ? context : null;
     }
 
     @SuppressWarnings("unchecked")
@@ -225,10 +244,14 @@ public final class DataSource<S> {
         }
     }
 
+    /** An instance set up and not started yet: its place (-1 if none was free) and its state. */
+    private record Pending<S>(int index, S state) {
+    }
+
     /** The instances of one backend: calls come one at a time on its connection's thread. */
     private final class Handler implements DataSourceHandler {
         private final Backend backend;
-        private final Map<DataSourceInstance, S> setUp = new HashMap<>();
+        private final Map<DataSourceInstance, Pending<S>> setUp = new HashMap<>();
         private final Map<DataSourceInstance, InstanceSlot<S>> running = new HashMap<>();
 
         Handler(Backend backend) {
@@ -237,13 +260,20 @@ public final class DataSource<S> {
 
         @Override
         public void onSetup(DataSourceInstance instance) {
+            int index = reserve();
+            if (index < 0) {
+                instancesRefused.increment();
+                setUp.put(instance, new Pending<>(-1, null));
+                return;
+            }
+            S state = null;
             try {
-                setUp.put(instance, callbacks.onSetup(
-                        new InstanceSetup(backend, instance.id(), instance.targetBuffer(), instance.config())));
+                state = callbacks.onSetup(new InstanceSetup(backend, index, instance.id(), instance.targetBuffer(),
+                        instance.config()));
             } catch (RuntimeException e) {
                 callbackFailures.increment();
-                setUp.put(instance, null);
             }
+            setUp.put(instance, new Pending<>(index, state));
         }
 
         @Override
@@ -251,15 +281,16 @@ public final class DataSource<S> {
             if (!setUp.containsKey(instance)) {
                 onSetup(instance);
             }
-            S state = setUp.remove(instance);
-            InstanceSlot<S> slot = publish(backend, instance, state);
-            if (slot == null) {
-                instancesRefused.increment();
+            Pending<S> pending = setUp.remove(instance);
+            if (pending.index() < 0) {
                 return;
             }
+            InstanceSlot<S> slot = new InstanceSlot<>(pending.index(), backend, instance, pending.state(), policy,
+                    packetsDiscarded);
+            publish(slot);
             running.put(instance, slot);
             try {
-                callbacks.onStart(state);
+                callbacks.onStart(pending.state());
             } catch (RuntimeException e) {
                 callbackFailures.increment();
             }
@@ -267,7 +298,10 @@ public final class DataSource<S> {
 
         @Override
         public void onStop(DataSourceInstance instance, Runnable done) {
-            setUp.remove(instance);
+            Pending<S> neverStarted = setUp.remove(instance);
+            if (neverStarted != null && neverStarted.index() >= 0) {
+                release(neverStarted.index());
+            }
             InstanceSlot<S> slot = running.remove(instance);
             if (slot == null) {
                 done.run();
@@ -277,6 +311,7 @@ public final class DataSource<S> {
             Runnable stopped = () -> {
                 if (once.compareAndSet(false, true)) {
                     withdraw(slot);
+                    release(slot.index());
                     done.run();
                 }
             };

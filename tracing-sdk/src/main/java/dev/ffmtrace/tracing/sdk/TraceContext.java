@@ -16,6 +16,8 @@ public final class TraceContext<S> {
     private final TraceWriter<TracePacket> writer;
     /** Set while the current packet goes nowhere: the instance stopped under the caller. */
     private boolean discarding;
+    /** What a layer above keeps per sequence (the TrackEvent facade's writer); touched only by the context's user. */
+    private Object attachment;
 
     TraceContext(InstanceSlot<S> slot, TraceWriter<TracePacket> writer) {
         this.slot = slot;
@@ -80,6 +82,14 @@ public final class TraceContext<S> {
      */
     public long incrementalStateEpoch() {
         return writer.packetsDropped() + writer.fragmentsDropped() + slot.instance().incrementalStateClears();
+    }
+
+    Object attachment() {
+        return attachment;
+    }
+
+    void attach(Object attachment) {
+        this.attachment = attachment;
     }
 
     TraceWriter<TracePacket> writer() {

@@ -19,10 +19,12 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class Category {
     private static final AtomicInteger NEXT_INDEX = new AtomicInteger();
     private static final VarHandle ENABLED;
+    private static final VarHandle SESSIONS;
 
     static {
         try {
             ENABLED = MethodHandles.lookup().findVarHandle(Category.class, "enabled", boolean.class);
+            SESSIONS = MethodHandles.lookup().findVarHandle(Category.class, "sessions", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -30,6 +32,9 @@ public final class Category {
 
     /** No category: events written with it carry no {@code category_iids}; always enabled. */
     public static final Category NONE = new Category();
+
+    /** {@link #sessionMask()} of a category the SDK has not decided yet. */
+    public static final int SESSIONS_UNDECIDED = -1;
 
     /** The most tags a category carries, as in Perfetto's SDK. */
     public static final int MAX_TAGS = 4;
@@ -47,6 +52,12 @@ public final class Category {
      * hoisted out of a caller's loop) so that a change is seen promptly.
      */
     private boolean enabled = true;
+    /**
+     * The SDK's instances of {@code track_event} that record this category, one bit per
+     * instance, or {@link #SESSIONS_UNDECIDED} until the SDK first sees the category: read
+     * opaque, as {@link #enabled} is, and changed under the SDK's lock.
+     */
+    private int sessions = SESSIONS_UNDECIDED;
 
     /**
      * A category of this name with these tags, enabled; keep it in a static final field.
@@ -138,5 +149,20 @@ public final class Category {
             throw new UnsupportedOperationException("Category.NONE is always enabled");
         }
         ENABLED.setOpaque(this, enabled);
+    }
+
+    /**
+     * The SDK's {@code track_event} instances whose sessions record this category, bit
+     * {@code i} for instance {@code i}: 0 when none does, which costs an event one load
+     * and a branch; {@link #SESSIONS_UNDECIDED} before the SDK first decides it. Set by
+     * the SDK from each session's {@link CategorySelection}.
+     */
+    public int sessionMask() {
+        return (int) SESSIONS.getOpaque(this);
+    }
+
+    /** Sets {@link #sessionMask()}: for the SDK, which decides it per session. */
+    public void setSessionMask(int mask) {
+        SESSIONS.setOpaque(this, mask);
     }
 }

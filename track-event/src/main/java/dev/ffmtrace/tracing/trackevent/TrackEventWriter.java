@@ -389,6 +389,20 @@ public final class TrackEventWriter implements AutoCloseable {
             skipped();
             return;
         }
+        completeSliceEnabled(category, track, name, null, startNanos, durationNanos);
+    }
+
+    /** A slice of known start and duration named by a string made at run time. */
+    public void completeSlice(Category category, Track track, String name, long startNanos, long durationNanos) {
+        if (!category.isEnabled()) {
+            skipped();
+            return;
+        }
+        completeSliceEnabled(category, track, null, requireName(name), startNanos, durationNanos);
+    }
+
+    private void completeSliceEnabled(Category category, Track track, InternedName name, String stringName,
+                                      long startNanos, long durationNanos) {
         if (durationNanos < 0) {
             throw new IllegalArgumentException("a slice cannot last " + durationNanos + " ns");
         }
@@ -398,6 +412,7 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         try {
+            dynamicName = stringName;
             writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
             sink.finishTracePacket();
             writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);

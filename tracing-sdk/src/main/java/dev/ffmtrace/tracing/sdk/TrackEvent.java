@@ -1,0 +1,410 @@
+package dev.ffmtrace.tracing.sdk;
+
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.CategorySelection;
+import dev.ffmtrace.tracing.trackevent.Track;
+import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * Perfetto's {@code TRACE_EVENT} for Java: slices, instants and counters from any thread,
+ * into every session that records their category, through the {@code track_event} data
+ * source on every backend {@link Tracing} runs.
+ *
+ * <pre>{@code
+ * static final Category RPC = new Category("rpc");
+ * ...
+ * try (var _ = TrackEvent.slice(RPC, "handle request")) {
+ *     TrackEvent.instant(RPC, "cache miss");
+ * }
+ * }</pre>
+ *
+ * <p>Each session chooses its categories with its {@code track_event_config}, as
+ * Perfetto's SDK decides ({@link CategorySelection}: "slow" and "debug" tags off unless
+ * asked for); an event goes into each session that records its category, and one whose
+ * category no session records costs a load and a branch. A category is decided when the
+ * SDK first meets it; {@link #register} decides some ahead, which a group's tagged members
+ * need to be judged by their tags.
+ *
+ * <p>A platform thread's events go on its thread track (pid, tid, name), written with the
+ * process track once per sequence and again after incremental state is cleared. A virtual
+ * thread's go on a track of its own, a child of the process track, whichever carrier
+ * runs it; its slices are written whole when they end. Nothing here throws into the
+ * application, but a scope closed out of order does.
+ */
+public final class TrackEvent {
+    /** The data source's name, as sessions select it. */
+    public static final String DATA_SOURCE_NAME = "track_event";
+
+    private static final Track PROCESS = Track.process(Os.pid(), processName());
+    private static final Object LOCK = new Object();
+    /** Guarded by LOCK: the selection of the session of each running instance, by place. */
+    private static final CategorySelection[] SELECTIONS = new CategorySelection[DataSource.MAX_INSTANCES];
+    /** Guarded by LOCK: every category decided so far, and the plain ones by name (for groups). */
+    private static final Map<Category, Boolean> DECIDED = new HashMap<>();
+    private static final Map<String, Category> BY_NAME = new HashMap<>();
+    private static final LongAdder MALFORMED_PATTERNS = new LongAdder();
+    private static final ConcurrentHashMap<String, Track> COUNTER_TRACKS = new ConcurrentHashMap<>();
+    private static final ThreadLocal<Track> THREAD_TRACK = ThreadLocal.withInitial(TrackEvent::trackOfThisThread);
+    private static final ThreadLocal<Scopes> SCOPES = ThreadLocal.withInitial(Scopes::new);
+    private static final DataSource<Integer> SOURCE = DataSource.register(DataSourceDescriptor.named(DATA_SOURCE_NAME),
+            new Sessions(), BufferExhaustedPolicy.DROP);
+
+    private TrackEvent() {
+    }
+
+    /** Decides these categories now, for the running sessions and those to come. */
+    public static void register(Category... categories) {
+        synchronized (LOCK) {
+            for (Category category : categories) {
+                decide(category);
+            }
+        }
+    }
+
+    /** Patterns of sessions' configs that are not Perfetto's syntax (see {@link CategorySelection#malformedPatterns()}). */
+    public static long malformedPatterns() {
+        return MALFORMED_PATTERNS.sum();
+    }
+
+    /**
+     * Begins a slice on this thread's track, ended by closing the scope (try-with-resources).
+     *
+     * @throws IllegalStateException from {@link Scope#close()} if scopes are closed out of order
+     */
+    public static Scope slice(Category category, String name) {
+        int mask = category.sessionMask();
+        if (mask == 0) {
+            return Scope.NONE;
+        }
+        return SCOPES.get().begin(category, name, decided(category, mask));
+    }
+
+    /** An instant event on this thread's track. */
+    public static void instant(Category category, String name) {
+        int mask = category.sessionMask();
+        if (mask != 0) {
+            write(Event.INSTANT, category, name, null, 0, 0, decided(category, mask));
+        }
+    }
+
+    /** A value on the process's counter track named {@code counter}. */
+    public static void counter(Category category, String counter, long value) {
+        int mask = category.sessionMask();
+        if (mask != 0) {
+            write(Event.COUNTER, category, null, counterTrack(counter), value, 0, decided(category, mask));
+        }
+    }
+
+    /** A value on {@code track}, a counter track (see {@link Track#counter}). */
+    public static void counter(Category category, Track track, long value) {
+        int mask = category.sessionMask();
+        if (mask != 0) {
+            write(Event.COUNTER, category, null, track, value, 0, decided(category, mask));
+        }
+    }
+
+    /** A floating-point value on the process's counter track named {@code counter}. */
+    public static void counter(Category category, String counter, double value) {
+        int mask = category.sessionMask();
+        if (mask != 0) {
+            write(Event.DOUBLE_COUNTER, category, null, counterTrack(counter), 0, value, decided(category, mask));
+        }
+    }
+
+    /** The process track every thread's track is a child of. */
+    public static Track processTrack() {
+        return PROCESS;
+    }
+
+    private enum Event { INSTANT, COUNTER, DOUBLE_COUNTER }
+
+    private static void write(Event event, Category category, String name, Track counter, long value, double real,
+                              int mask) {
+        if (mask == 0) {
+            return;
+        }
+        boolean virtual = Thread.currentThread().isVirtual();
+        Track track = counter != null ? counter : THREAD_TRACK.get();
+        for (InstanceSlot<Integer> slot : SOURCE.started()) {
+            if ((mask & (1 << slot.index())) == 0) {
+                continue;
+            }
+            TraceContext<Integer> context = virtual ? borrow(slot) : SOURCE.threadContext(slot);
+            if (context == null) {
+                continue;
+            }
+            try {
+                TrackEventWriter writer = writerOf(context);
+                switch (event) {
+                    case INSTANT -> writer.instant(category, track, name);
+                    case COUNTER -> writer.counter(track, value);
+                    case DOUBLE_COUNTER -> writer.counter(track, real);
+                }
+            } finally {
+                if (virtual) {
+                    slot.giveBack(context);
+                }
+            }
+        }
+    }
+
+    /** A lent context for a virtual thread; null if the thread was interrupted waiting. */
+    private static TraceContext<Integer> borrow(InstanceSlot<Integer> slot) {
+        try {
+            return slot.borrow();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            slot.countDiscarded();
+            return null;
+        }
+    }
+
+    /** The TrackEvent writer of a sequence, made on first use. */
+    private static TrackEventWriter writerOf(TraceContext<Integer> context) {
+        Object attached = context.attachment();
+        if (attached != null) {
+            return (TrackEventWriter) attached;
+        }
+        // A lent context's writer serves many virtual threads: every event names its track.
+        TrackEventWriter writer = new TrackEventWriter(new ContextSink(context),
+                TrackEventWriter.Config.DEFAULT);
+        context.attach(writer);
+        return writer;
+    }
+
+    private static Track counterTrack(String name) {
+        return COUNTER_TRACKS.computeIfAbsent(name, n -> Track.counter(PROCESS, n));
+    }
+
+    private static Track trackOfThisThread() {
+        Thread thread = Thread.currentThread();
+        if (thread.isVirtual()) {
+            String name = thread.getName().isEmpty() ? "virtual thread " + thread.threadId() : thread.getName();
+            return Track.named(PROCESS, name);
+        }
+        return Track.thread(PROCESS, Os.tid(), thread.getName());
+    }
+
+    private static String processName() {
+        String command = System.getProperty("sun.java.command", "");
+        String main = command.isBlank() ? "java" : command.split(" ", 2)[0];
+        return main.substring(main.lastIndexOf('/') + 1);
+    }
+
+    /** The mask of {@code category}, deciding it first if the SDK has not. */
+    private static int decided(Category category, int mask) {
+        if (mask != Category.SESSIONS_UNDECIDED) {
+            return mask;
+        }
+        synchronized (LOCK) {
+            return decide(category);
+        }
+    }
+
+    /** Under LOCK: the category's mask from every running session's selection, now set. */
+    private static int decide(Category category) {
+        if (DECIDED.putIfAbsent(category, Boolean.TRUE) == null && !category.isGroup()) {
+            BY_NAME.putIfAbsent(category.name(), category);
+        }
+        int mask = 0;
+        for (int i = 0; i < SELECTIONS.length; i++) {
+            if (SELECTIONS[i] != null && SELECTIONS[i].enables(category, BY_NAME)) {
+                mask |= 1 << i;
+            }
+        }
+        category.setSessionMask(mask);
+        return mask;
+    }
+
+    /** Under LOCK: every decided category again, after a session came or went. */
+    private static void decideAll() {
+        for (Category category : DECIDED.keySet()) {
+            decide(category);
+        }
+    }
+
+    /** The sessions' instances of track_event: each brings its selection, by its place. */
+    private static final class Sessions implements DataSourceCallbacks<Integer> {
+        /** The selection set up for each place, recorded once the instance starts. */
+        private final CategorySelection[] setUp = new CategorySelection[DataSource.MAX_INSTANCES];
+
+        @Override
+        public Integer onSetup(InstanceSetup setup) {
+            CategorySelection selection = CategorySelection.fromDataSourceConfig(setup.config());
+            MALFORMED_PATTERNS.add(selection.malformedPatterns());
+            synchronized (LOCK) {
+                setUp[setup.index()] = selection;
+            }
+            return setup.index();
+        }
+
+        @Override
+        public void onStart(Integer index) {
+            synchronized (LOCK) {
+                SELECTIONS[index] = setUp[index];
+                setUp[index] = null;
+                decideAll();
+            }
+        }
+
+        @Override
+        public void onStop(Integer index, Runnable done) {
+            synchronized (LOCK) {
+                SELECTIONS[index] = null;
+                decideAll();
+            }
+            done.run();
+        }
+    }
+
+    /**
+     * A slice begun by {@link #slice}, ended by {@link #close()}. Scopes are reused per
+     * thread and nesting depth, so a slice costs no allocation; do not keep one after
+     * closing it.
+     */
+    public static final class Scope implements AutoCloseable {
+        /** The scope of a slice no session records: closing it does nothing. */
+        static final Scope NONE = new Scope(null, -1);
+
+        private final Scopes owner;
+        private final int depth;
+        @SuppressWarnings({"unchecked", "rawtypes"})
+        private final InstanceSlot<Integer>[] slots = new InstanceSlot[DataSource.MAX_INSTANCES];
+        private final long[] tokens = new long[DataSource.MAX_INSTANCES];
+        private int count;
+        private Category category;
+        private String name;
+        private long start;
+        private boolean virtual;
+
+        private Scope(Scopes owner, int depth) {
+            this.owner = owner;
+            this.depth = depth;
+        }
+
+        /** Ends the slice in every session it began in. */
+        @Override
+        public void close() {
+            if (owner == null) {
+                return;
+            }
+            owner.end(this);
+            try {
+                if (virtual) {
+                    endWhole();
+                } else {
+                    endBegun();
+                }
+            } finally {
+                count = 0;
+                category = null;
+                name = null;
+            }
+        }
+
+        /** A platform thread's slice: ends what {@link Scopes#begin} began, on the writers still there. */
+        private void endBegun() {
+            Track track = THREAD_TRACK.get();
+            for (int i = 0; i < count; i++) {
+                TraceContext<Integer> context = SOURCE.existingThreadContext(slots[i]);
+                if (context != null && context.attachment() != null) {
+                    try {
+                        ((TrackEventWriter) context.attachment()).endSlice(track, tokens[i]);
+                    } catch (IllegalStateException stoppedMeanwhile) {
+                        // The instance stopped and another took its place: its slice ended with it.
+                    }
+                }
+            }
+        }
+
+        /** A virtual thread's slice: written whole now, begin and end, into the sessions still running. */
+        private void endWhole() {
+            long duration = System.nanoTime() - start;
+            Track track = THREAD_TRACK.get();
+            InstanceSlot<Integer>[] running = SOURCE.started();
+            for (int i = 0; i < count; i++) {
+                InstanceSlot<Integer> slot = slots[i];
+                if (!contains(running, slot)) {
+                    continue;
+                }
+                TraceContext<Integer> context = borrow(slot);
+                if (context != null) {
+                    try {
+                        writerOf(context).completeSlice(category, track, name, start, duration);
+                    } finally {
+                        slot.giveBack(context);
+                    }
+                }
+            }
+        }
+
+        private static boolean contains(InstanceSlot<Integer>[] running, InstanceSlot<Integer> slot) {
+            for (InstanceSlot<Integer> each : running) {
+                if (each == slot) {
+                    return true;
+                }
+            }
+            return false;
+        }
+    }
+
+    /** A thread's open scopes, reused by depth. */
+    private static final class Scopes {
+        private Scope[] byDepth = new Scope[8];
+        private int open;
+
+        Scope begin(Category category, String name, int mask) {
+            if (mask == 0) {
+                return Scope.NONE;
+            }
+            if (open == byDepth.length) {
+                byDepth = java.util.Arrays.copyOf(byDepth, open * 2);
+            }
+            Scope scope = byDepth[open];
+            if (scope == null) {
+                scope = new Scope(this, open);
+                byDepth[open] = scope;
+            }
+            open++;
+            scope.virtual = Thread.currentThread().isVirtual();
+            scope.category = category;
+            scope.name = name;
+            scope.count = 0;
+            if (scope.virtual) {
+                scope.start = System.nanoTime();
+                for (InstanceSlot<Integer> slot : SOURCE.started()) {
+                    if ((mask & (1 << slot.index())) != 0) {
+                        scope.slots[scope.count++] = slot;
+                    }
+                }
+                return scope;
+            }
+            Track track = THREAD_TRACK.get();
+            for (InstanceSlot<Integer> slot : SOURCE.started()) {
+                if ((mask & (1 << slot.index())) != 0) {
+                    long token = writerOf(SOURCE.threadContext(slot)).beginSlice(category, track, name);
+                    if (token != 0) {
+                        scope.slots[scope.count] = slot;
+                        scope.tokens[scope.count++] = token;
+                    }
+                }
+            }
+            return scope;
+        }
+
+        void end(Scope scope) {
+            if (open == 0 || byDepth[open - 1] != scope) {
+                throw new IllegalStateException("a TrackEvent scope closed out of order (depth " + scope.depth
+                        + ", " + open + " open): slices must nest");
+            }
+            open--;
+        }
+    }
+}

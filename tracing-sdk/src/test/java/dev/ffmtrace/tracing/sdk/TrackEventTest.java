@@ -1,0 +1,141 @@
+package dev.ffmtrace.tracing.sdk;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.testing.Await;
+import dev.ffmtrace.perfetto.protos.TraceConfig;
+import dev.ffmtrace.perfetto.protos.TrackEventConfig;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.TrackEventReader;
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The facade as the issue's demo uses it: three categories, one tagged "debug", and three
+ * sessions at once, each recording what its track_event_config selects, from platform and
+ * virtual threads.
+ */
+class TrackEventTest {
+    private static final Category REQUESTS = new Category("requests");
+    private static final Category QUEUE = new Category("queue");
+    private static final Category DEMO_DEBUG = new Category("demo.debug", "debug");
+    private static final int ITERATIONS = 200;
+
+    @Test
+    void eachSessionRecordsTheCategoriesItsConfigSelects() throws Exception {
+        TrackEvent.register(REQUESTS, QUEUE, DEMO_DEBUG);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession plain = service.startSession(config(null));
+                TracingSession queueOnly = service.startSession(config(c -> {
+                    c.addEnabledCategories("queue");
+                    c.addDisabledCategories("*");
+                }));
+                TracingSession debug = service.startSession(config(c -> c.addEnabledTags("debug")));
+                // Each session's instance decides the categories when it starts.
+                Await.until("three sessions record queue", () -> Integer.bitCount(QUEUE.sessionMask()) == 3,
+                        () -> Integer.toBinaryString(QUEUE.sessionMask()));
+
+                List<Thread> threads = List.of(Thread.ofPlatform().start(TrackEventTest::work),
+                        Thread.ofVirtual().start(TrackEventTest::work));
+                for (Thread thread : threads) {
+                    thread.join();
+                }
+
+                assertEquals(Map.of("requests", 2 * ITERATIONS, "queue", 2 * ITERATIONS), eventsByCategory(plain));
+                assertEquals(Map.of("queue", 2 * ITERATIONS), eventsByCategory(queueOnly));
+                assertEquals(Map.of("requests", 2 * ITERATIONS, "queue", 2 * ITERATIONS, "demo.debug", 2 * ITERATIONS),
+                        eventsByCategory(debug));
+                assertEquals(0, TrackEvent.malformedPatterns());
+                for (TracingSession session : List.of(plain, queueOnly, debug)) {
+                    session.close();
+                }
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+        assertEquals(0, REQUESTS.sessionMask(), "no session left");
+    }
+
+    @Test
+    void aScopeClosedOutOfOrderThrowsAndTheOthersStillEnd() throws Exception {
+        Category nested = new Category("test.nested");
+        TrackEvent.register(nested);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession session = service.startSession(config(null));
+                Await.until("the session records test.nested", () -> nested.sessionMask() > 0,
+                        () -> Integer.toString(nested.sessionMask()));
+                TrackEvent.Scope outer = TrackEvent.slice(nested, "outer");
+                TrackEvent.Scope inner = TrackEvent.slice(nested, "inner");
+                assertThrows(IllegalStateException.class, outer::close);
+                inner.close();
+                outer.close();
+                assertEquals(Map.of("test.nested", 2), eventsByCategory(session));
+                session.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+    }
+
+    @Test
+    void aCategoryNoSessionRecordsGivesTheSharedNoOpScope() {
+        Category nobody = new Category("test.nobody");
+        TrackEvent.register(nobody);
+        assertEquals(0, nobody.sessionMask());
+        try (TrackEvent.Scope scope = TrackEvent.slice(nobody, "x")) {
+            assertTrue(scope == TrackEvent.slice(nobody, "y"), "one shared scope, nothing allocated");
+        }
+    }
+
+    /** One slice in requests holding an instant in queue and one in demo.debug, ITERATIONS times. */
+    private static void work() {
+        for (int i = 0; i < ITERATIONS; i++) {
+            try (var _ = TrackEvent.slice(REQUESTS, "request " + i)) {
+                TrackEvent.instant(QUEUE, "dequeue");
+                TrackEvent.instant(DEMO_DEBUG, "detail");
+            }
+        }
+    }
+
+    private static SessionConfig config(Consumer<TrackEventConfig> categories) throws Exception {
+        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
+        config.get().addBuffers().setSizeKb(4096);
+        var dataSource = config.get().addDataSources().setConfig();
+        dataSource.setName(TrackEvent.DATA_SOURCE_NAME);
+        if (categories != null) {
+            categories.accept(dataSource.setTrackEventConfig());
+        }
+        return SessionConfig.parse(config.toSegment());
+    }
+
+    /** Begin and instant events by category (ends carry none). */
+    private static Map<String, Integer> eventsByCategory(TracingSession session) throws Exception {
+        session.stop();
+        ByteArrayOutputStream trace = new ByteArrayOutputStream();
+        session.writeTrace(trace);
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(trace.toByteArray()));
+        Map<String, Integer> counts = new TreeMap<>();
+        for (TrackEventReader.Event event : decoded.events()) {
+            for (String category : event.categories()) {
+                counts.merge(category, 1, Integer::sum);
+            }
+        }
+        assertEquals(0, decoded.lossMarkers());
+        return counts;
+    }
+}

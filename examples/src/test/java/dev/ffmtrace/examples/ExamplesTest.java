@@ -58,6 +58,34 @@ class ExamplesTest {
     }
 
     @Test
+    void traceAServiceWritesTheCategoriesASessionRecordsByDefault() throws Exception {
+        Path socket = dir.resolve("producer.sock");
+        try (dev.ffmtrace.tracing.service.TracingService service = new dev.ffmtrace.tracing.service.TracingService();
+             dev.ffmtrace.tracing.service.ProducerPort port = dev.ffmtrace.tracing.service.ProducerPort.listen(
+                     service, dev.ffmtrace.memory.UnixAddress.path(socket))) {
+            dev.ffmtrace.tracing.service.TracingSession session = service.startSession(
+                    dev.ffmtrace.tracing.service.SessionConfig.builder()
+                            .buffer(4096, dev.ffmtrace.tracing.buffer.OverwritePolicy.DISCARD)
+                            .dataSource("track_event").build());
+            String out = Traces.stdout(() -> TraceAService.main(new String[] {"1", "100", socket.toString()}));
+            assertEquals("handled 100 requests\n", out);
+            session.stop();
+            Path file = dir.resolve("service.pftrace");
+            try (java.io.OutputStream trace = java.nio.file.Files.newOutputStream(file)) {
+                session.writeTrace(trace);
+            }
+            Map<String, Long> byName = Traces.read(file).events().stream()
+                    .filter(e -> e.name() != null)
+                    .collect(Collectors.groupingBy(TrackEventReader.Event::name, Collectors.counting()));
+            assertEquals(Map.of("request", 100L, "dequeue", 100L), byName, "no demo.debug: the debug tag is off");
+            long counters = Traces.read(file).events().stream().filter(e -> e.counterValue() != null).count();
+            assertEquals(100, counters);
+            session.close();
+            assertEquals(0, port.violations());
+        }
+    }
+
+    @Test
     void sdkDataSourceWritesItsTicksIntoTheSession() throws Exception {
         Path file = dir.resolve("sdk.pftrace");
         String out = Traces.stdout(() -> SdkDataSource.main(new String[] {file.toString()}));

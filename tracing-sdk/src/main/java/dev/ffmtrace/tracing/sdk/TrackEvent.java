@@ -118,6 +118,11 @@ public final class TrackEvent {
         }
     }
 
+    /** How many sessions run track_event here now, on every backend: 0 until one starts it. */
+    public static int sessionCount() {
+        return SOURCE.started().length;
+    }
+
     /** The process track every thread's track is a child of. */
     public static Track processTrack() {
         return PROCESS;

@@ -1,0 +1,39 @@
+package dev.ffmtrace.examples;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.tracing.sdk.TrackEvent;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
+import dev.ffmtrace.tracing.trackevent.Category;
+
+/**
+ * A Java service traced into the system's tracing service (traced, or `ffmtrace serve`):
+ * it waits for SESSIONS sessions to record track events, handles ITERATIONS requests, and
+ * ends. Usage: TraceAService SESSIONS ITERATIONS [PRODUCER_SOCKET]
+ */
+public final class TraceAService {
+    static final Category REQUESTS = new Category("requests");
+    static final Category QUEUE = new Category("queue");
+    static final Category DETAIL = new Category("demo.debug", "debug");   // off unless a session asks for "debug"
+
+    public static void main(String[] args) throws Exception {
+        int sessions = Integer.parseInt(args[0]);
+        int iterations = Integer.parseInt(args[1]);
+        TracingOptions options = TracingOptions.named("trace-a-service");
+        Tracing.initialize(args.length > 2 ? options.withSystemBackend(UnixAddress.path(java.nio.file.Path.of(args[2])))
+                : options.withSystemBackend());                         // Perfetto's default producer socket
+        TrackEvent.register(REQUESTS, QUEUE, DETAIL);
+        while (TrackEvent.sessionCount() < sessions) {
+            Thread.sleep(10);                                           // as Perfetto's examples wait for tracing
+        }
+        for (int i = 0; i < iterations; i++) {
+            try (var _ = TrackEvent.slice(REQUESTS, "request")) {
+                TrackEvent.instant(QUEUE, "dequeue");
+                TrackEvent.instant(DETAIL, "detail");
+                TrackEvent.counter(QUEUE, "queue length", iterations - i);
+            }
+        }
+        Tracing.shutdown();                                             // commits what the writers hold
+        System.out.println("handled " + iterations + " requests");
+    }
+}

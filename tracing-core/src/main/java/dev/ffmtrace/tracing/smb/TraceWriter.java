@@ -106,11 +106,12 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     /** Set under CLOSING, read by the writing thread after it sees CLOSED. */
     private boolean closed;
     /**
-     * The thread that last entered; stored before the entry's compare-and-set, so a closer
-     * that sees WRITING also sees which thread writes, and can tell its own open packet
-     * from another thread's.
+     * The id of the thread that last entered; stored before the entry's compare-and-set,
+     * so a closer that sees WRITING also sees which thread writes, and can tell its own
+     * open packet from another thread's. An id, not the Thread: a writer outlives its
+     * threads, and must not keep one that ended from being collected.
      */
-    private Thread writingThread;
+    private long writingThread;
     /** Plain counter read racily by the arbiter's idle sweep: a stale value only delays a reclaim. */
     private long packetsFinished;
     private long packetsDropped;
@@ -298,7 +299,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
                     }
                     break;
                 case WRITING:
-                    if (writingThread == Thread.currentThread()) {
+                    if (writingThread == Thread.currentThread().threadId()) {
                         OWNERSHIP.setOpaque(this, CLOSING);
                         return true;
                     }
@@ -383,7 +384,7 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
 
     private void enter() {
         checkOpen();
-        writingThread = Thread.currentThread();
+        writingThread = Thread.currentThread().threadId();
         if (!OWNERSHIP.compareAndSet(this, IDLE, WRITING)) {
             enterContended();
         }

@@ -55,7 +55,9 @@ public final class DataSource<S> {
     private volatile InstanceSlot<S>[] started = none();
     /** Guarded by this: which of the {@value #MAX_INSTANCES} places are taken, from an instance's setup to its stop. */
     private final boolean[] taken = new boolean[MAX_INSTANCES];
-    private final ThreadLocal<ThreadWriters<S>> threadWriters = ThreadLocal.withInitial(ThreadWriters::new);
+    private final LongAdder writersOfEndedThreads = new LongAdder();
+    private final ThreadLocal<ThreadWriters<S>> threadWriters =
+            ThreadLocal.withInitial(() -> new ThreadWriters<>(writersOfEndedThreads));
     private final LongAdder instancesRefused = new LongAdder();
     private final LongAdder callbackFailures = new LongAdder();
     private final LongAdder packetsDiscarded = new LongAdder();
@@ -149,6 +151,14 @@ public final class DataSource<S> {
         return callbackFailures.sum();
     }
 
+    /**
+     * Writers of platform threads that ended while their instance ran, closed (their chunks
+     * committed, their ids given back) once the thread was collected.
+     */
+    public long writersOfEndedThreads() {
+        return writersOfEndedThreads.sum();
+    }
+
     /** Packets written while their instance stopped under the writing thread: written nowhere. */
     public long packetsDiscarded() {
         return packetsDiscarded.sum();
@@ -221,13 +231,14 @@ public final class DataSource<S> {
         private final TraceContext<S>[] contexts = new TraceContext[MAX_INSTANCES];
         private final AtomicReferenceArray<TraceWriter<TracePacket>> writers = new AtomicReferenceArray<>(MAX_INSTANCES);
 
-        ThreadWriters() {
+        ThreadWriters(LongAdder closedAtThreadEnd) {
             AtomicReferenceArray<TraceWriter<TracePacket>> toClose = writers;
             THREAD_ENDS.register(Thread.currentThread(), () -> {
                 for (int i = 0; i < toClose.length(); i++) {
                     TraceWriter<TracePacket> writer = toClose.get(i);
-                    if (writer != null) {
+                    if (writer != null && writer.isOpen()) {
                         writer.close();
+                        closedAtThreadEnd.increment();
                     }
                 }
             });
@@ -325,22 +336,20 @@ public final class DataSource<S> {
 
         @Override
         public void onFlush(DataSourceInstance instance) {
-            InstanceSlot<S> slot = running.get(instance);
-            if (slot != null) {
-                try {
-                    callbacks.onFlush(slot.state());
-                } catch (RuntimeException e) {
-                    callbackFailures.increment();
-                }
-            }
+            runOn(instance, callbacks::onFlush);
         }
 
         @Override
         public void onClearIncrementalState(DataSourceInstance instance) {
+            runOn(instance, callbacks::onClearIncrementalState);
+        }
+
+        /** Runs a callback with a running instance's state, counting it if it throws. */
+        private void runOn(DataSourceInstance instance, Consumer<S> callback) {
             InstanceSlot<S> slot = running.get(instance);
             if (slot != null) {
                 try {
-                    callbacks.onClearIncrementalState(slot.state());
+                    callback.accept(slot.state());
                 } catch (RuntimeException e) {
                     callbackFailures.increment();
                 }

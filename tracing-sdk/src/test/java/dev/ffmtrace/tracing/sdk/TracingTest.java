@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
@@ -132,6 +133,36 @@ class TracingTest {
                 instances.next();
                 late.trace(ctx -> ctx.newTracePacket().setTrackEvent().setName("late"));
                 assertEquals(Map.of("late", 1), events(stopAndRead(session)));
+                session.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+    }
+
+    @Test
+    void theWritersOfEndedThreadsAreClosedOnceTheThreadsAreCollected() throws Exception {
+        Instances instances = new Instances();
+        DataSource<String> source = DataSource.register(DataSourceDescriptor.named("sdk.thread-ends"), instances,
+                BufferExhaustedPolicy.STALL);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("sdk-test").withInProcessBackend(service)));
+            try {
+                TracingSession session = service.startSession(config("sdk.thread-ends"));
+                instances.next();
+                for (int t = 0; t < 20; t++) {
+                    String name = "ended-" + t;
+                    Thread.ofPlatform().start(() -> source.trace(ctx -> ctx.newTracePacket().setTrackEvent().setName(name)))
+                            .join();
+                }
+                Await.until("the ended threads' writers closed", () -> {
+                    System.gc();
+                    return source.writersOfEndedThreads() == 20;
+                }, () -> source.writersOfEndedThreads() + " of 20");
+                Map<String, Integer> events = events(stopAndRead(session));
+                for (int t = 0; t < 20; t++) {
+                    assertEquals(1, events.get("ended-" + t), "ended-" + t);
+                }
                 session.close();
             } finally {
                 Tracing.shutdown();

@@ -60,8 +60,8 @@ public class TrackEventFacadeBenchmark {
         Tracing.initialize(TracingOptions.named("bench").withInProcessBackend(service));
         TrackEvent.register(BENCHMARK, UNRECORDED);
         session = service.startSession(config("track_event"));
-        while (TrackEvent.sessionCount() == 0) {
-            Thread.sleep(1);
+        if (!TrackEvent.awaitSessions(1, java.time.Duration.ofSeconds(30))) {
+            throw new IllegalStateException("the session did not start track_event");
         }
         DataSource events = service.connectProducer(ProducerOptions.of("bench-direct")).registerDataSource("direct");
         directSession = service.startSession(config("direct"));

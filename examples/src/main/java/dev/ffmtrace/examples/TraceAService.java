@@ -5,6 +5,8 @@ import dev.ffmtrace.tracing.sdk.TrackEvent;
 import dev.ffmtrace.tracing.sdk.Tracing;
 import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.trackevent.Category;
+import java.nio.file.Path;
+import java.time.Duration;
 
 /**
  * A Java service traced into the system's tracing service (traced, or `ffmtrace serve`):
@@ -20,11 +22,11 @@ public final class TraceAService {
         int sessions = Integer.parseInt(args[0]);
         int iterations = Integer.parseInt(args[1]);
         TracingOptions options = TracingOptions.named("trace-a-service");
-        Tracing.initialize(args.length > 2 ? options.withSystemBackend(UnixAddress.path(java.nio.file.Path.of(args[2])))
+        Tracing.initialize(args.length > 2 ? options.withSystemBackend(UnixAddress.path(Path.of(args[2])))
                 : options.withSystemBackend());                         // Perfetto's default producer socket
         TrackEvent.register(REQUESTS, QUEUE, DETAIL);
-        while (TrackEvent.sessionCount() < sessions) {
-            Thread.sleep(10);                                           // as Perfetto's examples wait for tracing
+        if (!TrackEvent.awaitSessions(sessions, Duration.ofMinutes(1))) {    // not to miss the first requests
+            throw new IllegalStateException("no " + sessions + " sessions recorded track events within a minute");
         }
         for (int i = 0; i < iterations; i++) {
             try (var _ = TrackEvent.slice(REQUESTS, "request")) {

@@ -7,9 +7,11 @@ import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.CategorySelection;
 import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -121,6 +123,26 @@ public final class TrackEvent {
     /** How many sessions run track_event here now, on every backend: 0 until one starts it. */
     public static int sessionCount() {
         return SOURCE.started().length;
+    }
+
+    /**
+     * Waits until at least {@code count} sessions run track_event here (a program that
+     * must not miss its first events waits for the session that records them).
+     *
+     * @return whether they do, false if {@code timeout} passed first
+     */
+    public static boolean awaitSessions(int count, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (LOCK) {
+            while (sessionCount() < count) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(LOCK, left);
+            }
+            return true;
+        }
     }
 
     /** The process track every thread's track is a child of. */
@@ -256,6 +278,8 @@ public final class TrackEvent {
                 SELECTIONS[index] = setUp[index];
                 setUp[index] = null;
                 decideAll();
+                // The instance is published before this call: awaitSessions sees it counted.
+                LOCK.notifyAll();
             }
         }
 

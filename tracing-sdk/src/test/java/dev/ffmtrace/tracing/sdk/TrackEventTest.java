@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TrackEventConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
@@ -15,6 +14,7 @@ import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.TrackEventReader;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -45,8 +45,8 @@ class TrackEventTest {
                 }));
                 TracingSession debug = service.startSession(config(c -> c.addEnabledTags("debug")));
                 // Each session's instance decides the categories when it starts.
-                Await.until("three sessions record queue", () -> Integer.bitCount(QUEUE.sessionMask()) == 3,
-                        () -> Integer.toBinaryString(QUEUE.sessionMask()));
+                assertTrue(TrackEvent.awaitSessions(3, Duration.ofMinutes(1)));
+                assertEquals(3, Integer.bitCount(QUEUE.sessionMask()), "each session decided queue when it started");
 
                 List<Thread> threads = List.of(Thread.ofPlatform().start(TrackEventTest::work),
                         Thread.ofVirtual().start(TrackEventTest::work));
@@ -77,8 +77,8 @@ class TrackEventTest {
             assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
             try {
                 TracingSession session = service.startSession(config(null));
-                Await.until("the session records test.nested", () -> nested.sessionMask() > 0,
-                        () -> Integer.toString(nested.sessionMask()));
+                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+                assertTrue(nested.sessionMask() > 0);
                 TrackEvent.Scope outer = TrackEvent.slice(nested, "outer");
                 TrackEvent.Scope inner = TrackEvent.slice(nested, "inner");
                 assertThrows(IllegalStateException.class, outer::close);

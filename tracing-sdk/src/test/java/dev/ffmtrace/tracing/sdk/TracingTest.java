@@ -82,12 +82,22 @@ class TracingTest {
                     session.close();
                 }
                 assertEquals(2, states.stream().distinct().count(), "each instance has its own state");
+                assertFalse(backendThreads().isEmpty(), "the backend runs threads, which shutdown must end");
                 assertEquals(0, source.callbackFailures());
             } finally {
                 Tracing.shutdown();
             }
         }
         assertFalse(source.isEnabled(), "shut down: no instance left");
+        Await.until("the backends' threads ended", () -> backendThreads().isEmpty(), () -> backendThreads().toString());
+    }
+
+    /** Threads of the producer connection, its IPC client, and the in-process port's host and command sender. */
+    private static List<String> backendThreads() {
+        return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                .filter(name -> name.startsWith("perfetto-producer sdk-test") || name.startsWith("ipc-client")
+                        || name.startsWith("ipc-host") || name.startsWith("ffmtrace-producer-commands sdk-test"))
+                .toList();
     }
 
     @Test

@@ -5,6 +5,7 @@ import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.CategorySelection;
+import dev.ffmtrace.tracing.trackevent.InternedName;
 import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.time.Duration;
@@ -37,8 +38,10 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>A platform thread's events go on its thread track (pid, tid, name), written with the
  * process track once per sequence and again after incremental state is cleared. A virtual
  * thread's go on a track of its own, a child of the process track, whichever carrier
- * runs it; its slices are written whole when they end. Nothing here throws into the
- * application, but a scope closed out of order does.
+ * runs it, each event through one of the few writers the thread borrows from (a slice's
+ * end may go through another writer than its begin; the trace processor nests a track's
+ * slices by time). Nothing here throws into the application, but a scope closed out of
+ * order does.
  */
 public final class TrackEvent {
     /** The data source's name, as sessions select it. */
@@ -76,23 +79,65 @@ public final class TrackEvent {
     }
 
     /**
-     * Begins a slice on this thread's track, ended by closing the scope (try-with-resources).
+     * Begins a slice on this thread's track, named by a string made at run time, ended by
+     * closing the scope (try-with-resources).
      *
      * @throws IllegalStateException from {@link Scope#close()} if scopes are closed out of order
      */
     public static Scope slice(Category category, String name) {
         int mask = category.sessionMask();
-        if (mask == 0) {
-            return Scope.NONE;
-        }
-        return SCOPES.get().begin(category, name, decided(category, mask));
+        return mask == 0 ? Scope.NONE : SCOPES.get().begin(category, null, name, null, null, 0, 0, 0, mask);
+    }
+
+    /** A slice on this thread's track named by a constant: interned, so each event refers to it by id. */
+    public static Scope slice(Category category, InternedName name) {
+        int mask = category.sessionMask();
+        return mask == 0 ? Scope.NONE : SCOPES.get().begin(category, null, null, name, null, 0, 0, 0, mask);
+    }
+
+    /** A slice on {@code track}, a track of the application's (see {@link Track#named}). */
+    public static Scope slice(Category category, Track track, String name) {
+        int mask = category.sessionMask();
+        return mask == 0 ? Scope.NONE : SCOPES.get().begin(category, track, name, null, null, 0, 0, 0, mask);
+    }
+
+    /** A slice with one debug annotation, {@code argument} = {@code value}. */
+    public static Scope slice(Category category, InternedName name, InternedName argument, long value) {
+        int mask = category.sessionMask();
+        return mask == 0 ? Scope.NONE : SCOPES.get().begin(category, null, null, name, argument, value, 0, 0, mask);
+    }
+
+    /**
+     * A slice that starts flow {@code flowId} and ends flow {@code terminatingFlowId} (0:
+     * none), linking it to slices of other threads or processes that name the same flows.
+     */
+    public static Scope slice(Category category, InternedName name, long flowId, long terminatingFlowId) {
+        int mask = category.sessionMask();
+        return mask == 0 ? Scope.NONE
+                : SCOPES.get().begin(category, null, null, name, null, 0, flowId, terminatingFlowId, mask);
     }
 
     /** An instant event on this thread's track. */
     public static void instant(Category category, String name) {
         int mask = category.sessionMask();
         if (mask != 0) {
-            write(Event.INSTANT, category, name, null, 0, 0, decided(category, mask));
+            write(Event.INSTANT, category, null, name, null, 0, 0, decided(category, mask));
+        }
+    }
+
+    /** An instant event named by a constant. */
+    public static void instant(Category category, InternedName name) {
+        int mask = category.sessionMask();
+        if (mask != 0) {
+            write(Event.INSTANT, category, null, null, name, 0, 0, decided(category, mask));
+        }
+    }
+
+    /** An instant event on {@code track}, a track of the application's. */
+    public static void instant(Category category, Track track, String name) {
+        int mask = category.sessionMask();
+        if (mask != 0) {
+            write(Event.INSTANT, category, track, name, null, 0, 0, decided(category, mask));
         }
     }
 
@@ -100,7 +145,7 @@ public final class TrackEvent {
     public static void counter(Category category, String counter, long value) {
         int mask = category.sessionMask();
         if (mask != 0) {
-            write(Event.COUNTER, category, null, counterTrack(counter), value, 0, decided(category, mask));
+            write(Event.COUNTER, category, counterTrack(counter), null, null, value, 0, decided(category, mask));
         }
     }
 
@@ -108,7 +153,7 @@ public final class TrackEvent {
     public static void counter(Category category, Track track, long value) {
         int mask = category.sessionMask();
         if (mask != 0) {
-            write(Event.COUNTER, category, null, track, value, 0, decided(category, mask));
+            write(Event.COUNTER, category, track, null, null, value, 0, decided(category, mask));
         }
     }
 
@@ -116,7 +161,7 @@ public final class TrackEvent {
     public static void counter(Category category, String counter, double value) {
         int mask = category.sessionMask();
         if (mask != 0) {
-            write(Event.DOUBLE_COUNTER, category, null, counterTrack(counter), 0, value, decided(category, mask));
+            write(Event.DOUBLE_COUNTER, category, counterTrack(counter), null, null, 0, value, decided(category, mask));
         }
     }
 
@@ -152,13 +197,14 @@ public final class TrackEvent {
 
     private enum Event { INSTANT, COUNTER, DOUBLE_COUNTER }
 
-    private static void write(Event event, Category category, String name, Track counter, long value, double real,
-                              int mask) {
+    /** An instant or a counter value into each running session whose bit {@code mask} sets. */
+    private static void write(Event event, Category category, Track onTrack, String name, InternedName interned,
+                              long value, double real, int mask) {
         if (mask == 0) {
             return;
         }
         boolean virtual = Thread.currentThread().isVirtual();
-        Track track = counter != null ? counter : THREAD_TRACK.get();
+        Track track = onTrack != null ? onTrack : THREAD_TRACK.get();
         for (InstanceSlot<Integer> slot : SOURCE.started()) {
             if ((mask & (1 << slot.index())) == 0) {
                 continue;
@@ -170,7 +216,13 @@ public final class TrackEvent {
             try {
                 TrackEventWriter writer = writerOf(context);
                 switch (event) {
-                    case INSTANT -> writer.instant(category, track, name);
+                    case INSTANT -> {
+                        if (interned != null) {
+                            writer.instant(category, track, interned);
+                        } else {
+                            writer.instant(category, track, name);
+                        }
+                    }
                     case COUNTER -> writer.counter(track, value);
                     case DOUBLE_COUNTER -> writer.counter(track, real);
                 }
@@ -308,9 +360,7 @@ public final class TrackEvent {
         private final InstanceSlot<Integer>[] slots = new InstanceSlot[DataSource.MAX_INSTANCES];
         private final long[] tokens = new long[DataSource.MAX_INSTANCES];
         private int count;
-        private Category category;
-        private String name;
-        private long start;
+        private Track track;
         private boolean virtual;
 
         private Scope(Scopes owner, int depth) {
@@ -327,20 +377,18 @@ public final class TrackEvent {
             owner.end(this);
             try {
                 if (virtual) {
-                    endWhole();
+                    endOnSharedTrack();
                 } else {
                     endBegun();
                 }
             } finally {
                 count = 0;
-                category = null;
-                name = null;
+                track = null;
             }
         }
 
         /** A platform thread's slice: ends what {@link Scopes#begin} began, on the writers still there. */
         private void endBegun() {
-            Track track = THREAD_TRACK.get();
             for (int i = 0; i < count; i++) {
                 TraceContext<Integer> context = SOURCE.existingThreadContext(slots[i]);
                 if (context != null && context.attachment() != null) {
@@ -353,10 +401,8 @@ public final class TrackEvent {
             }
         }
 
-        /** A virtual thread's slice: written whole now, begin and end, into the sessions still running. */
-        private void endWhole() {
-            long duration = System.nanoTime() - start;
-            Track track = THREAD_TRACK.get();
+        /** A virtual thread's slice: its end, through whichever lent writer, into the sessions still running. */
+        private void endOnSharedTrack() {
             InstanceSlot<Integer>[] running = SOURCE.started();
             for (int i = 0; i < count; i++) {
                 InstanceSlot<Integer> slot = slots[i];
@@ -366,7 +412,7 @@ public final class TrackEvent {
                 TraceContext<Integer> context = borrow(slot);
                 if (context != null) {
                     try {
-                        writerOf(context).completeSlice(category, track, name, start, duration);
+                        writerOf(context).endSliceOnSharedTrack(track);
                     } finally {
                         slot.giveBack(context);
                     }
@@ -389,7 +435,10 @@ public final class TrackEvent {
         private Scope[] byDepth = new Scope[8];
         private int open;
 
-        Scope begin(Category category, String name, int mask) {
+        /** Begins the slice in every running session whose bit {@code mask} sets (deciding it first if need be). */
+        Scope begin(Category category, Track onTrack, String name, InternedName interned, InternedName argument,
+                    long value, long flowId, long terminatingFlowId, int mask) {
+            mask = decided(category, mask);
             if (mask == 0) {
                 return Scope.NONE;
             }
@@ -402,30 +451,47 @@ public final class TrackEvent {
                 byDepth[open] = scope;
             }
             open++;
-            scope.virtual = Thread.currentThread().isVirtual();
-            scope.category = category;
-            scope.name = name;
+            boolean virtual = Thread.currentThread().isVirtual();
+            scope.virtual = virtual;
+            scope.track = onTrack != null ? onTrack : THREAD_TRACK.get();
             scope.count = 0;
-            if (scope.virtual) {
-                scope.start = System.nanoTime();
-                for (InstanceSlot<Integer> slot : SOURCE.started()) {
-                    if ((mask & (1 << slot.index())) != 0) {
-                        scope.slots[scope.count++] = slot;
-                    }
-                }
-                return scope;
-            }
-            Track track = THREAD_TRACK.get();
             for (InstanceSlot<Integer> slot : SOURCE.started()) {
-                if ((mask & (1 << slot.index())) != 0) {
-                    long token = writerOf(SOURCE.threadContext(slot)).beginSlice(category, track, name);
+                if ((mask & (1 << slot.index())) == 0) {
+                    continue;
+                }
+                TraceContext<Integer> context = virtual ? borrow(slot) : SOURCE.threadContext(slot);
+                if (context == null) {
+                    continue;
+                }
+                try {
+                    long token = beginOn(writerOf(context), category, scope.track, name, interned, argument, value,
+                            flowId, terminatingFlowId);
                     if (token != 0) {
                         scope.slots[scope.count] = slot;
                         scope.tokens[scope.count++] = token;
                     }
+                } finally {
+                    if (virtual) {
+                        slot.giveBack(context);
+                    }
                 }
             }
             return scope;
+        }
+
+        private static long beginOn(TrackEventWriter writer, Category category, Track track, String name,
+                                    InternedName interned, InternedName argument, long value, long flowId,
+                                    long terminatingFlowId) {
+            if (interned == null) {
+                return writer.beginSlice(category, track, name);
+            }
+            if (argument != null) {
+                return writer.beginSlice(category, track, interned, argument, value);
+            }
+            if (flowId != 0 || terminatingFlowId != 0) {
+                return writer.beginSlice(category, track, interned, flowId, terminatingFlowId);
+            }
+            return writer.beginSlice(category, track, interned);
         }
 
         void end(Scope scope) {

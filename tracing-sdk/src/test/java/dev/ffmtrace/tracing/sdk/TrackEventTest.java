@@ -11,10 +11,13 @@ import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventReader;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -90,6 +93,61 @@ class TrackEventTest {
                 Tracing.shutdown();
             }
         }
+    }
+
+    @Test
+    void namesArgumentsFlowsAndTracksAsTheWriterWritesThem() throws Exception {
+        Category rich = new Category("test.rich");
+        InternedName handle = InternedName.of("handle");
+        InternedName bytes = InternedName.of("bytes");
+        TrackEvent.register(rich);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession session = service.startSession(config(null));
+                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+                Track queue = Track.named(TrackEvent.processTrack(), "queue");
+                Runnable work = () -> {
+                    try (var _ = TrackEvent.slice(rich, handle, bytes, 512)) {
+                        try (var _ = TrackEvent.slice(rich, handle, 7, 0)) {
+                            TrackEvent.instant(rich, handle);
+                        }
+                    }
+                    try (var _ = TrackEvent.slice(rich, queue, "dequeue")) {
+                        TrackEvent.instant(rich, queue, "picked");
+                    }
+                };
+                Thread.ofPlatform().name("platform worker").start(work).join();
+                Thread.ofVirtual().name("virtual worker").start(work).join();
+                session.stop();
+                ByteArrayOutputStream bytesOut = new ByteArrayOutputStream();
+                session.writeTrace(bytesOut);
+                TrackEventReader.Decoded trace = TrackEventReader.read(MemorySegment.ofArray(bytesOut.toByteArray()));
+                Map<String, List<String>> byTrack = new TreeMap<>();
+                for (TrackEventReader.Event event : trace.events()) {
+                    TrackEventReader.TrackInfo track = trace.tracks().get(event.trackUuid());
+                    String trackName = track.threadName() != null ? track.threadName() : track.name();
+                    String what = event.typeEnum().name().replace("TYPE_", "") + (event.name() != null ? ":" + event.name() : "")
+                            + (event.debugAnnotations().isEmpty() ? "" : event.debugAnnotations())
+                            + (event.flowIds().isEmpty() ? "" : " flow " + event.flowIds());
+                    byTrack.computeIfAbsent(trackName, k -> new ArrayList<>()).add(what);
+                }
+                List<String> thread = List.of("SLICE_BEGIN:handle[bytes=512]", "SLICE_BEGIN:handle flow [7]",
+                        "INSTANT:handle", "SLICE_END", "SLICE_END");
+                List<String> onQueue = List.of("SLICE_BEGIN:dequeue", "INSTANT:picked", "SLICE_END");
+                assertEquals(Map.of("platform worker", thread, "virtual worker", thread,
+                        "queue", concat(onQueue, onQueue)), byTrack);
+                session.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+    }
+
+    private static List<String> concat(List<String> a, List<String> b) {
+        List<String> all = new ArrayList<>(a);
+        all.addAll(b);
+        return all;
     }
 
     @Test

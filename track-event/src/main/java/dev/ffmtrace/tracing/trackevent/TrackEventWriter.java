@@ -358,6 +358,24 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     /**
+     * Ends the innermost slice on {@code track} whichever writer began it: for a track that
+     * several writers write in turn (the SDK's virtual threads borrow writers), whose
+     * nesting no one writer sees. The trace processor nests a track's slices by time.
+     */
+    public void endSliceOnSharedTrack(Track track) {
+        if (closed) {
+            discarded();
+            return;
+        }
+        try {
+            writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
+            sink.finishTracePacket();
+        } catch (RuntimeException e) {
+            failed(e);
+        }
+    }
+
+    /**
      * Begins a slice on the writer's default track and returns the scope whose
      * {@link SliceScope#close()} ends it.
      *
@@ -389,20 +407,6 @@ public final class TrackEventWriter implements AutoCloseable {
             skipped();
             return;
         }
-        completeSliceEnabled(category, track, name, null, startNanos, durationNanos);
-    }
-
-    /** A slice of known start and duration named by a string made at run time. */
-    public void completeSlice(Category category, Track track, String name, long startNanos, long durationNanos) {
-        if (!category.isEnabled()) {
-            skipped();
-            return;
-        }
-        completeSliceEnabled(category, track, null, requireName(name), startNanos, durationNanos);
-    }
-
-    private void completeSliceEnabled(Category category, Track track, InternedName name, String stringName,
-                                      long startNanos, long durationNanos) {
         if (durationNanos < 0) {
             throw new IllegalArgumentException("a slice cannot last " + durationNanos + " ns");
         }
@@ -412,7 +416,6 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         try {
-            dynamicName = stringName;
             writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
             sink.finishTracePacket();
             writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);

@@ -73,6 +73,10 @@ import java.util.function.Consumer;
  * writers closed (a {@code TrackEventWriter} over one counts its events as discarded),
  * the buffer unmapped; the connection retries with Perfetto's back-off (1 s more per
  * attempt up to 10 s, then 30 s) and registers the data sources again.
+ *
+ * <p>Over 600 lines while the sender thread's connect/serve/tear-down, the command
+ * dispatch of its {@code Session} and the public API share one class: issue #31 moves
+ * the session's command handling out.
  */
 public final class ProducerConnection implements AutoCloseable {
     /** The largest SMB accepted from a service: Perfetto's service never makes one over 32 MiB. */

@@ -63,6 +63,10 @@ import java.util.HashMap;
  * event being written to finish.
  *
  * <p>After warm-up, events with interned names allocate nothing.
+ *
+ * <p>Over 600 lines while the event encoding (interning, incremental timestamps, track
+ * descriptors, the hand-encoded simple events) lives beside the public overloads: issue
+ * #31 moves the encoding into a class of its own.
  */
 public final class TrackEventWriter implements AutoCloseable {
     /** Perfetto's first sequence-scoped clock id: the clock whose timestamps are deltas. */

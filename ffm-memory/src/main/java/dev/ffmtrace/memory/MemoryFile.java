@@ -201,6 +201,18 @@ public final class MemoryFile implements AutoCloseable {
     }
 
     /**
+     * Whether {@code other} is the same file, opened through another descriptor (the same
+     * device and inode): a memfd received from a peer in this very process is.
+     */
+    public boolean isSameFileAs(MemoryFile other) {
+        checkOpen();
+        other.checkOpen();
+        Native.FileStatus mine = Native.fstat(fd);
+        Native.FileStatus theirs = Native.fstat(other.fd);
+        return mine.device() == theirs.device() && mine.inode() == theirs.inode();
+    }
+
+    /**
      * Sets the file's size ({@code ftruncate}). Memory mapped beyond the new size faults
      * on access, so only resize a file nobody maps past it; {@link #size()} stays the size
      * the file was created or attached with.

@@ -77,6 +77,19 @@ class MemoryFileTest {
     }
 
     @Test
+    void aFileIsTheSameAsItsOtherDescriptorsAndNoOtherFile() {
+        try (MemoryFile first = MemoryFile.create("same", 4096);
+             MemoryFile again = MemoryFile.attach(MemoryFile.duplicate(first.fd()));
+             MemoryFile reopened = MemoryFile.open(Path.of("/proc/self/fd/" + first.fd()), Seals.NOT_REQUIRED);
+             MemoryFile other = MemoryFile.create("same", 4096)) {
+            assertTrue(first.isSameFileAs(again));
+            assertTrue(reopened.isSameFileAs(first));
+            assertFalse(first.isSameFileAs(other));
+            assertFalse(other.isSameFileAs(again));
+        }
+    }
+
+    @Test
     void attachRefusesAClosedFd() {
         int fd;
         try (MemoryFile file = MemoryFile.create("closed", 4096)) {

@@ -217,7 +217,8 @@ public final class Native {
     private static final long PAGE_SIZE = sysconf(SC_PAGESIZE);
 
     private static final StatLayout STAT = StatLayout.forArchitecture(System.getProperty("os.arch"));
-    /** st_ino follows the 8-byte st_dev on every architecture ffmtrace knows. */
+    /** st_dev opens the structure, and st_ino follows it, on every architecture ffmtrace knows. */
+    private static final long STAT_DEVICE_OFFSET = 0;
     private static final long STAT_INODE_OFFSET = 8;
 
     private Native() {
@@ -326,8 +327,8 @@ public final class Native {
         }
     }
 
-    /** The file type, size and inode number of an open file, as {@code fstat(2)} reports them. */
-    public record FileStatus(int mode, long size, long inode) {
+    /** The file type, size, device and inode number of an open file, as {@code fstat(2)} reports them. */
+    public record FileStatus(int mode, long size, long device, long inode) {
         public boolean isRegularFile() {
             return (mode & S_IFMT) == S_IFREG;
         }
@@ -341,7 +342,7 @@ public final class Native {
                 throw failure("fstat(" + fd + ")", state);
             }
             return new FileStatus(buf.get(C_INT, STAT.modeOffset()), buf.get(C_LONG, STAT.sizeOffset()),
-                    buf.get(C_LONG, STAT_INODE_OFFSET));
+                    buf.get(C_LONG, STAT_DEVICE_OFFSET), buf.get(C_LONG, STAT_INODE_OFFSET));
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -8,6 +8,7 @@ import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
@@ -32,6 +33,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -102,10 +104,11 @@ public final class ProducerConnection implements AutoCloseable {
      *                             this size and offers it with InitializeConnection
      * @param retryDelays          the back-off between connection attempts: the first delay, the
      *                             increment, the cap before the long delay, and the long delay
+     * @param localCommits         a service in this process to commit into by calls, or null
      */
     public record Options(String producerName, UnixAddress socket, int smbSizeHintBytes, int smbPageSizeHintBytes,
                           InitializeConnectionRequest.ProducerSMBScrapingMode scrapingMode,
-                          int producerProvidedSmbBytes, RetryDelays retryDelays) {
+                          int producerProvidedSmbBytes, RetryDelays retryDelays, LocalCommits localCommits) {
         public Options {
             Objects.requireNonNull(producerName, "producerName");
             Objects.requireNonNull(scrapingMode, "scrapingMode");
@@ -118,27 +121,34 @@ public final class ProducerConnection implements AutoCloseable {
         /** A producer named {@code producerName} on the default socket, with the service's SMB and scraping on. */
         public static Options named(String producerName) {
             return new Options(producerName, null, 0, 0,
-                    InitializeConnectionRequest.ProducerSMBScrapingMode.SMB_SCRAPING_ENABLED, 0, RetryDelays.PERFETTO);
+                    InitializeConnectionRequest.ProducerSMBScrapingMode.SMB_SCRAPING_ENABLED, 0, RetryDelays.PERFETTO,
+                    null);
         }
 
         public Options withSocket(UnixAddress socket) {
             return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
-                    producerProvidedSmbBytes, retryDelays);
+                    producerProvidedSmbBytes, retryDelays, localCommits);
         }
 
         public Options withSmbHints(int sizeBytes, int pageSizeBytes) {
             return new Options(producerName, socket, sizeBytes, pageSizeBytes, scrapingMode,
-                    producerProvidedSmbBytes, retryDelays);
+                    producerProvidedSmbBytes, retryDelays, localCommits);
         }
 
         public Options withProducerProvidedSmb(int sizeBytes) {
             return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
-                    sizeBytes, retryDelays);
+                    sizeBytes, retryDelays, localCommits);
         }
 
         public Options withRetryDelays(RetryDelays retryDelays) {
             return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
-                    producerProvidedSmbBytes, retryDelays);
+                    producerProvidedSmbBytes, retryDelays, localCommits);
+        }
+
+        /** Commits as calls into {@code service}, when it is the one the socket leads to. */
+        public Options withLocalCommits(LocalCommits service) {
+            return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
+                    producerProvidedSmbBytes, retryDelays, Objects.requireNonNull(service, "service"));
         }
     }
 
@@ -167,14 +177,25 @@ public final class ProducerConnection implements AutoCloseable {
      * @param writersClosedByDisconnect writers still open when their session was lost
      * @param handlerFailures          data source handler calls that threw
      * @param writersRefused           writers asked for when all writer ids were taken
+     * @param localCommits             commit requests handed to a service in this process by
+     *                                 a call ({@link Options#withLocalCommits}), not sent
+     * @param triggersDropped          trigger activations never sent: no service within their
+     *                                 time to live, or more waiting than are kept
      */
     public record Stats(long connections, long connectFailures, long disconnections, long commandsRejected,
                         long commitsDropped, long writersClosedByDisconnect, long handlerFailures,
-                        long writersRefused) {
+                        long writersRefused, long localCommits, long triggersDropped) {
     }
 
     private record Registration(DataSourceDescriptor descriptor, DataSourceHandler handler) {
     }
+
+    /** Triggers activated while no service was connected, sent on connection unless {@code deadline} (System.nanoTime) passed. */
+    private record PendingTriggers(List<String> names, long deadline) {
+    }
+
+    /** Activations kept while not connected; older ones give way to newer. */
+    private static final int MAX_PENDING_TRIGGERS = 64;
 
     /** A message for the service, sent in order by the sender thread; {@code reply} null means drop_reply. */
     private record Outgoing(Session session, String method, byte[] args, boolean isCommit,
@@ -184,6 +205,8 @@ public final class ProducerConnection implements AutoCloseable {
     private final Options options;
     private final UnixAddress address;
     private final Map<String, Registration> dataSources = new LinkedHashMap<>();
+    /** Guarded by this. */
+    private final ArrayDeque<PendingTriggers> pendingTriggers = new ArrayDeque<>();
     private final LinkedBlockingQueue<Outgoing> outgoing = new LinkedBlockingQueue<>();
     private final AtomicInteger queuedCommits = new AtomicInteger();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -201,6 +224,8 @@ public final class ProducerConnection implements AutoCloseable {
     private final AtomicLong writersClosedByDisconnect = new AtomicLong();
     private final AtomicLong handlerFailures = new AtomicLong();
     private final AtomicLong writersRefused = new AtomicLong();
+    private final AtomicLong localCommits = new AtomicLong();
+    private final AtomicLong triggersDropped = new AtomicLong();
 
     private ProducerConnection(Options options, UnixAddress address) {
         this.options = options;
@@ -282,6 +307,49 @@ public final class ProducerConnection implements AutoCloseable {
     }
 
     /**
+     * Activates the triggers {@code names} (Perfetto's ActivateTriggers): the service's
+     * sessions that listen to one of them start, stop or snapshot as their configs say.
+     * Sent now if connected; otherwise kept until a connection is made, for at most
+     * {@code timeToLive}, as Perfetto's SDK keeps them, and counted in
+     * {@link Stats#triggersDropped()} if none is.
+     */
+    public void activateTriggers(List<String> names, Duration timeToLive) {
+        List<String> copy = List.copyOf(names);
+        if (copy.isEmpty()) {
+            return;
+        }
+        synchronized (this) {
+            if (session != null) {
+                sendTriggers(session, copy);
+                return;
+            }
+            if (pendingTriggers.size() == MAX_PENDING_TRIGGERS) {
+                pendingTriggers.pollFirst();
+                triggersDropped.incrementAndGet();
+            }
+            pendingTriggers.addLast(new PendingTriggers(copy, System.nanoTime() + timeToLive.toNanos()));
+        }
+    }
+
+    /** Sends the triggers kept while not connected that may still go; the caller holds this. */
+    private void sendPendingTriggers(Session target) {
+        long now = System.nanoTime();
+        for (PendingTriggers pending : pendingTriggers) {
+            if (pending.deadline() - now >= 0) {
+                sendTriggers(target, pending.names());
+            } else {
+                triggersDropped.incrementAndGet();
+            }
+        }
+        pendingTriggers.clear();
+    }
+
+    private void sendTriggers(Session target, List<String> names) {
+        byte[] args = encode(ActivateTriggersRequest.FACTORY, message -> names.forEach(message::addTriggerNames));
+        enqueue(new Outgoing(target, "ActivateTriggers", args, false, null));
+    }
+
+    /**
      * Perfetto's Sync: completes once the service has handled everything sent before it
      * (true), or false if there is no service or it failed.
      */
@@ -333,7 +401,8 @@ public final class ProducerConnection implements AutoCloseable {
 
     public Stats stats() {
         return new Stats(connections.get(), connectFailures.get(), disconnections.get(), commandsRejected.get(),
-                commitsDropped.get(), writersClosedByDisconnect.get(), handlerFailures.get(), writersRefused.get());
+                commitsDropped.get(), writersClosedByDisconnect.get(), handlerFailures.get(), writersRefused.get(),
+                localCommits.get(), triggersDropped.get());
     }
 
     /**
@@ -477,6 +546,7 @@ public final class ProducerConnection implements AutoCloseable {
                 for (Registration registration : dataSources.values()) {
                     sendRegisterDataSource(opened, registration.descriptor());
                 }
+                sendPendingTriggers(opened);
             }
             return opened;
         } catch (ExecutionException | TimeoutException | RuntimeException e) {
@@ -675,6 +745,8 @@ public final class ProducerConnection implements AutoCloseable {
         private boolean closing;
         private SharedMemory smb;
         private SharedMemoryArbiter arbiter;
+        /** The in-process service's commit path, when the socket leads to one; set before the arbiter. */
+        private volatile CommitTransport local;
 
         private Session(ProducerConnection connection, IpcClient client, BoundService port) {
             this.connection = connection;
@@ -695,12 +767,25 @@ public final class ProducerConnection implements AutoCloseable {
             return arbiter;
         }
 
-        // ---- CommitTransport: under the arbiter's lock, on any thread: encode and queue ----
+        // ---- CommitTransport: under the arbiter's lock, on any thread: hand over, or encode and queue ----
 
         @Override
         public void commit(CommitRequest request) {
             if (!live) {
                 connection.commitsDropped.incrementAndGet();
+                return;
+            }
+            CommitTransport direct = local;
+            if (direct != null) {
+                // Synchronous: what the service is told next over the socket (a flush's
+                // acknowledgement, a stop) comes after these chunks, as with queued commits.
+                try {
+                    direct.commit(request);
+                    connection.localCommits.incrementAndGet();
+                } catch (RuntimeException e) {
+                    // The service closing under its producers: the chunks are lost, not the writer.
+                    connection.commitsDropped.incrementAndGet();
+                }
                 return;
             }
             byte[] args = encode(CommitDataRequest.FACTORY, request::writeTo);
@@ -824,6 +909,10 @@ public final class ProducerConnection implements AutoCloseable {
             } else if (fd >= 0) {
                 // The service took the producer's buffer: it sends none of its own.
                 return closing(fd);
+            }
+            LocalCommits service = connection.options.localCommits();
+            if (service != null) {
+                local = service.transportFor(smb.file());
             }
             try {
                 arbiter = new SharedMemoryArbiter(smb.segment(), (int) pageSize, this);

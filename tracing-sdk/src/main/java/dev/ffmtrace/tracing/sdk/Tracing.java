@@ -7,8 +7,10 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -82,7 +84,8 @@ public final class Tracing {
     /**
      * The in-process backend: the service's producer port on a socket in a directory only
      * this user can enter, and a producer connection to it, so that a data source runs
-     * there exactly as on a system service.
+     * there exactly as on a system service; only its commits, the hot path, are calls
+     * into the service instead of messages.
      */
     private static Connected inProcess(TracingOptions options) {
         Path directory = null;
@@ -91,8 +94,8 @@ public final class Tracing {
             directory = Files.createTempDirectory("ffmtrace-sdk-",
                     PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
             port = ProducerPort.listen(options.inProcessService(), UnixAddress.path(directory.resolve(SOCKET_NAME)));
-            ProducerConnection connection = ProducerConnection.connect(
-                    producerOptions(options).withSocket(port.address()));
+            ProducerConnection connection = ProducerConnection.connect(producerOptions(options)
+                    .withSocket(port.address()).withLocalCommits(options.inProcessService()::localCommitTransport));
             return new Connected(Backend.IN_PROCESS, connection, port, directory);
         } catch (IOException | RuntimeException e) {
             BACKEND_FAILURES.increment();
@@ -132,6 +135,37 @@ public final class Tracing {
         }
         for (Connected backend : closing) {
             backend.close();
+        }
+    }
+
+    /** How long {@link #activateTrigger} keeps a trigger for a backend that is not connected yet. */
+    public static final Duration DEFAULT_TRIGGER_TTL = Duration.ofSeconds(10);
+
+    /**
+     * Activates the trigger {@code name} on every backend, kept for
+     * {@link #DEFAULT_TRIGGER_TTL} where the service is not connected yet: the sessions that
+     * listen to it start, stop or snapshot as their {@code trigger_config} says.
+     */
+    public static void activateTrigger(String name) {
+        activateTriggers(List.of(name), DEFAULT_TRIGGER_TTL);
+    }
+
+    /**
+     * Activates the triggers {@code names} on every backend (Perfetto's
+     * {@code Tracing::ActivateTriggers}); a backend whose service is not connected keeps
+     * them for {@code timeToLive}. Without backends, nothing hears them.
+     */
+    public static void activateTriggers(List<String> names, Duration timeToLive) {
+        if (names == null || timeToLive == null) {
+            return;
+        }
+        List<String> valid = names.stream().filter(Objects::nonNull).toList();
+        List<Connected> current;
+        synchronized (Tracing.class) {
+            current = backends;
+        }
+        for (Connected backend : current) {
+            backend.connection().activateTriggers(valid, timeToLive);
         }
     }
 

@@ -18,6 +18,7 @@ import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.service.TriggerConfig;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -131,6 +132,41 @@ class TracingTest {
         }
     }
 
+    /** Tracing.activateTrigger reaches the STOP_TRACING sessions of both backends, which stop with what was written. */
+    @Test
+    void aTriggerStopsTheSessionsThatListenToItOnEveryBackend() throws Exception {
+        Instances instances = new Instances();
+        DataSource<String> source = DataSource.register(DataSourceDescriptor.named("sdk.trigger"), instances,
+                BufferExhaustedPolicy.STALL);
+        UnixAddress systemSocket = UnixAddress.abstractName("ffmtrace-sdk-system-" + System.nanoTime());
+        try (TracingService inProcess = new TracingService();
+             TracingService system = new TracingService();
+             ProducerPort systemPort = ProducerPort.listen(system, systemSocket)) {
+            assertTrue(Tracing.initialize(TracingOptions.named("sdk-test")
+                    .withInProcessBackend(inProcess).withSystemBackend(systemSocket)));
+            try {
+                SessionConfig config = SessionConfig.builder().buffer(4096, OverwritePolicy.DISCARD)
+                        .dataSource("sdk.trigger").triggerConfig(new TriggerConfig(TriggerConfig.Mode.STOP_TRACING,
+                                List.of(new TriggerConfig.Trigger("anomaly", null, 0, 0, 0)), 60_000)).build();
+                TracingSession local = inProcess.startSession(config);
+                TracingSession remote = system.startSession(config);
+                instances.next();
+                instances.next();
+                writeFromThreads(source);
+
+                Tracing.activateTrigger("anomaly");
+                local.completion().get(10, TimeUnit.SECONDS);
+                remote.completion().get(10, TimeUnit.SECONDS);
+                assertEquals(expectedEvents(), events(read(local)));
+                assertEquals(expectedEvents(), events(read(remote)));
+                local.close();
+                remote.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+    }
+
     @Test
     void aDataSourceRegisteredAfterInitializeIsOfferedToo() throws Exception {
         try (TracingService service = new TracingService()) {
@@ -218,6 +254,10 @@ class TracingTest {
 
     private static byte[] stopAndRead(TracingSession session) throws IOException {
         session.stop();
+        return read(session);
+    }
+
+    private static byte[] read(TracingSession session) throws IOException {
         ByteArrayOutputStream trace = new ByteArrayOutputStream();
         session.writeTrace(trace);
         return trace.toByteArray();

@@ -4,6 +4,7 @@ import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.MAX_WRITER_
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.flagsOf;
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.packetCountOf;
 
+import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.ChunkCommit;
@@ -168,6 +169,11 @@ public final class Producer implements AutoCloseable {
     /** Whether {@link #close()} has been called, or the service closed it. */
     public boolean isClosed() {
         return closed;
+    }
+
+    /** Whether {@code file} is this producer's SMB, through another descriptor. */
+    boolean hasSmb(MemoryFile file) {
+        return smb.file().isSameFileAs(file);
     }
 
     /** The SMB's fd, sealed against resizing, for a producer in another process. */
@@ -415,14 +421,18 @@ public final class Producer implements AutoCloseable {
 
     /**
      * Moves and patches what {@code request} names: the commit transport, called by the
-     * arbiter with its lock held, or a producer in another process's CommitData.
+     * arbiter with its lock held, or a producer in another process's CommitData, or that
+     * producer's writers directly when it is in this process
+     * ({@link TracingService#localCommitTransport}); the reader lock makes the two kinds
+     * of caller take turns.
      */
     void commit(CommitRequest request) {
         readerLock.lock();
         try {
             if (closed) {
-                // Writers still open after the producer closed: free their chunks, keep nothing.
-                for (int i = 0; i < request.chunksToMove(); i++) {
+                // Writers still open after the producer closed: free their chunks, keep
+                // nothing; once the service has unmapped the SMB, there is nothing to free.
+                for (int i = 0; i < request.chunksToMove() && !smb.isClosed(); i++) {
                     reader.moveChunk(request.movePage(i), request.moveChunk(i), DISCARD);
                 }
                 return;
@@ -431,10 +441,10 @@ public final class Producer implements AutoCloseable {
                 end = stageChunks(request, start);
                 deliverStagedChunks(request, start, end);
             }
+            applyPatches(request);
         } finally {
             readerLock.unlock();
         }
-        applyPatches(request);
     }
 
     /**

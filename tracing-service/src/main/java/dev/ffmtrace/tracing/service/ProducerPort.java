@@ -27,7 +27,8 @@ import java.util.function.BiConsumer;
  * CommitData moves and patches chunks, and acknowledges a flush with its
  * {@code flush_request_id} (and every earlier one); RegisterTraceWriter says where a
  * writer's scraped chunks go; Sync answers once everything sent before it is done.
- * Triggers are accepted and have no effect: ffmtrace's sessions have no triggers.
+ * ActivateTriggers hands the names, with the producer's name and uid, to the service's
+ * sessions that listen to them.
  *
  * <p>Untrusted peers: a producer's uid and pid come from the socket (SO_PEERCRED); its
  * commits reach only buffers its started data sources write to; chunk indexes, patch

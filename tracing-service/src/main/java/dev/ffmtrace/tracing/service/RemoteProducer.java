@@ -8,6 +8,7 @@ import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceDescriptor;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
@@ -29,6 +30,7 @@ import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -322,8 +324,18 @@ final class RemoteProducer implements ProducerCommands {
         }
     }
 
-    /** Triggers start or stop sessions that name them; ffmtrace's sessions name none. */
+    /** Triggers act on the sessions that listen to them ({@link Triggers}); the producer's name and uid go with them. */
     void activateTriggers(Invocation invocation) {
+        ActivateTriggersRequest.Decoder request = decode(invocation, new ActivateTriggersRequest.Decoder());
+        if (request == null) {
+            return;
+        }
+        List<String> names = new ArrayList<>(request.triggerNamesCount());
+        RepeatedFieldIterator entries = request.triggerNames(new RepeatedFieldIterator());
+        while (entries.next()) {
+            names.add(entries.field().asString());
+        }
+        port.service().activateTriggers(producer.name(), client.uid(), names);
         invocation.reply(NO_BYTES);
     }
 

@@ -8,6 +8,7 @@ import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.perfetto.protos.TraceUuid;
+import dev.ffmtrace.perfetto.protos.Trigger;
 import dev.ffmtrace.perfetto.protos.Utsname;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
@@ -82,6 +83,17 @@ final class ServicePackets {
     static byte[] serviceEvent(int eventField, long bootTimeNanos) {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         service(trace, bootTimeNanos).setServiceEvent().appendVarInt(eventField, 1);
+        return trace.toByteArray();
+    }
+
+    /** A {@code trigger} the session received, stamped when it came. */
+    static byte[] trigger(SessionTriggers.Received received) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        Trigger trigger = service(trace, received.bootTimeNanos()).setTrigger();
+        trigger.setTriggerName(received.name());
+        trigger.setProducerName(received.producerName());
+        trigger.setTrustedProducerUid(received.producerUid());
+        trigger.setStopDelayMs(received.stopDelayMs());
         return trace.toByteArray();
     }
 

@@ -13,6 +13,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
 
 /**
  * What a tracing session is made of, read from a binary {@code TraceConfig} and checked:
@@ -56,6 +58,7 @@ public final class SessionConfig {
     private final long incrementalStateClearPeriodMs;
     private final long dataSourceStopTimeoutMs;
     private final long flushTimeoutMs;
+    private final TriggerConfig triggerConfig;
     private final byte[] traceConfig;
 
     /**
@@ -83,7 +86,7 @@ public final class SessionConfig {
     }
 
     private SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, TraceConfig.Decoder config,
-                          long incrementalStateClearPeriodMs, byte[] traceConfig) {
+                          long incrementalStateClearPeriodMs, TriggerConfig triggerConfig, byte[] traceConfig) {
         this.buffers = List.copyOf(buffers);
         this.dataSources = List.copyOf(dataSources);
         this.durationMs = Integer.toUnsignedLong(config.durationMs());
@@ -94,6 +97,7 @@ public final class SessionConfig {
         this.incrementalStateClearPeriodMs = incrementalStateClearPeriodMs;
         this.dataSourceStopTimeoutMs = Integer.toUnsignedLong(config.dataSourceStopTimeoutMs());
         this.flushTimeoutMs = Integer.toUnsignedLong(config.flushTimeoutMs());
+        this.triggerConfig = triggerConfig;
         this.traceConfig = traceConfig;
     }
 
@@ -115,6 +119,23 @@ public final class SessionConfig {
     /** {@code duration_ms}: how long the session records; 0 if unset (until stopped). */
     public long durationMs() {
         return durationMs;
+    }
+
+    /** {@code trigger_config}; {@link TriggerConfig#NONE} without one. */
+    public TriggerConfig triggerConfig() {
+        return triggerConfig;
+    }
+
+    /**
+     * How long the session records once started: {@code duration_ms}, except that a
+     * STOP_TRACING or CLONE_SNAPSHOT session waits {@code trigger_timeout_ms} instead, as
+     * Perfetto's service sets it (0: until stopped).
+     */
+    public long effectiveDurationMs() {
+        return switch (triggerConfig.mode()) {
+            case STOP_TRACING, CLONE_SNAPSHOT -> triggerConfig.timeoutMs();
+            case UNSPECIFIED, START_TRACING -> durationMs;
+        };
     }
 
     /** {@code write_into_file}: whether the trace is written out periodically while the session runs. */
@@ -239,7 +260,76 @@ public final class SessionConfig {
             }
             clearPeriodMs = Integer.toUnsignedLong(incrementalState.clearPeriodMs());
         }
-        return new SessionConfig(buffers, dataSources, config, clearPeriodMs, traceConfig.toArray(ValueLayout.JAVA_BYTE));
+        TriggerConfig triggers = parseTriggerConfig(config);
+        if (config.writeIntoFile() && (triggers.mode() == TriggerConfig.Mode.STOP_TRACING
+                || triggers.mode() == TriggerConfig.Mode.CLONE_SNAPSHOT)) {
+            throw new InvalidConfigException("trigger_mode " + triggers.mode()
+                    + " and write_into_file together are not supported (nor are they by Perfetto)");
+        }
+        return new SessionConfig(buffers, dataSources, config, clearPeriodMs, triggers,
+                traceConfig.toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /** Perfetto's longest trace, and trigger wait: 7 days, or 24 hours with {@code enable_extra_guardrails}. */
+    private static long maxDurationMs(TraceConfig.Decoder config) {
+        return (config.enableExtraGuardrails() ? 24L : 7 * 24L) * 3600 * 1000;
+    }
+
+    /** Reads {@code trigger_config} with the checks of Perfetto's EnableTracing. */
+    private static TriggerConfig parseTriggerConfig(TraceConfig.Decoder config) throws InvalidConfigException {
+        TraceConfig.TriggerConfig.Decoder triggers = new TraceConfig.TriggerConfig.Decoder();
+        if (!config.triggerConfig(triggers)) {
+            return TriggerConfig.NONE;
+        }
+        if (triggers.hasError()) {
+            throw new InvalidConfigException("trigger_config is not valid: " + triggers.status());
+        }
+        TriggerConfig.Mode mode = switch (triggers.triggerModeEnum()) {
+            case UNSPECIFIED -> TriggerConfig.Mode.UNSPECIFIED;
+            case START_TRACING -> TriggerConfig.Mode.START_TRACING;
+            case STOP_TRACING -> TriggerConfig.Mode.STOP_TRACING;
+            case CLONE_SNAPSHOT -> TriggerConfig.Mode.CLONE_SNAPSHOT;
+            case null -> throw new InvalidConfigException("trigger_config has an unknown trigger_mode "
+                    + triggers.triggerMode());
+        };
+        if (triggers.useCloneSnapshotIfAvailable()) {
+            if (mode != TriggerConfig.Mode.STOP_TRACING) {
+                throw new InvalidConfigException(
+                        "trigger_config: trigger_mode must be STOP_TRACING with use_clone_snapshot_if_available");
+            }
+            mode = TriggerConfig.Mode.CLONE_SNAPSHOT;
+        }
+        long timeoutMs = Integer.toUnsignedLong(triggers.triggerTimeoutMs());
+        if (mode != TriggerConfig.Mode.UNSPECIFIED && (timeoutMs == 0 || timeoutMs > maxDurationMs(config))) {
+            throw new InvalidConfigException("trigger_config: a " + mode + " session needs a trigger_timeout_ms"
+                    + " in (0, " + maxDurationMs(config) + "], got " + timeoutMs);
+        }
+        List<TriggerConfig.Trigger> list = new ArrayList<>();
+        RepeatedFieldIterator entries = triggers.triggers(new RepeatedFieldIterator());
+        TraceConfig.TriggerConfig.Trigger.Decoder trigger = new TraceConfig.TriggerConfig.Trigger.Decoder();
+        for (int i = 0; entries.next(); i++) {
+            trigger.reset(entries.field());
+            if (trigger.hasError() || !trigger.hasName() || trigger.name().isEmpty()) {
+                throw new InvalidConfigException("trigger_config.triggers[" + i + "] has no valid name");
+            }
+            Pattern producers = null;
+            if (trigger.hasProducerNameRegex() && !trigger.producerNameRegex().isEmpty()) {
+                try {
+                    producers = Pattern.compile(trigger.producerNameRegex());
+                } catch (PatternSyntaxException e) {
+                    throw new InvalidConfigException("trigger_config.triggers[" + i + "] \"" + trigger.name()
+                            + "\": producer_name_regex does not compile: " + e.getDescription());
+                }
+            }
+            double skip = trigger.skipProbability();
+            if (Double.isNaN(skip)) {
+                throw new InvalidConfigException("trigger_config.triggers[" + i + "] \"" + trigger.name()
+                        + "\": skip_probability is NaN");
+            }
+            list.add(new TriggerConfig.Trigger(trigger.name(), producers, Integer.toUnsignedLong(trigger.stopDelayMs()),
+                    Integer.toUnsignedLong(trigger.maxPer24H()), skip));
+        }
+        return new TriggerConfig(mode, list, timeoutMs);
     }
 
     private static List<Buffer> parseBuffers(TraceConfig.Decoder config) throws InvalidConfigException {
@@ -323,8 +413,15 @@ public final class SessionConfig {
         private long flushPeriodMs;
         private long clearPeriodMs;
         private long dataSourceStopTimeoutMs;
+        private TriggerConfig triggerConfig = TriggerConfig.NONE;
 
         private Builder() {
+        }
+
+        /** Sets {@code trigger_config}: what producers' triggers do to the session. */
+        public Builder triggerConfig(TriggerConfig triggerConfig) {
+            this.triggerConfig = Objects.requireNonNull(triggerConfig, "triggerConfig");
+            return this;
         }
 
         /** Adds an unnamed buffer of {@code sizeKb} KiB. */
@@ -426,6 +523,9 @@ public final class SessionConfig {
                 config.setIncrementalStateConfig().setClearPeriodMs(
                         uint32("incremental_state_config.clear_period_ms", clearPeriodMs));
             }
+            if (triggerConfig != TriggerConfig.NONE) {
+                writeTriggerConfig(config.setTriggerConfig());
+            }
             if (writeIntoFile) {
                 config.setWriteIntoFile(true);
                 config.setFileWritePeriodMs(uint32("file_write_period_ms", fileWritePeriodMs));
@@ -435,6 +535,30 @@ public final class SessionConfig {
                 config.setMaxFileSizeBytes(maxFileSizeBytes);
             }
             return parse(heap.toSegment());
+        }
+
+        private void writeTriggerConfig(TraceConfig.TriggerConfig config) throws InvalidConfigException {
+            config.setTriggerMode(switch (triggerConfig.mode()) {
+                case UNSPECIFIED -> TraceConfig.TriggerConfig.TriggerMode.UNSPECIFIED;
+                case START_TRACING -> TraceConfig.TriggerConfig.TriggerMode.START_TRACING;
+                case STOP_TRACING -> TraceConfig.TriggerConfig.TriggerMode.STOP_TRACING;
+                case CLONE_SNAPSHOT -> TraceConfig.TriggerConfig.TriggerMode.CLONE_SNAPSHOT;
+            });
+            for (int i = 0; i < triggerConfig.triggers().size(); i++) {
+                TriggerConfig.Trigger entry = triggerConfig.triggers().get(i);
+                TraceConfig.TriggerConfig.Trigger trigger = config.addTriggers();
+                trigger.setName(entry.name());
+                if (entry.producerNameRegex() != null) {
+                    trigger.setProducerNameRegex(entry.producerNameRegex().pattern());
+                }
+                String label = "trigger_config.triggers[" + i + "].";
+                trigger.setStopDelayMs(uint32(label + "stop_delay_ms", entry.stopDelayMs()));
+                trigger.setMaxPer24H(uint32(label + "max_per_24_h", entry.maxPer24h()));
+                if (entry.skipProbability() != 0) {
+                    trigger.setSkipProbability(entry.skipProbability());
+                }
+            }
+            config.setTriggerTimeoutMs(uint32("trigger_config.trigger_timeout_ms", triggerConfig.timeoutMs()));
         }
 
         private static int uint32(String field, long value) throws InvalidConfigException {

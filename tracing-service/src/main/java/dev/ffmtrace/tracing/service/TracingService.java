@@ -1,6 +1,8 @@
 package dev.ffmtrace.tracing.service;
 
+import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.SharedMemory;
+import dev.ffmtrace.tracing.smb.CommitTransport;
 import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -57,6 +59,7 @@ public final class TracingService implements AutoCloseable {
     private int nextBufferId = 1;
     private final AtomicLong lastDataSourceInstanceId = new AtomicLong();
     private final AtomicLong lastSessionId = new AtomicLong();
+    private final Triggers triggers = new Triggers();
     private boolean closed;
 
     /** A service with no producers and no sessions, keeping time on a daemon thread of its own. */
@@ -101,6 +104,40 @@ public final class TracingService implements AutoCloseable {
         Producer producer = new Producer(this, nextProducerId++, options, providedSmb, commands, scraping);
         producers.add(producer);
         return producer;
+    }
+
+    /**
+     * How a producer of this process that connected through a {@link ProducerPort} commits
+     * as a call instead of a CommitData message: the transport into the connected producer
+     * whose SMB is {@code smb} (the same file, through the descriptor the producer
+     * received), or null if no open producer of the service has it. Only code in this
+     * process can hold that file, so the shortcut is its own.
+     */
+    public synchronized CommitTransport localCommitTransport(MemoryFile smb) {
+        // Under the service's lock: SMBs are unmapped under it, once the service is closed.
+        if (closed) {
+            return null;
+        }
+        for (Producer producer : producers) {
+            if (producer.isRemote() && !producer.isClosed() && producer.hasSmb(smb)) {
+                return producer::commit;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * {@code names}, activated by the producer {@code producerName} of uid
+     * {@code producerUid} (Perfetto's ActivateTriggers): each reaches the running sessions
+     * that listen to it, as {@link Triggers} decides.
+     */
+    void activateTriggers(String producerName, int producerUid, List<String> names) {
+        triggers.activate(sessions, producerName, producerUid, names);
+    }
+
+    /** What became of the triggers producers activated. */
+    public TriggerStats triggerStats() {
+        return triggers.stats();
     }
 
     /** A new id for a data source's start, unique in the service (Perfetto's DataSourceInstanceID). */

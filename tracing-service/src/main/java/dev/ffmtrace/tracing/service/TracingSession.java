@@ -123,6 +123,9 @@ public final class TracingSession implements AutoCloseable {
     /** The events that happen once (started, all data sources started, disabled), for snapshots. */
     private final List<LifecycleEvent> milestones = new ArrayList<>();
     private boolean allDataSourcesStartedRecorded;
+    private final SessionTriggers triggers = new SessionTriggers();
+    /** The service's timer, once {@link #startTimers} ran: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
+    private ScheduledExecutorService timer;
 
     /** Serializes readbacks: the fields below are theirs. */
     private final ReentrantLock readbackLock = new ReentrantLock();
@@ -157,6 +160,7 @@ public final class TracingSession implements AutoCloseable {
     /** Starts the config's timers on {@code timer}; called once, by the service, after the data sources started. */
     void startTimers(ScheduledExecutorService timer) {
         synchronized (timers) {
+            this.timer = timer;
             if (config.flushPeriodMs() > 0) {
                 timers.add(timer.scheduleAtFixedRate(new OffTimerTask("ffmtrace-periodic-flush",
                                 () -> runTimed(this::periodicFlush)),
@@ -173,11 +177,52 @@ public final class TracingSession implements AutoCloseable {
                 fileWrites = timer.scheduleAtFixedRate(new OffTimerTask("ffmtrace-file-write", this::periodicFileWrite),
                         period, period, TimeUnit.MILLISECONDS);
             }
-            if (config.durationMs() > 0) {
-                timers.add(timer.schedule(new OffTimerTask("ffmtrace-session-stop", () -> runTimed(this::stop)),
-                        config.durationMs(), TimeUnit.MILLISECONDS));
+            if (config.effectiveDurationMs() > 0) {
+                timers.add(timer.schedule(new OffTimerTask("ffmtrace-session-stop", () -> runTimed(this::stopOnDuration)),
+                        config.effectiveDurationMs(), TimeUnit.MILLISECONDS));
             }
         }
+    }
+
+    /**
+     * The end of {@code duration_ms}, or of a STOP_TRACING session's wait for a trigger:
+     * once a trigger came, its own delayed stop ends the session instead, as in Perfetto.
+     */
+    private void stopOnDuration() {
+        if (config.triggerConfig().mode() == TriggerConfig.Mode.STOP_TRACING && !triggers.isEmpty()) {
+            return;
+        }
+        stop();
+    }
+
+    /**
+     * A trigger the session listens to, from the service's {@link Triggers}: recorded for
+     * the trace, and the first one of a STOP_TRACING session stops it {@code stop_delay_ms}
+     * later (on the service's timer, never on the caller's thread).
+     */
+    void triggerReceived(SessionTriggers.Received trigger) {
+        boolean first = triggers.add(trigger);
+        if (first && config.triggerConfig().mode() == TriggerConfig.Mode.STOP_TRACING) {
+            synchronized (timers) {
+                if (state == State.RUNNING && timer != null) {
+                    timers.add(timer.schedule(new OffTimerTask("ffmtrace-trigger-stop", () -> runTimed(this::stop)),
+                            trigger.stopDelayMs(), TimeUnit.MILLISECONDS));
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether reads return nothing at all, not even the service's packets: the config
+     * lists triggers and none came yet, as Perfetto's ReadBuffers answers.
+     */
+    private boolean waitsForTrigger() {
+        return config.triggerConfig().waitsForTrigger() && triggers.isEmpty();
+    }
+
+    /** Triggers received past the first {@value SessionTriggers#MAX_RECORDED}, which acted but are not in the trace. */
+    public long triggersNotRecorded() {
+        return triggers.notRecorded();
     }
 
     /** The session's id in its service, counting from 1: the {@code tracing_session_id} its data sources are told. */
@@ -450,6 +495,9 @@ public final class TracingSession implements AutoCloseable {
             sink.write(ServicePackets.clockSnapshot());
             UUID uuid = UUID.randomUUID();
             writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+            for (byte[] packet : triggers.allPackets()) {
+                sink.write(packet);
+            }
             List<LifecycleEvent> events;
             synchronized (pendingEvents) {
                 events = List.copyOf(milestones);
@@ -477,6 +525,9 @@ public final class TracingSession implements AutoCloseable {
 
     /** One consuming readback into {@code sink}; the caller holds {@link #readbackLock}. */
     private long readBack(TraceSink sink) throws IOException {
+        if (waitsForTrigger()) {
+            return 0;
+        }
         if (initialClockSnapshot != null) {
             sink.write(initialClockSnapshot);
             initialClockSnapshot = null;
@@ -485,6 +536,9 @@ public final class TracingSession implements AutoCloseable {
         if (!initialPacketsWritten) {
             writeInitialPackets(sink, uuidMsb, uuidLsb);
             initialPacketsWritten = true;
+        }
+        for (byte[] packet : triggers.takeUnwrittenPackets()) {
+            sink.write(packet);
         }
         writeNewLifecycleEvents(sink);
         long packets = 0;

@@ -19,6 +19,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -74,12 +75,44 @@ class ProducerConnectionEndToEndTest {
 
     @Test
     void aJavaProducerWritesThroughTheProducerPortIntoASession() throws Exception {
+        try (TracingService service = new TracingService()) {
+            ProducerConnection.Stats stats = writeThroughThePort(service, options -> options);
+            assertEquals(0, stats.localCommits());
+        }
+    }
+
+    /**
+     * A producer in the service's own process commits by calls (what the SDK's in-process
+     * backend does): the same packets, fragments and patches arrive, and the flushes and
+     * the stop, which still go over the socket, come after the chunks they cover.
+     */
+    @Test
+    void aProducerInTheServicesProcessCommitsByCalls() throws Exception {
+        try (TracingService service = new TracingService()) {
+            ProducerConnection.Stats stats = writeThroughThePort(service,
+                    options -> options.withLocalCommits(service::localCommitTransport));
+            assertTrue(stats.localCommits() > 0, "commits by call: " + stats);
+            assertEquals(0, stats.commitsDropped());
+        }
+    }
+
+    /** Another service in the process has no producer with this SMB: the commits go over the socket. */
+    @Test
+    void aServiceWithoutTheProducersSmbLeavesItsCommitsOnTheSocket() throws Exception {
+        try (TracingService service = new TracingService(); TracingService other = new TracingService()) {
+            ProducerConnection.Stats stats = writeThroughThePort(service,
+                    options -> options.withLocalCommits(other::localCommitTransport));
+            assertEquals(0, stats.localCommits());
+        }
+    }
+
+    private static ProducerConnection.Stats writeThroughThePort(
+            TracingService service, UnaryOperator<ProducerConnection.Options> options) throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-e2e-" + System.nanoTime());
         Workload workload = new Workload();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("e2e").withSocket(address).withSmbHints(1 << 20, 4096))) {
+        try (ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(options.apply(
+                     ProducerConnection.Options.named("e2e").withSocket(address).withSmbHints(1 << 20, 4096)))) {
             assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
             connection.registerDataSource(
                     new DataSourceDescriptor("track_event", false, true, false, false), workload);
@@ -120,6 +153,7 @@ class ProducerConnectionEndToEndTest {
             assertEquals(0, port.violations());
             assertEquals(0, connection.stats().commandsRejected());
             session.close();
+            return connection.stats();
         }
     }
 }

@@ -1,0 +1,72 @@
+package dev.ffmtrace.tracing.service;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The triggers one session received, and the {@code trigger} packets that tell them in
+ * its trace: each once in a consuming read, all of them in a snapshot. Only the first
+ * {@value #MAX_RECORDED} are kept (Perfetto keeps every one): a producer that fires a
+ * trigger in a loop must not grow the session without bound. Thread-safe.
+ */
+final class SessionTriggers {
+    /** Triggers kept per session; later ones still act, but are not written into the trace. */
+    static final int MAX_RECORDED = 1000;
+
+    /**
+     * A trigger as the session received it.
+     *
+     * @param bootTimeNanos when, on CLOCK_BOOTTIME
+     * @param name          the trigger's name
+     * @param producerName  the producer that activated it
+     * @param producerUid   that producer's uid, from its connection
+     * @param stopDelayMs   the trigger's {@code stop_delay_ms}
+     */
+    record Received(long bootTimeNanos, String name, String producerName, int producerUid, long stopDelayMs) {
+    }
+
+    private final List<Received> received = new ArrayList<>();
+    /** How many of {@link #received} a consuming read has written. */
+    private int written;
+    private long notRecorded;
+
+    /** Records {@code trigger}; returns whether it is the session's first. */
+    synchronized boolean add(Received trigger) {
+        if (received.size() == MAX_RECORDED) {
+            notRecorded++;
+            return false;
+        }
+        received.add(trigger);
+        return received.size() == 1;
+    }
+
+    /** Triggers that came after the first {@value #MAX_RECORDED}: they acted, but the trace does not list them. */
+    synchronized long notRecorded() {
+        return notRecorded;
+    }
+
+    /** Whether no trigger came yet. */
+    synchronized boolean isEmpty() {
+        return received.isEmpty();
+    }
+
+    /** The packets of the triggers no consuming read has written, now counted as written. */
+    synchronized List<byte[]> takeUnwrittenPackets() {
+        List<byte[]> packets = packets(written);
+        written = received.size();
+        return packets;
+    }
+
+    /** The packets of every trigger received, for a snapshot. */
+    synchronized List<byte[]> allPackets() {
+        return packets(0);
+    }
+
+    private List<byte[]> packets(int from) {
+        List<byte[]> packets = new ArrayList<>(received.size() - from);
+        for (int i = from; i < received.size(); i++) {
+            packets.add(ServicePackets.trigger(received.get(i)));
+        }
+        return packets;
+    }
+}

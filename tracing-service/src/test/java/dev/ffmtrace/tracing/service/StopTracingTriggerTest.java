@@ -1,0 +1,142 @@
+package dev.ffmtrace.tracing.service;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.DataSourceInstance;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.io.ByteArrayOutputStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * STOP_TRACING, end to end: a producer connected over the producer socket activates the
+ * trigger; the session stops {@code stop_delay_ms} later with the producer's packets and
+ * a {@code trigger} packet naming it; a session no trigger reached stops at
+ * {@code trigger_timeout_ms} with an empty trace, as Perfetto's returns no data.
+ */
+class StopTracingTriggerTest {
+    private static final String DATA_SOURCE = "trigger_test";
+    private static final ProducerConnection.RetryDelays FAST = new ProducerConnection.RetryDelays(
+            Duration.ofMillis(20), Duration.ofMillis(20), Duration.ofMillis(100), Duration.ofMillis(100));
+
+    /** Writes {@code packets} named packets as soon as an instance starts. */
+    private static DataSourceHandler writing(int packets, CompletableFuture<Void> written) {
+        return new DataSourceHandler() {
+            @Override
+            public void onStart(DataSourceInstance instance) {
+                try (TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                    for (int i = 0; i < packets; i++) {
+                        writer.newTracePacket().setTrackEvent().setName("event-" + i);
+                        writer.finishTracePacket();
+                    }
+                }
+                written.complete(null);
+            }
+        };
+    }
+
+    private static SessionConfig stopTracing(long timeoutMs, long stopDelayMs) throws InvalidConfigException {
+        return SessionConfig.builder().buffer(256, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE)
+                .triggerConfig(new TriggerConfig(TriggerConfig.Mode.STOP_TRACING,
+                        List.of(new TriggerConfig.Trigger("crash", null, stopDelayMs, 0, 0)), timeoutMs))
+                .build();
+    }
+
+    private static byte[] trace(TracingSession session) throws Exception {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        session.writeTrace(out);
+        return out.toByteArray();
+    }
+
+    @Test
+    void aProducersTriggerStopsTheSessionWithItsDataAndATriggerPacket() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("crash-reporter").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(stopTracing(60_000, 50));
+            written.get(10, TimeUnit.SECONDS);
+            assertFalse(session.isStopped());
+
+            connection.activateTriggers(List.of("crash"), Duration.ofSeconds(10));
+            session.completion().get(10, TimeUnit.SECONDS);
+
+            byte[] trace = trace(session);
+            assertEquals(100, TracingServiceTest.decode(trace).stream().filter(p -> p.name() != null).count());
+            List<TriggersTest.Seen> triggers = TriggersTest.triggersIn(trace);
+            assertEquals(1, triggers.size());
+            TriggersTest.Seen trigger = triggers.getFirst();
+            assertEquals(List.of("crash", "crash-reporter", Os.uid(), 50L),
+                    List.of(trigger.name(), trigger.producer(), trigger.uid(), trigger.stopDelayMs()));
+            assertEquals(new TriggerStats(1, 0, 0, 0), service.triggerStats());
+            session.close();
+        }
+    }
+
+    @Test
+    void aSessionNoTriggerReachedStopsAtItsTimeoutWithAnEmptyTrace() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("quiet").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(stopTracing(200, 0));
+            written.get(10, TimeUnit.SECONDS);
+            // A trigger the session does not listen to changes nothing.
+            connection.activateTriggers(List.of("other"), Duration.ofSeconds(10));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            assertEquals(new TriggerStats(1, 1, 0, 0), service.triggerStats());
+
+            session.completion().get(10, TimeUnit.SECONDS);
+            assertEquals(0, trace(session).length, "no data at all, not even the service's packets");
+            ByteArrayOutputStream snapshot = new ByteArrayOutputStream();
+            session.writeSnapshot(snapshot);
+            assertEquals(100, TracingServiceTest.decode(snapshot.toByteArray()).stream()
+                    .filter(p -> p.name() != null).count(), "a snapshot (a clone, in Perfetto) still reads it");
+            session.close();
+        }
+    }
+
+    @Test
+    void triggersActivatedBeforeTheServiceIsThereGoOnceItIsWithinTheirTimeToLive() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        try (TracingService service = new TracingService();
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("early").withSocket(address).withRetryDelays(FAST))) {
+            TracingSession session = service.startSession(stopTracing(60_000, 0));
+            connection.activateTriggers(List.of("crash"), Duration.ZERO);
+            connection.activateTriggers(List.of("crash"), Duration.ofMinutes(1));
+            try (ProducerPort port = ProducerPort.listen(service, address)) {
+                assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+                assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+                session.completion().get(10, TimeUnit.SECONDS);
+                assertEquals(1, service.triggerStats().activations(), "the expired one was not sent");
+                assertEquals(1, connection.stats().triggersDropped());
+                assertEquals(1, TriggersTest.triggersIn(trace(session)).size());
+                session.close();
+            }
+        }
+    }
+}

@@ -59,6 +59,7 @@ public final class SessionConfig {
     private final long dataSourceStopTimeoutMs;
     private final long flushTimeoutMs;
     private final TriggerConfig triggerConfig;
+    private final boolean deferredStart;
     private final byte[] traceConfig;
 
     /**
@@ -98,6 +99,7 @@ public final class SessionConfig {
         this.dataSourceStopTimeoutMs = Integer.toUnsignedLong(config.dataSourceStopTimeoutMs());
         this.flushTimeoutMs = Integer.toUnsignedLong(config.flushTimeoutMs());
         this.triggerConfig = triggerConfig;
+        this.deferredStart = config.deferredStart();
         this.traceConfig = traceConfig;
     }
 
@@ -119,6 +121,11 @@ public final class SessionConfig {
     /** {@code duration_ms}: how long the session records; 0 if unset (until stopped). */
     public long durationMs() {
         return durationMs;
+    }
+
+    /** {@code deferred_start}: the session waits for {@link TracingSession#startTracing()} (or a START_TRACING trigger). */
+    public boolean deferredStart() {
+        return deferredStart;
     }
 
     /** {@code trigger_config}; {@link TriggerConfig#NONE} without one. */
@@ -414,8 +421,15 @@ public final class SessionConfig {
         private long clearPeriodMs;
         private long dataSourceStopTimeoutMs;
         private TriggerConfig triggerConfig = TriggerConfig.NONE;
+        private boolean deferredStart;
 
         private Builder() {
+        }
+
+        /** Sets {@code deferred_start}: the session's data sources wait for {@link TracingSession#startTracing()}. */
+        public Builder deferredStart() {
+            this.deferredStart = true;
+            return this;
         }
 
         /** Sets {@code trigger_config}: what producers' triggers do to the session. */
@@ -525,6 +539,9 @@ public final class SessionConfig {
             }
             if (triggerConfig != TriggerConfig.NONE) {
                 writeTriggerConfig(config.setTriggerConfig());
+            }
+            if (deferredStart) {
+                config.setDeferredStart(true);
             }
             if (writeIntoFile) {
                 config.setWriteIntoFile(true);

@@ -132,7 +132,7 @@ public final class TracingService implements AutoCloseable {
      * that listen to it, as {@link Triggers} decides.
      */
     void activateTriggers(String producerName, int producerUid, List<String> names) {
-        triggers.activate(sessions, producerName, producerUid, names);
+        triggers.activate(openSessions, producerName, producerUid, names);
     }
 
     /** What became of the triggers producers activated. */
@@ -186,19 +186,40 @@ public final class TracingService implements AutoCloseable {
         }
         TracingSession session = new TracingSession(this, lastSessionId.incrementAndGet(), config, sessionBuffers,
                 output);
-        sessions.add(session);
         openSessions.add(session);
+        if (config.deferredStart() || config.triggerConfig().mode() == TriggerConfig.Mode.START_TRACING) {
+            session.awaitStart(timer());
+        } else {
+            beginTracing(session, config.effectiveDurationMs());
+        }
+        return session;
+    }
+
+    /**
+     * Starts a session that waited ({@code deferred_start}, or a START_TRACING trigger),
+     * to record for {@code durationMs} (0: until stopped); nothing if it does not wait.
+     */
+    synchronized void startTracing(TracingSession session, long durationMs) {
+        if (!closed && openSessions.contains(session)) {
+            beginTracing(session, durationMs);
+        }
+    }
+
+    private void beginTracing(TracingSession session, long durationMs) {
+        if (!session.begin()) {
+            return;
+        }
+        sessions.add(session);
         for (Producer producer : producers) {
             startDataSources(session, producer);
         }
         session.dataSourcesChanged();
         ScheduledExecutorService timer = timer();
-        session.startTimers(timer);
+        session.startTimers(timer, durationMs);
         if (idleWriterSweep == null) {
             idleWriterSweep = timer.scheduleAtFixedRate(this::sweepIdleWriters, IDLE_WRITER_SWEEP_PERIOD_MS,
                     IDLE_WRITER_SWEEP_PERIOD_MS, TimeUnit.MILLISECONDS);
         }
-        return session;
     }
 
     private ScheduledExecutorService timer() {

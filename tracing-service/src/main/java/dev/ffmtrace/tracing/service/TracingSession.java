@@ -88,7 +88,8 @@ public final class TracingSession implements AutoCloseable {
     /** Bytes of packets copied out of a buffer per turn of its lock. */
     private static final int STAGING_BATCH = 1 << 20;
 
-    private enum State { RUNNING, STOPPED, CLOSED }
+    /** CONFIGURED: buffers made, data sources not started yet (deferred_start, START_TRACING). */
+    private enum State { CONFIGURED, RUNNING, STOPPED, CLOSED }
 
     private final TracingService service;
     private final long id;
@@ -106,7 +107,9 @@ public final class TracingSession implements AutoCloseable {
     private ScheduledFuture<?> fileWrites;
     /** Set by stop() before its last readback: the periodic file writes are over. Under {@link #readbackLock}. */
     private boolean finalReadbackStarted;
-    private volatile State state = State.RUNNING;
+    private volatile State state = State.CONFIGURED;
+    /** Whether the session ever left CONFIGURED for RUNNING. */
+    private volatile boolean started;
     /** The thread that stopped the session; set under {@link #timers} with the state. */
     private volatile Thread stoppingThread;
     /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
@@ -114,7 +117,7 @@ public final class TracingSession implements AutoCloseable {
 
     private final long uuidMsb;
     private final long uuidLsb;
-    /** The clock snapshot taken when the session started, for the first trace. */
+    /** The clock snapshot taken when the session started, for the first trace. Under {@link #readbackLock}. */
     private byte[] initialClockSnapshot;
     /** Lifecycle events not written yet by a consuming readback; guarded by itself. */
     private final List<LifecycleEvent> pendingEvents = new ArrayList<>();
@@ -153,12 +156,61 @@ public final class TracingSession implements AutoCloseable {
         UUID uuid = UUID.randomUUID();
         this.uuidMsb = uuid.getMostSignificantBits();
         this.uuidLsb = uuid.getLeastSignificantBits();
-        this.initialClockSnapshot = ServicePackets.clockSnapshot();
-        recordEvent(TracingServiceEvent.TRACING_STARTED_FIELD_NUMBER);
     }
 
-    /** Starts the config's timers on {@code timer}; called once, by the service, after the data sources started. */
-    void startTimers(ScheduledExecutorService timer) {
+    /**
+     * Marks the session started (called once, by the service, before it starts the data
+     * sources): from now on it records, and its trace begins with this moment's clocks.
+     *
+     * @return false if it was not waiting to start (started already, or stopped)
+     */
+    boolean begin() {
+        synchronized (timers) {
+            if (state != State.CONFIGURED) {
+                return false;
+            }
+            state = State.RUNNING;
+            started = true;
+        }
+        byte[] clocks = ServicePackets.clockSnapshot();
+        readbackLock.lock();
+        try {
+            initialClockSnapshot = clocks;
+        } finally {
+            readbackLock.unlock();
+        }
+        recordEvent(TracingServiceEvent.TRACING_STARTED_FIELD_NUMBER);
+        return true;
+    }
+
+    /**
+     * A session that waits to start (deferred_start, START_TRACING) keeps its time on
+     * {@code timer}: a START_TRACING session no trigger starts within
+     * {@code trigger_timeout_ms} stops, with an empty trace.
+     */
+    void awaitStart(ScheduledExecutorService timer) {
+        synchronized (timers) {
+            this.timer = timer;
+            TriggerConfig triggers = config.triggerConfig();
+            if (triggers.mode() == TriggerConfig.Mode.START_TRACING) {
+                timers.add(timer.schedule(new OffTimerTask("ffmtrace-start-trigger-timeout", this::stopUnlessStarted),
+                        triggers.timeoutMs(), TimeUnit.MILLISECONDS));
+            }
+        }
+    }
+
+    private void stopUnlessStarted() {
+        if (state == State.CONFIGURED) {
+            stop();
+        }
+    }
+
+    /**
+     * Starts the config's timers on {@code timer}, the session stopping itself after
+     * {@code durationMs} (0: when told); called once, by the service, after the data
+     * sources started.
+     */
+    void startTimers(ScheduledExecutorService timer, long durationMs) {
         synchronized (timers) {
             this.timer = timer;
             if (config.flushPeriodMs() > 0) {
@@ -177,9 +229,9 @@ public final class TracingSession implements AutoCloseable {
                 fileWrites = timer.scheduleAtFixedRate(new OffTimerTask("ffmtrace-file-write", this::periodicFileWrite),
                         period, period, TimeUnit.MILLISECONDS);
             }
-            if (config.effectiveDurationMs() > 0) {
+            if (durationMs > 0) {
                 timers.add(timer.schedule(new OffTimerTask("ffmtrace-session-stop", () -> runTimed(this::stopOnDuration)),
-                        config.effectiveDurationMs(), TimeUnit.MILLISECONDS));
+                        durationMs, TimeUnit.MILLISECONDS));
             }
         }
     }
@@ -197,19 +249,44 @@ public final class TracingSession implements AutoCloseable {
 
     /**
      * A trigger the session listens to, from the service's {@link Triggers}: recorded for
-     * the trace, and the first one of a STOP_TRACING session stops it {@code stop_delay_ms}
-     * later (on the service's timer, never on the caller's thread).
+     * the trace; the first one of a STOP_TRACING session stops it {@code stop_delay_ms}
+     * later (on the service's timer, never on the caller's thread), and one reaching a
+     * START_TRACING session that waits starts it, to record {@code stop_delay_ms}.
      */
     void triggerReceived(SessionTriggers.Received trigger) {
         boolean first = triggers.add(trigger);
-        if (first && config.triggerConfig().mode() == TriggerConfig.Mode.STOP_TRACING) {
-            synchronized (timers) {
-                if (state == State.RUNNING && timer != null) {
-                    timers.add(timer.schedule(new OffTimerTask("ffmtrace-trigger-stop", () -> runTimed(this::stop)),
-                            trigger.stopDelayMs(), TimeUnit.MILLISECONDS));
+        switch (config.triggerConfig().mode()) {
+            case STOP_TRACING -> {
+                if (first) {
+                    synchronized (timers) {
+                        if (state == State.RUNNING && timer != null) {
+                            timers.add(timer.schedule(new OffTimerTask("ffmtrace-trigger-stop",
+                                    () -> runTimed(this::stop)), trigger.stopDelayMs(), TimeUnit.MILLISECONDS));
+                        }
+                    }
                 }
             }
+            case START_TRACING -> service.startTracing(this, trigger.stopDelayMs());
+            case UNSPECIFIED, CLONE_SNAPSHOT -> {
+            }
         }
+    }
+
+    /**
+     * Starts a session that deferred its start ({@code deferred_start}, Perfetto's
+     * StartTracing) or waits for a START_TRACING trigger: its data sources start, and it
+     * records for {@code duration_ms}. Does nothing to a session started or stopped.
+     */
+    public void startTracing() {
+        service.startTracing(this, config.durationMs());
+    }
+
+    /**
+     * Whether the session has started recording ({@link #startTracing()}, a trigger, or at
+     * once), even if it stopped since; false for one that stopped while it waited.
+     */
+    public boolean isStarted() {
+        return started;
     }
 
     /**
@@ -237,7 +314,7 @@ public final class TracingSession implements AutoCloseable {
 
     /** Whether the session has stopped: by {@link #stop()}, its duration, a full output, or closing. */
     public boolean isStopped() {
-        return state != State.RUNNING;
+        return state == State.STOPPED || state == State.CLOSED;
     }
 
     /** Whether the session is closed, by {@link #close()} or by its service's close. */
@@ -728,7 +805,7 @@ public final class TracingSession implements AutoCloseable {
      */
     public void stop() {
         synchronized (timers) {
-            if (state != State.RUNNING) {
+            if (state != State.RUNNING && state != State.CONFIGURED) {
                 return;
             }
             state = State.STOPPED;

@@ -146,7 +146,7 @@ public final class ConsumerPort implements AutoCloseable {
                 new Method("ReadBuffers", i -> run(i, RemoteConsumer::readBuffers)),
                 new Method("FreeBuffers", i -> run(i, RemoteConsumer::freeBuffers)),
                 new Method("Flush", i -> run(i, RemoteConsumer::flush)),
-                new Method("StartTracing", i -> run(i, RemoteConsumer::replyEmpty)),
+                new Method("StartTracing", i -> run(i, RemoteConsumer::startTracing)),
                 new Method("ChangeTraceConfig", i -> run(i, RemoteConsumer::replyEmpty)),
                 new Method("Detach", Invocation::fail),
                 new Method("Attach", Invocation::fail),
@@ -676,6 +676,15 @@ public final class ConsumerPort implements AutoCloseable {
             }
         }
 
+        /** Starts the consumer's session that deferred its start ({@code deferred_start}). */
+        void startTracing(Invocation invocation) {
+            invocation.reply(new byte[0]);
+            TracingSession current = session;
+            if (current != null) {
+                current.startTracing();
+            }
+        }
+
         void replyEmpty(Invocation invocation) {
             invocation.reply(new byte[0]);
         }
@@ -906,7 +915,8 @@ public final class ConsumerPort implements AutoCloseable {
         /** Tells an observer, once per session, that every data source of the config is started. */
         void maybeNotifyAllDataSourcesStarted() {
             TracingSession current = session;
-            if (current == null || allStartedNotified || current.isStopped() || current.dataSourcesNotStarted() != 0) {
+            if (current == null || allStartedNotified || !current.isStarted() || current.isStopped()
+                    || current.dataSourcesNotStarted() != 0) {
                 return;
             }
             if (observeReply == null || (observedEvents & ObservableEvents.Type.TYPE_ALL_DATA_SOURCES_STARTED.number()) == 0) {
@@ -921,7 +931,9 @@ public final class ConsumerPort implements AutoCloseable {
         private void notifyInstances(ObservableEvents.DataSourceInstanceState state) {
             TracingSession current = session;
             if (current == null || observeReply == null
-                    || (observedEvents & ObservableEvents.Type.TYPE_DATA_SOURCES_INSTANCES.number()) == 0) {
+                    || (observedEvents & ObservableEvents.Type.TYPE_DATA_SOURCES_INSTANCES.number()) == 0
+                    || (state == ObservableEvents.DataSourceInstanceState.DATA_SOURCE_INSTANCE_STATE_STARTED
+                    && !current.isStarted())) {
                 return;
             }
             List<String> notStarted = current.warnings().stream().map(w -> w.dataSource()).toList();

@@ -22,12 +22,14 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * STOP_TRACING, end to end: a producer connected over the producer socket activates the
- * trigger; the session stops {@code stop_delay_ms} later with the producer's packets and
- * a {@code trigger} packet naming it; a session no trigger reached stops at
- * {@code trigger_timeout_ms} with an empty trace, as Perfetto's returns no data.
+ * The trigger modes end to end, with a producer connected over the producer socket:
+ * STOP_TRACING stops {@code stop_delay_ms} after the trigger with the producer's packets
+ * and a {@code trigger} packet naming it; START_TRACING starts the data sources on the
+ * trigger and records {@code stop_delay_ms}; a session no trigger reached stops at
+ * {@code trigger_timeout_ms} with an empty trace, as Perfetto's returns no data; and
+ * {@code deferred_start} waits for {@link TracingSession#startTracing()}.
  */
-class StopTracingTriggerTest {
+class TriggerModesTest {
     private static final String DATA_SOURCE = "trigger_test";
     private static final ProducerConnection.RetryDelays FAST = new ProducerConnection.RetryDelays(
             Duration.ofMillis(20), Duration.ofMillis(20), Duration.ofMillis(100), Duration.ofMillis(100));
@@ -53,6 +55,17 @@ class StopTracingTriggerTest {
                 .triggerConfig(new TriggerConfig(TriggerConfig.Mode.STOP_TRACING,
                         List.of(new TriggerConfig.Trigger("crash", null, stopDelayMs, 0, 0)), timeoutMs))
                 .build();
+    }
+
+    private static SessionConfig startTracing(long timeoutMs, long stopDelayMs) throws InvalidConfigException {
+        return SessionConfig.builder().buffer(256, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE)
+                .triggerConfig(new TriggerConfig(TriggerConfig.Mode.START_TRACING,
+                        List.of(new TriggerConfig.Trigger("go", null, stopDelayMs, 0, 0)), timeoutMs))
+                .build();
+    }
+
+    private static long events(byte[] trace) {
+        return TracingServiceTest.decode(trace).stream().filter(p -> p.name() != null).count();
     }
 
     private static byte[] trace(TracingSession session) throws Exception {
@@ -115,6 +128,76 @@ class StopTracingTriggerTest {
             session.writeSnapshot(snapshot);
             assertEquals(100, TracingServiceTest.decode(snapshot.toByteArray()).stream()
                     .filter(p -> p.name() != null).count(), "a snapshot (a clone, in Perfetto) still reads it");
+            session.close();
+        }
+    }
+
+    @Test
+    void aStartTracingSessionStartsItsDataSourcesOnTheTriggerAndRecordsStopDelayMs() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("starter").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(startTracing(60_000, 100));
+            assertFalse(session.isStarted());
+            assertEquals(0, trace(session).length, "nothing to read before the trigger");
+
+            connection.activateTriggers(List.of("go"), Duration.ofSeconds(10));
+            written.get(10, TimeUnit.SECONDS);
+            assertTrue(session.isStarted());
+            session.completion().get(10, TimeUnit.SECONDS);
+            byte[] trace = trace(session);
+            assertEquals(100, events(trace));
+            assertEquals(List.of("go"), TriggersTest.triggersIn(trace).stream().map(TriggersTest.Seen::name).toList());
+            session.close();
+        }
+    }
+
+    @Test
+    void aStartTracingSessionNoTriggerStartedEndsAtItsTimeoutWithoutStartingItsDataSources() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("starter").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(startTracing(200, 0));
+            session.completion().get(10, TimeUnit.SECONDS);
+            assertFalse(session.isStarted());
+            assertEquals(0, trace(session).length);
+            // The producer has handled every command the service sent by now: no start among them.
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            assertFalse(written.isDone());
+            session.close();
+        }
+    }
+
+    @Test
+    void aDeferredStartWaitsForStartTracing() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("deferred").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(SessionConfig.builder().buffer(256, OverwritePolicy.DISCARD)
+                    .dataSource(DATA_SOURCE).deferredStart().build());
+            assertFalse(session.isStarted());
+            session.startTracing();
+            written.get(10, TimeUnit.SECONDS);
+            session.stop();
+            assertEquals(100, events(trace(session)));
             session.close();
         }
     }

@@ -56,7 +56,6 @@ public final class TrackEvent {
     private static final Map<String, Category> BY_NAME = new HashMap<>();
     private static final LongAdder MALFORMED_PATTERNS = new LongAdder();
     private static final ConcurrentHashMap<String, Track> COUNTER_TRACKS = new ConcurrentHashMap<>();
-    private static final ThreadLocal<Track> THREAD_TRACK = ThreadLocal.withInitial(TrackEvent::trackOfThisThread);
     private static final ThreadLocal<Scopes> SCOPES = ThreadLocal.withInitial(Scopes::new);
     private static final DataSource<Integer> SOURCE = DataSource.register(DataSourceDescriptor.named(DATA_SOURCE_NAME),
             new Sessions(), BufferExhaustedPolicy.DROP);
@@ -204,7 +203,8 @@ public final class TrackEvent {
             return;
         }
         boolean virtual = Thread.currentThread().isVirtual();
-        Track track = onTrack != null ? onTrack : THREAD_TRACK.get();
+        Track threadTrack = SCOPES.get().threadTrack;
+        Track track = onTrack != null ? onTrack : threadTrack;
         for (InstanceSlot<Integer> slot : SOURCE.started()) {
             if ((mask & (1 << slot.index())) == 0) {
                 continue;
@@ -214,7 +214,7 @@ public final class TrackEvent {
                 continue;
             }
             try {
-                TrackEventWriter writer = writerOf(context);
+                TrackEventWriter writer = writerOf(context, virtual ? null : threadTrack);
                 switch (event) {
                     case INSTANT -> {
                         if (interned != null) {
@@ -245,15 +245,19 @@ public final class TrackEvent {
         }
     }
 
-    /** The TrackEvent writer of a sequence, made on first use. */
-    private static TrackEventWriter writerOf(TraceContext<Integer> context) {
+    /**
+     * The TrackEvent writer of a sequence, made on first use: a platform thread's writes on
+     * {@code threadTrack} by default, so its events need not name it (as Perfetto's SDK
+     * sets the thread track in the sequence's defaults); a lent context's ({@code
+     * threadTrack} null) serves many virtual threads, so every event names its track.
+     */
+    private static TrackEventWriter writerOf(TraceContext<Integer> context, Track threadTrack) {
         Object attached = context.attachment();
         if (attached != null) {
             return (TrackEventWriter) attached;
         }
-        // A lent context's writer serves many virtual threads: every event names its track.
-        TrackEventWriter writer = new TrackEventWriter(new ContextSink(context),
-                TrackEventWriter.Config.DEFAULT);
+        TrackEventWriter writer = new TrackEventWriter(new ContextSink(context), threadTrack == null
+                ? TrackEventWriter.Config.DEFAULT : TrackEventWriter.Config.forThread(threadTrack));
         context.attach(writer);
         return writer;
     }
@@ -412,7 +416,7 @@ public final class TrackEvent {
                 TraceContext<Integer> context = borrow(slot);
                 if (context != null) {
                     try {
-                        writerOf(context).endSliceOnSharedTrack(track);
+                        writerOf(context, null).endSliceOnSharedTrack(track);
                     } finally {
                         slot.giveBack(context);
                     }
@@ -430,8 +434,10 @@ public final class TrackEvent {
         }
     }
 
-    /** A thread's open scopes, reused by depth. */
+    /** A thread's track and its open scopes, reused by depth. */
     private static final class Scopes {
+        /** The calling thread's own track: a platform thread's, or a virtual thread's track of its own. */
+        final Track threadTrack = trackOfThisThread();
         private Scope[] byDepth = new Scope[8];
         private int open;
 
@@ -453,7 +459,7 @@ public final class TrackEvent {
             open++;
             boolean virtual = Thread.currentThread().isVirtual();
             scope.virtual = virtual;
-            scope.track = onTrack != null ? onTrack : THREAD_TRACK.get();
+            scope.track = onTrack != null ? onTrack : threadTrack;
             scope.count = 0;
             for (InstanceSlot<Integer> slot : SOURCE.started()) {
                 if ((mask & (1 << slot.index())) == 0) {
@@ -464,8 +470,8 @@ public final class TrackEvent {
                     continue;
                 }
                 try {
-                    long token = beginOn(writerOf(context), category, scope.track, name, interned, argument, value,
-                            flowId, terminatingFlowId);
+                    long token = beginOn(writerOf(context, virtual ? null : threadTrack), category, scope.track, name,
+                            interned, argument, value, flowId, terminatingFlowId);
                     if (token != 0) {
                         scope.slots[scope.count] = slot;
                         scope.tokens[scope.count++] = token;

@@ -87,14 +87,24 @@ final class ServicePackets {
     }
 
     /** A {@code trigger} the session received, stamped when it came. */
-    static byte[] trigger(SessionTriggers.Received received) {
+    static byte[] trigger(TriggerHit hit) {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        Trigger trigger = service(trace, received.bootTimeNanos()).setTrigger();
-        trigger.setTriggerName(received.name());
-        trigger.setProducerName(received.producerName());
-        trigger.setTrustedProducerUid(received.producerUid());
-        trigger.setStopDelayMs(received.stopDelayMs());
+        fill(service(trace, hit.bootTimeNanos()).setTrigger(), hit);
         return trace.toByteArray();
+    }
+
+    /** A clone's {@code clone_snapshot_trigger}: the CLONE_SNAPSHOT trigger it was made for. */
+    static byte[] cloneSnapshotTrigger(TriggerHit hit) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        fill(service(trace, hit.bootTimeNanos()).setCloneSnapshotTrigger(), hit);
+        return trace.toByteArray();
+    }
+
+    private static void fill(Trigger trigger, TriggerHit hit) {
+        trigger.setTriggerName(hit.name());
+        trigger.setProducerName(hit.producerName());
+        trigger.setTrustedProducerUid(hit.producerUid());
+        trigger.setStopDelayMs(hit.stopDelayMs());
     }
 
     /** {@code trace_stats}: every buffer's stats, in config order, and the session's own counts. */

@@ -13,25 +13,13 @@ final class SessionTriggers {
     /** Triggers kept per session; later ones still act, but are not written into the trace. */
     static final int MAX_RECORDED = 1000;
 
-    /**
-     * A trigger as the session received it.
-     *
-     * @param bootTimeNanos when, on CLOCK_BOOTTIME
-     * @param name          the trigger's name
-     * @param producerName  the producer that activated it
-     * @param producerUid   that producer's uid, from its connection
-     * @param stopDelayMs   the trigger's {@code stop_delay_ms}
-     */
-    record Received(long bootTimeNanos, String name, String producerName, int producerUid, long stopDelayMs) {
-    }
-
-    private final List<Received> received = new ArrayList<>();
+    private final List<TriggerHit> received = new ArrayList<>();
     /** How many of {@link #received} a consuming read has written. */
     private int written;
     private long notRecorded;
 
     /** Records {@code trigger}; returns whether it is the session's first. */
-    synchronized boolean add(Received trigger) {
+    synchronized boolean add(TriggerHit trigger) {
         if (received.size() == MAX_RECORDED) {
             notRecorded++;
             return false;
@@ -60,6 +48,18 @@ final class SessionTriggers {
     /** The packets of every trigger received, for a snapshot. */
     synchronized List<byte[]> allPackets() {
         return packets(0);
+    }
+
+    /**
+     * The packets of every trigger received, which a clone takes away: the session starts
+     * a new list, as Perfetto's clone moves them (a CLONE_SNAPSHOT session snapshotted for
+     * hours would otherwise carry every old trigger into each snapshot).
+     */
+    synchronized List<byte[]> takeAllPackets() {
+        List<byte[]> packets = packets(0);
+        received.clear();
+        written = 0;
+        return packets;
     }
 
     private List<byte[]> packets(int from) {

@@ -21,6 +21,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -29,6 +30,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 
 /**
  * A tracing session: its buffers, flushes that take what producers have written, and
@@ -127,6 +129,8 @@ public final class TracingSession implements AutoCloseable {
     private final List<LifecycleEvent> milestones = new ArrayList<>();
     private boolean allDataSourcesStartedRecorded;
     private final SessionTriggers triggers = new SessionTriggers();
+    /** Told of each CLONE_SNAPSHOT trigger once its stop_delay_ms passed; set by the session's owner. */
+    private volatile Consumer<TriggerHit> cloneTriggerListener = hit -> { };
     /** The service's timer, once {@link #startTimers} ran: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
     private ScheduledExecutorService timer;
 
@@ -253,7 +257,7 @@ public final class TracingSession implements AutoCloseable {
      * later (on the service's timer, never on the caller's thread), and one reaching a
      * START_TRACING session that waits starts it, to record {@code stop_delay_ms}.
      */
-    void triggerReceived(SessionTriggers.Received trigger) {
+    void triggerReceived(TriggerHit trigger) {
         boolean first = triggers.add(trigger);
         switch (config.triggerConfig().mode()) {
             case STOP_TRACING -> {
@@ -267,9 +271,27 @@ public final class TracingSession implements AutoCloseable {
                 }
             }
             case START_TRACING -> service.startTracing(this, trigger.stopDelayMs());
-            case UNSPECIFIED, CLONE_SNAPSHOT -> {
+            case CLONE_SNAPSHOT -> {
+                synchronized (timers) {
+                    if (state == State.RUNNING && timer != null) {
+                        timers.add(timer.schedule(new OffTimerTask("ffmtrace-clone-trigger",
+                                () -> cloneTriggerListener.accept(trigger)), trigger.stopDelayMs(), TimeUnit.MILLISECONDS));
+                    }
+                }
+            }
+            case UNSPECIFIED -> {
             }
         }
+    }
+
+    /**
+     * Who clones a CLONE_SNAPSHOT session: told of each of its triggers once the
+     * trigger's {@code stop_delay_ms} passed, on a thread of its own (no lock held), as
+     * Perfetto's service tells the session's consumer (its CloneTriggerHit event). The
+     * session's consuming reads return nothing; only clones ({@link #writeClone}) read it.
+     */
+    public void onCloneTrigger(Consumer<TriggerHit> listener) {
+        cloneTriggerListener = Objects.requireNonNull(listener, "listener");
     }
 
     /**
@@ -294,7 +316,8 @@ public final class TracingSession implements AutoCloseable {
      * lists triggers and none came yet, as Perfetto's ReadBuffers answers.
      */
     private boolean waitsForTrigger() {
-        return config.triggerConfig().waitsForTrigger() && triggers.isEmpty();
+        return config.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT
+                || config.triggerConfig().waitsForTrigger() && triggers.isEmpty();
     }
 
     /** Triggers received past the first {@value SessionTriggers#MAX_RECORDED}, which acted but are not in the trace. */
@@ -552,6 +575,22 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets written
      */
     public long writeSnapshot(WritableByteChannel out) throws IOException {
+        return writeCopy(out, triggers.allPackets(), null);
+    }
+
+    /**
+     * {@link #writeSnapshot} as Perfetto's CloneSession makes a clone: the triggers the
+     * session received move into the clone (the session keeps none), and a clone made
+     * for a CLONE_SNAPSHOT trigger says so in a {@code clone_snapshot_trigger} packet.
+     *
+     * @param cloneTrigger the trigger the clone is made for, or null
+     */
+    public long writeClone(WritableByteChannel out, TriggerHit cloneTrigger) throws IOException {
+        return writeCopy(out, triggers.takeAllPackets(), cloneTrigger);
+    }
+
+    private long writeCopy(WritableByteChannel out, List<byte[]> triggerPackets, TriggerHit cloneTrigger)
+            throws IOException {
         checkOpen("writeSnapshot");
         TraceSink sink = new TraceSink(out, Long.MAX_VALUE);
         readbackLock.lock();
@@ -572,7 +611,10 @@ public final class TracingSession implements AutoCloseable {
             sink.write(ServicePackets.clockSnapshot());
             UUID uuid = UUID.randomUUID();
             writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
-            for (byte[] packet : triggers.allPackets()) {
+            if (cloneTrigger != null) {
+                sink.write(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
+            }
+            for (byte[] packet : triggerPackets) {
                 sink.write(packet);
             }
             List<LifecycleEvent> events;

@@ -68,7 +68,7 @@ final class Triggers {
                     continue;
                 }
                 matched = true;
-                session.triggerReceived(new SessionTriggers.Received(now, name, producerName, producerUid,
+                session.triggerReceived(new TriggerHit(now, name, producerName, producerUid,
                         trigger.stopDelayMs()));
             }
             if (matched) {

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
 import dev.ffmtrace.tracing.producer.DataSourceHandler;
@@ -15,9 +17,13 @@ import dev.ffmtrace.tracing.producer.ProducerConnection;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.Channels;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -200,6 +206,67 @@ class TriggerModesTest {
             assertEquals(100, events(trace(session)));
             session.close();
         }
+    }
+
+    /**
+     * CLONE_SNAPSHOT: consuming reads give nothing; each trigger, stop_delay_ms later, tells
+     * whoever clones the session, and a clone made for it holds the data, the
+     * clone_snapshot_trigger and the triggers, which move into the clone.
+     */
+    @Test
+    void aCloneSnapshotSessionIsReadOnlyThroughClonesMadeOnItsTriggers() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        CompletableFuture<Void> written = new CompletableFuture<>();
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("snapper").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(256, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE)
+                    .triggerConfig(new TriggerConfig(TriggerConfig.Mode.CLONE_SNAPSHOT,
+                            List.of(new TriggerConfig.Trigger("snap", null, 20, 0, 0)), 60_000)).build());
+            BlockingQueue<TriggerHit> hits = new LinkedBlockingQueue<>();
+            session.onCloneTrigger(hits::add);
+            written.get(10, TimeUnit.SECONDS);
+            session.flush();
+
+            connection.activateTriggers(List.of("snap"), Duration.ofSeconds(10));
+            TriggerHit hit = hits.poll(10, TimeUnit.SECONDS);
+            assertEquals(List.of("snap", "snapper", 20L), List.of(hit.name(), hit.producerName(), hit.stopDelayMs()));
+            assertEquals(0, trace(session).length, "a CLONE_SNAPSHOT session is read through clones only");
+            assertFalse(session.isStopped());
+
+            ByteArrayOutputStream clone = new ByteArrayOutputStream();
+            session.writeClone(Channels.newChannel(clone), hit);
+            assertEquals(100, events(clone.toByteArray()));
+            assertEquals(List.of("snap"), TriggersTest.triggersIn(clone.toByteArray()).stream()
+                    .map(TriggersTest.Seen::name).toList());
+            assertEquals(1, cloneSnapshotTriggers(clone.toByteArray()));
+            ByteArrayOutputStream again = new ByteArrayOutputStream();
+            session.writeClone(Channels.newChannel(again), null);
+            assertEquals(100, events(again.toByteArray()), "a clone does not consume");
+            assertEquals(List.of(), TriggersTest.triggersIn(again.toByteArray()), "the first clone took the triggers");
+            assertEquals(0, cloneSnapshotTriggers(again.toByteArray()));
+            session.close();
+        }
+    }
+
+    private static int cloneSnapshotTriggers(byte[] trace) {
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace));
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        int count = 0;
+        while (packets.next()) {
+            packet.reset(packets.field());
+            if (packet.hasCloneSnapshotTrigger()) {
+                count++;
+            }
+        }
+        return count;
     }
 
     @Test

@@ -36,9 +36,11 @@ import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.service.TriggerHit;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.Channels;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -402,6 +404,7 @@ public final class ConsumerPort implements AutoCloseable {
         capabilities.setHasQueryCapabilities(true);
         capabilities.addObservableEvents(ObservableEvents.Type.TYPE_DATA_SOURCES_INSTANCES);
         capabilities.addObservableEvents(ObservableEvents.Type.TYPE_ALL_DATA_SOURCES_STARTED);
+        capabilities.addObservableEvents(ObservableEvents.Type.TYPE_CLONE_TRIGGER_HIT);
         capabilities.setHasTraceConfigOutputPath(false);
         capabilities.setHasCloneSession(true);
         invocation.reply(reply.toByteArray());
@@ -636,6 +639,7 @@ public final class ConsumerPort implements AutoCloseable {
                 session = started;
             }
             started.completion().whenComplete((s, failure) -> submit(() -> sessionStopped(started, failure)));
+            started.onCloneTrigger(hit -> submit(() -> notifyCloneTrigger(started, hit)));
             maybeNotifyAllDataSourcesStarted();
             return null;
         }
@@ -847,7 +851,7 @@ public final class ConsumerPort implements AutoCloseable {
                 if (!source.isStopped()) {
                     source.flush(Duration.ofMillis(DEFAULT_FLUSH_TIMEOUT_MS));
                 }
-                source.writeSnapshot(trace);
+                source.writeClone(Channels.newChannel(trace), cloneTrigger(request));
             } catch (IOException | RuntimeException e) {
                 cloneBytes = 0;
                 return "session not found";
@@ -860,6 +864,16 @@ public final class ConsumerPort implements AutoCloseable {
             cloneBytes = Math.max(1, clone.length);
             TracePackets.traceUuid(clone, uuid);
             return null;
+        }
+
+        /** The CLONE_SNAPSHOT trigger a clone is made for, as the request says it, or null. */
+        private static TriggerHit cloneTrigger(CloneSessionRequest.Decoder request) {
+            if (!request.hasCloneTriggerName() || request.cloneTriggerName().isEmpty()) {
+                return null;
+            }
+            return new TriggerHit(request.cloneTriggerBootTimeNs(), request.cloneTriggerName(),
+                    request.cloneTriggerProducerName(), request.cloneTriggerTrustedProducerUid(),
+                    request.cloneTriggerDelayMs());
         }
 
         private void dropClone() {
@@ -925,6 +939,27 @@ public final class ConsumerPort implements AutoCloseable {
             allStartedNotified = true;
             observeReply.replyMore(message(ObserveEventsResponse.FACTORY,
                     response -> response.setEvents().setAllDataSourcesStarted(true)));
+        }
+
+        /**
+         * Tells an observer of CLONE_TRIGGER_HIT that a CLONE_SNAPSHOT trigger of its
+         * session is due: the consumer (Perfetto's command line) clones the session then.
+         */
+        private void notifyCloneTrigger(TracingSession triggered, TriggerHit hit) {
+            if (triggered != session || observeReply == null
+                    || (observedEvents & ObservableEvents.Type.TYPE_CLONE_TRIGGER_HIT.number()) == 0) {
+                return;
+            }
+            long id = sessionId;
+            observeReply.replyMore(message(ObserveEventsResponse.FACTORY, response -> {
+                ObservableEvents.CloneTriggerHit event = response.setEvents().setCloneTriggerHit();
+                event.setTracingSessionId(id);
+                event.setTriggerName(hit.name());
+                event.setProducerName(hit.producerName());
+                event.setProducerUid(hit.producerUid());
+                event.setBootTimeNs(hit.bootTimeNanos());
+                event.setTriggerDelayMs(hit.stopDelayMs());
+            }));
         }
 
         /** Tells an observer of data source instances that each of the session's started ones is in {@code state}. */

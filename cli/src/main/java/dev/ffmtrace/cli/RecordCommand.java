@@ -10,6 +10,7 @@ import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.DataSourceWarning;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
+import dev.ffmtrace.tracing.service.TriggerConfig;
 import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
@@ -94,7 +95,16 @@ final class RecordCommand implements Callable<Integer> {
                 throw new CliFailure("--service runs the session on another service: --snapshot, --c-producer and "
                         + "--threads do not apply", CliFailure.USAGE);
             }
+            if (session.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT) {
+                throw new CliFailure("--config " + config + ": CLONE_SNAPSHOT sessions are read through clones made on"
+                        + " each trigger, which record does not make: record them with Perfetto's perfetto -c FILE -o"
+                        + " OUT (it writes OUT.0, OUT.1, ...)", CliFailure.USAGE);
+            }
             return ServiceRecording.record(service, session, configBytes, out);
+        }
+        if (session.triggerConfig() != TriggerConfig.NONE) {
+            throw new CliFailure("--config " + config + ": trigger_config needs producers that can activate triggers:"
+                    + " record it on a tracing service (--service SOCKET)", CliFailure.USAGE);
         }
         if (threads < 1) {
             throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);

@@ -84,6 +84,24 @@ class RecordFailsCleanlyTest {
     }
 
     @Test
+    void triggerConfigsThatRecordCannotServeAreRefusedBeforeRecording() throws Exception {
+        Path out = dir.resolve("x.pftrace");
+        Path stop = dir.resolve("stop.pbtxt");
+        Files.writeString(stop, Files.readString(config(60_000)) + "\ntrigger_config { trigger_mode: STOP_TRACING"
+                + " trigger_timeout_ms: 1000 triggers { name: \"crash\" } }\n");
+        assertOneLineError(ConvertAndDumpTest.run("record", "--config", stop.toString(), "--out", out.toString()), 2,
+                "--config " + stop + ": trigger_config needs producers that can activate triggers: record it on a"
+                        + " tracing service (--service SOCKET)");
+        Path clone = dir.resolve("clone.pbtxt");
+        Files.writeString(clone, Files.readString(stop).replace("STOP_TRACING", "CLONE_SNAPSHOT"));
+        assertOneLineError(ConvertAndDumpTest.run("record", "--config", clone.toString(), "--out", out.toString(),
+                "--service", dir.resolve("no-service.sock").toString()), 2, "--config " + clone
+                + ": CLONE_SNAPSHOT sessions are read through clones made on each trigger, which record does not make:"
+                + " record them with Perfetto's perfetto -c FILE -o OUT (it writes OUT.0, OUT.1, ...)");
+        assertFalse(Files.exists(out));
+    }
+
+    @Test
     void aDeviceThatRefusesWritesFailsBeforeRecording() throws Exception {
         assertOneLineError(ConvertAndDumpTest.run("record", "--config", config(60_000).toString(), "--out", "/dev/full"),
                 1, "--out /dev/full: No space left on device");

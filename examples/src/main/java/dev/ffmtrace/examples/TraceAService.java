@@ -11,7 +11,8 @@ import java.time.Duration;
 /**
  * A Java service traced into the system's tracing service (traced, or `ffmtrace serve`):
  * it waits for SESSIONS sessions to record track events, handles ITERATIONS requests, and
- * ends. Usage: TraceAService SESSIONS ITERATIONS [PRODUCER_SOCKET]
+ * ends; with -Dtrigger=NAME it then activates trigger NAME, as a service does on an
+ * anomaly. Usage: TraceAService SESSIONS ITERATIONS [PRODUCER_SOCKET]
  */
 public final class TraceAService {
     static final Category REQUESTS = new Category("requests");
@@ -34,6 +35,10 @@ public final class TraceAService {
                 TrackEvent.instant(DETAIL, "detail");
                 TrackEvent.counter(QUEUE, "queue length", iterations - i);
             }
+        }
+        String trigger = System.getProperty("trigger");
+        if (trigger != null) {
+            Tracing.activateTrigger(trigger);       // a STOP_TRACING session keeps what led here
         }
         Tracing.shutdown();                                             // commits what the writers hold
         System.out.println("handled " + iterations + " requests");

@@ -206,15 +206,12 @@ public final class DataSource<S> {
         return started;
     }
 
-    /** The calling platform thread's context for {@code slot}. */
-    TraceContext<S> threadContext(InstanceSlot<S> slot) {
-        return threadWriters.get().context(slot);
-    }
-
-    /** The calling platform thread's context for {@code slot} if it has one, else null: makes no writer. */
-    TraceContext<S> existingThreadContext(InstanceSlot<S> slot) {
-        TraceContext<S> context = threadWriters.get().contexts[slot.index()];
-        return context != null && context.slot() == slot ? context : null;
+    /**
+     * The calling platform thread's writers, for a caller that keeps them per thread (the
+     * TrackEvent facade does, and so looks them up once per thread, not per event).
+     */
+    ThreadWriters<S> threadWriters() {
+        return threadWriters.get();
     }
 
     @SuppressWarnings("unchecked")
@@ -226,7 +223,7 @@ public final class DataSource<S> {
      * A platform thread's writers, one per place, remade when a new instance takes the
      * place; closed when the thread is collected (the cleaner holds the writers, not the thread).
      */
-    private static final class ThreadWriters<S> {
+    static final class ThreadWriters<S> {
         @SuppressWarnings({"unchecked", "rawtypes"})
         private final TraceContext<S>[] contexts = new TraceContext[MAX_INSTANCES];
         private final AtomicReferenceArray<TraceWriter<TracePacket>> writers = new AtomicReferenceArray<>(MAX_INSTANCES);
@@ -244,6 +241,7 @@ public final class DataSource<S> {
             });
         }
 
+        /** The thread's context for {@code slot}, made if need be. */
         TraceContext<S> context(InstanceSlot<S> slot) {
             TraceContext<S> context = contexts[slot.index()];
             if (context == null || context.slot() != slot) {
@@ -252,6 +250,12 @@ public final class DataSource<S> {
                 writers.set(slot.index(), context.writer());
             }
             return context;
+        }
+
+        /** The thread's context for {@code slot} if it has one, else null: makes no writer. */
+        TraceContext<S> existing(InstanceSlot<S> slot) {
+            TraceContext<S> context = contexts[slot.index()];
+            return context != null && context.slot() == slot ? context : null;
         }
     }
 

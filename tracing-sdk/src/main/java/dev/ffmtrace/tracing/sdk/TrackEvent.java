@@ -202,14 +202,15 @@ public final class TrackEvent {
         if (mask == 0) {
             return;
         }
-        boolean virtual = Thread.currentThread().isVirtual();
-        Track threadTrack = SCOPES.get().threadTrack;
+        Scopes perThread = SCOPES.get();
+        boolean virtual = perThread.virtual;
+        Track threadTrack = perThread.threadTrack;
         Track track = onTrack != null ? onTrack : threadTrack;
         for (InstanceSlot<Integer> slot : SOURCE.started()) {
             if ((mask & (1 << slot.index())) == 0) {
                 continue;
             }
-            TraceContext<Integer> context = virtual ? borrow(slot) : SOURCE.threadContext(slot);
+            TraceContext<Integer> context = virtual ? borrow(slot) : perThread.writers.context(slot);
             if (context == null) {
                 continue;
             }
@@ -365,7 +366,6 @@ public final class TrackEvent {
         private final long[] tokens = new long[DataSource.MAX_INSTANCES];
         private int count;
         private Track track;
-        private boolean virtual;
 
         private Scope(Scopes owner, int depth) {
             this.owner = owner;
@@ -380,7 +380,7 @@ public final class TrackEvent {
             }
             owner.end(this);
             try {
-                if (virtual) {
+                if (owner.virtual) {
                     endOnSharedTrack();
                 } else {
                     endBegun();
@@ -394,7 +394,7 @@ public final class TrackEvent {
         /** A platform thread's slice: ends what {@link Scopes#begin} began, on the writers still there. */
         private void endBegun() {
             for (int i = 0; i < count; i++) {
-                TraceContext<Integer> context = SOURCE.existingThreadContext(slots[i]);
+                TraceContext<Integer> context = owner.writers.existing(slots[i]);
                 if (context != null && context.attachment() != null) {
                     try {
                         ((TrackEventWriter) context.attachment()).endSlice(track, tokens[i]);
@@ -434,10 +434,14 @@ public final class TrackEvent {
         }
     }
 
-    /** A thread's track and its open scopes, reused by depth. */
+    /** A thread's track, its writers and its open scopes, reused by depth: what the facade keeps per thread. */
     private static final class Scopes {
         /** The calling thread's own track: a platform thread's, or a virtual thread's track of its own. */
         final Track threadTrack = trackOfThisThread();
+        /** Whether the thread is virtual: it then borrows writers, and keeps none of its own. */
+        final boolean virtual = Thread.currentThread().isVirtual();
+        /** A platform thread's writers; null for a virtual thread. */
+        final DataSource.ThreadWriters<Integer> writers = virtual ? null : SOURCE.threadWriters();
         private Scope[] byDepth = new Scope[8];
         private int open;
 
@@ -457,15 +461,13 @@ public final class TrackEvent {
                 byDepth[open] = scope;
             }
             open++;
-            boolean virtual = Thread.currentThread().isVirtual();
-            scope.virtual = virtual;
             scope.track = onTrack != null ? onTrack : threadTrack;
             scope.count = 0;
             for (InstanceSlot<Integer> slot : SOURCE.started()) {
                 if ((mask & (1 << slot.index())) == 0) {
                     continue;
                 }
-                TraceContext<Integer> context = virtual ? borrow(slot) : SOURCE.threadContext(slot);
+                TraceContext<Integer> context = virtual ? borrow(slot) : writers.context(slot);
                 if (context == null) {
                     continue;
                 }

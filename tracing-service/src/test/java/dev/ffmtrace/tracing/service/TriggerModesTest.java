@@ -269,6 +269,35 @@ class TriggerModesTest {
         return count;
     }
 
+    /**
+     * A producer that fires 10,000 listened-to and 10,000 unknown triggers as fast as it can:
+     * each is counted, the session keeps the first thousand for its trace and counts the
+     * rest, and the service answers the producer's Sync after them all.
+     */
+    @Test
+    void aFloodOfTriggersIsCountedAndBounded() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("flood").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            TracingSession session = service.startSession(SessionConfig.builder().buffer(64, OverwritePolicy.DISCARD)
+                    .triggerConfig(new TriggerConfig(TriggerConfig.Mode.UNSPECIFIED,
+                            List.of(new TriggerConfig.Trigger("t", null, 0, 0, 0)), 0)).build());
+            for (int i = 0; i < 10_000; i++) {
+                connection.activateTriggers(List.of("t", "unknown-" + i), Duration.ZERO);
+            }
+            assertTrue(connection.sync().get(30, TimeUnit.SECONDS));
+            assertEquals(new TriggerStats(20_000, 10_000, 0, 0), service.triggerStats());
+            assertEquals(10_000 - SessionTriggers.MAX_RECORDED, session.triggersNotRecorded());
+            assertEquals(SessionTriggers.MAX_RECORDED, TriggersTest.triggersIn(trace(session)).size());
+            assertEquals(0, connection.stats().triggersDropped());
+            assertEquals(0, port.violations());
+            session.close();
+        }
+    }
+
     @Test
     void triggersActivatedBeforeTheServiceIsThereGoOnceItIsWithinTheirTimeToLive() throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());

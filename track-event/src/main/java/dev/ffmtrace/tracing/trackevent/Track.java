@@ -3,7 +3,6 @@ package dev.ffmtrace.tracing.trackevent;
 import dev.ffmtrace.perfetto.protos.ThreadDescriptor;
 import dev.ffmtrace.perfetto.protos.TrackDescriptor;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A timeline events are drawn on: a process, a thread of it, a named track under any
@@ -31,8 +30,6 @@ public final class Track {
 
     private enum Kind { PROCESS, THREAD, NAMED, COUNTER }
 
-    private static final AtomicInteger NEXT_INDEX = new AtomicInteger();
-
     private final Kind kind;
     private final long uuid;
     private final Track parent;
@@ -42,7 +39,8 @@ public final class Track {
     private final long tid;
     private final ChildOrdering childOrdering;
     private final Integer siblingOrderRank;
-    final int index = NEXT_INDEX.getAndIncrement();
+    /** Unique among live tracks, reused once this one is unreachable ({@link TrackIndexes}). */
+    final int index = TrackIndexes.acquire(this);
 
     private Track(Kind kind, long uuid, Track parent, String name, String trackName, int pid, long tid,
                   ChildOrdering childOrdering, Integer siblingOrderRank) {

@@ -170,8 +170,11 @@ public final class TrackEventWriter implements AutoCloseable {
     private long[] nameIids = new long[64];
     private long[] annotationIids = new long[16];
     private long[] categoryIids = new long[16];
-    private boolean[] described = new boolean[64];
+    /** Per track index, the uuid of the track whose descriptor this sequence has (0: none); indexes are reused. */
+    private long[] described = new long[64];
+    /** Per track index, its open slices' depth, valid for the track whose uuid {@link #openSlicesOf} holds. */
     private int[] openSlices = new int[64];
+    private long[] openSlicesOf = new long[64];
     private long nextIid = 1;
     private boolean stateValid;
     private boolean clockStarted;
@@ -340,7 +343,7 @@ public final class TrackEventWriter implements AutoCloseable {
             discarded();
             return;
         }
-        int depth = track.index < openSlices.length ? openSlices[track.index] : 0;
+        int depth = openDepth(track);
         if (depth == 0) {
             nextTimestamp = NO_TIMESTAMP;
             throw new IllegalStateException("endSlice on " + label(track) + ", which has no open slice");
@@ -644,9 +647,21 @@ public final class TrackEventWriter implements AutoCloseable {
         int index = track.index;
         if (index >= openSlices.length) {
             openSlices = ensure(openSlices, index);
+            openSlicesOf = ensure(openSlicesOf, index);
+        }
+        if (openSlicesOf[index] != track.uuid()) {
+            // A reused index: the slices left open belonged to an earlier, unreachable track.
+            openSlicesOf[index] = track.uuid();
+            openSlices[index] = 0;
         }
         int depth = ++openSlices[index];
         return token(track, depth);
+    }
+
+    /** How many slices are open on {@code track}. */
+    private int openDepth(Track track) {
+        int index = track.index;
+        return index < openSlices.length && openSlicesOf[index] == track.uuid() ? openSlices[index] : 0;
     }
 
     private static String label(Track track) {
@@ -832,7 +847,7 @@ public final class TrackEventWriter implements AutoCloseable {
      */
     private TracePacket startPacket(Track track, long timestamp) {
         ensureIncrementalState();
-        if (track.index >= described.length || !described[track.index]) {
+        if (!isDescribed(track)) {
             writeDescriptor(track);
         }
         if (incremental && !clockStarted) {
@@ -862,7 +877,7 @@ public final class TrackEventWriter implements AutoCloseable {
         Arrays.fill(nameIids, 0);
         Arrays.fill(annotationIids, 0);
         Arrays.fill(categoryIids, 0);
-        Arrays.fill(described, false);
+        Arrays.fill(described, 0);
         dynamicIids.clear();
         nextIid = 1;
         stateValid = true;
@@ -908,8 +923,12 @@ public final class TrackEventWriter implements AutoCloseable {
         clockStarted = true;
     }
 
+    private boolean isDescribed(Track track) {
+        return track.index < described.length && described[track.index] == track.uuid();
+    }
+
     private void writeDescriptor(Track track) {
-        if (track.index < described.length && described[track.index]) {
+        if (isDescribed(track)) {
             return;
         }
         if (track.parent() != null) {
@@ -919,7 +938,7 @@ public final class TrackEventWriter implements AutoCloseable {
         track.describe(packet.setTrackDescriptor());
         sink.finishTracePacket();
         described = ensure(described, track.index);
-        described[track.index] = true;
+        described[track.index] = track.uuid();
     }
 
     /** Whether {@code index} has no iid in {@code iids} yet on this sequence (its name must be written). */
@@ -945,10 +964,6 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static int[] ensure(int[] array, int index) {
-        return index < array.length ? array : Arrays.copyOf(array, Math.max(index + 1, array.length * 2));
-    }
-
-    private static boolean[] ensure(boolean[] array, int index) {
         return index < array.length ? array : Arrays.copyOf(array, Math.max(index + 1, array.length * 2));
     }
 

@@ -56,6 +56,36 @@ class TriggerModesTest {
         };
     }
 
+    /** A service, its producer port, and a producer connected to it, with the data source registered if a handler is given. */
+    private record Rig(TracingService service, ProducerPort port, ProducerConnection connection) implements AutoCloseable {
+        static Rig connect(String producerName, DataSourceHandler handler) throws Exception {
+            UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
+            TracingService service = new TracingService();
+            ProducerPort port = ProducerPort.listen(service, address);
+            ProducerConnection connection = ProducerConnection.connect(
+                    ProducerConnection.Options.named(producerName).withSocket(address));
+            Rig rig = new Rig(service, port, connection);
+            try {
+                assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+                if (handler != null) {
+                    connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), handler);
+                    assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+                }
+                return rig;
+            } catch (Exception | AssertionError e) {
+                rig.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            connection.close();
+            port.close();
+            service.close();
+        }
+    }
+
     private static SessionConfig stopTracing(long timeoutMs, long stopDelayMs) throws InvalidConfigException {
         return SessionConfig.builder().buffer(256, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE)
                 .triggerConfig(new TriggerConfig(TriggerConfig.Mode.STOP_TRACING,
@@ -82,20 +112,13 @@ class TriggerModesTest {
 
     @Test
     void aProducersTriggerStopsTheSessionWithItsDataAndATriggerPacket() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
         CompletableFuture<Void> written = new CompletableFuture<>();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("crash-reporter").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            TracingSession session = service.startSession(stopTracing(60_000, 50));
+        try (Rig rig = Rig.connect("crash-reporter", writing(100, written))) {
+            TracingSession session = rig.service().startSession(stopTracing(60_000, 50));
             written.get(10, TimeUnit.SECONDS);
             assertFalse(session.isStopped());
 
-            connection.activateTriggers(List.of("crash"), Duration.ofSeconds(10));
+            rig.connection().activateTriggers(List.of("crash"), Duration.ofSeconds(10));
             session.completion().get(10, TimeUnit.SECONDS);
 
             byte[] trace = trace(session);
@@ -105,28 +128,21 @@ class TriggerModesTest {
             TriggersTest.Seen trigger = triggers.getFirst();
             assertEquals(List.of("crash", "crash-reporter", Os.uid(), 50L),
                     List.of(trigger.name(), trigger.producer(), trigger.uid(), trigger.stopDelayMs()));
-            assertEquals(new TriggerStats(1, 0, 0, 0), service.triggerStats());
+            assertEquals(new TriggerStats(1, 0, 0, 0), rig.service().triggerStats());
             session.close();
         }
     }
 
     @Test
     void aSessionNoTriggerReachedStopsAtItsTimeoutWithAnEmptyTrace() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
         CompletableFuture<Void> written = new CompletableFuture<>();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("quiet").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            TracingSession session = service.startSession(stopTracing(200, 0));
+        try (Rig rig = Rig.connect("quiet", writing(100, written))) {
+            TracingSession session = rig.service().startSession(stopTracing(200, 0));
             written.get(10, TimeUnit.SECONDS);
             // A trigger the session does not listen to changes nothing.
-            connection.activateTriggers(List.of("other"), Duration.ofSeconds(10));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            assertEquals(new TriggerStats(1, 1, 0, 0), service.triggerStats());
+            rig.connection().activateTriggers(List.of("other"), Duration.ofSeconds(10));
+            assertTrue(rig.connection().sync().get(10, TimeUnit.SECONDS));
+            assertEquals(new TriggerStats(1, 1, 0, 0), rig.service().triggerStats());
 
             session.completion().get(10, TimeUnit.SECONDS);
             assertEquals(0, trace(session).length, "no data at all, not even the service's packets");
@@ -140,20 +156,13 @@ class TriggerModesTest {
 
     @Test
     void aStartTracingSessionStartsItsDataSourcesOnTheTriggerAndRecordsStopDelayMs() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
         CompletableFuture<Void> written = new CompletableFuture<>();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("starter").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            TracingSession session = service.startSession(startTracing(60_000, 100));
+        try (Rig rig = Rig.connect("starter", writing(100, written))) {
+            TracingSession session = rig.service().startSession(startTracing(60_000, 100));
             assertFalse(session.isStarted());
             assertEquals(0, trace(session).length, "nothing to read before the trigger");
 
-            connection.activateTriggers(List.of("go"), Duration.ofSeconds(10));
+            rig.connection().activateTriggers(List.of("go"), Duration.ofSeconds(10));
             written.get(10, TimeUnit.SECONDS);
             assertTrue(session.isStarted());
             session.completion().get(10, TimeUnit.SECONDS);
@@ -166,21 +175,14 @@ class TriggerModesTest {
 
     @Test
     void aStartTracingSessionNoTriggerStartedEndsAtItsTimeoutWithoutStartingItsDataSources() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
         CompletableFuture<Void> written = new CompletableFuture<>();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("starter").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            TracingSession session = service.startSession(startTracing(200, 0));
+        try (Rig rig = Rig.connect("starter", writing(100, written))) {
+            TracingSession session = rig.service().startSession(startTracing(200, 0));
             session.completion().get(10, TimeUnit.SECONDS);
             assertFalse(session.isStarted());
             assertEquals(0, trace(session).length);
             // The producer has handled every command the service sent by now: no start among them.
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            assertTrue(rig.connection().sync().get(10, TimeUnit.SECONDS));
             assertFalse(written.isDone());
             session.close();
         }
@@ -188,16 +190,9 @@ class TriggerModesTest {
 
     @Test
     void aDeferredStartWaitsForStartTracing() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
         CompletableFuture<Void> written = new CompletableFuture<>();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("deferred").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            TracingSession session = service.startSession(SessionConfig.builder().buffer(256, OverwritePolicy.DISCARD)
+        try (Rig rig = Rig.connect("deferred", writing(100, written))) {
+            TracingSession session = rig.service().startSession(SessionConfig.builder().buffer(256, OverwritePolicy.DISCARD)
                     .dataSource(DATA_SOURCE).deferredStart().build());
             assertFalse(session.isStarted());
             session.startTracing();
@@ -215,16 +210,9 @@ class TriggerModesTest {
      */
     @Test
     void aCloneSnapshotSessionIsReadOnlyThroughClonesMadeOnItsTriggers() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
         CompletableFuture<Void> written = new CompletableFuture<>();
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("snapper").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(100, written));
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
-            TracingSession session = service.startSession(SessionConfig.builder()
+        try (Rig rig = Rig.connect("snapper", writing(100, written))) {
+            TracingSession session = rig.service().startSession(SessionConfig.builder()
                     .buffer(256, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE)
                     .triggerConfig(new TriggerConfig(TriggerConfig.Mode.CLONE_SNAPSHOT,
                             List.of(new TriggerConfig.Trigger("snap", null, 20, 0, 0)), 60_000)).build());
@@ -233,7 +221,7 @@ class TriggerModesTest {
             written.get(10, TimeUnit.SECONDS);
             session.flush();
 
-            connection.activateTriggers(List.of("snap"), Duration.ofSeconds(10));
+            rig.connection().activateTriggers(List.of("snap"), Duration.ofSeconds(10));
             TriggerHit hit = hits.poll(10, TimeUnit.SECONDS);
             assertEquals(List.of("snap", "snapper", 20L), List.of(hit.name(), hit.producerName(), hit.stopDelayMs()));
             assertEquals(0, trace(session).length, "a CLONE_SNAPSHOT session is read through clones only");
@@ -276,24 +264,19 @@ class TriggerModesTest {
      */
     @Test
     void aFloodOfTriggersIsCountedAndBounded() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-trigger-" + System.nanoTime());
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("flood").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            TracingSession session = service.startSession(SessionConfig.builder().buffer(64, OverwritePolicy.DISCARD)
+        try (Rig rig = Rig.connect("flood", null)) {
+            TracingSession session = rig.service().startSession(SessionConfig.builder().buffer(64, OverwritePolicy.DISCARD)
                     .triggerConfig(new TriggerConfig(TriggerConfig.Mode.UNSPECIFIED,
                             List.of(new TriggerConfig.Trigger("t", null, 0, 0, 0)), 0)).build());
             for (int i = 0; i < 10_000; i++) {
-                connection.activateTriggers(List.of("t", "unknown-" + i), Duration.ZERO);
+                rig.connection().activateTriggers(List.of("t", "unknown-" + i), Duration.ZERO);
             }
-            assertTrue(connection.sync().get(30, TimeUnit.SECONDS));
-            assertEquals(new TriggerStats(20_000, 10_000, 0, 0), service.triggerStats());
+            assertTrue(rig.connection().sync().get(30, TimeUnit.SECONDS));
+            assertEquals(new TriggerStats(20_000, 10_000, 0, 0), rig.service().triggerStats());
             assertEquals(10_000 - SessionTriggers.MAX_RECORDED, session.triggersNotRecorded());
             assertEquals(SessionTriggers.MAX_RECORDED, TriggersTest.triggersIn(trace(session)).size());
-            assertEquals(0, connection.stats().triggersDropped());
-            assertEquals(0, port.violations());
+            assertEquals(0, rig.connection().stats().triggersDropped());
+            assertEquals(0, rig.port().violations());
             session.close();
         }
     }

@@ -55,6 +55,7 @@ public final class TrackEvent {
     private static final Map<Category, Boolean> DECIDED = new HashMap<>();
     private static final Map<String, Category> BY_NAME = new HashMap<>();
     private static final LongAdder MALFORMED_PATTERNS = new LongAdder();
+    private static final LongAdder UNMATCHED_ENDS = new LongAdder();
     private static final ConcurrentHashMap<String, Track> COUNTER_TRACKS = new ConcurrentHashMap<>();
     private static final ThreadLocal<Scopes> SCOPES = ThreadLocal.withInitial(Scopes::new);
     private static final DataSource<Integer> SOURCE = DataSource.register(DataSourceDescriptor.named(DATA_SOURCE_NAME),
@@ -114,6 +115,48 @@ public final class TrackEvent {
         int mask = category.sessionMask();
         return mask == 0 ? Scope.NONE
                 : SCOPES.get().begin(category, null, null, name, null, 0, flowId, terminatingFlowId, mask);
+    }
+
+    /**
+     * Begins a slice on this thread's track that {@link #end()} ends (Perfetto's
+     * TRACE_EVENT_BEGIN and TRACE_EVENT_END), for a slice whose end is not in the same
+     * block. Begins and ends pair per thread, innermost first, together with the scopes of
+     * {@link #slice}, whether or not a session records the category: an end ends what the
+     * thread's last begin began.
+     */
+    public static void begin(Category category, String name) {
+        SCOPES.get().beginUnscoped(category, name, null, category.sessionMask());
+    }
+
+    /** {@link #begin(Category, String)} with a constant (interned) name. */
+    public static void begin(Category category, InternedName name) {
+        SCOPES.get().beginUnscoped(category, null, name, category.sessionMask());
+    }
+
+    /**
+     * Ends the slice this thread's last {@link #begin} began. An end with no begin open is
+     * ignored and counted in {@link #unmatchedEnds()}; one while a {@link #slice} scope is
+     * the innermost throws, as closing that scope out of order would.
+     *
+     * @throws IllegalStateException if the innermost open slice is a scope's
+     */
+    public static void end() {
+        Scopes scopes = SCOPES.get();
+        Scope top = scopes.innermost();
+        if (top == null) {
+            UNMATCHED_ENDS.increment();
+            return;
+        }
+        if (!top.unscoped) {
+            throw new IllegalStateException("TrackEvent.end() while a slice scope is the innermost open slice:"
+                    + " close the scope first");
+        }
+        top.close();
+    }
+
+    /** {@link #end()} calls that found no {@link #begin} open on their thread. */
+    public static long unmatchedEnds() {
+        return UNMATCHED_ENDS.sum();
     }
 
     /** An instant event on this thread's track. */
@@ -366,6 +409,8 @@ public final class TrackEvent {
         private final long[] tokens = new long[DataSource.MAX_INSTANCES];
         private int count;
         private Track track;
+        /** Begun by {@link TrackEvent#begin}, ended by {@link TrackEvent#end()}. */
+        private boolean unscoped;
 
         private Scope(Scopes owner, int depth) {
             this.owner = owner;
@@ -452,17 +497,8 @@ public final class TrackEvent {
             if (mask == 0) {
                 return Scope.NONE;
             }
-            if (open == byDepth.length) {
-                byDepth = java.util.Arrays.copyOf(byDepth, open * 2);
-            }
-            Scope scope = byDepth[open];
-            if (scope == null) {
-                scope = new Scope(this, open);
-                byDepth[open] = scope;
-            }
-            open++;
+            Scope scope = push(false);
             scope.track = onTrack != null ? onTrack : threadTrack;
-            scope.count = 0;
             for (InstanceSlot<Integer> slot : SOURCE.started()) {
                 if ((mask & (1 << slot.index())) == 0) {
                     continue;
@@ -485,6 +521,37 @@ public final class TrackEvent {
                 }
             }
             return scope;
+        }
+
+        /** A begin that an end pairs with: it takes a depth even when no session records it. */
+        void beginUnscoped(Category category, String name, InternedName interned, int mask) {
+            int decided = mask == 0 ? 0 : decided(category, mask);
+            if (decided == 0) {
+                push(true).track = threadTrack;
+                return;
+            }
+            begin(category, null, name, interned, null, 0, 0, 0, decided).unscoped = true;
+        }
+
+        /** The next depth's scope, reused, begun on no session yet. */
+        private Scope push(boolean unscoped) {
+            if (open == byDepth.length) {
+                byDepth = java.util.Arrays.copyOf(byDepth, open * 2);
+            }
+            Scope scope = byDepth[open];
+            if (scope == null) {
+                scope = new Scope(this, open);
+                byDepth[open] = scope;
+            }
+            open++;
+            scope.count = 0;
+            scope.unscoped = unscoped;
+            return scope;
+        }
+
+        /** The innermost open scope, or null. */
+        Scope innermost() {
+            return open == 0 ? null : byDepth[open - 1];
         }
 
         private static long beginOn(TrackEventWriter writer, Category category, Track track, String name,

@@ -144,6 +144,62 @@ class TrackEventTest {
         }
     }
 
+    /**
+     * begin/end pair per thread with the scopes around them, whatever a category's state:
+     * the end of an unrecorded begin does not end the scope that holds it.
+     */
+    @Test
+    void beginAndEndPairPerThreadWhateverTheCategory() throws Exception {
+        Category recorded = new Category("test.begin");
+        Category unrecorded = new Category("test.begin.debug", "debug");
+        InternedName inner = InternedName.of("inner");
+        TrackEvent.register(recorded, unrecorded);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession session = service.startSession(config(null));
+                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+                Runnable work = () -> {
+                    TrackEvent.begin(recorded, "outer");
+                    try (var _ = TrackEvent.slice(recorded, "scoped")) {
+                        TrackEvent.begin(unrecorded, "not recorded");
+                        TrackEvent.begin(recorded, inner);
+                        TrackEvent.end();
+                        TrackEvent.end();
+                    }
+                    TrackEvent.end();
+                };
+                Thread.ofPlatform().name("platform worker").start(work).join();
+                Thread.ofVirtual().name("virtual worker").start(work).join();
+
+                long unmatched = TrackEvent.unmatchedEnds();
+                Thread.ofPlatform().start(TrackEvent::end).join();
+                assertEquals(unmatched + 1, TrackEvent.unmatchedEnds(), "an end with no begin is counted");
+                try (var _ = TrackEvent.slice(recorded, "a scope")) {
+                    assertThrows(IllegalStateException.class, TrackEvent::end, "an end cannot close a scope");
+                }
+
+                session.stop();
+                ByteArrayOutputStream bytesOut = new ByteArrayOutputStream();
+                session.writeTrace(bytesOut);
+                TrackEventReader.Decoded trace = TrackEventReader.read(MemorySegment.ofArray(bytesOut.toByteArray()));
+                Map<String, List<String>> byTrack = new TreeMap<>();
+                for (TrackEventReader.Event event : trace.events()) {
+                    TrackEventReader.TrackInfo track = trace.tracks().get(event.trackUuid());
+                    String trackName = track.threadName() != null ? track.threadName() : track.name();
+                    byTrack.computeIfAbsent(trackName, k -> new ArrayList<>())
+                            .add(event.typeEnum().name().replace("TYPE_SLICE_", "") + (event.name() != null ? ":" + event.name() : ""));
+                }
+                List<String> expected = List.of("BEGIN:outer", "BEGIN:scoped", "BEGIN:inner", "END", "END", "END");
+                assertEquals(expected, byTrack.get("platform worker"));
+                assertEquals(expected, byTrack.get("virtual worker"));
+                session.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+    }
+
     private static List<String> concat(List<String> a, List<String> b) {
         List<String> all = new ArrayList<>(a);
         all.addAll(b);

@@ -312,8 +312,9 @@ public final class TracingSession implements AutoCloseable {
     }
 
     /**
-     * Whether reads return nothing at all, not even the service's packets: the config
-     * lists triggers and none came yet, as Perfetto's ReadBuffers answers.
+     * Whether reads return nothing at all, not even the service's packets, as Perfetto's
+     * ReadBuffers answers: the config lists triggers and none came yet, or the session is
+     * a CLONE_SNAPSHOT one, read only through its clones.
      */
     private boolean waitsForTrigger() {
         return config.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -119,19 +120,10 @@ class TrackEventTest {
                 };
                 Thread.ofPlatform().name("platform worker").start(work).join();
                 Thread.ofVirtual().name("virtual worker").start(work).join();
-                session.stop();
-                ByteArrayOutputStream bytesOut = new ByteArrayOutputStream();
-                session.writeTrace(bytesOut);
-                TrackEventReader.Decoded trace = TrackEventReader.read(MemorySegment.ofArray(bytesOut.toByteArray()));
-                Map<String, List<String>> byTrack = new TreeMap<>();
-                for (TrackEventReader.Event event : trace.events()) {
-                    TrackEventReader.TrackInfo track = trace.tracks().get(event.trackUuid());
-                    String trackName = track.threadName() != null ? track.threadName() : track.name();
-                    String what = event.typeEnum().name().replace("TYPE_", "") + (event.name() != null ? ":" + event.name() : "")
-                            + (event.debugAnnotations().isEmpty() ? "" : event.debugAnnotations())
-                            + (event.flowIds().isEmpty() ? "" : " flow " + event.flowIds());
-                    byTrack.computeIfAbsent(trackName, k -> new ArrayList<>()).add(what);
-                }
+                Map<String, List<String>> byTrack = eventsByTrack(session, event ->
+                        event.typeEnum().name().replace("TYPE_", "") + (event.name() != null ? ":" + event.name() : "")
+                                + (event.debugAnnotations().isEmpty() ? "" : event.debugAnnotations())
+                                + (event.flowIds().isEmpty() ? "" : " flow " + event.flowIds()));
                 List<String> thread = List.of("SLICE_BEGIN:handle[bytes=512]", "SLICE_BEGIN:handle flow [7]",
                         "INSTANT:handle", "SLICE_END", "SLICE_END");
                 List<String> onQueue = List.of("SLICE_BEGIN:dequeue", "INSTANT:picked", "SLICE_END");
@@ -179,17 +171,8 @@ class TrackEventTest {
                     assertThrows(IllegalStateException.class, TrackEvent::end, "an end cannot close a scope");
                 }
 
-                session.stop();
-                ByteArrayOutputStream bytesOut = new ByteArrayOutputStream();
-                session.writeTrace(bytesOut);
-                TrackEventReader.Decoded trace = TrackEventReader.read(MemorySegment.ofArray(bytesOut.toByteArray()));
-                Map<String, List<String>> byTrack = new TreeMap<>();
-                for (TrackEventReader.Event event : trace.events()) {
-                    TrackEventReader.TrackInfo track = trace.tracks().get(event.trackUuid());
-                    String trackName = track.threadName() != null ? track.threadName() : track.name();
-                    byTrack.computeIfAbsent(trackName, k -> new ArrayList<>())
-                            .add(event.typeEnum().name().replace("TYPE_SLICE_", "") + (event.name() != null ? ":" + event.name() : ""));
-                }
+                Map<String, List<String>> byTrack = eventsByTrack(session, event ->
+                        event.typeEnum().name().replace("TYPE_SLICE_", "") + (event.name() != null ? ":" + event.name() : ""));
                 List<String> expected = List.of("BEGIN:outer", "BEGIN:scoped", "BEGIN:inner", "END", "END", "END");
                 assertEquals(expected, byTrack.get("platform worker"));
                 assertEquals(expected, byTrack.get("virtual worker"));
@@ -198,6 +181,23 @@ class TrackEventTest {
                 Tracing.shutdown();
             }
         }
+    }
+
+    /** Stops the session and lists its events, as {@code describe} says them, by the name of their (thread's) track. */
+    private static Map<String, List<String>> eventsByTrack(TracingSession session,
+                                                           Function<TrackEventReader.Event, String> describe)
+            throws Exception {
+        session.stop();
+        ByteArrayOutputStream bytesOut = new ByteArrayOutputStream();
+        session.writeTrace(bytesOut);
+        TrackEventReader.Decoded trace = TrackEventReader.read(MemorySegment.ofArray(bytesOut.toByteArray()));
+        Map<String, List<String>> byTrack = new TreeMap<>();
+        for (TrackEventReader.Event event : trace.events()) {
+            TrackEventReader.TrackInfo track = trace.tracks().get(event.trackUuid());
+            String trackName = track.threadName() != null ? track.threadName() : track.name();
+            byTrack.computeIfAbsent(trackName, k -> new ArrayList<>()).add(describe.apply(event));
+        }
+        return byTrack;
     }
 
     private static List<String> concat(List<String> a, List<String> b) {

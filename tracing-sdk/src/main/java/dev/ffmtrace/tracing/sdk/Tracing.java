@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -147,7 +148,8 @@ public final class Tracing {
      * listen to it start, stop or snapshot as their {@code trigger_config} says.
      */
     public static void activateTrigger(String name) {
-        activateTriggers(List.of(name), DEFAULT_TRIGGER_TTL);
+        // A null name is dropped with the others' nulls, never thrown back at the caller.
+        activateTriggers(Collections.singletonList(name), DEFAULT_TRIGGER_TTL);
     }
 
     /**

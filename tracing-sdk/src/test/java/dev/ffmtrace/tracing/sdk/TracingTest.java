@@ -154,6 +154,7 @@ class TracingTest {
                 instances.next();
                 writeFromThreads(source);
 
+                Tracing.activateTrigger(null);      // dropped, not thrown
                 Tracing.activateTrigger("anomaly");
                 local.completion().get(10, TimeUnit.SECONDS);
                 remote.completion().get(10, TimeUnit.SECONDS);

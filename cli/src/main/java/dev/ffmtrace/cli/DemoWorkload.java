@@ -72,7 +72,8 @@ final class DemoWorkload implements Runnable {
              TrackEventWriter counterWriter = counters.newTrackEventWriter(BufferExhaustedPolicy.DROP,
                      TrackEventWriter.Config.DEFAULT)) {
             long request = 0;
-            while (!stop.get()) {
+            // One request at least, however soon the recording stops: its thread is in the trace.
+            do {
                 long flow = ((long) (index + 1) << 40) | ++request;
                 long outer = writer.beginSlice(REQUESTS, thread, REQUEST, flow, 0);
                 counts.requests().increment();
@@ -90,7 +91,7 @@ final class DemoWorkload implements Runnable {
                 }
                 counterWriter.counter(depth, handoffs.size());
                 Thread.sleep(1);
-            }
+            } while (!stop.get());
             counts.discardedEvents().add(writer.discardedEvents() + counterWriter.discardedEvents());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

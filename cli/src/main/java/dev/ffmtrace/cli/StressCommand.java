@@ -62,6 +62,11 @@ final class StressCommand implements Callable<Integer> {
             description = "Packets per second per writer; 0 for as fast as it can (default ${DEFAULT-VALUE}).")
     int rate;
 
+    @Option(names = "--min-packets", defaultValue = "0", paramLabel = "N",
+            description = "Packets each writer writes at least, Java or C (not a killed one): the run goes on past"
+                    + " its duration until they have (default ${DEFAULT-VALUE}).")
+    long minPackets;
+
     @Option(names = "--sizes", defaultValue = "small:70,medium:25,large:5", paramLabel = "MIX",
             description = "Packet size weights: small (8-48 B), medium (100-900 B), large (2-16 KiB, spanning"
                     + " chunks with patched sizes) (default ${DEFAULT-VALUE}).")
@@ -70,8 +75,9 @@ final class StressCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "N", description = "The random seed (default: a new one, printed).")
     Long seed;
 
-    @Option(names = "--faults", description = "Kill C producers with SIGKILL at random moments, replacing each, and"
-            + " run a hostile producer that rewrites its SMB, commits garbage and tries to resize the sealed memfd.")
+    @Option(names = "--faults", description = "Kill C producers and ring writers with SIGKILL at random moments (one"
+            + " of each at least, the run going on until then), replacing each, and run a hostile producer that"
+            + " rewrites its SMB, commits garbage and tries to resize the sealed memfd.")
     boolean faults;
 
     @Option(names = "--hostile-clients", description = "Beside the writers, attack the service through a consumer port"
@@ -127,7 +133,7 @@ final class StressCommand implements Callable<Integer> {
             try {
                 options = new StressRun.Options(cProducers, cThreads, threads, virtualThreads, length, mix, runSeed,
                         rate, faults, soak, ringKb, discardKb, cProducers > 0 ? program : null, FfmtraceCommand.javaCommand(),
-                        trace, hostileClients ? ipcTool : null);
+                        trace, hostileClients ? ipcTool : null, minPackets);
             } catch (IllegalArgumentException e) {
                 throw new CliFailure(e.getMessage(), CliFailure.USAGE);
             }
@@ -175,7 +181,7 @@ final class StressCommand implements Callable<Integer> {
         try {
             return RingStress.run(new RingStress.Options(program, ringWriters, length, rate, runSeed, RING_SIZE,
                     RING_MAX_RECORD, faults, faults ? RING_HOLD_LOCK_MICROS : 0,
-                    faults ? RING_HOSTILE_PHASE : Duration.ZERO, 0), stdout);
+                    faults ? RING_HOSTILE_PHASE : Duration.ZERO, faults ? 1 : 0), stdout);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {

@@ -30,7 +30,10 @@ final class StressHostileCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) {
             throw new CliFailure(socket + ": " + e.getMessage(), CliFailure.USAGE);
         }
-        System.out.println(new HostilePeer(address, seed, Duration.ofNanos(paceMicros * 1000)).run());
+        System.out.println(new HostilePeer(address, seed, Duration.ofNanos(paceMicros * 1000)).run(() -> {
+            System.out.println(HostilePeer.ATTACKED);
+            System.out.flush();
+        }));
         return 0;
     }
 }

@@ -83,7 +83,8 @@ class RecordCommandTest {
             }
         }
         assertTrue(depth.values().stream().allMatch(d -> d == 0), "every slice on every track is closed: " + depth);
-        assertTrue(slices > 10);
+        // Each of the three threads writes one request at least: its request, parse and handle slices.
+        assertTrue(slices >= 3 * 3, "slices: " + slices);
     }
 
     @Test
@@ -100,7 +101,8 @@ class RecordCommandTest {
         // A stop held back by the flush period would take an hour.
         assertTrue(elapsedMs < 60_000, "a 500 ms session with an hour's flush period took " + elapsedMs + " ms");
         TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(Files.readAllBytes(trace)));
-        assertTrue(decoded.events().size() > 10, "the stop's flush took the events: " + decoded.events().size());
+        // The one thread's first request at least: five events on its track, two on its queue's.
+        assertTrue(decoded.events().size() >= 7, "the stop's flush took the events: " + decoded.events().size());
     }
 
     private Path shortDemoConfig() throws Exception {
@@ -138,7 +140,8 @@ class RecordCommandTest {
             }
         }
         assertEquals(1, cSequences.size(), "the C producer writes one sequence");
-        assertTrue(jvmPackets > 100, "the Java demo's packets are there too");
+        // Each of the two threads' first request at least: seven events and a counter.
+        assertTrue(jvmPackets >= 2 * 8, "the Java demo's packets are there too: " + jvmPackets);
         TracePacket first = cPackets.getFirst();
         assertTrue(first.getFirstPacketOnSequence());
         assertEquals(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED_VALUE, first.getSequenceFlags());

@@ -3,6 +3,7 @@ package dev.ffmtrace.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.cli.stress.HostilePeer;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,7 +28,7 @@ class StressCommandTest {
         Path trace = dir.resolve("stress.pftrace");
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "2s", "--c-producers", "0",
                 "--ring-writers", "0",
-                "--threads", "2", "--virtual-threads", "2", "--seed", "7", "--discard-kb", "512",
+                "--threads", "2", "--virtual-threads", "2", "--seed", "7", "--discard-kb", "16", "--min-packets", "2500",
                 "--out", trace.toString());
         assertEquals(0, run.exit(), run.out() + run.err());
         assertTrue(run.out().contains("stress: PASS, every packet and record accounted for"), run.out());
@@ -37,7 +38,9 @@ class StressCommandTest {
         long read = Long.parseLong(totals.group(2));
         long lost = Long.parseLong(totals.group(3));
         assertEquals(attempted, read + lost);
-        assertTrue(lost > 0, "a 512 KiB discard buffer fills in two seconds: " + run.out());
+        // Every packet holds 8 bytes of strings at least: the discard buffer's writers each
+        // write 20,000 bytes at least, more than its 16 KiB.
+        assertTrue(lost > 0, "the 16 KiB discard buffer overflowed: " + run.out());
 
         // protobuf-java, not the verifier's decoder, counts the stress packets in the file.
         long stressPackets = 0;
@@ -60,8 +63,8 @@ class StressCommandTest {
         assertTrue(run.out().contains("stress: PASS, every packet and record accounted for"), run.out());
         Matcher hostile = Pattern.compile("hostile producer: H (\\d+) (\\d+) (\\d+) (\\d+) ").matcher(run.out());
         assertTrue(hostile.find(), run.out());
-        assertTrue(Long.parseLong(hostile.group(1)) > 100, "garbage commits sent: " + run.out());
-        assertTrue(Long.parseLong(hostile.group(3)) > 0, "resize attempts: " + run.out());
+        assertTrue(Long.parseLong(hostile.group(1)) >= HostilePeer.MIN_COMMITS, "garbage commits sent: " + run.out());
+        assertTrue(Long.parseLong(hostile.group(3)) > 0, "resize attempts (the first commit makes one): " + run.out());
         assertEquals(hostile.group(3), hostile.group(4), "every resize of the sealed SMB refused");
         Matcher violations = Pattern.compile("(\\d+) violations counted").matcher(run.out());
         assertTrue(violations.find() && Long.parseLong(violations.group(1)) > 0, "the service counted the attack: "
@@ -76,7 +79,7 @@ class StressCommandTest {
         assertTrue(run.out().contains("stress: PASS, every packet and record accounted for"), run.out());
         Matcher processes = Pattern.compile("(\\d+) C processes of which (\\d+) killed").matcher(run.out());
         assertTrue(processes.find(), run.out());
-        assertTrue(Integer.parseInt(processes.group(2)) > 0, "seed 9 kills within 6 s: " + run.out());
+        assertTrue(Integer.parseInt(processes.group(2)) > 0, "faults kill one at least: " + run.out());
         assertEquals(Integer.parseInt(processes.group(1)), 2 + Integer.parseInt(processes.group(2)),
                 "each killed producer was replaced");
         assertTrue(run.out().contains(" killed\n") || run.out().contains(" killed  "), run.out());
@@ -93,7 +96,8 @@ class StressCommandTest {
     @Test
     void aNegativeSeedReachesTheCProducersAndAFailingProducerFailsTheRun() {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("stress", "--duration", "2s", "--c-producers", "1",
-                "--c-threads", "1", "--threads", "0", "--virtual-threads", "0", "--ring-writers", "0", "--seed", "-3");
+                "--c-threads", "1", "--threads", "0", "--virtual-threads", "0", "--ring-writers", "0", "--seed", "-3",
+                "--min-packets", "101");
         assertEquals(0, run.exit(), run.out() + run.err());
         Matcher writer = Pattern.compile("\\n1/0 +ring +(\\d+) +(\\d+) ").matcher(run.out());
         assertTrue(writer.find(), run.out());

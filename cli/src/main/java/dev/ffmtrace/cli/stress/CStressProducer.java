@@ -118,6 +118,31 @@ final class CStressProducer implements AutoCloseable {
         return "C producer " + producer + " (pid " + process.pid() + ") exited with status " + process.exitValue();
     }
 
+    /**
+     * Waits until each writer's ledger shows {@code minPackets}, or the process has ended;
+     * false if {@code deadline} ({@link System#nanoTime}) passes first. The ledger is a file
+     * another process writes, with nothing to wait on but its contents: it is read every
+     * {@code pollMillis}.
+     */
+    boolean awaitPackets(long minPackets, long deadline, long pollMillis) throws IOException, InterruptedException {
+        while (process.isAlive() && fewestAttempted() < minPackets) {
+            if (System.nanoTime() - deadline >= 0) {
+                return false;
+            }
+            Thread.sleep(pollMillis);
+        }
+        return true;
+    }
+
+    private long fewestAttempted() throws IOException {
+        return writers().stream().mapToLong(StressVerifier.Writer::attempted).min().orElse(0);
+    }
+
+    @Override
+    public String toString() {
+        return "C producer " + producer + " (pid " + process.pid() + ")";
+    }
+
     /** Each writer thread's identity, buffer and attempted packets, from the ledger. */
     List<StressVerifier.Writer> writers() throws IOException {
         ByteBuffer slots = ByteBuffer.wrap(Files.readAllBytes(ledger)).order(ByteOrder.LITTLE_ENDIAN);

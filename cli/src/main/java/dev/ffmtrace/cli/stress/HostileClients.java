@@ -104,10 +104,11 @@ public final class HostileClients implements AutoCloseable {
         Process lasting = null;
         try {
             lasting = deafConsumer();
-            while (!stop.get()) {
+            // One round at least, however soon the run ends.
+            do {
                 attackRound();
                 rounds++;
-            }
+            } while (!stop.get());
         } catch (Exception e) {
             fail("attack round " + (rounds + 1) + ": " + e);
         } finally {
@@ -174,7 +175,8 @@ public final class HostileClients implements AutoCloseable {
 
     private int normalSessions() {
         int read = 0;
-        while (!stop.get()) {
+        // One session at least, however soon the run ends.
+        do {
             try (ConsumerConnection consumer = ConsumerConnection.connect(consumerHost.address(), TIMEOUT_MS)) {
                 HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
                 config.get().addBuffers().setSizeKb(256);
@@ -198,7 +200,7 @@ public final class HostileClients implements AutoCloseable {
             } catch (Exception e) {
                 fail("a normal session: " + e);
             }
-        }
+        } while (!stop.get());
         return read;
     }
 

@@ -36,10 +36,17 @@ import java.util.concurrent.atomic.AtomicLong;
  * resize the sealed SMB memfd, bigger and smaller. The service must survive, keep the
  * other producers' packets intact, and count what it refused.
  *
- * <p>When the service hangs up it prints one line, {@code H <commits> <rewrites>
- * <resize attempts> <resizes refused>}, and exits 0.
+ * <p>Its first commit always names a page past the SMB's end and tries a resize, so the
+ * attack is certain to be counted; once the service has answered its
+ * {@link #MIN_COMMITS}th commit, {@link #run} tells its caller (the command prints
+ * {@link #ATTACKED}), and the stress run ends no sooner. When the service hangs up it prints
+ * one line, {@code H <commits> <rewrites> <resize attempts> <resizes refused>}, and exits 0.
  */
 public final class HostilePeer {
+    /** The garbage commits the service has handled when the peer reports itself under way. */
+    public static final int MIN_COMMITS = 200;
+    /** The line {@code stress-hostile} prints once {@link #MIN_COMMITS} commits are handled. */
+    public static final String ATTACKED = "hostile: attacked";
     private static final long HANDSHAKE_SECONDS = 10;
 
     private final UnixAddress service;
@@ -61,8 +68,12 @@ public final class HostilePeer {
         this.pace = pace;
     }
 
-    /** Attacks until the service hangs up; returns the summary line. */
-    public String run() throws Exception {
+    /**
+     * Attacks until the service hangs up; returns the summary line.
+     *
+     * @param attacked run once, when the service has handled {@link #MIN_COMMITS} commits
+     */
+    public String run(Runnable attacked) throws Exception {
         try (IpcClient client = IpcClient.connect(service)) {
             BoundService port = client.bindService("ProducerPort").get(HANDSHAKE_SECONDS, TimeUnit.SECONDS);
             HeapBuffered<InitializeConnectionRequest> init = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
@@ -80,9 +91,17 @@ public final class HostilePeer {
                     Thread.sleep(5);
                     continue;
                 }
-                client.invokeDropReply(port, "CommitData", garbageCommit(memory, commitRandom));
+                boolean first = commits.get() == 0;
+                byte[] commit = garbageCommit(memory, commitRandom, first);
+                if (commits.get() == MIN_COMMITS - 1) {
+                    // Answered in order on this connection: every commit before it is handled too.
+                    client.invoke(port, "CommitData", commit).get(HANDSHAKE_SECONDS, TimeUnit.SECONDS);
+                    attacked.run();
+                } else {
+                    client.invokeDropReply(port, "CommitData", commit);
+                }
                 commits.incrementAndGet();
-                if (commitRandom.nextInt(50) == 0) {
+                if (first || commitRandom.nextInt(50) == 0) {
                     tryResize(memory, commitRandom);
                 }
                 TimeUnit.NANOSECONDS.sleep(pace.toNanos());
@@ -128,8 +147,12 @@ public final class HostilePeer {
         }
     }
 
-    /** Chunks taken as a writer would, filled with garbage, committed with random patches and bad ids. */
-    private byte[] garbageCommit(SharedMemory memory, SplittableRandom random) {
+    /**
+     * Chunks taken as a writer would, filled with garbage, committed with random patches and
+     * bad ids; with {@code pastTheEnd}, also a move of a page past the SMB's end, which no
+     * service may take.
+     */
+    private byte[] garbageCommit(SharedMemory memory, SplittableRandom random, boolean pastTheEnd) {
         HeapBuffered<CommitDataRequest> commit = new HeapBuffered<>(CommitDataRequest.FACTORY);
         Integer[] targets = buffers.toArray(new Integer[0]);
         int target = targets[random.nextInt(targets.length)];
@@ -157,6 +180,12 @@ public final class HostilePeer {
             } catch (RuntimeException e) {
                 // The rewriter may leave a page the ABI refuses: commit blind.
             }
+        }
+        if (pastTheEnd) {
+            CommitDataRequest.ChunksToMove move = commit.get().addChunksToMove();
+            move.setPage(pages);
+            move.setChunk(0);
+            move.setTargetBuffer(target);
         }
         for (int i = random.nextInt(3); i > 0; i--) {
             CommitDataRequest.ChunksToMove move = commit.get().addChunksToMove();

@@ -49,7 +49,8 @@ import java.util.concurrent.locks.LockSupport;
  * <p>The hostile phase runs on a ring of its own, after the clean one: a thread here
  * rewrites the ring's positions, lock word and stats at random while writers write and the
  * reader reads. Nothing read there is held against the ring; the phase counts what the
- * reader made of it (corrupt reads, bad records) and fails only if the reader throws.
+ * reader made of it (corrupt reads, bad records) and fails only if the reader throws, or
+ * misses the first rewrite, which no reader may miss: write_pos put behind read_pos.
  *
  * <p>Over 600 lines while the writer processes' handling (start, ledger, stay in the lock,
  * stop, kill, salvage) lives here; it is a class of its own waiting to be moved out (#31).
@@ -81,6 +82,13 @@ public final class RingStress {
      * replacement to start, can take seconds); the writers' own deadline.
      */
     private static final long KILLS_GRACE_NANOS = TimeUnit.SECONDS.toNanos(120);
+    /**
+     * The hostile phase's rewrites at least, however long they take: it goes on past its
+     * duration until it has made them, so a slow machine gets the same test as a fast one.
+     */
+    public static final int MIN_HOSTILE_REWRITES = 200;
+    /** How long the reader may take to meet the hostile phase's first, certain corruption. */
+    private static final long FIRST_CORRUPTION_SECONDS = 30;
 
     /**
      * @param program        the ring_stress_writer binary
@@ -131,7 +139,8 @@ public final class RingStress {
      * The hostile phase's counts, all excused by the hostile rewrites: none of them is an
      * error of the ring.
      *
-     * @param failure what the reader threw, or null: the one thing the phase fails on
+     * @param failure what the reader threw, or that it missed the first, certain corruption;
+     *                null if neither: the one thing the phase fails on
      */
     public record Hostile(long rewrites, long recordsRead, long corruptReads, long badRecords,
                           long ringReadsCorrupt, String failure) {
@@ -498,7 +507,8 @@ public final class RingStress {
         volatile long drainUntil = Long.MAX_VALUE;
         volatile long records;
         volatile Throwable failure;
-        long corrupt;
+        /** Written by the reader thread only; volatile so the hostile phase can wait on it. */
+        volatile long corrupt;
 
         Reader(SharedRingBuffer ring, Verifier verifier) {
             this.ring = ring;
@@ -566,7 +576,9 @@ public final class RingStress {
                     writers.add(startWriter(ring, i, random.nextLong(), end, verifier));
                 }
                 MemorySegment meta = ring.metadata();
-                while (System.nanoTime() < end) {
+                String missed = corruptUntilTheReaderSeesIt(meta, reader);
+                rewrites++;
+                while (System.nanoTime() < end || rewrites < MIN_HOSTILE_REWRITES) {
                     rewrite(meta, ring.size(), random);
                     rewrites++;
                     LockSupport.parkNanos(200_000 + random.nextInt(800_000));
@@ -577,13 +589,14 @@ public final class RingStress {
                 reader.stop();
                 readerThread.join();
                 long readsCorrupt = ring.stats().numReadsCorrupt();
-                Throwable failure = reader.failure;
+                Throwable thrown = reader.failure;
+                String failure = thrown != null ? thrown.toString() : missed;
                 Hostile hostile = new Hostile(rewrites, reader.records(), reader.corrupt, verifier.problemCount,
-                        readsCorrupt, failure == null ? null : failure.toString());
+                        readsCorrupt, failure);
                 log.printf("ring stress, hostile phase: %d rewrites of the metadata; the reader read %d records, %d of"
                                 + " them bad, and %d corrupt reads (%d in the ring's stats)%s; all excused%n",
                         rewrites, hostile.recordsRead, hostile.badRecords, hostile.corruptReads, readsCorrupt,
-                        failure == null ? "" : ", and threw " + failure);
+                        failure == null ? "" : ", and failed: " + failure);
                 return hostile;
             } finally {
                 reader.stop();
@@ -593,6 +606,29 @@ public final class RingStress {
                 }
             }
         }
+    }
+
+    /**
+     * The first rewrite, one the reader cannot miss: write_pos put just behind read_pos, held
+     * until the reader has counted a corrupt read, then both positions put back in order. The
+     * random rewrites after it may or may not be met, as their timing falls. Returns null, or
+     * what went wrong: a reader that never noticed.
+     */
+    private static String corruptUntilTheReaderSeesIt(MemorySegment meta, Reader reader) throws InterruptedException {
+        long writePos = getLongAcquire(meta, WRITE_POS) & ~7L;
+        // Behind read_pos even if the reader has freed records it has not handed back yet,
+        // and before it in unsigned order even at 0 (then it is over a ring's size ahead).
+        putLongOpaque(meta, WRITE_POS, (getLongAcquire(meta, READ_POS) & ~7L) - 8);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(FIRST_CORRUPTION_SECONDS);
+        while (reader.corrupt == 0 && reader.failure == null && System.nanoTime() < deadline) {
+            LockSupport.parkNanos(100_000);
+        }
+        String missed = reader.corrupt == 0 && reader.failure == null
+                ? "the reader met no corrupt read in " + FIRST_CORRUPTION_SECONDS + " s with write_pos behind read_pos"
+                : null;
+        putLongOpaque(meta, READ_POS, writePos);
+        putLongOpaque(meta, WRITE_POS, writePos);
+        return missed;
     }
 
     /** One random rewrite of the metadata: a position, the lock word, or a stat. */

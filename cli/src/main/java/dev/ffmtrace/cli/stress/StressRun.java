@@ -14,8 +14,12 @@ import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -27,7 +31,9 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.concurrent.locks.LockSupport;
@@ -38,8 +44,11 @@ import java.util.concurrent.locks.LockSupport;
  * writes its trace into a file while it runs, Java writers on platform and virtual
  * threads of a producer in this process, and C stress producer processes connected
  * through Perfetto's producer IPC; with faults, C producers are killed with SIGKILL at
- * random moments and replaced. At the end the session stops (the C producers write their
- * last packets), and {@link StressVerifier} accounts for every packet in the file.
+ * random moments and replaced. The run lasts its duration, then as long as its minimums
+ * take: each writer's packets, with faults one kill and the hostile peer's first commits, so
+ * that what a test of it checks is certain to have happened however slow the machine. At the
+ * end the session stops (the C producers write their last packets), and
+ * {@link StressVerifier} accounts for every packet in the file.
  *
  * <p>Writers alternate between the two buffers, and between {@code STALL} and
  * {@code DROP} when their chunks run out. With {@link HostileClients}, consumers and
@@ -56,6 +65,13 @@ public final class StressRun {
     static final int JAVA_PRODUCER = 0;
     private static final long STOP_TIMEOUT_SECONDS = 20;
     private static final long SOAK_SAMPLE_MILLIS = 1000;
+    /**
+     * How long past its duration the run may go on to meet its minimums (each writer's
+     * packets, one kill with faults, the hostile peer's commits); longer is a hang.
+     */
+    private static final long MINIMUMS_GRACE_SECONDS = 120;
+    /** How often the run reads a C producer's ledger while it waits for its minimum. */
+    private static final long LEDGER_POLL_MILLIS = 10;
     /** A JVM's resident memory settles within this of its size after warm-up. */
     private static final int SOAK_RSS_GROWTH_PERCENT = 25;
     /** Descriptors and mappings that come and go with a producer being replaced or a thread starting. */
@@ -77,15 +93,18 @@ public final class StressRun {
      * @param trace           where the session writes the trace
      * @param ipcTool         with it ({@code perfetto_ipc_tool}), the run has {@link HostileClients}
      *                        on a consumer port of its service; null for none
+     * @param minPackets      the packets each writer writes at least, Java or C (but not of a
+     *                        killed process): the run goes on past its duration until they have
      */
     public record Options(int cProducers, int cThreads, int javaThreads, int virtualThreads, Duration duration,
                           StressPacket.Mix mix, long seed, int rate, boolean faults, boolean soak, long ringKb,
-                          long discardKb, Path cProgram, List<String> hostileCommand, Path trace, Path ipcTool) {
+                          long discardKb, Path cProgram, List<String> hostileCommand, Path trace, Path ipcTool,
+                          long minPackets) {
         public Options {
             Objects.requireNonNull(duration, "duration");
             Objects.requireNonNull(mix, "mix");
             Objects.requireNonNull(trace, "trace");
-            if (cProducers < 0 || cThreads < 1 || javaThreads < 0 || virtualThreads < 0 || rate < 0) {
+            if (cProducers < 0 || cThreads < 1 || javaThreads < 0 || virtualThreads < 0 || rate < 0 || minPackets < 0) {
                 throw new IllegalArgumentException("counts and rates cannot be negative, C threads at least 1");
             }
             if (cProducers + javaThreads + virtualThreads == 0) {
@@ -160,6 +179,7 @@ public final class StressRun {
         List<String> problems = new ArrayList<>();
         Process hostile = null;
         CompletableFuture<String> hostileOutput = null;
+        CompletableFuture<Void> hostileAttacked = new CompletableFuture<>();
         int javaWriters = options.javaThreads() + options.virtualThreads();
         ProducerPort port = null;
         HostileClients clients = null;
@@ -196,7 +216,7 @@ public final class StressRun {
                         "--seed", Long.toString(options.seed())));
                 hostile = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
                 hostile.getOutputStream().close();
-                hostileOutput = CStressProducer.readAll(hostile.getInputStream());
+                hostileOutput = readHostile(hostile.getInputStream(), hostileAttacked);
                 log.printf("stress: hostile producer (pid %d) rewrites its SMB and commits garbage%n", hostile.pid());
             }
             if (options.ipcTool() != null) {
@@ -205,20 +225,25 @@ public final class StressRun {
                         + " and normal sessions that must all end");
             }
             long deadline = started + options.duration().toNanos();
-            while (System.nanoTime() < deadline) {
-                long pause = options.faults() && options.cProducers() > 0
-                        ? Math.max(1, Math.min(deadline - System.nanoTime(), nextFaultDelayNanos()))
-                        : deadline - System.nanoTime();
+            long graceEnd = deadline + TimeUnit.SECONDS.toNanos(MINIMUMS_GRACE_SECONDS);
+            boolean killing = options.faults() && options.cProducers() > 0;
+            // With faults, one C producer at least is killed, however late its fault falls.
+            while (System.nanoTime() < deadline || (killing && killed == 0)) {
+                long left = deadline - System.nanoTime();
+                long pause = killing ? Math.min(Math.max(left, 0), nextFaultDelayNanos()) : left;
                 TimeUnit.NANOSECONDS.sleep(Math.max(0, pause));
-                if (options.faults() && options.cProducers() > 0 && System.nanoTime() < deadline) {
+                if (killing && (System.nanoTime() < deadline || killed == 0)) {
                     CStressProducer victim = pickLive(processes);
-                    if (victim != null) {
-                        victim.kill();
-                        killed++;
-                        processes.add(startC(port, nextProducer++));
+                    if (victim == null) {
+                        // Every C producer has ended on its own: its failure is reported below.
+                        break;
                     }
+                    victim.kill();
+                    killed++;
+                    processes.add(startC(port, nextProducer++));
                 }
             }
+            awaitMinimums(processes, hostile == null ? null : hostileAttacked, graceEnd, problems);
             if (clients != null) {
                 clientsResult = clients.finish();
             }
@@ -285,13 +310,60 @@ public final class StressRun {
                 List.copyOf(problems), Duration.ofNanos(System.nanoTime() - started), clientsResult);
     }
 
+    /**
+     * Waits, at most until {@code graceEnd}, for the hostile peer to report its commits handled
+     * and for every C writer of a live process to reach the minimum packets; what does not
+     * come goes into {@code problems}.
+     */
+    private void awaitMinimums(List<CStressProducer> processes, CompletableFuture<Void> hostileAttacked,
+                               long graceEnd, List<String> problems) throws IOException, InterruptedException {
+        if (hostileAttacked != null) {
+            try {
+                hostileAttacked.get(Math.max(0, graceEnd - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException | ExecutionException e) {
+                problems.add("the hostile producer did not have " + HostilePeer.MIN_COMMITS
+                        + " commits handled within " + MINIMUMS_GRACE_SECONDS + " s of the run's end");
+            }
+        }
+        for (CStressProducer process : processes) {
+            if (!process.awaitPackets(options.minPackets(), graceEnd, LEDGER_POLL_MILLIS)) {
+                problems.add(process + " did not write " + options.minPackets() + " packets per writer within "
+                        + MINIMUMS_GRACE_SECONDS + " s of the run's end");
+            }
+        }
+    }
+
+    /**
+     * Drains the hostile peer's output: completes {@code attacked} at its
+     * {@link HostilePeer#ATTACKED} line, and returns the other lines.
+     */
+    private static CompletableFuture<String> readHostile(InputStream stream, CompletableFuture<Void> attacked) {
+        CompletableFuture<String> text = new CompletableFuture<>();
+        Thread.ofVirtual().name("stress hostile output").start(() -> {
+            StringBuilder rest = new StringBuilder();
+            try (BufferedReader lines = new BufferedReader(new InputStreamReader(stream, StandardCharsets.US_ASCII))) {
+                for (String line = lines.readLine(); line != null; line = lines.readLine()) {
+                    if (line.equals(HostilePeer.ATTACKED)) {
+                        attacked.complete(null);
+                    } else {
+                        rest.append(line).append('\n');
+                    }
+                }
+            } catch (IOException e) {
+                // A pipe closed under a killed peer: what was read is what it said.
+            }
+            text.complete(rest.toString());
+        });
+        return text;
+    }
+
     private void writeLoop(TraceWriter<TracePacket> writer, int index, AtomicLongArray ledger) {
         StressPacket.Generator generator = new StressPacket.Generator(JAVA_PRODUCER, index, options.mix(),
                 options.seed());
         long start = System.nanoTime();
         long counter = 0;
         try (writer) {
-            while (!stopWriters.get()) {
+            while (!stopWriters.get() || counter < options.minPackets()) {
                 pace(start, counter);
                 generator.write(writer.newTracePacket(), counter, Os.clockNanos(Os.CLOCK_BOOTTIME), false);
                 writer.finishTracePacket();

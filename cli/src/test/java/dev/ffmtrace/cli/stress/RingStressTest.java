@@ -60,7 +60,7 @@ class RingStressTest {
         assertTrue(result.ok(), result.toString());
         RingStress.Hostile hostile = result.hostile();
         assertNull(hostile.failure());
-        assertTrue(hostile.rewrites() > 100, hostile.toString());
+        assertTrue(hostile.rewrites() >= RingStress.MIN_HOSTILE_REWRITES, hostile.toString());
         assertTrue(hostile.corruptReads() > 0, "the reader found nothing corrupt: " + hostile);
     }
 }

@@ -128,7 +128,8 @@ static void stress_write(srb* b, double seconds, uint32_t id, uint64_t seed, uin
   double deadline = start + seconds + DEADLINE_SECONDS;
   uint64_t state = seed | 1;
   uint32_t seq = 0;
-  while (now_seconds() - start < seconds) {
+  // One record at least, however late this process starts.
+  do {
     uint64_t len = 12 + xorshift(&state) % (max_len - 11);
     srb_record r = write_record(b, len, deadline);
     memcpy(r.data, &seq, 4);
@@ -138,7 +139,7 @@ static void stress_write(srb* b, double seconds, uint32_t id, uint64_t seed, uin
     memcpy(r.data + len - 4, &sum, 4);
     srb_end_write(b, &r);
     seq++;
-  }
+  } while (now_seconds() - start < seconds);
   printf("wrote %u\n", seq);
 }
 

@@ -4,7 +4,7 @@
 //   ffmtrace-stress-producer --producer-id N --data-source NAME [--threads T]
 //       [--packets-per-writer K] [--rate R] [--sizes small:70,medium:25,large:5]
 //       [--seed S] [--policy drop|stall] [--ledger PATH] [--smb-size BYTES]
-//       [--page-size BYTES] SOCKET
+//       [--page-size BYTES] [--hold-commits N] SOCKET
 //
 // It connects as c_producer.c does (SMB scraping enabled) and registers data source
 // NAME. StartDataSource starts T writer threads, writer ids 1..T registered for the
@@ -31,6 +31,14 @@
 // With --policy drop a packet that finds no free chunk is dropped, one that runs out
 // mid-way abandoned (c_trace_writer.h); with stall the writer waits for a chunk. A
 // writer's last packet waits up to a second under drop, so that a clean stop shows it.
+// --hold-commits N: each writer sends none of its commits, its flushes' included, until it
+// has attempted N packets (or ends), then sends them as one request (CommitDataRequests merge by concatenation)
+// and from then on waits for free chunks, as a producer whose batching outlasted its SMB.
+// The service frees none of its chunks meanwhile, so the writer's first N packets drop
+// once the chunks it can take are full, whatever the timing: with drop, a writer whose N
+// packets need more chunks than the SMB has certainly drops, and its next packet after
+// the release is certainly written and announces the loss.
+//
 // --ledger names a file of T 8-byte slots: after each packet, writer i stores (release)
 // its packets attempted in slot i, little-endian, for whoever outlives a kill -9.
 //
@@ -114,6 +122,7 @@ struct options {
   int stall;
   const char* ledger;
   uint32_t smb_size, page_size;
+  uint64_t hold_commits;
   const char* socket_name;
 };
 
@@ -143,6 +152,10 @@ struct writer {
   struct ctw_packet packet;
   uint8_t bytes[PACKET_MAX];
   struct ctw_writer w;
+  // Commits kept back under --hold-commits: serialized CommitDataRequests, one after another.
+  int holding;
+  uint8_t* held;
+  size_t held_size, held_capacity;
 };
 
 struct stress {
@@ -216,7 +229,40 @@ static void send_request(struct stress* s, const char* method, const struct pb* 
 }
 
 static void send_commit(void* context, const struct pb* request, int flush) {
-  send_request(context, "CommitData", request, !flush);
+  struct writer* wr = context;
+  if (wr->holding && !request->failed) {
+    size_t size = pb_size(request);
+    if (wr->held_size + size > wr->held_capacity) {
+      size_t capacity = (wr->held_size + size) * 2;
+      uint8_t* grown = realloc(wr->held, capacity);
+      if (grown == NULL) {
+        fprintf(stderr, "ffmtrace-stress-producer: no memory for held commits\n");
+        exit(2);
+      }
+      wr->held = grown;
+      wr->held_capacity = capacity;
+    }
+    memcpy(wr->held + wr->held_size, request->start, size);
+    wr->held_size += size;
+    return;
+  }
+  send_request(wr->s, "CommitData", request, !flush);
+}
+
+// Ends --hold-commits for a writer: its held commits go as one request, and it waits for
+// chunks from now on.
+static void release_held(struct writer* wr) {
+  if (wr->held_size > 0) {
+    struct pb request;
+    pb_init(&request, wr->held, wr->held_size);
+    request.at = wr->held + wr->held_size;
+    send_request(wr->s, "CommitData", &request, 1);
+  }
+  free(wr->held);
+  wr->held = NULL;
+  wr->held_size = wr->held_capacity = 0;
+  wr->holding = 0;
+  wr->w.wait_ns = -1;
 }
 
 // ---- packets ----
@@ -335,6 +381,7 @@ static void write_one(struct writer* wr, int last) {
     wr->dropped++;
     wr->previous_dropped = 1;
   }
+  if (wr->holding && wr->counter == wr->s->o.hold_commits) release_held(wr);
   if (wr->s->ledger != NULL) {
     atomic_store_explicit(&wr->s->ledger[wr->index], htole64(counter + 1), memory_order_release);
   }
@@ -390,6 +437,7 @@ static void* run_writer(void* arg) {
   }
   if (!atomic_load(&s->cancel) && (limit == 0 || wr->counter < limit)) write_one(wr, 1);
   ctw_commit(&wr->w, 0, 0);
+  if (wr->holding) release_held(wr);
   pthread_mutex_lock(&s->lock);
   atomic_store(&wr->flush_done, UINT64_MAX);
   s->finished++;
@@ -409,11 +457,12 @@ static struct writer* new_writer(struct stress* s, int index) {
   wr->flush_seen = atomic_load(&s->flush_asked);
   atomic_store(&wr->flush_done, wr->flush_seen);
   // Writers start their search for chunks apart, each in its own share of the pages.
-  ctw_writer_init(&wr->w, &s->smb, LAYOUT, (uint16_t)(index + 1), send_commit, s,
+  ctw_writer_init(&wr->w, &s->smb, LAYOUT, (uint16_t)(index + 1), send_commit, wr,
                   (uint32_t)((uint64_t)s->smb.num_pages * (uint64_t)index / (uint64_t)s->o.threads));
   wr->w.target_buffer = s->target;
   wr->w.wait_ns = s->o.stall ? -1 : 0;
   wr->w.cancel = &s->cancel;
+  wr->holding = s->o.hold_commits > 0;
   return wr;
 }
 
@@ -595,6 +644,8 @@ static int parse_options(int argc, char** argv, struct options* o) {
       if (pc_parse_size(v, &o->smb_size) != 0) return -1;
     } else if (strcmp(flag, "--page-size") == 0) {
       if (pc_parse_size(v, &o->page_size) != 0) return -1;
+    } else if (strcmp(flag, "--hold-commits") == 0) {
+      if (parse_u64(v, &o->hold_commits) != 0) return -1;
     } else {
       return -1;
     }
@@ -633,7 +684,8 @@ int main(int argc, char** argv) {
     fprintf(stderr,
             "usage: ffmtrace-stress-producer --producer-id N --data-source NAME [--threads T]\n"
             "    [--packets-per-writer K] [--rate R] [--sizes small:70,medium:25,large:5] [--seed S]\n"
-            "    [--policy drop|stall] [--ledger PATH] [--smb-size BYTES] [--page-size BYTES] SOCKET\n");
+            "    [--policy drop|stall] [--ledger PATH] [--smb-size BYTES] [--page-size BYTES]\n"
+            "    [--hold-commits N] SOCKET\n");
     return 2;
   }
   if (s->o.ledger != NULL && (s->ledger = map_ledger(s->o.ledger, s->o.threads)) == NULL) {

@@ -129,7 +129,7 @@ class ExamplesTest {
         TrackEventReader.TrackInfo worker = trace.tracks().values().stream()
                 .filter(track -> "worker".equals(track.threadName())).findFirst().orElseThrow();
         List<String> ticks = Traces.eventsOn(trace, worker.uuid());
-        assertTrue(ticks.size() > 5, "ticks for about 300 ms: " + ticks.size());
+        assertFalse(ticks.isEmpty(), "the stop waits for the worker's ticks, the first one at least");
         for (int i = 0; i < ticks.size(); i++) {
             assertEquals("I:tick " + i, ticks.get(i), "every tick the service took, in order");
         }

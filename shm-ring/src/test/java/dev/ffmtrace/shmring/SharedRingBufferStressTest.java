@@ -93,7 +93,8 @@ class SharedRingBufferStressTest {
         long end = System.nanoTime() + (long) (SECONDS * 1e9);
         long deadline = end + RingRecords.DEADLINE_NANOS;
         int sequence = 0;
-        while (System.nanoTime() < end) {
+        // One record at least, however late this thread starts.
+        do {
             int length = random.nextInt(RingRecords.STRESS_MIN_LENGTH, MAX_LENGTH + 1);
             view.putInt(0, sequence);
             view.putInt(4, 1);
@@ -105,7 +106,7 @@ class SharedRingBufferStressTest {
             MemorySegment.copy(record, 0, slot.buffer(), Layouts.BYTE, slot.offset(), length);
             buffer.endWrite(slot);
             sequence++;
-        }
+        } while (System.nanoTime() < end);
         return sequence;
     }
 }

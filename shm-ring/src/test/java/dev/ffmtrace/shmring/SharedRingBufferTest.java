@@ -505,6 +505,8 @@ class SharedRingBufferTest {
     @Test
     void garbageFromThePeerNeverLeadsOutsideTheRingOrToAnException() {
         SplittableRandom random = new SplittableRandom(7);
+        // The rounds' outcomes depend on their bytes only: no stalled record times out midway.
+        buffer.uncommittedRecordTimeout(Duration.ofDays(1));
         long ok = 0;
         for (int round = 0; round < 50_000; round++) {
             long readPos = nearby(random, random.nextLong());
@@ -650,7 +652,8 @@ class SharedRingBufferTest {
         long start = System.nanoTime();
         assertFalse(buffer.lock(LockMode.TRY));
         long elapsedMillis = (System.nanoTime() - start) / 1_000_000;
-        assertTrue(elapsedMillis >= 999 && elapsedMillis < 10_000, "gave up after " + elapsedMillis + " ms");
+        // About a second counted in its sleeps, not by a clock: a busy machine only makes it longer.
+        assertTrue(elapsedMillis >= 999, "gave up after " + elapsedMillis + " ms");
         assertEquals(999_000, buffer.clientSpinlockBlockedUs());
         assertEquals(1, buffer.stats().failedSpinlocks());
         assertFalse(buffer.isSpinlockPoisoned());

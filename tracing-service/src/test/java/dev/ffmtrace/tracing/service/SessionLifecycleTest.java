@@ -163,9 +163,10 @@ class SessionLifecycleTest {
                     oneBuffer().flushPeriodMs(50).writeIntoFile(100, 0).build(), out);
             long[] written = new long[1];
             Thread writer = writeUntilStopped(events, session, written);
-            // Two periodic readbacks in the file while the session runs, then the stop's.
+            // Two periodic readbacks and two of the writer's packets in the file while the
+            // session runs, then the stop's.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (readbacksIn(file) < 2) {
+            while (packetsIn(file, true) < 2 || packetsIn(file, false) < 2) {
                 assertTrue(System.nanoTime() < deadline, "the service writes into the file while the session runs");
                 Thread.sleep(10);
             }
@@ -181,7 +182,7 @@ class SessionLifecycleTest {
             List<Long> timestamps = ProducerRemoteWriterTest.producerPackets(trace).stream()
                     .map(raw -> packet(raw).timestamp()).toList();
             // Every readback appended to the same file: one sequence, in order, none twice.
-            assertTrue(timestamps.size() > 1);
+            assertTrue(timestamps.size() >= 2, "waited for above: " + timestamps.size());
             for (int i = 1; i < timestamps.size(); i++) {
                 assertTrue(timestamps.get(i) > timestamps.get(i - 1), "packet " + i + " of " + written[0]);
             }
@@ -196,17 +197,24 @@ class SessionLifecycleTest {
      * The readbacks a file being written holds so far: its whole packets with stats, which end
      * each readback (a packet still being written ends the walk).
      */
-    private static long readbacksIn(Path file) throws IOException {
+    /**
+     * The readbacks (their stats packets) in a file the session is writing, or with
+     * {@code readbacks} false the producers' packets; a packet cut short by a write in
+     * progress ends the count.
+     */
+    private static long packetsIn(Path file, boolean readbacks) throws IOException {
         Trace.Decoder trace = new Trace.Decoder();
         trace.reset(MemorySegment.ofArray(Files.readAllBytes(file)));
         RepeatedFieldIterator packets = trace.packet(new RepeatedFieldIterator());
-        long readbacks = 0;
+        long count = 0;
         while (packets.next()) {
-            if (packet(packets.field().asBytes()).hasTraceStats()) {
-                readbacks++;
+            TracePacket.Decoder packet = packet(packets.field().asBytes());
+            if (readbacks ? packet.hasTraceStats()
+                    : packet.trustedPacketSequenceId() != TracingSession.SERVICE_SEQUENCE_ID) {
+                count++;
             }
         }
-        return readbacks;
+        return count;
     }
 
     @Test

@@ -68,8 +68,8 @@ final class ServeCommand implements Callable<Integer> {
         if (!noWarmUp) {
             long start = System.nanoTime();
             CommitPathWarmUp.Result warmUp = CommitPathWarmUp.run(CommitPathWarmUp.DEFAULT_ITERATIONS);
-            System.out.printf("warm-up: %d chunks committed in %d ms%n", warmUp.chunksMoved(),
-                    (System.nanoTime() - start) / 1_000_000);
+            System.out.printf("warm-up: %d chunks committed (%d patches) in %d ms%n", warmUp.chunksMoved(),
+                    warmUp.patchesApplied(), (System.nanoTime() - start) / 1_000_000);
         }
         List<IpcHost> hosts = new ArrayList<>();
         try (StopOnSignal signal = new StopOnSignal()) {

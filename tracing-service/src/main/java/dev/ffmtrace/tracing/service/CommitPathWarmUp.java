@@ -13,6 +13,8 @@ import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -28,15 +30,28 @@ import java.util.stream.IntStream;
  * enough of it: several times slower per chunk than once compiled, which is slower
  * than an SDK app at full rate writes chunks. {@code traced}, compiled ahead of time,
  * has no such phase. So the daemon writes a trace of its own first, in Perfetto's shape
- * (small TrackEvent packets, slices nested across chunk ends, so patches too), through
+ * (small TrackEvent packets, slices nested across chunk ends, so patches too, from two
+ * writers at once), through
  * the code real producers reach: a {@link ProducerConnection} on a private abstract
  * socket, a {@link ProducerPort} and a session of a {@link TracingService} of its own,
  * all closed before {@link #run} returns. Nothing of it is left in the caller's service.
+ *
+ * <p>It must take every branch an SDK app's traffic takes: one the JIT has never seen
+ * taken is compiled as a trap, and the first SDK commit to take it throws the method
+ * back to the interpreter while the app writes at full rate (seen as JFR deoptimizations
+ * of {@code Producer.applyPatches} and {@code TraceBufferV2.compareChunkIds} when its
+ * commits carried no patches).
  */
 public final class CommitPathWarmUp {
-    /** Iterations that leave the commit path compiled: 15,000 commits, as many chunks. */
+    /** Iterations that leave the commit path compiled: about 7,500 commits of part-filled chunks and 850 of full ones. */
     public static final int DEFAULT_ITERATIONS = 60_000;
-    /** Iterations per commit. */
+    /** Writer threads, each writing its share of the iterations, at once as an SDK app's threads do. */
+    private static final int THREADS = 2;
+    /**
+     * Iterations per commit in the first half of a writer's iterations: part-filled chunks.
+     * In the second half its chunks fill, and packets cross their ends with sizes open:
+     * commits with patches.
+     */
     private static final int COMMIT_EVERY = 4;
     /** Iterations per writer. */
     private static final int WRITER_EVERY = 1_000;
@@ -52,10 +67,11 @@ public final class CommitPathWarmUp {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
     /**
-     * What a warm-up moved: chunks taken out of its producer's SMB by commits, and what
-     * its service refused or lost (both 0 when the commit path works).
+     * What a warm-up moved: chunks taken out of its producer's SMB by commits, patches
+     * applied to them, and what its service refused or lost (both 0 when the commit path
+     * works).
      */
-    public record Result(long chunksMoved, long violations, long eventsDiscarded) {
+    public record Result(long chunksMoved, long patchesApplied, long violations, long eventsDiscarded) {
     }
 
     private CommitPathWarmUp() {
@@ -84,7 +100,8 @@ public final class CommitPathWarmUp {
             connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writer);
             writer.done.await(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
             session.stop();
-            result = new Result(port.chunksMoved(), port.violations() + port.abiViolations(), writer.discarded.get());
+            result = new Result(port.chunksMoved(), session.stats().getFirst().patchesSucceeded(),
+                    port.violations() + port.abiViolations(), writer.discarded.get());
         }
         // Closing the connection closed a writer still waiting for a chunk: its thread ends.
         writer.join();
@@ -100,9 +117,9 @@ public final class CommitPathWarmUp {
         }
     }
 
-    /** Writes the trace on a thread of its own once the service starts the data source. */
+    /** Writes the trace on threads of its own once the service starts the data source. */
     private static final class Writer implements DataSourceHandler {
-        final CountDownLatch done = new CountDownLatch(1);
+        final CountDownLatch done = new CountDownLatch(THREADS);
         final AtomicLong discarded = new AtomicLong();
         private final int iterations;
 
@@ -110,27 +127,31 @@ public final class CommitPathWarmUp {
             this.iterations = iterations;
         }
 
-        /** The thread writing, once started; guarded by this. */
-        private Thread thread;
+        /** The threads writing, once started; guarded by this. */
+        private final List<Thread> threads = new ArrayList<>();
 
         @Override
         public synchronized void onStart(DataSourceInstance instance) {
-            if (thread == null) {
-                thread = Thread.ofPlatform().daemon().name("ffmtrace-warm-up").start(() -> write(instance));
+            if (threads.isEmpty()) {
+                for (int t = 0; t < THREADS; t++) {
+                    int share = iterations / THREADS + (t < iterations % THREADS ? 1 : 0);
+                    threads.add(Thread.ofPlatform().daemon().name("ffmtrace-warm-up")
+                            .start(() -> write(instance, share)));
+                }
             }
         }
 
         void join() throws InterruptedException {
-            Thread started;
+            List<Thread> started;
             synchronized (this) {
-                started = thread;
+                started = List.copyOf(threads);
             }
-            if (started != null) {
-                started.join();
+            for (Thread thread : started) {
+                thread.join();
             }
         }
 
-        private void write(DataSourceInstance instance) {
+        private void write(DataSourceInstance instance, int iterations) {
             Track thread = Track.thread((int) ProcessHandle.current().pid(), Thread.currentThread().threadId(),
                     "ffmtrace-warm-up");
             Track counter = Track.counter(thread, "warm-up counter");
@@ -151,7 +172,7 @@ public final class CommitPathWarmUp {
                             events.instant(CATEGORY, thread, TICK);
                             events.endSlice(thread, step);
                             events.endSlice(thread, frame);
-                            if (i % COMMIT_EVERY == COMMIT_EVERY - 1) {
+                            if (i % WRITER_EVERY < WRITER_EVERY / 2 && i % COMMIT_EVERY == COMMIT_EVERY - 1) {
                                 // A commit of a part-filled chunk: the JIT compiles a method fully
                                 // after thousands of calls, and the per-commit ones get one per commit.
                                 events.flush();
@@ -160,7 +181,7 @@ public final class CommitPathWarmUp {
                         discardedEvents += events.discardedEvents();
                     }
                 }
-                discarded.set(discardedEvents);
+                discarded.addAndGet(discardedEvents);
             } finally {
                 done.countDown();
             }

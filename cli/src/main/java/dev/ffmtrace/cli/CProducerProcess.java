@@ -93,7 +93,8 @@ final class CProducerProcess implements AutoCloseable {
 
     /**
      * Starts {@code program} as a producer of {@code service} and returns once it has
-     * committed its first chunk, so that a session it joins holds its packets.
+     * registered {@value #DATA_SOURCE}, so that a session started after this starts it
+     * along with the others, however soon that session stops.
      */
     static CProducerProcess start(Path program, TracingService service) throws StartException {
         if (!Files.isRegularFile(program) || !Files.isExecutable(program)) {
@@ -122,14 +123,14 @@ final class CProducerProcess implements AutoCloseable {
             }
             CompletableFuture<String> report = readReport(process.getInputStream());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(START_TIMEOUT_SECONDS);
-            while (port.chunksMoved() == 0) {
+            while (!registered(service, process.pid())) {
                 if (!process.isAlive()) {
                     throw new StartException("the C producer exited with status " + process.exitValue()
-                            + " before writing");
+                            + " before registering its data source");
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new StartException("the C producer (pid " + process.pid() + ") did not write within "
-                            + START_TIMEOUT_SECONDS + " s");
+                    throw new StartException("the C producer (pid " + process.pid() + ") did not register its data"
+                            + " source within " + START_TIMEOUT_SECONDS + " s");
                 }
                 Thread.sleep(5);
             }
@@ -148,6 +149,13 @@ final class CProducerProcess implements AutoCloseable {
             }
             throw new StartException("the C producer could not be set up: " + e.getMessage());
         }
+    }
+
+    /** Whether the producer of process {@code pid} offers {@value #DATA_SOURCE} to {@code service}. */
+    private static boolean registered(TracingService service, long pid) {
+        return service.registeredDataSources().entrySet().stream()
+                .anyMatch(producer -> producer.getKey().identity().pid() == pid
+                        && producer.getValue().contains(DATA_SOURCE));
     }
 
     /** Reads at most {@value #MAX_REPLY} bytes of the process's output, then drains the rest. */

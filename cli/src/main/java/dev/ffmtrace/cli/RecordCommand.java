@@ -26,6 +26,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -65,7 +66,8 @@ final class RecordCommand implements Callable<Integer> {
     int threads;
 
     @Option(names = "--snapshot", paramLabel = "FILE.pftrace",
-            description = "Halfway through, also write a snapshot of the running session here (cloned buffers).")
+            description = "Halfway through (or at the stop, if it comes first), also write a snapshot of the running "
+                    + "session here (cloned buffers).")
     Path snapshot;
 
     @Option(names = "--c-producer", arity = "0..1", fallbackValue = "", paramLabel = "PROGRAM",
@@ -165,9 +167,9 @@ final class RecordCommand implements Callable<Integer> {
     /**
      * Runs the session as its config says, the service keeping its time (duration, flush,
      * incremental state and file write periods); this only starts it, prints progress,
-     * takes the snapshot halfway, stops it early on a signal or after
-     * {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and writes what the
-     * service did not write into the file already.
+     * takes the snapshot halfway (or at the stop, if that comes first), stops it early on a
+     * signal or after {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and
+     * writes what the service did not write into the file already.
      */
     private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
                        TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
@@ -177,20 +179,31 @@ final class RecordCommand implements Callable<Integer> {
         Producer producer;
         DataSource events;
         DataSource counters;
-        TracingSession tracing;
         try {
             producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
             events = producer.registerDataSource("track_event");
             counters = producer.registerDataSource("counters");
-            tracing = service.startSession(session, session.writeIntoFile() ? Channels.newChannel(file) : null);
         } catch (NativeException e) {
             throw new CliFailure("cannot set up the shared memory of the session: " + e.getMessage(), CliFailure.FAILED);
         }
-        if (output.isStream()) {
-            // A FIFO or device gets the first readback now, so one that refuses writes fails before recording.
-            tracing.writeTrace(file);
-            file.flush();
-        }
+        // The workers, the C producer and the stop handlers are all in place before the session starts: the
+        // service may stop it at any moment after, and its stop must find them.
+        DemoThreads demo = new DemoThreads();
+        Snapshot halfway = new Snapshot(snapshotOutput);
+        // When the session stops, the snapshot is taken if it was not yet, then the workers end their slices,
+        // all before the service's last flush.
+        DataSource.StopHandler stopDemo = done -> Thread.ofPlatform().name("demo stop").start(() -> {
+            try {
+                halfway.takeAtStop();
+                demo.stop();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                done.run();
+            }
+        });
+        events.onStop(stopDemo);
+        counters.onStop(stopDemo);
         CProducerProcess cProcess;
         try {
             cProcess = cProducer == null ? null : CProducerProcess.start(
@@ -198,10 +211,26 @@ final class RecordCommand implements Callable<Integer> {
         } catch (CProducerProcess.StartException e) {
             throw new CliFailure(e.getMessage(), CliFailure.USAGE);
         }
-        AtomicBoolean stop = new AtomicBoolean();
-        List<Thread> workers = new ArrayList<>();
         int status = 0;
         try (cProcess) {
+            if (session.dataSources().stream()
+                    .anyMatch(source -> source.name().equals(events.name()) || source.name().equals(counters.name()))) {
+                demo.start(threads, events, counters);
+            }
+            TracingSession tracing;
+            try {
+                tracing = service.startSession(session, session.writeIntoFile() ? Channels.newChannel(file) : null);
+            } catch (NativeException e) {
+                throw new CliFailure("cannot set up the shared memory of the session: " + e.getMessage(),
+                        CliFailure.FAILED);
+            }
+            halfway.sessionStarted(tracing);
+            demo.go();
+            if (output.isStream()) {
+                // A FIFO or device gets the first readback now, so one that refuses writes fails before recording.
+                tracing.writeTrace(file);
+                file.flush();
+            }
             for (DataSourceWarning warning : tracing.warnings()) {
                 System.err.println("ffmtrace record: warning: " + warning.message());
             }
@@ -213,24 +242,8 @@ final class RecordCommand implements Callable<Integer> {
             if (cProcess != null) {
                 System.out.printf("  c producer pid %d writes into its own SMB%n", cProcess.pid());
             }
-            if (events.isStarted() || counters.isStarted()) {
-                startWorkers(events, counters, stop, workers);
-            }
-            // When the session stops, the workers end their slices before the service's last flush.
-            DataSource.StopHandler stopWorkers = done -> Thread.ofPlatform().name("demo stop").start(() -> {
-                try {
-                    stopWorkers(stop, workers);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                } finally {
-                    done.run();
-                }
-            });
-            events.onStop(stopWorkers);
-            counters.onStop(stopWorkers);
             long start = System.nanoTime();
             long lastProgressMs = 0;
-            boolean snapshotTaken = snapshotOutput == null;
             while (!tracing.isStopped()) {
                 // Short waits: the service may stop the session at any moment.
                 if (signal.awaitStop(Math.min(progressPeriod, STOP_POLL_MS))) {
@@ -239,9 +252,8 @@ final class RecordCommand implements Callable<Integer> {
                     break;
                 }
                 long elapsedMs = (System.nanoTime() - start) / 1_000_000;
-                if (!snapshotTaken && elapsedMs >= duration / 2) {
-                    status = Math.max(status, writeSnapshot(tracing, snapshotOutput));
-                    snapshotTaken = true;
+                if (elapsedMs >= duration / 2) {
+                    halfway.take();
                 }
                 if (session.durationMs() == 0 && elapsedMs >= duration) {
                     tracing.stop();
@@ -255,8 +267,10 @@ final class RecordCommand implements Callable<Integer> {
                         cProcess == null ? "" : String.format("; c producer: %,d chunks", cProcess.chunksMoved()));
             }
             awaitStopped(tracing);
-            // The session's stop stopped the workers and the C producer, and took their last chunks.
-            stopWorkers(stop, workers);
+            // The session's stop took the snapshot, stopped the workers and the C producer, and took their last
+            // chunks; without a demo data source to stop, the snapshot is taken now.
+            status = halfway.take();
+            demo.stop();
             CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
             if (!session.writeIntoFile()) {
                 tracing.writeTrace(file);
@@ -266,7 +280,8 @@ final class RecordCommand implements Callable<Integer> {
             status = Math.max(status, cProcess == null ? 0 : printCProducerSummary(cProcess, cResult));
             tracing.close();
         } finally {
-            stopWorkers(stop, workers);
+            halfway.cancel();
+            demo.stop();
         }
         return status;
     }
@@ -283,27 +298,90 @@ final class RecordCommand implements Callable<Integer> {
         }
     }
 
-    /** Starts the demo threads; a limit on threads is a one-line failure, with those started stopped again. */
-    private void startWorkers(DataSource events, DataSource counters, AtomicBoolean stop, List<Thread> workers)
-            throws CliFailure {
-        Track process = Track.process(ClientIdentity.self().pid(), "ffmtrace record");
-        ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
-        for (int i = 0; i < threads; i++) {
-            try {
-                workers.add(Thread.ofPlatform().name("demo worker " + i)
-                        .start(new DemoWorkload(i, process, events::newTrackEventWriter,
-                                counters::newTrackEventWriter, stop, handoffs)));
-            } catch (OutOfMemoryError e) {
-                throw new CliFailure("cannot start demo thread " + (i + 1) + " of " + threads + ": " + e.getMessage(),
-                        CliFailure.FAILED);
+    /**
+     * The demo threads. They start before the session, so that its stop finds them however
+     * soon it comes, and take their writers once it has started their data sources.
+     */
+    private static final class DemoThreads {
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final List<Thread> workers = new ArrayList<>();
+        private final CompletableFuture<Void> go = new CompletableFuture<>();
+
+        /** Starts {@code count} threads; a limit on threads is a one-line failure, those started stopped by {@link #stop}. */
+        void start(int count, DataSource events, DataSource counters) throws CliFailure {
+            Track process = Track.process(ClientIdentity.self().pid(), "ffmtrace record");
+            ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
+            for (int i = 0; i < count; i++) {
+                try {
+                    workers.add(Thread.ofPlatform().name("demo worker " + i)
+                            .start(new DemoWorkload(i, process, afterGo(events), afterGo(counters), stop, handoffs)));
+                } catch (OutOfMemoryError e) {
+                    throw new CliFailure("cannot start demo thread " + (i + 1) + " of " + count + ": " + e.getMessage(),
+                            CliFailure.FAILED);
+                }
+            }
+        }
+
+        private DemoWorkload.WriterSource afterGo(DataSource dataSource) {
+            return (policy, config) -> {
+                go.join();
+                return dataSource.newTrackEventWriter(policy, config);
+            };
+        }
+
+        /** Lets the threads take their writers: the session has started. */
+        void go() {
+            go.complete(null);
+        }
+
+        /** Stops the threads, each after its request at least (into discarding writers if no session started). */
+        void stop() throws InterruptedException {
+            go.complete(null);
+            stop.set(true);
+            for (Thread worker : workers) {
+                worker.join();
             }
         }
     }
 
-    private static void stopWorkers(AtomicBoolean stop, List<Thread> workers) throws InterruptedException {
-        stop.set(true);
-        for (Thread worker : workers) {
-            worker.join();
+    /** The {@code --snapshot}, written once: halfway, or at the stop if it comes first; not after a failure. */
+    private final class Snapshot {
+        private final TraceOutput output;
+        private TracingSession tracing;
+        private boolean done;
+        private int status;
+
+        Snapshot(TraceOutput output) {
+            this.output = output;
+            this.done = output == null;
+        }
+
+        synchronized void sessionStarted(TracingSession tracing) {
+            this.tracing = tracing;
+            notifyAll();
+        }
+
+        /** Writes the snapshot if the session started and it is not written yet; returns the status it left. */
+        synchronized int take() {
+            if (!done && tracing != null) {
+                done = true;
+                status = writeSnapshot(tracing, output);
+            }
+            return status;
+        }
+
+        /** {@link #take}, from the session's stop, which may come before {@code startSession} has returned it. */
+        synchronized void takeAtStop() throws InterruptedException {
+            while (!done && tracing == null) {
+                wait();
+            }
+            take();
+        }
+
+        /** No snapshot from now on: the recording failed, or is over. */
+        synchronized void cancel() {
+            done = true;
+            notifyAll();
         }
     }
 

@@ -105,6 +105,33 @@ class RecordCommandTest {
         assertTrue(decoded.events().size() >= 7, "the stop's flush took the events: " + decoded.events().size());
     }
 
+    @Test
+    void aSessionTheServiceStopsAtOnceHasItsSnapshotAndEveryThreadsFirstRequest() throws Exception {
+        // The service stops the session 1 ms after its start: before the command's loop looks at the clock.
+        Path config = dir.resolve("at-once.pbtxt");
+        Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))
+                .replace("duration_ms: 2000", "duration_ms: 1"));
+        Path trace = dir.resolve("at-once.pftrace");
+        Path snapshot = dir.resolve("at-once-snapshot.pftrace");
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(),
+                "--out", trace.toString(), "--threads", "2", "--snapshot", snapshot.toString());
+        assertEquals(0, run.exit(), run.err() + run.out());
+        assertTrue(run.out().contains("  snapshot of "), run.out());
+        assertTrue(Trace.parseFrom(Files.readAllBytes(snapshot)).getPacketCount() > 1, "the snapshot was taken at the stop");
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(Files.readAllBytes(trace)));
+        Map<String, Integer> eventsPerTrack = new HashMap<>();
+        for (TrackEventReader.Event event : decoded.events()) {
+            TrackEventReader.TrackInfo track = decoded.tracks().get(event.trackUuid());
+            eventsPerTrack.merge(track.name() != null ? track.name() : track.threadName(), 1, Integer::sum);
+        }
+        for (int i = 0; i < 2; i++) {
+            // The stop waited for each thread's first request: five events on its track, two on its queue's, a counter.
+            assertTrue(eventsPerTrack.getOrDefault("demo worker " + i, 0) >= 5, eventsPerTrack.toString());
+            assertTrue(eventsPerTrack.getOrDefault("queue " + i, 0) >= 2, eventsPerTrack.toString());
+            assertTrue(eventsPerTrack.getOrDefault("queue depth " + i, 0) >= 1, eventsPerTrack.toString());
+        }
+    }
+
     private Path shortDemoConfig() throws Exception {
         Path config = dir.resolve("short.pbtxt");
         Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))

@@ -12,7 +12,9 @@
 // millisecond, it writes TrackEvent packets on a sequence of its own: descriptors of its
 // process and thread tracks and of a counter track (restated every second), a "c work"
 // slice holding a "c step" slice and a "c tick" instant, and the step's length on the
-// counter track. Timestamps are absolute CLOCK_BOOTTIME, the default trace clock.
+// counter track. The first time is right after the start, before it reads another
+// command: a session stopped at once still holds one iteration. Timestamps are absolute
+// CLOCK_BOOTTIME, the default trace clock.
 // --tick-bytes N gives every "c tick" instant a debug annotation "payload" of N bytes: at
 // more than a chunk's payload, every tick packet crosses a chunk boundary inside its open
 // TrackEvent, so every iteration sends size fields as patches (a test's certainty that
@@ -400,8 +402,8 @@ int main(int argc, char** argv) {
           break;
         }
       }
-      continue;
     }
+    // After a command too: a start writes at once.
     if (!p->started || boottime_ns() < next) continue;
     next += pace_ns;
     if (next < boottime_ns()) next = boottime_ns() + pace_ns;

@@ -15,7 +15,8 @@ import java.util.concurrent.atomic.LongAdder;
  * thread, a thread track under the process track with nested request slices (one with a
  * debug annotation) and an instant, a custom "queue" track where the thread handles a
  * request another thread enqueued (a flow links the two), and a counter track of the
- * queue depth, written on the "counters" data source.
+ * queue depth, written on the "counters" data source. Once it sees the stop, a thread
+ * ends with a "stopped" instant on its track.
  */
 final class DemoWorkload implements Runnable {
     /** Where a thread's writers come from: a data source of the in-process service, or a producer connection's instance. */
@@ -37,6 +38,7 @@ final class DemoWorkload implements Runnable {
     private static final InternedName ENQUEUED = InternedName.of("enqueued");
     private static final InternedName HANDLE = InternedName.of("handle");
     private static final InternedName BYTES = InternedName.of("bytes");
+    private static final InternedName STOPPED = InternedName.of("stopped");
 
     private final int index;
     private final Track process;
@@ -92,6 +94,8 @@ final class DemoWorkload implements Runnable {
                 counterWriter.counter(depth, handoffs.size());
                 Thread.sleep(1);
             } while (!stop.get());
+            // Written after the stop was asked, which waits for it: the trace shows the thread ran until then.
+            writer.instant(REQUESTS, thread, STOPPED);
             counts.discardedEvents().add(writer.discardedEvents() + counterWriter.discardedEvents());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -13,9 +13,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -154,12 +157,18 @@ class RecordFailsCleanlyTest {
         assertEquals("ffmtrace record: --snapshot /dev/full: No space left on device (the recording goes on)\n", run.err());
         byte[] bytes = Files.readAllBytes(out);
         assertEquals(packetsWritten(run), Trace.parseFrom(bytes).getPacketCount());
-        // The workers wrote after the snapshot failed, halfway: events from the last flushes are there.
-        long lastEvent = TrackEventReader.read(MemorySegment.ofArray(bytes)).events().stream()
-                .mapToLong(TrackEventReader.Event::timestamp).max().orElseThrow();
-        long firstEvent = TrackEventReader.read(MemorySegment.ofArray(bytes)).events().stream()
-                .mapToLong(TrackEventReader.Event::timestamp).min().orElseThrow();
-        assertTrue(lastEvent - firstEvent > 600_000_000L, "events for most of the 800 ms: " + (lastEvent - firstEvent));
+        // The workers went on after the snapshot failed, halfway: each was stopped by the session's stop, which
+        // comes once its 800 ms have passed, and wrote its "stopped" instant then.
+        long started = Trace.parseFrom(bytes).getPacketList().stream()
+                .filter(packet -> packet.hasServiceEvent() && packet.getServiceEvent().getTracingStarted())
+                .mapToLong(TracePacket::getTimestamp).findFirst().orElseThrow();
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(bytes));
+        Map<String, Long> stoppedAfterMs = decoded.events().stream().filter(event -> "stopped".equals(event.name()))
+                .collect(Collectors.toMap(event -> decoded.tracks().get(event.trackUuid()).threadName(),
+                        event -> (event.timestamp() - started) / 1_000_000));
+        assertEquals(Set.of("demo worker 0", "demo worker 1"), stoppedAfterMs.keySet(), stoppedAfterMs.toString());
+        assertTrue(stoppedAfterMs.values().stream().allMatch(ms -> ms >= 800), "stopped at the session's stop: "
+                + stoppedAfterMs);
     }
 
     @Test
@@ -189,8 +198,10 @@ class RecordFailsCleanlyTest {
         assertEquals(0, run.exit(), run.err());
         assertTrue(run.out().contains("note: the config does not start \"counters\""), run.out());
         TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(Files.readAllBytes(out)));
-        assertTrue(decoded.events().stream().filter(event -> event.name() != null && event.name().equals("request")).count() > 10,
-                "slices of the demo threads");
+        // Each demo thread writes one request at least.
+        Set<String> requesting = decoded.events().stream().filter(event -> "request".equals(event.name()))
+                .map(event -> decoded.tracks().get(event.trackUuid()).threadName()).collect(Collectors.toSet());
+        assertEquals(Set.of("demo worker 0", "demo worker 1"), requesting, "slices of the demo threads");
         assertTrue(decoded.events().stream().noneMatch(event -> event.counterValue() != null), "no counters: not started");
     }
 

@@ -181,7 +181,7 @@ final class StressCommand implements Callable<Integer> {
         try {
             return RingStress.run(new RingStress.Options(program, ringWriters, length, rate, runSeed, RING_SIZE,
                     RING_MAX_RECORD, faults, faults ? RING_HOLD_LOCK_MICROS : 0,
-                    faults ? RING_HOSTILE_PHASE : Duration.ZERO, faults ? 1 : 0), stdout);
+                    faults ? RING_HOSTILE_PHASE : Duration.ZERO, faults ? 1 : 0, 0), stdout);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } catch (InterruptedException e) {

@@ -38,13 +38,15 @@ import java.util.concurrent.locks.LockSupport;
  * attempted records (its report, or its ledger after a kill) must equal those read, dropped
  * and lost with a kill.
  *
- * <p>With faults, writers are killed with SIGKILL at random moments, half of the kills
- * inside the ring's spinlock (the writer, asked through its ledger, takes the lock and stays
- * in it), and replaced. The others take a dead holder's lock
+ * <p>With faults, writers are killed with SIGKILL at random moments, the first kill and
+ * about half of the others inside the ring's spinlock (the writer, asked through its ledger,
+ * takes the lock and stays in it), and replaced. The others take a dead holder's lock
  * over (the C ring's take_over_dead_holders). A killed writer's record that was reserved but
  * never committed would stop the reader for good, so once the writer is reaped this class
  * commits a tombstone in its place (see {@link #salvage}): the reader reads it as that
  * writer's sequence number, lost with the kill. At most one record per kill is so lost.
+ * After each kill the phase waits for the reader to read on before it goes on: a reader
+ * the kill stalled is a problem.
  *
  * <p>The hostile phase runs on a ring of its own, after the clean one: a thread here
  * rewrites the ring's positions, lock word and stats at random while writers write and the
@@ -69,19 +71,20 @@ public final class RingStress {
     private static final int KIND_TOMBSTONE = 1;
     private static final int TAG_BIT = 0x8000_0000;
     private static final int LEDGER_BYTES = 56;
-    /** How long a writer asked to stay in the lock may take to get there (it locks for every record). */
-    private static final int STAY_SECONDS = 10;
     private static final Path SHM = Path.of("/dev/shm");
     private static final long DRAIN_MILLIS = 10_000;
     private static final int MAX_PROBLEMS = 20;
     /** A writer ends within a lock wait (about a second) of its deadline; longer is a hang. */
     private static final long EXIT_SECONDS = 10;
     /**
-     * How long past its duration the clean phase may go on to make its {@code minKills}
-     * (on a loaded machine a kill, which waits for its victim to be in the lock and for its
-     * replacement to start, can take seconds); the writers' own deadline.
+     * How long past its duration the clean phase may go on to make its {@code minKills} and
+     * read its {@code minRecords} (on a loaded machine a kill, which waits for its victim to
+     * be in the lock and for its replacement to start, can take seconds); the writers' own
+     * deadline.
      */
-    private static final long KILLS_GRACE_NANOS = TimeUnit.SECONDS.toNanos(120);
+    private static final long GRACE_NANOS = TimeUnit.SECONDS.toNanos(120);
+    /** How long the reader may take to read a record after a kill before it counts as stalled. */
+    private static final long READ_AFTER_KILL_SECONDS = 30;
     /**
      * The hostile phase's rewrites at least, however long they take: it goes on past its
      * duration until it has made them, so a slow machine gets the same test as a fast one.
@@ -103,12 +106,15 @@ public final class RingStress {
      * @param hostile        how long the hostile phase runs; zero for none
      * @param minKills       with faults, the kills the clean phase makes at least: it goes on
      *                       past its duration until they are made (by at most two minutes)
+     * @param minRecords     the records the clean phase's reader reads at least: the phase goes
+     *                       on past its duration until it has (by at most two minutes)
      */
     public record Options(Path program, int writers, Duration duration, int rate, long seed, long ringSize,
-                          int maxPayload, boolean faults, int holdLockMicros, Duration hostile, int minKills) {
+                          int maxPayload, boolean faults, int holdLockMicros, Duration hostile, int minKills,
+                          long minRecords) {
         public Options {
             if (writers < 1 || maxPayload < FIXED_FIELDS + 12 || rate < 0 || holdLockMicros < 0 || minKills < 0
-                    || (minKills > 0 && !faults)) {
+                    || (minKills > 0 && !faults) || minRecords < 0) {
                 throw new IllegalArgumentException("bad ring stress options");
             }
         }
@@ -123,7 +129,7 @@ public final class RingStress {
      * @param killsHoldingLock  kills of a writer that was holding the spinlock
      * @param takeovers         locks taken from a dead holder, as writers that ended cleanly report
      * @param minReadsAfterKill the fewest records read between one kill and the next (or the
-     *                          end); -1 without kills
+     *                          end); -1 without kills, 0 only if the reader stalled after a kill
      */
     public record Result(long writersStarted, long attempted, long read, long dropped, long lostWithKills,
                          long kills, long killsHoldingLock, long takeovers, long lockFailures,
@@ -191,23 +197,24 @@ public final class RingStress {
             try {
                 long end = System.nanoTime() + options.duration.toNanos();
                 // The writers go on until told to stop (their ledger), at the phase's end.
-                long writersEnd = end + KILLS_GRACE_NANOS;
+                long writersEnd = end + GRACE_NANOS;
                 for (int i = 0; i < options.writers; i++) {
                     Writer w = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
                     running.add(w);
                     all.add(w);
                 }
-                while (phaseGoesOn(end, kills)) {
+                while (phaseGoesOn(end, kills, verifier.read)) {
                     if (!options.faults) {
                         Thread.sleep(Math.max(1, Math.min(100, (end - System.nanoTime()) / 1_000_000)));
                         continue;
                     }
                     Thread.sleep(50 + random.nextInt(250));
-                    if (!phaseGoesOn(end, kills)) {
+                    if (!phaseGoesOn(end, kills, verifier.read)) {
                         break;
                     }
                     Writer victim = running.get(random.nextInt(running.size()));
-                    if (random.nextBoolean()) {
+                    // The first kill inside the lock whatever the seed, so that one such kill is certain.
+                    if (kills == 0 || random.nextBoolean()) {
                         victim.stayInLock();
                     }
                     victim.kill();
@@ -229,6 +236,7 @@ public final class RingStress {
                     Writer replacement = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
                     running.add(replacement);
                     all.add(replacement);
+                    awaitReadAfterKill(reader, reads, kills, verifier);
                 }
                 running.forEach(Writer::stop);
                 for (Writer w : running) {
@@ -309,10 +317,29 @@ public final class RingStress {
         return true;
     }
 
-    /** Whether the clean phase goes on: its duration, then the kills it must still make (within the grace). */
-    private boolean phaseGoesOn(long end, long kills) {
+    /**
+     * Whether the clean phase goes on: its duration, then the kills it must still make and
+     * the records it must still read (within the grace).
+     */
+    private boolean phaseGoesOn(long end, long kills, long read) {
         long now = System.nanoTime();
-        return now < end || (kills < options.minKills && now < end + KILLS_GRACE_NANOS);
+        return now < end || ((kills < options.minKills || read < options.minRecords) && now < end + GRACE_NANOS);
+    }
+
+    /**
+     * Waits until the reader has read past {@code reads}, what it had read at kill number
+     * {@code kill}, before the next kill or the phase's end; a reader that does not within
+     * {@value #READ_AFTER_KILL_SECONDS} s stalled, which is a problem.
+     */
+    private static void awaitReadAfterKill(Reader reader, long reads, long kill, Verifier verifier) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(READ_AFTER_KILL_SECONDS);
+        while (reader.records() <= reads && reader.failure == null) {
+            if (System.nanoTime() > deadline) {
+                verifier.problem("the reader read nothing in " + READ_AFTER_KILL_SECONDS + " s after kill " + kill);
+                return;
+            }
+            LockSupport.parkNanos(100_000);
+        }
     }
 
     private Writer startWriter(SharedRingBuffer ring, int id, long seed, long untilNanos, Verifier verifier)
@@ -357,11 +384,14 @@ public final class RingStress {
             output = CStressProducer.readAll(process.getInputStream());
         }
 
-        /** Asks the writer to take the lock and stay in it; waits (at most {@link #STAY_SECONDS}) until its ledger says so. */
+        /**
+         * Asks the writer to take the lock and stay in it; waits until its ledger says so, as
+         * long as it takes a writer that starts slowly, or until it ends (by its own deadline
+         * at the latest).
+         */
         void stayInLock() {
             putLongRelease(ledger, 40, 1);
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(STAY_SECONDS);
-            while (getLongAcquire(ledger, 8) != 2 && process.isAlive() && System.nanoTime() < end) {
+            while (getLongAcquire(ledger, 8) != 2 && process.isAlive()) {
                 LockSupport.parkNanos(20_000);
             }
         }
@@ -453,7 +483,8 @@ public final class RingStress {
         final Map<Integer, Books> books = new ConcurrentHashMap<>();
         final List<String> problems = new ArrayList<>();
         long problemCount;
-        long read;
+        /** Written by the reader thread only; volatile so the clean phase can wait on it. */
+        volatile long read;
 
         Books books(int id) {
             return books.get(id);

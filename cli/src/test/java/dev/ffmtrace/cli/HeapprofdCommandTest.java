@@ -199,12 +199,16 @@ class HeapprofdCommandTest {
         assertEquals(allocated, dumped.out().lines().toList());
     }
 
+    /**
+     * A session longer than any test, stopped by a signal once the pattern has exited and
+     * record's connection to it has read all it wrote: the stop's dump then holds all of it.
+     */
     @Test
     void recordWithAHeapprofdDataSourceProfilesTheClientsThatConnect() throws Exception {
         Path config = dir.resolve("heapprofd.pbtxt");
         Files.writeString(config, Files.readString(Path.of("../configs/heapprofd.pbtxt"))
                 .replace("sampling_interval_bytes: 4096", "sampling_interval_bytes: 1")
-                .replace("duration_ms: 10000", "duration_ms: 4000"));
+                .replace("duration_ms: 10000", "duration_ms: 3600000"));
         Path trace = dir.resolve("record.pftrace");
         String socket = "ffmtrace-record-heapprofd-" + Os.pid() + "-" + System.nanoTime();
         CliProcess record = CliProcess.start("record", "--config", config.toString(), "--out", trace.toString(),
@@ -221,8 +225,11 @@ class HeapprofdCommandTest {
             } finally {
                 process.destroyForcibly();
             }
+            awaitConnectionsEnded(socket);
+            record.kill("INT");
             ConvertAndDumpTest.Run recorded = record.await();
-            assertEquals(0, recorded.exit(), recorded.err());
+            assertEquals(128 + 2, recorded.exit(), "the JVM's status for SIGINT: " + recorded.err());
+            assertEquals("", recorded.err());
             assertTrue(recorded.out().contains("heapprofd: clients connect at @" + socket), recorded.out());
         } finally {
             record.process().destroyForcibly();
@@ -255,6 +262,20 @@ class HeapprofdCommandTest {
         run = ConvertAndDumpTest.run("dump", "--folded", "allocated", malformed.toString());
         assertEquals(2, run.exit());
         assertTrue(run.err().contains("the packet at byte 0 is malformed"), run.err());
+    }
+
+    /**
+     * Waits until no connection accepted at abstract socket {@code name} is open: heapprofd
+     * closes one once its client has gone and it has read and booked all the client wrote.
+     * The accepted end has the listener's name in /proc/net/unix; state 03 is connected.
+     */
+    private static void awaitConnectionsEnded(String name) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (Files.readAllLines(Path.of("/proc/net/unix")).stream().map(line -> line.trim().split("\\s+"))
+                .anyMatch(fields -> fields.length == 8 && fields[5].equals("03") && fields[7].equals("@" + name))) {
+            assertTrue(System.nanoTime() < deadline, "heapprofd's connection to the client did not end");
+            Thread.sleep(10);
+        }
     }
 
     /** The bytes of every folded line whose stack ends in {@code leaf}. */

@@ -43,14 +43,17 @@ import java.util.stream.IntStream;
  * commits carried no patches).
  */
 public final class CommitPathWarmUp {
-    /** Iterations that leave the commit path compiled: about 7,500 commits of part-filled chunks and 850 of full ones. */
+    /**
+     * Iterations that leave the commit path compiled: about 7,500 commits of part-filled
+     * chunks and 2,800 of whole ones, and 4,000 patches.
+     */
     public static final int DEFAULT_ITERATIONS = 60_000;
     /** Writer threads, each writing its share of the iterations, at once as an SDK app's threads do. */
     private static final int THREADS = 2;
     /**
      * Iterations per commit in the first half of a writer's iterations: part-filled chunks.
      * In the second half its chunks fill, and packets cross their ends with sizes open:
-     * commits with patches.
+     * commits, then patches once the packets end.
      */
     private static final int COMMIT_EVERY = 4;
     /** Iterations per writer. */
@@ -63,6 +66,8 @@ public final class CommitPathWarmUp {
             .toArray(String[]::new);
     private static final InternedName INDEX = InternedName.of("i");
     private static final InternedName TICK = InternedName.of("tick");
+    private static final InternedName DETAIL = InternedName.of("detail");
+    private static final String DETAIL_TEXT = "warm-up ".repeat(32);
     /** The longest the trace of its own may take; a service that stalls longer serves cold rather than not at all. */
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
@@ -166,13 +171,17 @@ public final class CommitPathWarmUp {
                             instance.newTraceWriter(BufferExhaustedPolicy.STALL), instance::incrementalStateClears);
                     try (TrackEventWriter events = new TrackEventWriter(sink, TrackEventWriter.Config.forThread(thread))) {
                         for (int end = Math.min(iterations, i + WRITER_EVERY); i < end && instance.isRunning(); i++) {
-                            long frame = events.beginSlice(CATEGORY, thread, FRAME, INDEX, i);
+                            boolean wholeChunks = i % WRITER_EVERY >= WRITER_EVERY / 2;
+                            // With whole chunks, a long annotation makes nearly every packet that
+                            // crosses a chunk's end cross it inside its TrackEvent: one patch a chunk.
+                            long frame = wholeChunks ? events.beginSlice(CATEGORY, thread, FRAME, DETAIL, DETAIL_TEXT)
+                                    : events.beginSlice(CATEGORY, thread, FRAME, INDEX, i);
                             long step = events.beginSlice(CATEGORY, thread, STEPS[i % STEPS.length]);
                             events.counter(counter, i);
                             events.instant(CATEGORY, thread, TICK);
                             events.endSlice(thread, step);
                             events.endSlice(thread, frame);
-                            if (i % WRITER_EVERY < WRITER_EVERY / 2 && i % COMMIT_EVERY == COMMIT_EVERY - 1) {
+                            if (!wholeChunks && i % COMMIT_EVERY == COMMIT_EVERY - 1) {
                                 // A commit of a part-filled chunk: the JIT compiles a method fully
                                 // after thousands of calls, and the per-commit ones get one per commit.
                                 events.flush();

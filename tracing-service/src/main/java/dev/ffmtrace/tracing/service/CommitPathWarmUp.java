@@ -45,7 +45,8 @@ import java.util.stream.IntStream;
 public final class CommitPathWarmUp {
     /**
      * Iterations that leave the commit path compiled: about 7,500 commits of part-filled
-     * chunks and 2,800 of whole ones, and 4,000 patches.
+     * chunks and 2,800 of whole ones, and about 3,500 patches (more or fewer as the
+     * commits and the packets' ends fall).
      */
     public static final int DEFAULT_ITERATIONS = 60_000;
     /** Writer threads, each writing its share of the iterations, at once as an SDK app's threads do. */

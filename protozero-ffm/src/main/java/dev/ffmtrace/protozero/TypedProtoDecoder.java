@@ -168,7 +168,10 @@ public abstract class TypedProtoDecoder {
     protected final boolean nested(int fieldId, TypedProtoDecoder into) {
         ProtoField f = field(fieldId);
         if (f.wireType() != ProtoWire.WIRE_TYPE_LENGTH_DELIMITED || !f.valid()) {
-            into.reset(MemorySegment.NULL, 0, 0);
+            // An empty range of this message's own bytes, not MemorySegment.NULL: a decoder
+            // then meets one segment class, and the JIT's code for heap-held requests is not
+            // thrown away the first time an absent field hands it a native one.
+            into.reset(data, 0, 0);
             return false;
         }
         into.reset(f);

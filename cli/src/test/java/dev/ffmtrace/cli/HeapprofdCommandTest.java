@@ -9,6 +9,7 @@ import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
 import dev.ffmtrace.heapprofd.service.HeapprofdService;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
 import dev.ffmtrace.memory.testing.OtherUser;
 import dev.ffmtrace.tracing.service.SessionConfig;
@@ -16,6 +17,7 @@ import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -270,11 +272,18 @@ class HeapprofdCommandTest {
      * The accepted end has the listener's name in /proc/net/unix; state 03 is connected.
      */
     private static void awaitConnectionsEnded(String name) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (Files.readAllLines(Path.of("/proc/net/unix")).stream().map(line -> line.trim().split("\\s+"))
-                .anyMatch(fields -> fields.length == 8 && fields[5].equals("03") && fields[7].equals("@" + name))) {
-            assertTrue(System.nanoTime() < deadline, "heapprofd's connection to the client did not end");
-            Thread.sleep(10);
+        Await.until("heapprofd's connection to the client ended", () -> connectedAt(name) == 0,
+                () -> connectedAt(name) + " connections open");
+    }
+
+    /** Connected sockets named {@code @name} in /proc/net/unix. */
+    private static long connectedAt(String name) {
+        try {
+            return Files.readAllLines(Path.of("/proc/net/unix")).stream().map(line -> line.trim().split("\\s+"))
+                    .filter(fields -> fields.length == 8 && fields[5].equals("03") && fields[7].equals("@" + name))
+                    .count();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 

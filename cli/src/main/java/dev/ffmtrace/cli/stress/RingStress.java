@@ -28,6 +28,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * The SharedRingBuffer part of {@code ffmtrace stress}: writer processes
@@ -236,7 +237,10 @@ public final class RingStress {
                     Writer replacement = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
                     running.add(replacement);
                     all.add(replacement);
-                    awaitReadAfterKill(reader, reads, kills, verifier);
+                    if (!awaitReader(reader::records, reads, reader, READ_AFTER_KILL_SECONDS)) {
+                        verifier.problem("the reader read nothing in " + READ_AFTER_KILL_SECONDS + " s after kill "
+                                + kills);
+                    }
                 }
                 running.forEach(Writer::stop);
                 for (Writer w : running) {
@@ -327,19 +331,20 @@ public final class RingStress {
     }
 
     /**
-     * Waits until the reader has read past {@code reads}, what it had read at kill number
-     * {@code kill}, before the next kill or the phase's end; a reader that does not within
-     * {@value #READ_AFTER_KILL_SECONDS} s stalled, which is a problem.
+     * Waits until a count the reader thread keeps passes {@code past}, or the reader fails:
+     * after a kill, that it reads on; in the hostile phase, that it meets the certain
+     * corruption. The reader tells no one, so the count is looked at every 0.1 ms. False if
+     * {@code seconds} pass first: the reader stalled.
      */
-    private static void awaitReadAfterKill(Reader reader, long reads, long kill, Verifier verifier) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(READ_AFTER_KILL_SECONDS);
-        while (reader.records() <= reads && reader.failure == null) {
+    private static boolean awaitReader(LongSupplier count, long past, Reader reader, long seconds) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (count.getAsLong() <= past && reader.failure == null) {
             if (System.nanoTime() > deadline) {
-                verifier.problem("the reader read nothing in " + READ_AFTER_KILL_SECONDS + " s after kill " + kill);
-                return;
+                return false;
             }
             LockSupport.parkNanos(100_000);
         }
+        return true;
     }
 
     private Writer startWriter(SharedRingBuffer ring, int id, long seed, long untilNanos, Verifier verifier)
@@ -645,18 +650,13 @@ public final class RingStress {
      * random rewrites after it may or may not be met, as their timing falls. Returns null, or
      * what went wrong: a reader that never noticed.
      */
-    private static String corruptUntilTheReaderSeesIt(MemorySegment meta, Reader reader) throws InterruptedException {
+    private static String corruptUntilTheReaderSeesIt(MemorySegment meta, Reader reader) {
         long writePos = getLongAcquire(meta, WRITE_POS) & ~7L;
         // Behind read_pos even if the reader has freed records it has not handed back yet,
         // and before it in unsigned order even at 0 (then it is over a ring's size ahead).
         putLongOpaque(meta, WRITE_POS, (getLongAcquire(meta, READ_POS) & ~7L) - 8);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(FIRST_CORRUPTION_SECONDS);
-        while (reader.corrupt == 0 && reader.failure == null && System.nanoTime() < deadline) {
-            LockSupport.parkNanos(100_000);
-        }
-        String missed = reader.corrupt == 0 && reader.failure == null
-                ? "the reader met no corrupt read in " + FIRST_CORRUPTION_SECONDS + " s with write_pos behind read_pos"
-                : null;
+        String missed = awaitReader(() -> reader.corrupt, 0, reader, FIRST_CORRUPTION_SECONDS) ? null
+                : "the reader met no corrupt read in " + FIRST_CORRUPTION_SECONDS + " s with write_pos behind read_pos";
         putLongOpaque(meta, READ_POS, writePos);
         putLongOpaque(meta, WRITE_POS, writePos);
         return missed;

@@ -5,11 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.ffmtrace.memory.testing.Await;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,21 +24,23 @@ class TrackIndexesTest {
 
     /**
      * A new named track that takes {@code index}, once the track that had it is collected:
-     * collections are asked for until it is, for at most a minute. Tracks made meanwhile
-     * that got other indexes are kept, so they cannot take it.
+     * collections are asked for until it is (the Cleaner that gives the index back tells no
+     * one, so {@link Await} looks). Tracks made meanwhile that got other indexes are kept,
+     * so they cannot take it.
      */
     private static Track trackAt(int index, List<Track> keep) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
-        while (System.nanoTime() < deadline) {
+        Track[] reused = new Track[1];
+        Await.until("index " + index + " reused", () -> {
             Track track = Track.named(PROCESS, "reused");
             if (track.index == index) {
-                return track;
+                reused[0] = track;
+                return true;
             }
             keep.add(track);
             System.gc();
-            Thread.sleep(5);
-        }
-        throw new AssertionError("index " + index + " was not reused within a minute");
+            return false;
+        }, () -> keep.size() + " tracks made with other indexes");
+        return reused[0];
     }
 
     private static int indexOfADroppedTrack(TrackEventWriter writer) {

@@ -4,7 +4,7 @@
 //   ffmtrace-stress-producer --producer-id N --data-source NAME [--threads T]
 //       [--packets-per-writer K] [--rate R] [--sizes small:70,medium:25,large:5]
 //       [--seed S] [--policy drop|stall] [--ledger PATH] [--smb-size BYTES]
-//       [--page-size BYTES] [--hold-commits N] SOCKET
+//       [--page-size BYTES] [--hold-commits N] [--die-at-chunk-commit N] SOCKET
 //
 // It connects as c_producer.c does (SMB scraping enabled) and registers data source
 // NAME. StartDataSource starts T writer threads, writer ids 1..T registered for the
@@ -38,6 +38,10 @@
 // once the chunks it can take are full, whatever the timing: with drop, a writer whose N
 // packets need more chunks than the SMB has certainly drops, and its next packet after
 // the release is certainly written and announces the loss.
+//
+// --die-at-chunk-commit N: the process kills itself (SIGKILL) at its Nth commit that moves a
+// chunk, before sending it: it dies with that chunk marked complete and never committed,
+// the moment a random kill -9 rarely meets. With one writer the moment is the same every run.
 //
 // --ledger names a file of T 8-byte slots: after each packet, writer i stores (release)
 // its packets attempted in slot i, little-endian, for whoever outlives a kill -9.
@@ -123,6 +127,7 @@ struct options {
   const char* ledger;
   uint32_t smb_size, page_size;
   uint64_t hold_commits;
+  uint64_t die_at_chunk_commit;
   const char* socket_name;
 };
 
@@ -177,6 +182,7 @@ struct stress {
   int finished;
   atomic_int stop, cancel;
   atomic_ullong flush_asked;
+  atomic_ullong chunk_commits;  // for --die-at-chunk-commit
 };
 
 static long long clock_ns(clockid_t clock) {
@@ -228,8 +234,18 @@ static void send_request(struct stress* s, const char* method, const struct pb* 
   }
 }
 
+// Whether a commit moves a chunk: c_trace_writer puts chunks_to_move (field 1, length-
+// delimited) first when it has one.
+static int moves_chunk(const struct pb* request) {
+  return pb_size(request) > 0 && request->start[0] == (1 << 3 | 2);
+}
+
 static void send_commit(void* context, const struct pb* request, int flush) {
   struct writer* wr = context;
+  uint64_t die_at = wr->s->o.die_at_chunk_commit;
+  if (die_at > 0 && moves_chunk(request) && atomic_fetch_add(&wr->s->chunk_commits, 1) + 1 == die_at) {
+    raise(SIGKILL);
+  }
   if (wr->holding && !request->failed) {
     size_t size = pb_size(request);
     if (wr->held_size + size > wr->held_capacity) {
@@ -646,6 +662,8 @@ static int parse_options(int argc, char** argv, struct options* o) {
       if (pc_parse_size(v, &o->page_size) != 0) return -1;
     } else if (strcmp(flag, "--hold-commits") == 0) {
       if (parse_u64(v, &o->hold_commits) != 0) return -1;
+    } else if (strcmp(flag, "--die-at-chunk-commit") == 0) {
+      if (parse_u64(v, &o->die_at_chunk_commit) != 0) return -1;
     } else {
       return -1;
     }
@@ -685,7 +703,7 @@ int main(int argc, char** argv) {
             "usage: ffmtrace-stress-producer --producer-id N --data-source NAME [--threads T]\n"
             "    [--packets-per-writer K] [--rate R] [--sizes small:70,medium:25,large:5] [--seed S]\n"
             "    [--policy drop|stall] [--ledger PATH] [--smb-size BYTES] [--page-size BYTES]\n"
-            "    [--hold-commits N] SOCKET\n");
+            "    [--hold-commits N] [--die-at-chunk-commit N] SOCKET\n");
     return 2;
   }
   if (s->o.ledger != NULL && (s->ledger = map_ledger(s->o.ledger, s->o.threads)) == NULL) {

@@ -37,7 +37,10 @@ public final class StressVerifier {
     /**
      * The most packets a SIGKILL may take from a writer's tail: the one it was writing, and
      * the one before if it died between finishing it and sending the patches of its nested
-     * sizes (the service's last scrape after the death takes every complete chunk).
+     * sizes, or if that one's last fragment shares a chunk with the unfinished packet's
+     * unpatched sizes (a buffer reassembles no packet through a chunk waiting for patches,
+     * as Perfetto's TraceBufferV2 does not). The service takes every complete chunk of a
+     * producer that is gone, committed or not, and scrapes its chunks being written.
      */
     static final int MAX_LOST_AT_KILL = 2;
 

@@ -54,9 +54,11 @@ import java.util.function.IntPredicate;
  * that arrive afterwards are dropped (their chunks freed), and the SMB stays mapped, for
  * writers still open, until the service closes. Closing twice does nothing more.
  *
- * <p>A producer in another process that dies (killed mid-write) leaves chunks being
- * written that will never complete. Its owner closes the producer when the connection
- * ends: the closing flush takes what those chunks show, and counts each as discarded in
+ * <p>A producer in another process that dies (killed mid-write) may leave chunks it
+ * marked complete but never committed, and chunks being written that will never complete.
+ * Its owner closes the producer when the connection ends: closing moves the former, as
+ * their commits would have (Perfetto's scrape copies them too), and takes what the latter
+ * show, counting each of those as discarded in
  * its session's {@code trace_stats} ({@code chunks_discarded}), since its last packet,
  * perhaps cut short, is lost.
  *
@@ -92,6 +94,7 @@ public final class Producer implements AutoCloseable {
     /** Writer ids of remote writers, whose complete chunks are found by scanning; guarded by the reader lock. */
     private final boolean[] remoteWriters = new boolean[MAX_WRITER_ID + 1];
     private final IntPredicate isRemoteWriter = writerId -> remoteWriters[writerId];
+    private final IntPredicate isCommittingWriter = writerId -> !remoteWriters[writerId];
     /** Guarded by the reader lock. */
     private boolean hasRemoteWriters;
     private final ChunkPatches patches = new ChunkPatches();
@@ -375,11 +378,11 @@ public final class Producer implements AutoCloseable {
      * a flush can take without the writers' threads.
      */
     void flush() {
-        flush(writerSink);
+        flush(false);
     }
 
-    /** {@link #flush()}, with chunks still being written going to {@code scrapeSink}. */
-    private void flush(BufferSink scrapeSink) {
+    /** {@link #flush()}, as the last one at close if {@code last}. */
+    private void flush(boolean last) {
         if (arbiter != null) {
             arbiter.reclaimIdleChunks();
         }
@@ -394,8 +397,19 @@ public final class Producer implements AutoCloseable {
                 reader.moveCompleteChunks(writerSink, isRemoteWriter);
                 reader.moveCompleteChunks(writerSink, isRemoteWriter);
             }
+            if (last && commands != null) {
+                // The producer's process sends no more commits, so the chunks it completed and
+                // did not commit would stay in the SMB for good. (In-process writers' complete
+                // chunks are in the middle of a commit, which moves them itself.)
+                reader.moveUncommittedChunks(writerSink, isCommittingWriter);
+            }
             if (scraping) {
-                reader.scrapeChunksBeingWritten(scrapeSink);
+                reader.scrapeChunksBeingWritten(last ? lastScrapeSink : writerSink);
+            }
+            // Set in the same hold of the lock as the last take: no commit slips in between
+            // to name a chunk the take has already freed.
+            if (last) {
+                closed = true;
             }
         } finally {
             readerLock.unlock();
@@ -546,8 +560,9 @@ public final class Producer implements AutoCloseable {
 
     /**
      * Disconnects the producer: takes what its writers have written into the sessions'
-     * buffers (as a flush does, counting each chunk still being written as discarded),
-     * stops its data sources, and leaves the sessions running.
+     * buffers (as a flush does, counting each chunk still being written as discarded, and,
+     * for a producer in another process, moving the chunks it completed but never
+     * committed), stops its data sources, and leaves the sessions running.
      * Writers still open keep writing into the SMB, which stays mapped until the service
      * closes, but what they commit is dropped. Closing twice does nothing more.
      */
@@ -557,13 +572,7 @@ public final class Producer implements AutoCloseable {
             if (closed) {
                 return;
             }
-            flush(lastScrapeSink);
-            readerLock.lock();
-            try {
-                closed = true;
-            } finally {
-                readerLock.unlock();
-            }
+            flush(true);
             for (DataSource dataSource : dataSourceArray) {
                 dataSource.stopAll();
             }

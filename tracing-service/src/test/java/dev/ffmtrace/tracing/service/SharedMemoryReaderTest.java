@@ -155,4 +155,36 @@ class SharedMemoryReaderTest {
             assertEquals(0, abi.chunkId(older), "36 was freed");
         }
     }
+
+    @Test
+    void aGoneProducersUncommittedChunksMoveInOrderBeforeTheScrape() {
+        try (Arena arena = Arena.ofConfined()) {
+            SharedMemoryAbi abi = new SharedMemoryAbi(arena.allocate(6 * 4096, 4096), 4096);
+            SharedMemoryReader reader = new SharedMemoryReader(abi);
+            List<String> taken = new ArrayList<>();
+            SharedMemoryReader.ChunkSink sink = (writer, chunkId, packets, complete, smb, offset, size) ->
+                    taken.add(writer + ":" + chunkId + (complete ? "" : " incomplete"));
+            for (int page = 0; page < 6; page++) {
+                abi.tryPartitionPage(page, LAYOUT_DIV1);
+            }
+            // Writer 3 died with chunk 36 complete and its commit unsent, 37 being written;
+            // its pages run backwards, so 37 is met before 36. Writer 4 completed 9 and 11
+            // (10 was committed), is scanned for instead (2 is adopted), and writer 2's
+            // complete chunk is left alone.
+            abi.tryAcquireChunkForWriting(1, 0, 36, 3, packets(5, 0));
+            abi.releaseChunkAsComplete(1, 0);
+            abi.tryAcquireChunkForWriting(0, 0, 37, 3, packets(1, FLAG_FIRST_PACKET_CONTINUES_FROM_PREV_CHUNK));
+            for (int[] chunk : new int[][] {{2, 9, 4}, {3, 11, 4}, {4, 1, 2}}) {
+                abi.tryAcquireChunkForWriting(chunk[0], 0, chunk[1], chunk[2], packets(2, 0));
+                abi.releaseChunkAsComplete(chunk[0], 0);
+            }
+
+            assertEquals(3, reader.moveUncommittedChunks(sink, writer -> writer != 2));
+            assertEquals(1, reader.scrapeChunksBeingWritten(sink));
+            assertEquals(List.of("3:36", "4:9", "4:11", "3:37 incomplete"), taken);
+            assertEquals(0, reader.abiViolations());
+            assertEquals(true, reader.moveChunk(4, 0, (writer, chunkId, packets, complete, smb, offset, size) -> { }),
+                    "writer 2's chunk is still there");
+        }
+    }
 }

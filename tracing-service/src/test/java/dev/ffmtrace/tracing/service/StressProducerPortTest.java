@@ -51,6 +51,7 @@ class StressProducerPortTest {
     private static final long WRITER_ABORT = 128;
     private static final Pattern REPORT_LINE = Pattern.compile("W (\\d+) (\\d+) (\\d+)");
     private static final int ACK_TIMEOUT_MS = 60_000;
+    private static final int KILLED_BY_SIGKILL = 128 + 9;
 
     /** One writer's packet, as decoded from the trace. */
     record Event(int writer, long counter, boolean checksumRight, boolean last, long previousDropped,
@@ -390,6 +391,42 @@ class StressProducerPortTest {
             assertTrue(report[0][1] > 0, "the writer dropped while it held its commits");
             assertTrue(abandoned > 0, "a packet abandoned mid-way is announced as the writer's abort");
             assertNoViolations(session, port);
+            session.close();
+        } finally {
+            if (peer != null) {
+                peer.process().destroyForcibly();
+            }
+        }
+    }
+
+    @Test
+    void aProducerKilledBetweenCompletingAChunkAndCommittingItLosesNoFinishedPacket(@TempDir Path dir)
+            throws Exception {
+        Path ledger = ledger(dir, 1);
+        Peers.Peer peer = null;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            TracingSession session = service.startSession(config());
+            // One writer of small packets kills itself at its 40th commit of a chunk, before
+            // sending it: that chunk, 17 whole packets and the head of one spanning into the
+            // next, stays complete in the SMB, never committed. The service takes it when the
+            // connection ends (16 packets were lost without), and the scrape the next chunk.
+            peer = startProducer(port, ledger, 1, "--policy", "stall", "--sizes", "small:1",
+                    "--die-at-chunk-commit", "40");
+            assertEquals(KILLED_BY_SIGKILL, peer.process().waitFor());
+            await(() -> port.producerCount() == 0, "the dead producer is closed");
+            session.stop();
+            long attempted = readLedger(ledger)[0];
+            List<Event> written = events(session).getOrDefault(0, List.of());
+            assertTrue(attempted > 0, "the writer finished packets before it died");
+            assertEquals(attempted, written.size(), "every packet the writer finished is in the trace");
+            for (int i = 0; i < written.size(); i++) {
+                assertEquals(i, written.get(i).counter(), "the packets in order");
+                assertTrue(written.get(i).checksumRight(), "checksum of " + written.get(i));
+                assertEquals(0, written.get(i).previousDropped(), "no loss announced");
+            }
+            assertEquals(0, port.violations());
+            assertEquals(0, port.abiViolations());
             session.close();
         } finally {
             if (peer != null) {

@@ -236,6 +236,36 @@ public final class SharedMemoryReader {
     }
 
     /**
+     * Moves the Complete chunks of the writers {@code committing} accepts that no commit
+     * will ever name, for a producer that is gone: one killed after it marked a chunk
+     * complete and before its commit was sent. Each writer's go in chunk-id order from its
+     * oldest chunk still in the SMB, up to one still being written, which is then the
+     * oldest for {@link #scrapeChunksBeingWritten}. A gap (a chunk not in the SMB) is
+     * accepted. Returns how many moved: no more than the SMB has chunks, so a producer
+     * still completing chunks while it is taken from cannot keep the caller here.
+     */
+    public int moveUncommittedChunks(ChunkSink sink, IntPredicate committing) {
+        int limit = abi.numPages() * MAX_CHUNKS_PER_PAGE;
+        int moved = 0;
+        int round;
+        do {
+            findLowestChunkIds((1 << CHUNK_BEING_WRITTEN) | (1 << CHUNK_COMPLETE));
+            round = forEachChunk(1 << CHUNK_COMPLETE, (page, chunk, offset) -> {
+                int writer = abi.writerId(offset);
+                if (!validWriter(writer) || !committing.test(writer) || !hasLowest[writer]
+                        || abi.chunkId(offset) != lowestChunkId[writer] || !moveChunk(page, chunk, sink)) {
+                    return false;
+                }
+                // Its successor, usually on a later page, may move in this same pass.
+                lowestChunkId[writer]++;
+                return true;
+            });
+            moved += round;
+        } while (round > 0 && moved < limit);
+        return moved;
+    }
+
+    /**
      * Finds where new writers start. A writer seen with a complete chunk for the first
      * time only becomes pending: within one scan its earlier chunk may have been free
      * when its page was looked at and acquired just after. On the next scan every

@@ -36,11 +36,11 @@ public final class StressVerifier {
     private static final int EXAMPLES = 5;
     /**
      * The most packets a SIGKILL may take from a writer's tail: the one it was writing, and
-     * the one before if it died between finishing it and sending the patches of its nested
-     * sizes, or if that one's last fragment shares a chunk with the unfinished packet's
-     * unpatched sizes (a buffer reassembles no packet through a chunk waiting for patches,
-     * as Perfetto's TraceBufferV2 does not). The service takes every complete chunk of a
-     * producer that is gone, committed or not, and scrapes its chunks being written.
+     * the one before, if it died between finishing it and sending the patches of its nested
+     * sizes, or if that packet's last fragment is the last of the chunk being written (a
+     * scrape keeps back a chunk's last fragment, which may be unfinished). The service takes
+     * every complete chunk of a producer that is gone, committed or not, and gives up the
+     * patches it owes, so no other packet is held back.
      */
     static final int MAX_LOST_AT_KILL = 2;
 

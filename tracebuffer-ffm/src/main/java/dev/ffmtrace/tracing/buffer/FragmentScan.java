@@ -55,6 +55,28 @@ final class FragmentScan {
         return end;
     }
 
+    /**
+     * Where the last fragment of {@code bytes[0, size)} starts (0 for one fragment or
+     * none), or, if the fragments stop parsing before {@code size}, where they stop.
+     */
+    int lastFragmentStart(byte[] bytes, int size) {
+        int start = 0;
+        int end = 0;
+        while (end < size) {
+            int position = varInt.read(bytes, end, size);
+            if (position < 0) {
+                return end;
+            }
+            long value = varInt.value();
+            if (value == FragmentIterator.PACKET_SIZE_DROP_PACKET || Long.compareUnsigned(value, size - position) > 0) {
+                return end;
+            }
+            start = end;
+            end = position + (int) value;
+        }
+        return start;
+    }
+
     /** Why the last {@link #scan} stopped: {@link #ALL}, {@link #SHORT}, {@link #CORRUPTED} or {@link #WRITER_ABORT}. */
     int stop() {
         return stop;

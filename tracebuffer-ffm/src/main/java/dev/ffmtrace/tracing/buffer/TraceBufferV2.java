@@ -371,6 +371,57 @@ public final class TraceBufferV2 implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Gives up the patches producer {@code producerId} still owes, for a producer that is
+     * gone: each of its chunks still waiting for patches loses its last fragment, the one
+     * the patches were for (a writer leaves size fields to patch only in the packet it
+     * continues on a later chunk), marked as a packet its writer abandoned. The fragments
+     * before it, which the wait held back along with the rest of the sequence, can then
+     * be read: without this, a writer killed while a packet spanned chunks loses every
+     * packet since the first chunk of that one (Perfetto's buffer keeps them blocked).
+     * Returns how many chunks gave up a fragment.
+     *
+     * @throws IllegalStateException on a {@link #cloneReadOnly read-only clone}
+     */
+    public int abandonPendingPatches(int producerId) {
+        checkWritable();
+        endReadBatch();
+        int abandoned = 0;
+        for (int slot = 0; slot < sequences.capacity(); slot++) {
+            SequenceState sequence = sequences.valueAt(slot);
+            if (sequence == null || sequence.producerId != producerId) {
+                continue;
+            }
+            for (int i = 0; i < sequence.chunks.size(); i++) {
+                if (abandonLastFragment(sequence.chunks.offsetAt(i))) {
+                    abandoned++;
+                }
+            }
+        }
+        return abandoned;
+    }
+
+    /** {@link #abandonPendingPatches} for the chunk at {@code offset}; returns whether it waited for patches. */
+    private boolean abandonLastFragment(int offset) {
+        int flags = flags(buffer, offset);
+        if ((flags & FLAG_CHUNK_NEEDS_PATCHING) == 0) {
+            return false;
+        }
+        int payloadSize = payloadSize(buffer, offset);
+        int consumed = payloadSize - payloadAvail(buffer, offset);
+        MemorySegment.copy(buffer, offset + HEADER_SIZE, staging, 0, payloadSize);
+        // Nothing past the fragment waiting for its patches has been read: the wait blocked it.
+        int kept = Math.max(consumed, fragmentScan.lastFragmentStart(stagingBytes, payloadSize));
+        TBChunkDescriptor.setPayloadSize(buffer, offset, kept);
+        setPayloadAvail(buffer, offset, kept - consumed);
+        setFlags(buffer, offset, (flags | FLAG_WRITER_ABORT)
+                & ~(FLAG_CHUNK_NEEDS_PATCHING | FLAG_LAST_PACKET_CONTINUES_ON_NEXT_CHUNK));
+        if (kept == consumed) {
+            countRead(offset);
+        }
+        return true;
+    }
+
     private void recommit(SequenceState sequence, int index, int flags, boolean chunkComplete, int payloadSize) {
         int offset = sequence.chunks.offsetAt(index);
         int oldFlags = flags(buffer, offset);

@@ -27,6 +27,16 @@ class FragmentScanTest {
     }
 
     @Test
+    void theLastFragmentStartsAfterTheOthersOrWhereTheFragmentsStopParsing() {
+        byte[] three = {2, 'a', 'b', 0, 3, 'c', 'd', 'e'};
+        assertEquals(4, scan.lastFragmentStart(three, three.length));
+        assertEquals(0, scan.lastFragmentStart(three, 3), "one fragment");
+        assertEquals(0, scan.lastFragmentStart(three, 0), "none");
+        byte[] broken = {1, 'a', 1, 'b', 7, 'c'};
+        assertEquals(4, scan.lastFragmentStart(broken, broken.length), "the size running past the end");
+    }
+
+    @Test
     void aChunkThatEndsBeforeTheFragmentsAskedForIsShort() {
         byte[] chunk = {2, 'a', 'b'};
         assertEquals(3, scan.scan(chunk, chunk.length, 2));

@@ -107,6 +107,63 @@ class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
     }
 
     @Test
+    void aGoneProducersChunksGiveUpOnlyTheFragmentsTheirPatchesWereFor() {
+        reset(4096);
+        // Producer 1's writer died after finishing 'c' and before sending the patch it left
+        // in chunk 1: the wait holds back 'a', which ends there, and 'b', whole there.
+        chunk(1, 1, 0).addPacket(10, 'a', LAST).copyIntoTraceBuffer();
+        chunk(1, 1, 1).addPacket(20, 'a', FIRST).addPacket(30, 'b').addPacket(40, 'c', LAST | NEEDS_PATCHING)
+                .copyIntoTraceBuffer();
+        chunk(1, 1, 2).addPacket(50, 'c', FIRST).addPacket(60, 'd').copyIntoTraceBuffer();
+        chunk(2, 1, 0).addPacket(10, 'x', LAST | NEEDS_PATCHING).copyIntoTraceBuffer();
+        chunk(2, 1, 1).addPacket(20, 'x', FIRST).copyIntoTraceBuffer();
+        tb.beginRead();
+        assertReadNothing();
+
+        assertEquals(1, tb.abandonPendingPatches(1));
+        tb.beginRead();
+        assertRead(frag(10, 'a'), frag(20, 'a'));
+        assertRead(frag(30, 'b'));
+        Packet d = read();
+        assertEquals(frags(frag(60, 'd')), d.fragments());
+        assertEquals(DataLossReason.PRESENT | DataLossReason.WRITER_ABORT | DataLossReason.ORPHAN_CONTINUATION,
+                d.dropped(), "'c' is lost, and said to be");
+        assertReadNothing();
+        assertEquals(0, tb.stats().patchesFailed());
+
+        // Producer 2 is still there: its packet waits for its patch.
+        patch(2, 1, 0, false, 1, 'P', 'Q', 'R', 'S');
+        tb.beginRead();
+        byte[] x = FakeChunk.fragmentPayload(10, 'x');
+        System.arraycopy(new byte[] {'P', 'Q', 'R', 'S'}, 0, x, 0, 4);
+        assertRead(new Frag(x), frag(20, 'x'));
+        assertEquals(0, tb.abandonPendingPatches(1), "nothing waits any more");
+    }
+
+    @Test
+    void aChunkWhoseOnlyFragmentWaitedIsLeftEmptyAndTheSequenceReadsOn() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(10, 'a').addPacket(20, 'b', LAST | NEEDS_PATCHING).copyIntoTraceBuffer();
+        chunk(1, 1, 1).addPacket(30, 'b', FIRST | LAST | NEEDS_PATCHING).copyIntoTraceBuffer();
+        chunk(1, 1, 2).addPacket(40, 'b', FIRST).addPacket(50, 'e').copyIntoTraceBuffer();
+        tb.beginRead();
+        assertRead(frag(10, 'a'));
+        assertReadNothing();
+
+        // Killed after 'e', before the patches of 'b': both chunks of 'b' give it up.
+        assertEquals(2, tb.abandonPendingPatches(1));
+        tb.beginRead();
+        Packet e = read();
+        assertEquals(frags(frag(50, 'e')), e.fragments());
+        assertEquals(DataLossReason.PRESENT | DataLossReason.WRITER_ABORT | DataLossReason.ORPHAN_CONTINUATION,
+                e.dropped());
+        assertReadNothing();
+        TraceBufferStats stats = tb.stats();
+        assertEquals(3, stats.chunksRead(), "each chunk counted read once");
+        assertEquals(stats.bytesWritten(), stats.bytesRead());
+    }
+
+    @Test
     void overwrittenUnpatchedChunksFlagOnlyTheNextPacketAndCountAsOverwritten() {
         reset(4096);
         assertEquals(1024, chunk(1, 1, 0).addPacket(1024 - 16, 'a', LAST | NEEDS_PATCHING)

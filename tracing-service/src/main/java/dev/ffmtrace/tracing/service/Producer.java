@@ -60,7 +60,8 @@ import java.util.function.IntPredicate;
  * their commits would have (Perfetto's scrape copies them too), and takes what the latter
  * show, counting each of those as discarded in
  * its session's {@code trace_stats} ({@code chunks_discarded}), since its last packet,
- * perhaps cut short, is lost.
+ * perhaps cut short, is lost. The patches it will never send are given up, so that a
+ * packet it died in the middle of blocks none of those it finished.
  *
  * <p>Over 600 lines while it holds both the commit transport and the data sources'
  * registry; issue #31 splits the crowded service classes along the threading that issue
@@ -406,13 +407,38 @@ public final class Producer implements AutoCloseable {
             if (scraping) {
                 reader.scrapeChunksBeingWritten(last ? lastScrapeSink : writerSink);
             }
-            // Set in the same hold of the lock as the last take: no commit slips in between
-            // to name a chunk the take has already freed.
             if (last) {
+                abandonPendingPatches();
+                // Set in the same hold of the lock as the last take: no commit slips in between
+                // to name a chunk the take has already freed, nor a patch one just abandoned.
                 closed = true;
             }
         } finally {
             readerLock.unlock();
+        }
+    }
+
+    /**
+     * Closing, the producer sends no more patches: in every buffer it was granted, its
+     * chunks still waiting for some give up the fragment they were for, so the packets
+     * before it can be read
+     * ({@link dev.ffmtrace.tracing.buffer.TraceBufferV2#abandonPendingPatches}). The caller holds
+     * the reader lock.
+     */
+    private void abandonPendingPatches() {
+        for (int bufferId : everGranted) {
+            ServiceBuffer target = service.buffer(bufferId);
+            if (target == null) {
+                continue;
+            }
+            target.lock.lock();
+            try {
+                if (!target.memory.isClosed()) {
+                    target.buffer.abandonPendingPatches(id);
+                }
+            } finally {
+                target.lock.unlock();
+            }
         }
     }
 
@@ -562,7 +588,7 @@ public final class Producer implements AutoCloseable {
      * Disconnects the producer: takes what its writers have written into the sessions'
      * buffers (as a flush does, counting each chunk still being written as discarded, and,
      * for a producer in another process, moving the chunks it completed but never
-     * committed), stops its data sources, and leaves the sessions running.
+     * committed), gives up the patches it still owes, stops its data sources, and leaves the sessions running.
      * Writers still open keep writing into the SMB, which stays mapped until the service
      * closes, but what they commit is dropped. Closing twice does nothing more.
      */

@@ -402,17 +402,34 @@ class StressProducerPortTest {
     @Test
     void aProducerKilledBetweenCompletingAChunkAndCommittingItLosesNoFinishedPacket(@TempDir Path dir)
             throws Exception {
+        // One writer of small packets kills itself at its 40th commit of a chunk, before
+        // sending it: that chunk, 16 whole packets and the head of one spanning into the
+        // next, stays complete in the SMB, never committed. The service takes it when the
+        // connection ends (16 packets were lost without), and the scrape the next chunk.
+        assertAFinishedPacketLostNoneAfterDeath(dir, "small:1", 40);
+    }
+
+    @Test
+    void aProducerKilledInAPacketSpanningChunksLosesNoPacketBeforeIt(@TempDir Path dir) throws Exception {
+        // Packets of 100 B to 16 KiB; the writer dies at its 40th chunk commit, in the middle
+        // of packet 7, whose sizes wait for patches in the chunk where packet 6 ends. The
+        // buffer reassembles nothing through a chunk waiting for patches: packet 6 was lost
+        // until the service gave up the dead producer's patches.
+        assertAFinishedPacketLostNoneAfterDeath(dir, "medium:1,large:1", 40);
+    }
+
+    /**
+     * Runs one writer of {@code sizes} that kills itself at its {@code dieAt}-th commit of a
+     * chunk, before sending it, and checks that every packet it finished is in the trace.
+     */
+    private static void assertAFinishedPacketLostNoneAfterDeath(Path dir, String sizes, int dieAt) throws Exception {
         Path ledger = ledger(dir, 1);
         Peers.Peer peer = null;
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, address())) {
             TracingSession session = service.startSession(config());
-            // One writer of small packets kills itself at its 40th commit of a chunk, before
-            // sending it: that chunk, 17 whole packets and the head of one spanning into the
-            // next, stays complete in the SMB, never committed. The service takes it when the
-            // connection ends (16 packets were lost without), and the scrape the next chunk.
-            peer = startProducer(port, ledger, 1, "--policy", "stall", "--sizes", "small:1",
-                    "--die-at-chunk-commit", "40");
+            peer = startProducer(port, ledger, 1, "--policy", "stall", "--sizes", sizes,
+                    "--die-at-chunk-commit", Integer.toString(dieAt));
             assertEquals(KILLED_BY_SIGKILL, peer.process().waitFor());
             await(() -> port.producerCount() == 0, "the dead producer is closed");
             session.stop();

@@ -40,7 +40,9 @@ import java.util.stream.IntStream;
  * taken is compiled as a trap, and the first SDK commit to take it throws the method
  * back to the interpreter while the app writes at full rate (seen as JFR deoptimizations
  * of {@code Producer.applyPatches} and {@code TraceBufferV2.compareChunkIds} when its
- * commits carried no patches).
+ * commits carried no patches). So do the requests that start a session, whose decoders
+ * the commits share: the writers decode them among their commits
+ * ({@link ControlRequestShapes}).
  */
 public final class CommitPathWarmUp {
     /**
@@ -59,6 +61,12 @@ public final class CommitPathWarmUp {
     private static final int COMMIT_EVERY = 4;
     /** Iterations per writer. */
     private static final int WRITER_EVERY = 1_000;
+    /**
+     * Iterations per decoding of the control requests an SDK app and {@code perfetto} send
+     * ({@link ControlRequestShapes}): often enough that the JIT profiles their branches
+     * in the decoders before it compiles them for the commits.
+     */
+    private static final int CONTROL_EVERY = 16;
     private static final String DATA_SOURCE = "ffmtrace.warm-up";
     private static final Category CATEGORY = new Category("warm-up");
     private static final InternedName FRAME = InternedName.of("frame");
@@ -182,6 +190,9 @@ public final class CommitPathWarmUp {
                             events.instant(CATEGORY, thread, TICK);
                             events.endSlice(thread, step);
                             events.endSlice(thread, frame);
+                            if (i % CONTROL_EVERY == 0) {
+                                ControlRequestShapes.decodeEach();
+                            }
                             if (!wholeChunks && i % COMMIT_EVERY == COMMIT_EVERY - 1) {
                                 // A commit of a part-filled chunk: the JIT compiles a method fully
                                 // after thousands of calls, and the per-commit ones get one per commit.

@@ -85,7 +85,12 @@ final class RemoteProducer implements ProducerCommands {
     private final RepeatedFieldIterator inner = new RepeatedFieldIterator();
 
     /** What a producer said of a data source when it registered it. */
-    private record Descriptor(boolean notifiesOnStop, boolean clearsIncrementalState, boolean noFlush) {
+    record Descriptor(boolean notifiesOnStop, boolean clearsIncrementalState, boolean noFlush) {
+        /** What the service keeps of a registered data source's descriptor. */
+        static Descriptor of(DataSourceDescriptor.Decoder descriptor) {
+            return new Descriptor(descriptor.willNotifyOnStop(), descriptor.handlesIncrementalStateClear(),
+                    descriptor.noFlush());
+        }
     }
 
     /** One command, serialized, with the fd it carries (owned by the command until sent), or -1. */
@@ -274,8 +279,7 @@ final class RemoteProducer implements ProducerCommands {
     }
 
     private void describe(DataSourceDescriptor.Decoder descriptor) {
-        descriptors.put(descriptor.name(), new Descriptor(descriptor.willNotifyOnStop(),
-                descriptor.handlesIncrementalStateClear(), descriptor.noFlush()));
+        descriptors.put(descriptor.name(), Descriptor.of(descriptor));
     }
 
     void unregisterDataSource(Invocation invocation) {

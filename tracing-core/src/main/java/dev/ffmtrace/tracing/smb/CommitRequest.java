@@ -13,22 +13,47 @@ import java.util.Arrays;
  * Patches are stored flat; consecutive patches of one chunk form one ChunkToPatch.
  */
 public final class CommitRequest {
+    private static final int DEFAULT_CAPACITY = 8;
+
     private int moveCount;
-    private int[] movePage = new int[8];
-    private int[] moveChunk = new int[8];
-    private int[] moveTargetBuffer = new int[8];
+    private int[] movePage;
+    private int[] moveChunk;
+    private int[] moveTargetBuffer;
 
     private int patchCount;
-    private int[] patchTargetBuffer = new int[8];
-    private int[] patchWriterId = new int[8];
-    private int[] patchChunkId = new int[8];
-    private int[] patchOffset = new int[8];
-    private int[] patchData = new int[8];
-    private boolean[] patchHasMore = new boolean[8];
+    private int[] patchTargetBuffer;
+    private int[] patchWriterId;
+    private int[] patchChunkId;
+    private int[] patchOffset;
+    private int[] patchData;
+    private boolean[] patchHasMore;
     private final byte[] patchBytes = new byte[4];
 
     /** An empty request. */
     public CommitRequest() {
+        this(DEFAULT_CAPACITY);
+    }
+
+    /**
+     * An empty request with room for {@code capacity} chunks to move and as many patches
+     * before it grows: for one decoded from peers whose commits batch many chunks, so that
+     * it does not grow (a path the JIT may not have compiled) during a burst.
+     *
+     * @throws IllegalArgumentException if {@code capacity} is less than 1
+     */
+    public CommitRequest(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("capacity " + capacity + " < 1");
+        }
+        movePage = new int[capacity];
+        moveChunk = new int[capacity];
+        moveTargetBuffer = new int[capacity];
+        patchTargetBuffer = new int[capacity];
+        patchWriterId = new int[capacity];
+        patchChunkId = new int[capacity];
+        patchOffset = new int[capacity];
+        patchData = new int[capacity];
+        patchHasMore = new boolean[capacity];
     }
 
     /** Asks the service to move the complete chunk {@code chunk} of page {@code page} into buffer {@code targetBuffer}. */

@@ -30,6 +30,20 @@ class CommitRequestTest {
     }
 
     @Test
+    void aRequestSizedAheadHoldsThatManyAndGrowsPastThem() {
+        assertThrows(IllegalArgumentException.class, () -> new CommitRequest(0));
+        CommitRequest request = new CommitRequest(2);
+        for (int i = 0; i < 5; i++) {
+            request.addChunkToMove(i, 0, 1);
+            request.addPatch(1, 1, i, 4 * i, i, false);
+        }
+        assertEquals(5, request.chunksToMove());
+        assertEquals(4, request.movePage(4));
+        assertEquals(5, request.patches());
+        assertEquals(16, request.patchOffset(4));
+    }
+
+    @Test
     void entriesAreReusedAndBoundChecked() {
         CommitRequest request = new CommitRequest();
         for (int i = 0; i < 100; i++) {

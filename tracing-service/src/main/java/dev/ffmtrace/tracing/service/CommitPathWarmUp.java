@@ -45,12 +45,14 @@ import java.util.stream.IntStream;
  * ({@link ControlRequestShapes}).
  */
 public final class CommitPathWarmUp {
+    /** Rounds of the default warm-up: see {@link #run(int, int)}. */
+    public static final int DEFAULT_ROUNDS = 10;
     /**
-     * Iterations that leave the commit path compiled: about 7,500 commits of part-filled
-     * chunks and 2,800 of whole ones, and about 3,500 patches (more or fewer as the
-     * commits and the packets' ends fall).
+     * Iterations of a round of the default warm-up: about 3,400 commits, a third of them
+     * of part-filled chunks, and 1,300 to 1,500 patches (more or fewer as the commits and
+     * the packets' ends fall).
      */
-    public static final int DEFAULT_ITERATIONS = 60_000;
+    public static final int DEFAULT_ITERATIONS = 20_000;
     /** Writer threads, each writing its share of the iterations, at once as an SDK app's threads do. */
     private static final int THREADS = 2;
     /**
@@ -86,9 +88,36 @@ public final class CommitPathWarmUp {
      * works).
      */
     public record Result(long chunksMoved, long patchesApplied, long violations, long eventsDiscarded) {
+        /** The counts of both. */
+        public Result plus(Result other) {
+            return new Result(chunksMoved + other.chunksMoved, patchesApplied + other.patchesApplied,
+                    violations + other.violations, eventsDiscarded + other.eventsDiscarded);
+        }
     }
 
     private CommitPathWarmUp() {
+    }
+
+    /**
+     * {@code rounds} rounds of {@link #run(int)}, each on a service, producer port,
+     * producer and session of its own (so the paths that set those up run hot too), in
+     * all long enough that the JIT's second tier has compiled the commit path by the end:
+     * after one round of 60,000 iterations, JFR showed {@code RemoteProducer.commitData}
+     * and its callees still in C1 code, and C2 compiling them (15 to 80 ms) while an SDK
+     * app's first burst came in. Returns the rounds' counts summed.
+     *
+     * @throws IllegalArgumentException if {@code rounds} or {@code iterationsPerRound} is negative
+     * @throws InterruptedException if interrupted while a round is written
+     */
+    public static Result run(int rounds, int iterationsPerRound) throws InterruptedException {
+        if (rounds < 0) {
+            throw new IllegalArgumentException("rounds " + rounds + " < 0");
+        }
+        Result total = new Result(0, 0, 0, 0);
+        for (int round = 0; round < rounds; round++) {
+            total = total.plus(run(iterationsPerRound));
+        }
+        return total;
     }
 
     /**

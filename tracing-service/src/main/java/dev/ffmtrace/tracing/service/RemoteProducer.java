@@ -27,6 +27,7 @@ import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.protozero.TypedProtoDecoder;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
+import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
 import java.nio.charset.StandardCharsets;
@@ -74,8 +75,13 @@ final class RemoteProducer implements ProducerCommands {
     private final Map<Long, Runnable> pendingStops = new ConcurrentHashMap<>();
     private volatile boolean closed;
 
-    /** Decoding state, used on the I/O thread only. */
-    private final CommitRequest commit = new CommitRequest();
+    /**
+     * Decoding state, used on the I/O thread only. The request is reused for every
+     * CommitData. An SDK producer under load batches tens of chunks and patches into one;
+     * sized for a staging round of them, it does not grow (a branch the warm-up's one-chunk
+     * commits never take, so a trap in compiled code) in an app's burst.
+     */
+    private final CommitRequest commit = new CommitRequest(SharedMemoryReader.MAX_STAGED);
     private final CommitDataRequest.Decoder commitDecoder = new CommitDataRequest.Decoder();
     private final CommitDataRequest.ChunksToMove.Decoder moveDecoder = new CommitDataRequest.ChunksToMove.Decoder();
     private final CommitDataRequest.ChunkToPatch.Decoder patchDecoder = new CommitDataRequest.ChunkToPatch.Decoder();

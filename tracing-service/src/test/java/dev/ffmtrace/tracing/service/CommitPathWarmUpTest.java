@@ -34,5 +34,17 @@ class CommitPathWarmUpTest {
     @Test
     void refusesANegativeCount() {
         assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(-1));
+        assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(-1, 100));
+    }
+
+    @Test
+    void roundsEachCommitTheirTraceAndSumTheirCounts() throws Exception {
+        assertEquals(new CommitPathWarmUp.Result(0, 0, 0, 0), CommitPathWarmUp.run(0, 3_000));
+        CommitPathWarmUp.Result two = CommitPathWarmUp.run(2, 3_000);
+        // Each round commits tens of chunks of its own: two rounds, twice the floor of one.
+        assertTrue(two.chunksMoved() >= 40, two.toString());
+        assertEquals(0, two.violations(), two.toString());
+        assertEquals(new CommitPathWarmUp.Result(3, 5, 7, 9),
+                new CommitPathWarmUp.Result(1, 2, 3, 4).plus(new CommitPathWarmUp.Result(2, 3, 4, 5)));
     }
 }

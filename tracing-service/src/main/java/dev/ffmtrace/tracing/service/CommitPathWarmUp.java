@@ -110,8 +110,8 @@ public final class CommitPathWarmUp {
      * @throws InterruptedException if interrupted while a round is written
      */
     public static Result run(int rounds, int iterationsPerRound) throws InterruptedException {
-        if (rounds < 0) {
-            throw new IllegalArgumentException("rounds " + rounds + " < 0");
+        if (rounds < 0 || iterationsPerRound < 0) {
+            throw new IllegalArgumentException("rounds " + rounds + " or iterations " + iterationsPerRound + " < 0");
         }
         Result total = new Result(0, 0, 0, 0);
         for (int round = 0; round < rounds; round++) {

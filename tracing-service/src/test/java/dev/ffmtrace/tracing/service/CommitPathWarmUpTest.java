@@ -35,6 +35,7 @@ class CommitPathWarmUpTest {
     void refusesANegativeCount() {
         assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(-1));
         assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(-1, 100));
+        assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(0, -1));
     }
 
     @Test

@@ -213,6 +213,16 @@ public abstract class Message implements AutoCloseable {
         writer.writeBytes(value, 0, length);
     }
 
+    /**
+     * Appends {@code value} as it is: bytes that are already encoded fields of this message
+     * (Perfetto's {@code AppendRawProtoBytes}), e.g. a state kept serialised.
+     */
+    public final void appendRawProtoBytes(byte[] value, int offset, int length) {
+        Objects.checkFromIndexSize(offset, length, value.length);
+        beforeWrite();
+        writer.writeBytes(value, offset, length);
+    }
+
     /** A bytes field holding the remaining bytes of {@code value}; its position is not moved. */
     public final void appendBytes(int fieldId, ByteBuffer value) {
         beforeWrite();

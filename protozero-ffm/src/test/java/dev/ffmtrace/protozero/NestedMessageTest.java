@@ -36,6 +36,17 @@ class NestedMessageTest {
     }
 
     @Test
+    void rawProtoBytesAreFieldsOfTheMessageTheyAreAppendedTo() {
+        HeapBuffered<Packet> buffered = new HeapBuffered<>(Packet.FACTORY);
+        Event event = buffered.get().setTrackEvent();
+        event.setName("hi");
+        // A field the nested message does not write itself: the open nested message ends first.
+        buffered.get().appendRawProtoBytes(new byte[] {0x40, 0x07, 0x40, 0x08}, 2, 2);
+        assertTrue(event.isFinalized());
+        assertEquals(SHORT_THEN_TIMESTAMP.replace("4007", "4008"), hex(buffered.toByteArray()));
+    }
+
+    @Test
     void backFilledWhenParentWritesNextField() {
         HeapBuffered<Packet> buffered = new HeapBuffered<>(Packet.FACTORY);
         Event event = buffered.get().setTrackEvent();

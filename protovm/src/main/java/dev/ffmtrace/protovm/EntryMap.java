@@ -11,12 +11,7 @@ final class EntryMap {
     /** One map entry: Perfetto's {@code MapNode}, itself an allocation the VM's memory counts. */
     static final class Entry {
         long key;
-        final StateNode value;
-
-        Entry(long key, StateNode value) {
-            this.key = key;
-            this.value = value;
-        }
+        StateNode value;
     }
 
     private long[] keys = new long[4];
@@ -65,12 +60,24 @@ final class EntryMap {
         entries[--size] = null;
     }
 
-    /** Empties the map, returning its entries in key order. */
-    Entry[] drain() {
-        Entry[] drained = Arrays.copyOf(entries, size);
-        Arrays.fill(entries, 0, size, null);
-        size = 0;
-        return drained;
+    /** Removes and returns the entry with the greatest key, or null when empty. */
+    Entry removeLast() {
+        if (size == 0) {
+            return null;
+        }
+        Entry last = entries[--size];
+        entries[size] = null;
+        return last;
+    }
+
+    /** Removes and returns the entry with the least key, or null when empty. */
+    Entry removeFirst() {
+        if (size == 0) {
+            return null;
+        }
+        Entry first = entries[0];
+        remove(first);
+        return first;
     }
 
     private int indexOf(long key) {

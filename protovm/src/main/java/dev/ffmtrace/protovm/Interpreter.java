@@ -1,6 +1,7 @@
 package dev.ffmtrace.protovm;
 
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * Runs a program's instructions on one patch: Perfetto's {@code Parser} and {@code Executor}
@@ -27,8 +28,15 @@ final class Interpreter {
     private final boolean[] registerSet = new boolean[REGISTERS];
 
     /** The cursors of the running frame; a select saves and restores them. */
-    private PatchCursor src;
-    private StateCursor dst;
+    private final PatchCursor src = new PatchCursor();
+    private final StateCursor dst;
+    /** What each level of select nesting saved, reused patch after patch. */
+    private PatchCursor[] savedSrcs = new PatchCursor[8];
+    private StateCursor[] savedDsts = new StateCursor[8];
+    private int selectDepth;
+    /** The readers of the SRC foreach loops under way, one per level, reused. */
+    private WireReader[] foreachReaders = new WireReader[8];
+    private int foreachDepth;
     private int selected;
     private boolean createIfNotExist;
     /** The DST cursor the innermost enclosing select saved: del must not free it. */
@@ -40,17 +48,20 @@ final class Interpreter {
         this.program = program;
         this.machine = machine;
         this.trace = machine.trace();
+        this.dst = new StateCursor(machine);
     }
 
     int run(MemorySegment patch) {
         trace.clear();
-        src = new PatchCursor().setBytes(patch, 0, patch.byteSize());
-        dst = new StateCursor(machine).atRoot();
+        src.setBytes(patch, 0, patch.byteSize());
+        dst.atRoot();
         selected = Instruction.CURSOR_SRC;
         createIfNotExist = false;
         innermostSavedDst = null;
         steps = 0;
         nesting = 0;
+        selectDepth = 0;
+        foreachDepth = 0;
         return runList(program);
     }
 
@@ -63,7 +74,7 @@ final class Interpreter {
                 Instruction instruction = instructions[i];
                 int status = runOne(instruction);
                 if (status == Status.CODE_ABORT) {
-                    return trace.context(status, "instruction[" + i + "]");
+                    return trace.context(Status.CODE_ABORT, "instruction[" + i + "]");
                 }
                 if (status == Status.CODE_ERROR) {
                     if (instruction.abortLevel == Instruction.SKIP_CURRENT_INSTRUCTION_AND_BREAK_OUTER) {
@@ -101,9 +112,18 @@ final class Interpreter {
     }
 
     private int select(Instruction instruction) {
-        PatchCursor savedSrc = new PatchCursor();
+        int depth = selectDepth;
+        if (depth == savedSrcs.length) {
+            savedSrcs = Arrays.copyOf(savedSrcs, depth * 2);
+            savedDsts = Arrays.copyOf(savedDsts, depth * 2);
+        }
+        if (savedSrcs[depth] == null) {
+            savedSrcs[depth] = new PatchCursor();
+            savedDsts[depth] = new StateCursor(machine);
+        }
+        PatchCursor savedSrc = savedSrcs[depth];
+        StateCursor savedDst = savedDsts[depth];
         savedSrc.set(src);
-        StateCursor savedDst = new StateCursor(machine);
         savedDst.set(dst);
         int savedSelected = selected;
         boolean savedCreate = createIfNotExist;
@@ -115,7 +135,9 @@ final class Interpreter {
         if (selected == Instruction.CURSOR_SRC && createIfNotExist) {
             return trace.abort("incompatible params: src cursor (read only) + create_if_not_exist");
         }
+        selectDepth = depth + 1;
         int status = selectPath(instruction, 0);
+        selectDepth = depth;
         src.set(savedSrc);
         dst.set(savedDst);
         selected = savedSelected;
@@ -155,10 +177,10 @@ final class Interpreter {
             } else {
                 status = enterField(fieldId);
             }
-            if (status != Status.CODE_OK) {
+            if (status == Status.CODE_ABORT) {
                 return trace.context(status, "enter field (id = " + Integer.toUnsignedString(fieldId) + ")");
             }
-            return selectPath(instruction, index);
+            return status == Status.CODE_OK ? selectPath(instruction, index) : status;
         } finally {
             nesting--;
         }
@@ -166,24 +188,37 @@ final class Interpreter {
 
     private int forEach(Instruction instruction, int index, int fieldId) {
         if (selected == Instruction.CURSOR_SRC) {
-            WireReader elements = new WireReader();
+            int depth = foreachDepth;
+            if (depth == foreachReaders.length) {
+                foreachReaders = Arrays.copyOf(foreachReaders, depth * 2);
+            }
+            if (foreachReaders[depth] == null) {
+                foreachReaders[depth] = new WireReader();
+            }
+            WireReader elements = foreachReaders[depth];
             if (!src.lengthDelimitedData(elements, trace)) {
                 return trace.context(Status.CODE_ABORT, "iterate repeated field (id = " + fieldId + ")");
             }
-            while (elements.next()) {
-                if (elements.id() != fieldId) {
-                    continue;
+            foreachDepth = depth + 1;
+            try {
+                while (elements.next()) {
+                    if (elements.id() != fieldId) {
+                        continue;
+                    }
+                    if (++steps > MAX_STEPS) {
+                        return trace.abort("more than " + MAX_STEPS + " steps in one patch");
+                    }
+                    src.setField(elements);
+                    int status = selectPath(instruction, index);
+                    if (status != Status.CODE_OK) {
+                        return status == Status.CODE_ABORT
+                                ? trace.context(status, "repeated field (id = " + fieldId + ")") : status;
+                    }
                 }
-                if (++steps > MAX_STEPS) {
-                    return trace.abort("more than " + MAX_STEPS + " steps in one patch");
-                }
-                src.setField(elements);
-                int status = selectPath(instruction, index);
-                if (status != Status.CODE_OK) {
-                    return trace.context(status, "repeated field (id = " + fieldId + ")");
-                }
+                return Status.CODE_OK;
+            } finally {
+                foreachDepth = depth;
             }
-            return Status.CODE_OK;
         }
         if (selected != 2) {
             return trace.abort("Iteration over selected cursor (" + selected + ") is not supported. Should be "
@@ -205,7 +240,8 @@ final class Interpreter {
             dst.atElement(elements.at(i).value, elementDepth);
             int status = selectPath(instruction, index);
             if (status != Status.CODE_OK) {
-                return trace.context(status, "repeated field (id = " + fieldId + ", index = " + i + ")");
+                return status == Status.CODE_ABORT
+                        ? trace.context(status, "repeated field (id = " + fieldId + ", index = " + i + ")") : status;
             }
         }
         return Status.CODE_OK;

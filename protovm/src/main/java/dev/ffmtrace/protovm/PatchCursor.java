@@ -72,7 +72,11 @@ final class PatchCursor {
                 continue;
             }
             if (current == index) {
-                setBytes(reader.segment(), reader.payloadOffset(), reader.isLengthDelimited() ? reader.payloadLength() : 0);
+                if (reader.isLengthDelimited()) {
+                    setBytes(reader.segment(), reader.payloadOffset(), reader.payloadLength());
+                } else {
+                    setBytes(reader.segment(), 0, 0);
+                }
                 return Status.CODE_OK;
             }
             current++;

@@ -51,7 +51,7 @@ public final class ProtoVm {
         this.memoryLimitBytes = memoryLimitBytes;
         this.allocator = new StateAllocator(memoryLimitBytes, trace);
         this.root = new StateNode();
-        StateCursor.Machine machine = new StateCursor.Machine(allocator, trace, root, new WireReader());
+        StateCursor.Machine machine = new StateCursor.Machine(allocator, trace, root, new StateCursor.Readers());
         MemorySegment copy = MemorySegment.ofArray(this.program);
         this.interpreter = new Interpreter(
                 Instruction.decodeProgram(copy, 0, copy.byteSize(), MAX_PROGRAM_NESTING), machine);

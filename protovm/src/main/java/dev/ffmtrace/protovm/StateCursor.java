@@ -24,7 +24,14 @@ final class StateCursor {
     private int depth;
 
     /** The parts of a VM a cursor works with. */
-    record Machine(StateAllocator allocator, AbortTrace trace, StateNode root, WireReader decoder) {
+    record Machine(StateAllocator allocator, AbortTrace trace, StateNode root, Readers readers) {
+    }
+
+    /** One reader per decoding that can be under way at once, reused patch after patch. */
+    static final class Readers {
+        final WireReader key = new WireReader();
+        final WireReader message = new WireReader();
+        final WireReader merge = new WireReader();
     }
 
     StateCursor(Machine machine) {
@@ -185,13 +192,7 @@ final class StateCursor {
         if (node.kind != StateNode.EMPTY && node.kind != StateNode.BYTES && node.kind != StateNode.MESSAGE) {
             return machine.trace().abort("Attempted \"set bytes\" operation but node has type " + node.kindName());
         }
-        byte[] copy = machine.allocator().copyBytes(data, offset, length);
-        if (copy == null) {
-            return Status.CODE_ABORT;
-        }
-        machine.allocator().deleteReferencedData(node);
-        node.becomeBytes(copy);
-        return Status.CODE_OK;
+        return machine.allocator().setBytes(node, data, offset, length) ? Status.CODE_OK : Status.CODE_ABORT;
     }
 
     /**
@@ -228,8 +229,7 @@ final class StateCursor {
         }
         StateAllocator allocator = machine.allocator();
         EntryMap fields = node.entries;
-        // Its own reader: convertToIndexed below may decode with the machine's.
-        WireReader reader = new WireReader().reset(data, offset, length);
+        WireReader reader = machine.readers().merge.reset(data, offset, length);
         while (reader.next()) {
             EntryMap.Entry existing = fields.find(reader.id());
             if (existing != null && delIfSrcEmpty && reader.isLengthDelimited() && reader.payloadLength() == 0) {
@@ -273,9 +273,10 @@ final class StateCursor {
                 mapInsert(existing.value.entries, existing.value.entries.size(), value);
                 continue;
             }
-            allocator.delete(existing.value);
-            existing.value.takeValueOf(value);
-            existing.value.merged = true;
+            StateNode replaced = existing.value;
+            existing.value = value;
+            value.merged = true;
+            allocator.delete(replaced);
         }
         for (int i = 0; i < fields.size(); i++) {
             fields.at(i).value.merged = false;
@@ -332,55 +333,48 @@ final class StateCursor {
             return machine.trace().abort("Attempted conversion to message but node has type " + target.kindName());
         }
         StateAllocator allocator = machine.allocator();
-        EntryMap message = new EntryMap();
-        byte[] blob = target.bytes;
-        WireReader reader = new WireReader().reset(MemorySegment.ofArray(blob), 0, blob.length);
+        // The fields are built in a borrowed node's map, which replaces the blob once all are decoded.
+        StateNode decoded = allocator.borrow();
+        EntryMap message = decoded.entries;
+        WireReader reader = machine.readers().message.reset(target.blobSegment(), 0, target.blobLength);
         while (reader.next()) {
             StateNode value = createNodeFromField(reader);
             if (value == null) {
-                allocator.deleteEntries(message);
-                return Status.CODE_ABORT;
+                return dropDecoded(decoded);
             }
             EntryMap.Entry existing = message.find(reader.id());
             if (existing == null) {
                 if (mapInsert(message, reader.id(), value) == null) {
-                    allocator.deleteEntries(message);
-                    return Status.CODE_ABORT;
+                    return dropDecoded(decoded);
                 }
                 continue;
             }
             if (convertToIndexed(existing.value) != Status.CODE_OK) {
-                allocator.deleteEntries(message);
                 allocator.delete(value);
-                return Status.CODE_ABORT;
+                return dropDecoded(decoded);
             }
             if (mapInsert(existing.value.entries, existing.value.entries.size(), value) == null) {
-                allocator.deleteEntries(message);
-                return Status.CODE_ABORT;
+                return dropDecoded(decoded);
             }
         }
         allocator.deleteReferencedData(target);
-        target.kind = StateNode.MESSAGE;
-        target.bytes = null;
-        target.entries = message;
+        decoded.becomeMap(StateNode.MESSAGE);
+        target.takeValueOf(decoded);
+        allocator.recycle(decoded);
         return Status.CODE_OK;
+    }
+
+    private int dropDecoded(StateNode decoded) {
+        machine.allocator().deleteEntries(decoded.entries);
+        machine.allocator().recycle(decoded);
+        return Status.CODE_ABORT;
     }
 
     /** A node for the field {@code reader} is on: a copy of its bytes, or its scalar. Null: aborted. */
     private StateNode createNodeFromField(WireReader reader) {
         StateAllocator allocator = machine.allocator();
         if (reader.isLengthDelimited()) {
-            byte[] copy = allocator.copyBytes(reader.segment(), reader.payloadOffset(), reader.payloadLength());
-            if (copy == null) {
-                return null;
-            }
-            StateNode node = allocator.createNode();
-            if (node == null) {
-                allocator.freeBytes(copy);
-                return null;
-            }
-            node.becomeBytes(copy);
-            return node;
+            return allocator.createBytesNode(reader.segment(), reader.payloadOffset(), reader.payloadLength());
         }
         StateNode node = allocator.createNode();
         if (node != null) {
@@ -416,11 +410,10 @@ final class StateCursor {
                 // Each element is re-keyed by its key field. As in the C++, an element whose key
                 // cannot be read ends the conversion with it and the elements already moved
                 // lost (still counted), and one whose key is taken is dropped (still counted).
-                EntryMap mapped = new EntryMap();
+                StateNode rekeyed = machine.allocator().borrow();
+                EntryMap mapped = rekeyed.entries;
                 EntryMap indexed = target.entries;
-                while (indexed.size() > 0) {
-                    EntryMap.Entry element = indexed.at(0);
-                    indexed.remove(element);
+                for (EntryMap.Entry element; (element = indexed.removeFirst()) != null; ) {
                     long key = readScalarField(element.value, keyFieldId);
                     if (key == NO_KEY && keyFailed) {
                         return Status.CODE_ABORT;
@@ -428,8 +421,9 @@ final class StateCursor {
                     element.key = key & KEY_MASK;
                     mapped.insert(element);
                 }
-                target.kind = StateNode.MAPPED;
-                target.entries = mapped;
+                rekeyed.becomeMap(StateNode.MAPPED);
+                target.takeValueOf(rekeyed);
+                machine.allocator().recycle(rekeyed);
                 return Status.CODE_OK;
             }
             default -> {
@@ -503,8 +497,7 @@ final class StateCursor {
     private long readScalarField(StateNode target, int fieldId) {
         keyFailed = false;
         if (target.kind == StateNode.BYTES) {
-            byte[] blob = target.bytes;
-            WireReader reader = machine.decoder().reset(MemorySegment.ofArray(blob), 0, blob.length);
+            WireReader reader = machine.readers().key.reset(target.blobSegment(), 0, target.blobLength);
             while (reader.next()) {
                 if (reader.id() == fieldId) {
                     if (reader.isLengthDelimited()) {

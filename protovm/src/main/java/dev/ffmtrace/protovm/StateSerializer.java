@@ -23,7 +23,7 @@ final class StateSerializer {
     /** Writes the state under {@code root} as the fields of {@code target}. */
     static void write(StateNode root, Message target) {
         if (root.kind == StateNode.BYTES) {
-            target.appendRawProtoBytes(root.bytes, 0, root.bytesLength());
+            target.appendRawProtoBytes(root.blob(), 0, root.blobLength);
         } else if (root.kind == StateNode.MESSAGE) {
             writeFields(root.entries, target);
         }
@@ -38,7 +38,7 @@ final class StateSerializer {
 
     private static void writeField(int fieldId, StateNode node, Message target) {
         switch (node.kind) {
-            case StateNode.BYTES -> target.appendBytes(fieldId, node.bytes, 0, node.bytesLength());
+            case StateNode.BYTES -> target.appendBytes(fieldId, node.blob(), 0, node.blobLength);
             case StateNode.SCALAR -> {
                 if (node.wireType == WireReader.FIXED32) {
                     target.appendFixed32(fieldId, (int) node.scalar);

@@ -1,7 +1,7 @@
 package dev.ffmtrace.protovm;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -15,14 +15,18 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Random programs and patches run by ffmtrace and by Perfetto's own C++ VM (protovm_ref, from
  * scripts/build-protovm-ref) give the same status, memory and state after every patch. Runs
- * when -Dffmtrace.protovm.ref names the reference binary, and skips itself otherwise (CI
- * checks golden.txt instead); -Dffmtrace.protovm.cases sets how many (default 2,000).
+ * only when -Dffmtrace.protovm.ref names the reference binary (the module's
+ * protovm-reference profile; CI checks golden.txt instead):
+ * {@code ./mvnw -pl protovm -am test -Dtest=ReferenceDifferentialTest -Dsurefire.failIfNoSpecifiedTests=false
+ * -Dffmtrace.protovm.ref=/tmp/protovm-ref/protovm_ref}; -Dffmtrace.protovm.cases sets how
+ * many cases (default 2,000), -Dffmtrace.protovm.seed the seed.
  */
 class ReferenceDifferentialTest {
     @Test
     void randomProgramsMatchPerfettosVm(@TempDir Path dir) throws Exception {
         String ref = System.getProperty("ffmtrace.protovm.ref", "");
-        assumeTrue(!ref.isEmpty() && Files.isExecutable(Path.of(ref)), "no -Dffmtrace.protovm.ref binary");
+        assertTrue(!ref.isEmpty() && Files.isExecutable(Path.of(ref)), "-Dffmtrace.protovm.ref=" + ref
+                + " names no executable");
         int cases = Integer.getInteger("ffmtrace.protovm.cases", 2000);
         long seed = Long.getLong("ffmtrace.protovm.seed", 1);
         RandomPrograms random = new RandomPrograms(seed);

@@ -1,8 +1,9 @@
-/** The ffmtrace command line: record, serve, produce, heapprofd, convert, dump, demo and stress. */
+/** The ffmtrace command line: record, serve, produce, heapprofd, convert, dump, protovm, demo and stress. */
 @SuppressWarnings("requires-automatic")
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;
     requires dev.ffmtrace.tracing.service;
+    requires dev.ffmtrace.protovm;
     requires dev.ffmtrace.tracing.client;
     requires dev.ffmtrace.heapprofd.service;
     requires dev.ffmtrace.shmring;

@@ -2,6 +2,7 @@
 module dev.ffmtrace.tracing.buffer {
     requires transitive dev.ffmtrace.perfetto.protos;
     requires dev.ffmtrace.tracing.core;
+    requires transitive dev.ffmtrace.protovm;
 
     exports dev.ffmtrace.tracing.buffer;
 }

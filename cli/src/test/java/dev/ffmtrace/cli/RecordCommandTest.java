@@ -47,6 +47,7 @@ class RecordCommandTest {
         byte[] bytes = Files.readAllBytes(trace);
         Trace parsed = Trace.parseFrom(bytes);
         Map<Integer, Integer> packetsPerSequence = new HashMap<>();
+        Map<Integer, Integer> provenance = new HashMap<>();
         int statsPackets = 0;
         for (TracePacket packet : parsed.getPacketList()) {
             assertTrue(packet.hasTrustedUid() && packet.hasTrustedPacketSequenceId());
@@ -54,10 +55,14 @@ class RecordCommandTest {
                 if (packet.hasTraceStats()) {
                     statsPackets++;
                     assertEquals(2, packet.getTraceStats().getBufferStatsCount());
+                } else if (packet.hasTraceProvenance()) {
+                    packet.getTraceProvenance().getBuffersList().forEach(buffer -> buffer.getSequencesList()
+                            .forEach(sequence -> provenance.put(sequence.getId(), sequence.getProducerId())));
                 } else {
                     assertTrue(packet.hasClockSnapshot() || packet.hasTraceConfig() || packet.hasTraceUuid()
                             || packet.hasSystemInfo() || packet.hasServiceEvent(),
-                            "the service writes clock snapshots, the config, the uuid, the system, its events and stats");
+                            "the service writes clock snapshots, the config, the uuid, the provenance, the system, "
+                                    + "its events and stats");
                 }
                 continue;
             }
@@ -66,6 +71,8 @@ class RecordCommandTest {
         }
         assertEquals(1, statsPackets);
         assertEquals(6, packetsPerSequence.size(), "an events and a counters sequence per thread");
+        assertEquals(packetsPerSequence.keySet(), provenance.keySet(), "trace_provenance names every sequence");
+        assertEquals(1, Set.copyOf(provenance.values()).size(), "all of them the demo producer's");
 
         TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(bytes));
         assertEquals(0, decoded.lossMarkers(), "nothing lost in a short recording");

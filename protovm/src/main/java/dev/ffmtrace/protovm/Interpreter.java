@@ -51,9 +51,9 @@ final class Interpreter {
         this.dst = new StateCursor(machine);
     }
 
-    int run(MemorySegment patch) {
+    int run(MemorySegment patch, long offset, long length) {
         trace.clear();
-        src.setBytes(patch, 0, patch.byteSize());
+        src.setBytes(patch, offset, length);
         dst.atRoot();
         selected = Instruction.CURSOR_SRC;
         createIfNotExist = false;

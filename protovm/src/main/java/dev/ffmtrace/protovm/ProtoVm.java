@@ -77,11 +77,17 @@ public final class ProtoVm {
      * aborts every patch.
      */
     public Status applyPatch(MemorySegment patch) {
+        return applyPatch(patch, 0, patch.byteSize());
+    }
+
+    /** {@link #applyPatch(MemorySegment)} of the {@code length} bytes at {@code offset} of {@code data}. */
+    public Status applyPatch(MemorySegment data, long offset, long length) {
+        Objects.checkFromIndexSize(offset, length, data.byteSize());
         if (interpreter == null) {
             trace.abort("read-only clone");
             return Status.ABORT;
         }
-        return Status.of(interpreter.run(patch));
+        return Status.of(interpreter.run(data, offset, length));
     }
 
     /** Why the last patch aborted: the failure, then the context it passed through. Empty otherwise. */

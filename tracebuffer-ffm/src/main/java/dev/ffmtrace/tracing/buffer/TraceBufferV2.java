@@ -98,6 +98,7 @@ public final class TraceBufferV2 implements AutoCloseable {
     private final ChunkSequenceReader eraser;
     private final TracePacketView overwrittenPacket = new TracePacketView();
     private final SequenceMap sequences;
+    private final BufferProtoVms protoVms;
 
     private int writeOffset;
     /** High watermark of written bytes: chunks tile [0, usedSize), the reader wraps there. */
@@ -149,6 +150,7 @@ public final class TraceBufferV2 implements AutoCloseable {
         this.readOnly = false;
         this.ownedArena = ownedArena;
         this.sequences = new SequenceMap();
+        this.protoVms = new BufferProtoVms();
         this.counters = new TraceBufferCounters();
         this.reader = new ChunkSequenceReader(this, buffer, sequences, counters, false);
         this.eraser = new ChunkSequenceReader(this, buffer, sequences, counters, true);
@@ -162,6 +164,7 @@ public final class TraceBufferV2 implements AutoCloseable {
         this.readOnly = true;
         this.ownedArena = null;
         this.sequences = source.sequences.copy();
+        this.protoVms = source.protoVms.cloneReadOnly();
         MemorySegment.copy(source.buffer, 0, target, 0, source.usedSize);
         this.writeOffset = source.writeOffset;
         this.usedSize = source.usedSize;
@@ -575,11 +578,12 @@ public final class TraceBufferV2 implements AutoCloseable {
                 counters.paddingBytesCleared += outer;
                 continue;
             }
-            if (overwriteListener == null && eraseWholePacketsChunk(offset)) {
+            boolean feedVms = !protoVms.isEmpty();
+            if (overwriteListener == null && !feedVms && eraseWholePacketsChunk(offset)) {
                 continue;
             }
             eraser.reset(offset);
-            TracePacketView packet = overwriteListener == null ? null : overwrittenPacket;
+            TracePacketView packet = overwriteListener == null && !feedVms ? null : overwrittenPacket;
             boolean clearedPackets = false;
             if (packet != null) {
                 packet.reset(buffer);
@@ -588,7 +592,12 @@ public final class TraceBufferV2 implements AutoCloseable {
                 clearedPackets = true;
                 if (packet != null) {
                     packet.setSequence(eraser.sequence, reportedReasons(eraser.sequence.dataLossReasons));
-                    overwriteListener.onPacketOverwritten(packet);
+                    if (feedVms) {
+                        protoVms.apply(packet);
+                    }
+                    if (overwriteListener != null) {
+                        overwriteListener.onPacketOverwritten(packet);
+                    }
                     packet.reset(buffer);
                 }
             }
@@ -822,6 +831,35 @@ public final class TraceBufferV2 implements AutoCloseable {
     /** {@link #cloneReadOnly(MemorySegment)} into memory allocated from {@code arena}. */
     public TraceBufferV2 cloneReadOnly(Arena arena) {
         return cloneReadOnly(arena.allocate(size, ALIGNMENT));
+    }
+
+    /**
+     * The buffer's ProtoVMs: set one up for a data source's producer and its overwritten
+     * packets go to it before they are lost (ring buffers only: a discarding buffer never
+     * overwrites). A clone's are read-only snapshots. The caller serializes them with the
+     * buffer.
+     */
+    public BufferProtoVms protoVms() {
+        return protoVms;
+    }
+
+    /**
+     * The sequences the buffer keeps state for, ascending, each as
+     * {@code (long) producerId << 32 | writerId}: who wrote what it holds, for the
+     * service's {@code trace_provenance}.
+     */
+    public long[] sequences() {
+        long[] keys = new long[sequences.size()];
+        int count = 0;
+        for (int slot = 0; slot < sequences.capacity(); slot++) {
+            SequenceState sequence = sequences.valueAt(slot);
+            if (sequence != null) {
+                keys[count++] = (long) sequence.producerId << 32 | Integer.toUnsignedLong(sequence.writerId);
+            }
+        }
+        long[] result = Arrays.copyOf(keys, count);
+        Arrays.sort(result);
+        return result;
     }
 
     /** The counters so far, as a fresh snapshot. */

@@ -80,6 +80,8 @@ public final class DataSource {
     private volatile StopHandler stopHandler;
     private volatile StartHandler startHandler;
     private volatile FlushHandler flushHandler;
+    /** The VmProgram its producer registered with it, or null; replaced whole. */
+    private volatile byte[] protoVmProgram;
 
     DataSource(Producer producer, String name) {
         this.producer = producer;
@@ -89,6 +91,21 @@ public final class DataSource {
     /** The name sessions use for it ({@code DataSourceConfig.name}). */
     public String name() {
         return name;
+    }
+
+    /**
+     * Gives the data source a ProtoVM program (a serialised {@code VmProgram}, Perfetto's
+     * {@code DataSourceDescriptor.protovm_program}), or takes it away with null: a session
+     * whose config gives the data source a {@code protovm_config} runs it on the packets
+     * its ring buffer overwrites. Sessions started from now on use it.
+     */
+    public void protoVmProgram(byte[] program) {
+        protoVmProgram = program == null ? null : program.clone();
+    }
+
+    /** Its ProtoVM program, or null. */
+    byte[] protoVmProgram() {
+        return protoVmProgram;
     }
 
     /** Whether a session has started this data source. */

@@ -240,6 +240,7 @@ public final class Producer implements AutoCloseable {
      */
     void startDataSource(DataSource dataSource, TracingSession session, int configIndex, int bufferId) {
         bufferGranted(bufferId);
+        setUpProtoVm(dataSource, session.config().dataSources().get(configIndex), bufferId);
         long instanceId = service.nextDataSourceInstanceId();
         dataSource.start(new DataSource.Instance(dataSource, instanceId, bufferId, session, configIndex));
         if (commands != null) {
@@ -247,6 +248,25 @@ public final class Producer implements AutoCloseable {
                     DataSourceConfigs.forProducer(session, configIndex, bufferId));
         } else if (dataSource.startHandler() != null) {
             dataSource.startHandler().onStart(DataSourceConfigs.forProducer(session, configIndex, bufferId));
+        }
+    }
+
+    /**
+     * Sends this producer's overwritten packets of {@code dataSource} to a ProtoVM of the
+     * buffer when both the session's config and the data source ask for one, as Perfetto's
+     * service does (a config without a program, or a program without a config, sets up none).
+     */
+    private void setUpProtoVm(DataSource dataSource, SessionConfig.DataSource config, int bufferId) {
+        byte[] program = dataSource.protoVmProgram();
+        if (program == null || !config.hasProtoVm()) {
+            return;
+        }
+        ServiceBuffer target = service.buffer(bufferId);
+        target.lock.lock();
+        try {
+            target.buffer.protoVms().setUp(config.name(), program, (int) config.protoVmMemoryLimitKb(), id);
+        } finally {
+            target.lock.unlock();
         }
     }
 

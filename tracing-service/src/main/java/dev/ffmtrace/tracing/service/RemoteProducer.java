@@ -240,7 +240,7 @@ final class RemoteProducer implements ProducerCommands {
                 return;
             }
             describe(descriptor);
-            producer.registerDataSource(descriptor.name());
+            producer.registerDataSource(descriptor.name()).protoVmProgram(protoVmProgramOf(descriptor));
         }
         invocation.reply(NO_BYTES);
     }
@@ -266,6 +266,10 @@ final class RemoteProducer implements ProducerCommands {
         }
         if (descriptor.hasName() && descriptors.containsKey(descriptor.name())) {
             describe(descriptor);
+            DataSource dataSource = producer.dataSource(descriptor.name());
+            if (dataSource != null) {
+                dataSource.protoVmProgram(protoVmProgramOf(descriptor));
+            }
         }
         invocation.reply(NO_BYTES);
     }
@@ -286,6 +290,11 @@ final class RemoteProducer implements ProducerCommands {
             return null;
         }
         return descriptor;
+    }
+
+    /** The descriptor's ProtoVM program (copied out of the request), or null. */
+    private static byte[] protoVmProgramOf(DataSourceDescriptor.Decoder descriptor) {
+        return descriptor.hasProtovmProgram() ? descriptor.protovmProgram() : null;
     }
 
     private void describe(DataSourceDescriptor.Decoder descriptor) {

@@ -3,15 +3,19 @@ package dev.ffmtrace.tracing.service;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
+import dev.ffmtrace.perfetto.protos.ProtoVms;
 import dev.ffmtrace.perfetto.protos.SystemInfo;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TraceProvenance;
 import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.perfetto.protos.TraceUuid;
 import dev.ffmtrace.perfetto.protos.Trigger;
 import dev.ffmtrace.perfetto.protos.Utsname;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.BufferProtoVms;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -117,6 +121,56 @@ final class ServicePackets {
         stats.setChunksDiscarded(chunksDiscarded);
         stats.setInvalidPackets(invalidPackets);
         return trace.toByteArray();
+    }
+
+    /**
+     * {@code trace_provenance}: for each of the session's buffers, in config order, the
+     * sequences it holds and their producers (each a {@link TraceBufferV2#sequences()} key),
+     * so a reader can tell whose packets a sequence carries.
+     */
+    static byte[] traceProvenance(List<long[]> sequencesPerBuffer) {
+        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        TraceProvenance provenance = service(trace, Os.clockNanos(Os.CLOCK_BOOTTIME)).setTraceProvenance();
+        for (long[] sequences : sequencesPerBuffer) {
+            TraceProvenance.Buffer buffer = provenance.addBuffers();
+            for (long key : sequences) {
+                int producerId = (int) (key >>> 32);
+                TraceProvenance.Sequence sequence = buffer.addSequences();
+                sequence.setId(TracingSession.sequenceId(producerId, (int) key));
+                sequence.setProducerId(producerId);
+            }
+        }
+        return trace.toByteArray();
+    }
+
+    /**
+     * Builds the {@code protovms} packet: each ProtoVM of the session's buffers, with the
+     * state it holds when added. No VM, no packet.
+     */
+    static final class ProtoVmsPacket {
+        private final HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+        private ProtoVms protoVms;
+
+        /** Adds {@code vms}' instances; the caller keeps their buffer from changing meanwhile. */
+        void add(BufferProtoVms vms) {
+            for (BufferProtoVms.Instance vm : vms.instances()) {
+                if (protoVms == null) {
+                    protoVms = service(trace, -1).setProtovms();
+                }
+                ProtoVms.Instance instance = protoVms.addInstance();
+                instance.setProgram(vm.vm().program());
+                vm.vm().writeState(instance.setState());
+                instance.setMemoryLimitKb(vm.memoryLimitKb());
+                for (int producerId : vm.producerIds()) {
+                    instance.addProducerId(producerId);
+                }
+            }
+        }
+
+        /** The packet, or null if no buffer had a VM. */
+        byte[] toByteArray() {
+            return protoVms == null ? null : trace.toByteArray();
+        }
     }
 
     /** A new packet of {@code trace} with the service's trusted fields, and {@code timestamp} unless negative. */

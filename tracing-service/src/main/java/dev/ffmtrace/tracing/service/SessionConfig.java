@@ -1,6 +1,7 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
+import dev.ffmtrace.perfetto.protos.ProtoVmConfig;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
@@ -82,8 +83,22 @@ public final class SessionConfig {
      *
      * @param name the data source's name, which producers register
      * @param targetBuffer the index of the buffer it writes to, resolved from its name or index
+     * @param protoVmMemoryLimitKb its {@code protovm_config.memory_limit_kb}, or
+     *                             {@link #NO_PROTOVM} when the config names no ProtoVM limit
      */
-    public record DataSource(String name, int targetBuffer) {
+    public record DataSource(String name, int targetBuffer, long protoVmMemoryLimitKb) {
+        /** A data source whose overwritten packets go to no ProtoVM. */
+        public static final long NO_PROTOVM = -1;
+
+        /** A data source with no ProtoVM. */
+        public DataSource(String name, int targetBuffer) {
+            this(name, targetBuffer, NO_PROTOVM);
+        }
+
+        /** Whether its producers' ProtoVM programs run on its overwritten packets. */
+        public boolean hasProtoVm() {
+            return protoVmMemoryLimitKb != NO_PROTOVM;
+        }
     }
 
     private SessionConfig(List<Buffer> buffers, List<DataSource> dataSources, TraceConfig.Decoder config,
@@ -257,7 +272,8 @@ public final class SessionConfig {
             if (!source.hasName() || source.name().isEmpty()) {
                 throw new InvalidConfigException("data source #" + i + " has no name");
             }
-            dataSources.add(new DataSource(source.name(), resolveTargetBuffer(source, i, buffers, bufferByName)));
+            dataSources.add(new DataSource(source.name(), resolveTargetBuffer(source, i, buffers, bufferByName),
+                    protoVmMemoryLimitKb(source, i)));
         }
         long clearPeriodMs = 0;
         TraceConfig.IncrementalStateConfig.Decoder incrementalState = new TraceConfig.IncrementalStateConfig.Decoder();
@@ -275,6 +291,22 @@ public final class SessionConfig {
         }
         return new SessionConfig(buffers, dataSources, config, clearPeriodMs, triggers,
                 traceConfig.toArray(ValueLayout.JAVA_BYTE));
+    }
+
+    /**
+     * A data source's {@code protovm_config.memory_limit_kb}; {@link DataSource#NO_PROTOVM}
+     * without one, as Perfetto sets up no ProtoVM for a config without a limit.
+     */
+    private static long protoVmMemoryLimitKb(DataSourceConfig.Decoder source, int index) throws InvalidConfigException {
+        ProtoVmConfig.Decoder protoVm = new ProtoVmConfig.Decoder();
+        if (!source.protovmConfig(protoVm)) {
+            return DataSource.NO_PROTOVM;
+        }
+        if (protoVm.hasError()) {
+            throw new InvalidConfigException("data source #" + index + ": protovm_config is not valid: "
+                    + protoVm.status());
+        }
+        return protoVm.hasMemoryLimitKb() ? Integer.toUnsignedLong(protoVm.memoryLimitKb()) : DataSource.NO_PROTOVM;
     }
 
     /** Perfetto's longest trace, and trigger wait: 7 days, or 24 hours with {@code enable_extra_guardrails}. */
@@ -408,7 +440,10 @@ public final class SessionConfig {
         private record BufferEntry(String name, long sizeKb, OverwritePolicy policy) {
         }
 
-        private record SourceEntry(String name, Long targetBuffer, String targetBufferName) {
+        private record SourceEntry(String name, Long targetBuffer, String targetBufferName, Long protoVmMemoryLimitKb) {
+            SourceEntry(String name, Long targetBuffer, String targetBufferName) {
+                this(name, targetBuffer, targetBufferName, null);
+            }
         }
 
         private final List<BufferEntry> buffers = new ArrayList<>();
@@ -503,6 +538,16 @@ public final class SessionConfig {
             return this;
         }
 
+        /**
+         * Adds a data source writing to buffer {@code targetBuffer}, by index, whose
+         * producers' ProtoVM programs run on its overwritten packets within
+         * {@code memoryLimitKb} KiB ({@code protovm_config}).
+         */
+        public Builder dataSourceWithProtoVm(String name, long targetBuffer, long memoryLimitKb) {
+            dataSources.add(new SourceEntry(name, targetBuffer, null, memoryLimitKb));
+            return this;
+        }
+
         /** Checks and makes the config. */
         public SessionConfig build() throws InvalidConfigException {
             HeapBuffered<TraceConfig> heap = new HeapBuffered<>(TraceConfig.FACTORY);
@@ -525,6 +570,10 @@ public final class SessionConfig {
                 }
                 if (entry.targetBuffer() != null) {
                     source.setTargetBuffer(uint32("data_sources[" + i + "].config.target_buffer", entry.targetBuffer()));
+                }
+                if (entry.protoVmMemoryLimitKb() != null) {
+                    source.setProtovmConfig().setMemoryLimitKb(uint32(
+                            "data_sources[" + i + "].config.protovm_config.memory_limit_kb", entry.protoVmMemoryLimitKb()));
                 }
                 if (entry.targetBufferName() != null) {
                     source.setTargetBufferName(entry.targetBufferName());

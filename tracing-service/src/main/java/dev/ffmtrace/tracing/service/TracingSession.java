@@ -611,7 +611,13 @@ public final class TracingSession implements AutoCloseable {
             }
             sink.write(ServicePackets.clockSnapshot());
             UUID uuid = UUID.randomUUID();
-            writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+            List<long[]> sequences = new ArrayList<>();
+            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
+            for (TraceBufferV2 clone : clones) {
+                sequences.add(clone.sequences());
+                protoVms.add(clone.protoVms());
+            }
+            writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), sequences);
             if (cloneTrigger != null) {
                 sink.write(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
             }
@@ -625,6 +631,7 @@ public final class TracingSession implements AutoCloseable {
             for (LifecycleEvent event : events) {
                 sink.write(event.packet());
             }
+            writeIfAny(sink, protoVms.toByteArray());
             // The clones' packets are read again by consuming reads: the snapshot counts on a copy.
             Readback snapshot = consumed.copy();
             long packets = 0;
@@ -653,14 +660,37 @@ public final class TracingSession implements AutoCloseable {
             initialClockSnapshot = null;
         }
         sink.write(ServicePackets.clockSnapshot());
-        if (!initialPacketsWritten) {
-            writeInitialPackets(sink, uuidMsb, uuidLsb);
+        boolean first = !initialPacketsWritten;
+        if (first) {
+            List<long[]> sequences = new ArrayList<>();
+            for (ServiceBuffer buffer : buffers) {
+                buffer.lock.lock();
+                try {
+                    sequences.add(buffer.buffer.sequences());
+                } finally {
+                    buffer.lock.unlock();
+                }
+            }
+            writeInitialPackets(sink, uuidMsb, uuidLsb, sequences);
             initialPacketsWritten = true;
         }
         for (byte[] packet : triggers.takeUnwrittenPackets()) {
             sink.write(packet);
         }
         writeNewLifecycleEvents(sink);
+        if (first) {
+            // The VMs' states at the first readback, once per session, as Perfetto writes them.
+            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
+            for (ServiceBuffer buffer : buffers) {
+                buffer.lock.lock();
+                try {
+                    protoVms.add(buffer.buffer.protoVms());
+                } finally {
+                    buffer.lock.unlock();
+                }
+            }
+            writeIfAny(sink, protoVms.toByteArray());
+        }
         long packets = 0;
         for (ServiceBuffer buffer : buffers) {
             boolean more = true;
@@ -681,10 +711,17 @@ public final class TracingSession implements AutoCloseable {
         return packets;
     }
 
-    private void writeInitialPackets(TraceSink sink, long msb, long lsb) throws IOException {
+    private void writeInitialPackets(TraceSink sink, long msb, long lsb, List<long[]> sequences) throws IOException {
         sink.write(ServicePackets.traceConfig(config));
         sink.write(ServicePackets.traceUuid(msb, lsb));
+        sink.write(ServicePackets.traceProvenance(sequences));
         sink.write(ServicePackets.systemInfo());
+    }
+
+    private static void writeIfAny(TraceSink sink, byte[] packet) throws IOException {
+        if (packet != null) {
+            sink.write(packet);
+        }
     }
 
     /** Writes the lifecycle events not written yet, in the order they happened. */

@@ -659,6 +659,10 @@ public final class ProducerConnection implements AutoCloseable {
         if (descriptor.noFlush()) {
             message.setNoFlush(true);
         }
+        byte[] program = descriptor.protoVmProgram();
+        if (program != null) {
+            message.setProtovmProgram(program);
+        }
         // Perfetto's producer asks for a reply it only logs: the service's verdict changes nothing here.
         CompletableFuture<Reply> reply = new CompletableFuture<>();
         enqueue(new Outgoing(target, "RegisterDataSource", request.toByteArray(), false, reply));

@@ -12,14 +12,21 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.protozero.RepeatedScalarIterator;
+import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -30,15 +37,15 @@ import org.junit.jupiter.api.Test;
  */
 class SessionProtoVmTest {
     /** A VmProgram of one instruction: merge the whole packet into the state's root. */
-    private static final byte[] MERGE_ALL = HexFormat.of().parseHex("0801" + "1202" + "1a00");
+    static final byte[] MERGE_ALL = HexFormat.of().parseHex("0801" + "1202" + "1a00");
     private static final int PACKETS = 2000;
 
     /** What a trace says: the protovms instances, the provenance, and the first timestamp left per sequence. */
-    private record Decoded(List<byte[]> programs, List<String> states, List<Integer> limits, List<int[]> producers,
+    record Decoded(List<byte[]> programs, List<String> states, List<Integer> limits, List<int[]> producers,
                            List<long[]> provenance, long firstTimestamp, int sequenceId) {
     }
 
-    private static Decoded decode(byte[] trace) {
+    static Decoded decode(byte[] trace) {
         Trace.Decoder decoder = new Trace.Decoder();
         decoder.reset(MemorySegment.ofArray(trace));
         RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
@@ -125,6 +132,51 @@ class SessionProtoVmTest {
             assertTrue(trace.provenance().stream().anyMatch(
                     s -> s[0] == Integer.toUnsignedLong(trace.sequenceId()) && s[1] == producer.id()),
                     "trace_provenance names the writer's sequence and its producer");
+            session.close();
+        }
+    }
+
+    /**
+     * The same through Perfetto's IPC: ffmtrace's ProducerConnection registers the program
+     * in its DataSourceDescriptor and writes through its own SMB.
+     */
+    @Test
+    void aRemoteProducersProgramRunsOnItsOverwrittenPackets() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-protovm-" + System.nanoTime());
+        CountDownLatch written = new CountDownLatch(1);
+        DataSourceHandler writer = instance -> Thread.ofPlatform().start(() -> {
+            try (TraceWriter<TracePacket> out = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                for (int i = 0; i < PACKETS; i++) {
+                    TracePacket packet = out.newTracePacket();
+                    packet.setTimestamp(i);
+                    packet.setTrackEvent().setName("event " + i);
+                    out.finishTracePacket();
+                }
+                out.flush();
+            } finally {
+                written.countDown();
+            }
+        });
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("deltas-app").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named("deltas").withProtoVmProgram(MERGE_ALL), writer);
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS), "the registration reached the service");
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(16, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm("deltas", 0, 64).build());
+            assertTrue(written.await(30, TimeUnit.SECONDS), "the producer wrote its packets");
+            session.flush();
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            session.writeTrace(file);
+            Decoded trace = decode(file.toByteArray());
+            assertTrue(trace.firstTimestamp() > 0, "the ring overwrote the first packets");
+            assertArrayEquals(MERGE_ALL, trace.programs().getFirst());
+            long last = trace.firstTimestamp() - 1;
+            assertEquals(last + " event " + last, trace.states().getFirst());
+            assertEquals(1, trace.producers().getFirst().length);
+            assertEquals(0, port.violations());
             session.close();
         }
     }

@@ -1,0 +1,92 @@
+package dev.ffmtrace.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.perfetto.protos.ProtoVms;
+import dev.ffmtrace.perfetto.protos.TestEvent;
+import dev.ffmtrace.perfetto.protos.Trace;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protozero.RepeatedFieldIterator;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.service.ProducerPort;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link ProtoVmDeltas}' program and deltas through a ring buffer too small for them: the
+ * trace's {@code protovms} state holds the latest value of each field among the deltas the
+ * ring overwrote.
+ */
+class ProtoVmDeltasTest {
+    private static final int DELTAS = 3000;
+
+    @Test
+    void theStateKeepsTheLatestOverwrittenValueOfEachField() throws Exception {
+        UnixAddress address = UnixAddress.abstractName("ffmtrace-deltas-" + System.nanoTime());
+        CountDownLatch written = new CountDownLatch(1);
+        DataSourceHandler handler = instance -> Thread.ofPlatform().start(() -> {
+            ProtoVmDeltas.write(instance, DELTAS);
+            written.countDown();
+        });
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address);
+             ProducerConnection connection = ProducerConnection.connect(
+                     ProducerConnection.Options.named("deltas").withSocket(address))) {
+            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            connection.registerDataSource(DataSourceDescriptor.named(ProtoVmDeltas.DATA_SOURCE)
+                    .withProtoVmProgram(ProtoVmDeltas.PROGRAM), handler);
+            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(16, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm(ProtoVmDeltas.DATA_SOURCE, 0, 64)
+                    .build());
+            assertTrue(written.await(30, TimeUnit.SECONDS));
+            session.flush();
+            ByteArrayOutputStream trace = new ByteArrayOutputStream();
+            session.writeTrace(trace);
+            session.close();
+
+            Trace.Decoder decoder = new Trace.Decoder();
+            decoder.reset(MemorySegment.ofArray(trace.toByteArray()));
+            RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+            TracePacket.Decoder packet = new TracePacket.Decoder();
+            TestEvent.Decoder delta = new TestEvent.Decoder();
+            String state = null;
+            int first = -1;
+            while (packets.next()) {
+                packet.reset(packets.field());
+                ProtoVms.Decoder vms = new ProtoVms.Decoder();
+                if (packet.protovms(vms)) {
+                    ProtoVms.Instance.Decoder instance = new ProtoVms.Instance.Decoder();
+                    RepeatedFieldIterator instances = vms.instance(new RepeatedFieldIterator());
+                    assertTrue(instances.next());
+                    instance.reset(instances.field());
+                    TracePacket.Decoder statePacket = new TracePacket.Decoder();
+                    assertTrue(instance.state(statePacket) && statePacket.forTesting(delta));
+                    state = delta.str() + " " + delta.seqValue() + " " + delta.counter();
+                } else if (first < 0 && packet.forTesting(delta)) {
+                    first = delta.hasStr() ? Integer.parseInt(delta.str().substring(1))
+                            : delta.hasSeqValue() ? delta.seqValue() : (int) (delta.counter() / 2);
+                }
+            }
+            assertTrue(first > 3, "the ring overwrote deltas");
+            int last = first - 1;
+            int str = last - Math.floorMod(last, 3);
+            int seq = last - Math.floorMod(last - 1, 3);
+            int counter = last - Math.floorMod(last - 2, 3);
+            assertEquals("s" + str + " " + seq + " " + 2L * counter, state);
+            assertEquals(0, port.violations());
+        }
+    }
+}

@@ -1,10 +1,18 @@
 package dev.ffmtrace.bench;
 
+import dev.ffmtrace.perfetto.protos.VmCursorEnum;
+import dev.ffmtrace.perfetto.protos.VmInstruction;
+import dev.ffmtrace.perfetto.protos.VmOpSelect;
+import dev.ffmtrace.perfetto.protos.VmProgram;
 import dev.ffmtrace.protovm.ProtoVm;
+import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.Message;
+import dev.ffmtrace.protozero.MessageFactory;
 import dev.ffmtrace.protovm.Status;
-import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -40,24 +48,26 @@ public class ProtoVmBenchmark {
 
     @Setup
     public void setUp() {
-        ByteArrayOutputStream state = new ByteArrayOutputStream();
+        HeapBuffered<Fields> state = new HeapBuffered<>(FIELDS);
         sets = new MemorySegment[ELEMENTS];
         merges = new MemorySegment[ELEMENTS];
         deleteThenSets = new MemorySegment[ELEMENTS];
         for (int id = 0; id < ELEMENTS; id++) {
-            state.writeBytes(bytesField(1, element(id, id)));
-            sets[id] = MemorySegment.ofArray(bytesField(3, element(id, id + 1)));
-            merges[id] = MemorySegment.ofArray(bytesField(2, element(id, id + 2)));
-            ByteArrayOutputStream patch = new ByteArrayOutputStream();
-            patch.writeBytes(varintField(1, id));
-            patch.writeBytes(bytesField(3, element(id, id + 3)));
-            deleteThenSets[id] = MemorySegment.ofArray(patch.toByteArray());
+            state.get().appendBytes(1, element(id, id));
+            sets[id] = patch(null, 3, element(id, id + 1));
+            merges[id] = patch(null, 2, element(id, id + 2));
+            deleteThenSets[id] = patch(id, 3, element(id, id + 3));
         }
         vm = new ProtoVm(MemorySegment.ofArray(incrementalTraceProgram()), 64 << 20,
                 MemorySegment.ofArray(state.toByteArray()));
-        // Decode the state once, as a running VM has.
-        for (MemorySegment set : sets) {
-            vm.applyPatch(set);
+        // Decode the state once, as a running VM has; a program that does not take the
+        // patches would measure nothing.
+        for (MemorySegment[] patches : List.of(sets, merges, deleteThenSets)) {
+            for (MemorySegment patch : patches) {
+                if (vm.applyPatch(patch) != Status.OK) {
+                    throw new IllegalStateException("the program refused a patch: " + vm.abortReason());
+                }
+            }
         }
     }
 
@@ -82,54 +92,59 @@ public class ProtoVmBenchmark {
         return vm.applyPatch(nextOf(deleteThenSets));
     }
 
+    /** SamplePrograms::IncrementalTraceInstructions: for each patch element, by its id, del, merge or set. */
     static byte[] incrementalTraceProgram() {
-        ByteArrayOutputStream program = new ByteArrayOutputStream();
-        program.writeBytes(varintField(1, 1));
-        program.writeBytes(bytesField(2, keyed(1, 5, false)));
-        program.writeBytes(bytesField(2, keyed(2, 3, true)));
-        program.writeBytes(bytesField(2, keyed(3, 4, true)));
+        HeapBuffered<VmProgram> program = new HeapBuffered<>(VmProgram.FACTORY);
+        program.get().setVersion(1);
+        keyed(program.get().addInstructions(), 1, false, VmInstruction::setDel);
+        keyed(program.get().addInstructions(), 2, true, VmInstruction::setMerge);
+        keyed(program.get().addInstructions(), 3, true, VmInstruction::setSet);
         return program.toByteArray();
     }
 
     /** For each element of patch field {@code srcField}: load its id, select that element of the state, run {@code op}. */
-    private static byte[] keyed(int srcField, int op, boolean create) {
-        byte[] regLoad = bytesField(2, varintField(2, 0));
-        byte[] load = srcField == 1 ? regLoad
-                : concat(bytesField(1, bytesField(2, varintField(1, 1))), bytesField(7, regLoad));
-        byte[] dstSelect = concat(varintField(1, 2), bytesField(2, varintField(1, 1)),
-                bytesField(2, concat(varintField(3, 1), varintField(6, 0))), varintField(3, create ? 1 : 0));
-        byte[] dst = concat(bytesField(1, dstSelect), bytesField(7, bytesField(op, new byte[0])));
-        byte[] srcSelect = bytesField(2, concat(varintField(1, srcField), varintField(5, 1)));
-        return concat(bytesField(1, srcSelect), bytesField(7, load), bytesField(7, dst));
+    private static void keyed(VmInstruction instruction, int srcField, boolean create, Consumer<VmInstruction> op) {
+        VmOpSelect.PathComponent elements = instruction.setSelect().addRelativePath();
+        elements.setFieldId(srcField);
+        elements.setIsRepeated(true);
+        if (srcField == 1) {
+            instruction.addNestedInstructions().setRegLoad().setDstRegister(0);   // the element is the id
+        } else {
+            VmInstruction id = instruction.addNestedInstructions();
+            id.setSelect().addRelativePath().setFieldId(1);
+            id.addNestedInstructions().setRegLoad().setDstRegister(0);
+        }
+        VmInstruction dst = instruction.addNestedInstructions();
+        VmOpSelect select = dst.setSelect();
+        select.setCursor(VmCursorEnum.VM_CURSOR_DST);
+        select.addRelativePath().setFieldId(1);
+        VmOpSelect.PathComponent byId = select.addRelativePath();
+        byId.setMapKeyFieldId(1);
+        byId.setRegisterToMatch(0);
+        select.setCreateIfNotExist(create);
+        op.accept(dst.addNestedInstructions());
     }
+
+    /** The spec's test schema, written with protozero: it has no generated classes here. */
+    private static final class Fields extends Message {
+    }
+
+    private static final MessageFactory<Fields> FIELDS = MessageFactory.of(Fields::new);
 
     private static byte[] element(int id, int value) {
-        return concat(varintField(1, id), varintField(2, value));
+        HeapBuffered<Fields> element = new HeapBuffered<>(FIELDS);
+        element.get().appendVarInt(1, id);
+        element.get().appendVarInt(2, value);
+        return element.toByteArray();
     }
 
-    private static byte[] varintField(int fieldId, long value) {
-        return concat(varint((long) fieldId << 3), varint(value));
-    }
-
-    private static byte[] bytesField(int fieldId, byte[] value) {
-        return concat(varint((long) fieldId << 3 | 2), varint(value.length), value);
-    }
-
-    private static byte[] varint(long value) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        while ((value & ~0x7fL) != 0) {
-            out.write((int) (value & 0x7f) | 0x80);
-            value >>>= 7;
+    /** A patch: elements_to_delete {@code delete} (unless null), then {@code element} in field {@code field}. */
+    private static MemorySegment patch(Integer delete, int field, byte[] element) {
+        HeapBuffered<Fields> patch = new HeapBuffered<>(FIELDS);
+        if (delete != null) {
+            patch.get().appendVarInt(1, delete);
         }
-        out.write((int) value);
-        return out.toByteArray();
-    }
-
-    private static byte[] concat(byte[]... parts) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (byte[] part : parts) {
-            out.writeBytes(part);
-        }
-        return out.toByteArray();
+        patch.get().appendBytes(field, element);
+        return MemorySegment.ofArray(patch.toByteArray());
     }
 }

@@ -2,13 +2,17 @@ package dev.ffmtrace.examples;
 
 import dev.ffmtrace.perfetto.protos.TestEvent;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.VmCursorEnum;
+import dev.ffmtrace.perfetto.protos.VmInstruction;
+import dev.ffmtrace.perfetto.protos.VmOpSelect;
+import dev.ffmtrace.perfetto.protos.VmProgram;
+import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
 import dev.ffmtrace.tracing.producer.DataSourceHandler;
 import dev.ffmtrace.tracing.producer.DataSourceInstance;
 import dev.ffmtrace.tracing.producer.ProducerConnection;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
-import java.io.ByteArrayOutputStream;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -80,38 +84,16 @@ public final class ProtoVmDeltas {
     }
 
     private static byte[] program() {
-        byte[] path = bytesField(2, varintField(1, FOR_TESTING));                   // relative_path { field_id }
-        byte[] merge = bytesField(7, bytesField(3, new byte[0]));                  // nested: merge {}
-        byte[] dst = bytesField(7, bytesField(1, concat(varintField(1, 2), path,  // nested: select DST, create
-                varintField(3, 1))), merge);
-        byte[] src = concat(bytesField(1, path), dst);                              // select (SRC) { ... }
-        return concat(varintField(1, 1), bytesField(2, src));                       // VmProgram { version, instructions }
-    }
-
-    private static byte[] varintField(int id, long value) {
-        return concat(varint((long) id << 3), varint(value));
-    }
-
-    private static byte[] bytesField(int id, byte[]... parts) {
-        byte[] body = concat(parts);
-        return concat(varint((long) id << 3 | 2), varint(body.length), body);
-    }
-
-    private static byte[] varint(long value) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        while ((value & ~0x7fL) != 0) {
-            out.write((int) (value & 0x7f) | 0x80);
-            value >>>= 7;
-        }
-        out.write((int) value);
-        return out.toByteArray();
-    }
-
-    private static byte[] concat(byte[]... parts) {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        for (byte[] part : parts) {
-            out.writeBytes(part);
-        }
-        return out.toByteArray();
+        HeapBuffered<VmProgram> program = new HeapBuffered<>(VmProgram.FACTORY);
+        program.get().setVersion(1);
+        VmInstruction src = program.get().addInstructions();
+        src.setSelect().addRelativePath().setFieldId(FOR_TESTING);               // SRC: the packet's for_testing
+        VmInstruction dst = src.addNestedInstructions();
+        VmOpSelect state = dst.setSelect();
+        state.setCursor(VmCursorEnum.VM_CURSOR_DST);                              // the state's for_testing,
+        state.addRelativePath().setFieldId(FOR_TESTING);
+        state.setCreateIfNotExist(true);                                          // made if absent
+        dst.addNestedInstructions().setMerge();                                   // merge one into the other
+        return program.toByteArray();
     }
 }

@@ -59,7 +59,9 @@ import java.util.function.Consumer;
  * Perfetto: each readback starts with a {@code clock_snapshot} of BOOTTIME, MONOTONIC,
  * MONOTONIC_RAW and REALTIME read back to back (the first trace also has the one taken
  * when the session started), then, in the first readback, {@code trace_config},
- * {@code trace_uuid} and {@code system_info}; {@code service_event} packets mark tracing
+ * {@code trace_uuid}, {@code trace_provenance} (each buffer's sequences and their
+ * producers) and {@code system_info}, and, after the lifecycle events, {@code protovms}
+ * when its buffers run ProtoVMs; {@code service_event} packets mark tracing
  * started, all data sources started, all data sources flushed, tracing disabled and read
  * buffers completed; each readback ends with {@code trace_stats}. {@link #writeSnapshot}
  * writes a whole trace of what the buffers hold, from read-only clones, leaving the

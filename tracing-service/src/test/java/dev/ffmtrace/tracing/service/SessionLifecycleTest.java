@@ -55,7 +55,7 @@ class SessionLifecycleTest {
     @TempDir
     Path dir;
 
-    private static SessionConfig.Builder oneBuffer() {
+    private static SessionConfigBuilder oneBuffer() {
         return SessionConfig.builder().buffer("main", 1024, OverwritePolicy.RING_BUFFER).dataSource("track_event");
     }
 

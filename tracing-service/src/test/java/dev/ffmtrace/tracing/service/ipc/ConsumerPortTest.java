@@ -25,6 +25,7 @@ import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.SessionConfigBuilder;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
@@ -82,11 +83,11 @@ class ConsumerPortTest {
         return ConsumerConnection.connect(host.address(), TIMEOUT_MS);
     }
 
-    static byte[] config(SessionConfig.Builder builder) throws Exception {
+    static byte[] config(SessionConfigBuilder builder) throws Exception {
         return builder.build().traceConfig().toArray(ValueLayout.JAVA_BYTE);
     }
 
-    static SessionConfig.Builder oneBuffer() {
+    static SessionConfigBuilder oneBuffer() {
         return SessionConfig.builder().buffer(1024, OverwritePolicy.RING_BUFFER).dataSource("track_event");
     }
 

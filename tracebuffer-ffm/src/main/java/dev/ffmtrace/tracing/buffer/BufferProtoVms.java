@@ -131,7 +131,13 @@ public final class BufferProtoVms {
                 copyOut(packet, size);
                 copied = true;
             }
-            Status status = entry.vm.applyPatch(patchSegment, 0, size);
+            Status status;
+            try {
+                status = entry.vm.applyPatch(patchSegment, 0, size);
+            } catch (RuntimeException e) {
+                // A VM bug must not fail the producer's commit that made room: that VM aborts.
+                status = Status.ABORT;
+            }
             if (status == Status.OK) {
                 patchesApplied++;
                 return;

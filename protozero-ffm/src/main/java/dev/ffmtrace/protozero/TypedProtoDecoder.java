@@ -178,8 +178,12 @@ public abstract class TypedProtoDecoder {
         return true;
     }
 
-    /** Points {@code iterator} at every occurrence of a length-delimited repeated field. */
-    protected final RepeatedFieldIterator repeated(int fieldId, RepeatedFieldIterator iterator) {
+    /**
+     * Points {@code iterator} at every occurrence of a field: the elements of a repeated
+     * one, or each time a singular one was given (protobuf merges those; the decoder's
+     * accessors show only the last).
+     */
+    public final RepeatedFieldIterator repeated(int fieldId, RepeatedFieldIterator iterator) {
         int slot = slot(fieldId);
         int count = slot == ABSENT ? 0 : counts[slot];
         iterator.reset(data, count == 0 ? end : firstFieldStarts[slot], end, fieldId, count);

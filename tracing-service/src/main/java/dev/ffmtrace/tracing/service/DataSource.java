@@ -1,10 +1,12 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protovm.CanonicalProgram;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
@@ -80,7 +82,7 @@ public final class DataSource {
     private volatile StopHandler stopHandler;
     private volatile StartHandler startHandler;
     private volatile FlushHandler flushHandler;
-    /** The VmProgram its producer registered with it, or null; replaced whole. */
+    /** The VmProgram its producer registered with it, as traced keeps it, or null; replaced whole. */
     private volatile byte[] protoVmProgram;
 
     DataSource(Producer producer, String name) {
@@ -98,9 +100,15 @@ public final class DataSource {
      * {@code DataSourceDescriptor.protovm_program}), or takes it away with null: a session
      * whose config gives the data source a {@code protovm_config} runs it on the packets
      * its ring buffer overwrites. Sessions started from now on use it.
+     *
+     * <p>The program is kept re-serialised as Perfetto's service keeps it
+     * ({@link CanonicalProgram}): that is what the VM runs and what the trace's
+     * {@code protovms} packet shows.
+     *
+     * @throws IllegalArgumentException if traced would read garbage from the program
      */
     public void protoVmProgram(byte[] program) {
-        protoVmProgram = program == null ? null : program.clone();
+        protoVmProgram = program == null ? null : CanonicalProgram.of(MemorySegment.ofArray(program));
     }
 
     /** Its ProtoVM program, or null. */

@@ -22,14 +22,17 @@ import dev.ffmtrace.perfetto.protos.RegisterTraceWriterRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterTraceWriterRequest;
 import dev.ffmtrace.perfetto.protos.UpdateDataSourceRequest;
+import dev.ffmtrace.protovm.CanonicalProgram;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.ProtoField;
+import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.protozero.TypedProtoDecoder;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.service.reader.SharedMemoryReader;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor;
+import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -292,9 +295,29 @@ final class RemoteProducer implements ProducerCommands {
         return descriptor;
     }
 
-    /** The descriptor's ProtoVM program (copied out of the request), or null. */
-    private static byte[] protoVmProgramOf(DataSourceDescriptor.Decoder descriptor) {
-        return descriptor.hasProtovmProgram() ? descriptor.protovmProgram() : null;
+    /**
+     * The descriptor's ProtoVM program as traced keeps it (every occurrence of the field
+     * parsed into one program, as its cppgen descriptor does), or null: also for a program
+     * traced would misread, which is counted as a violation.
+     */
+    private byte[] protoVmProgramOf(DataSourceDescriptor.Decoder descriptor) {
+        if (!descriptor.hasProtovmProgram()) {
+            return null;
+        }
+        List<MemorySegment> occurrences = new ArrayList<>();
+        RepeatedFieldIterator field = descriptor.repeated(
+                DataSourceDescriptor.PROTOVM_PROGRAM_FIELD_NUMBER, new RepeatedFieldIterator());
+        while (field.next()) {
+            // A program written as a scalar is parsed from no bytes, as cppgen parses it.
+            occurrences.add(field.field().wireType() == ProtoWire.WIRE_TYPE_LENGTH_DELIMITED
+                    ? field.field().asSlice() : MemorySegment.NULL);
+        }
+        try {
+            return CanonicalProgram.of(occurrences);
+        } catch (IllegalArgumentException misread) {
+            port.countViolation();
+            return null;
+        }
     }
 
     private void describe(DataSourceDescriptor.Decoder descriptor) {

@@ -136,12 +136,15 @@ class SessionProtoVmTest {
         }
     }
 
+    /** What a session of a remote producer that registered {@code program} gives. */
+    record RemoteRun(Decoded trace, long violations) {
+    }
+
     /**
-     * The same through Perfetto's IPC: ffmtrace's ProducerConnection registers the program
-     * in its DataSourceDescriptor and writes through its own SMB.
+     * A remote producer, through Perfetto's IPC: ffmtrace's ProducerConnection registers
+     * {@code program} in its DataSourceDescriptor and writes through its own SMB.
      */
-    @Test
-    void aRemoteProducersProgramRunsOnItsOverwrittenPackets() throws Exception {
+    private static RemoteRun remoteRun(byte[] program) throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-protovm-" + System.nanoTime());
         CountDownLatch written = new CountDownLatch(1);
         DataSourceHandler writer = instance -> Thread.ofPlatform().start(() -> {
@@ -162,7 +165,7 @@ class SessionProtoVmTest {
              ProducerConnection connection = ProducerConnection.connect(
                      ProducerConnection.Options.named("deltas-app").withSocket(address))) {
             assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named("deltas").withProtoVmProgram(MERGE_ALL), writer);
+            connection.registerDataSource(DataSourceDescriptor.named("deltas").withProtoVmProgram(program), writer);
             assertTrue(connection.sync().get(10, TimeUnit.SECONDS), "the registration reached the service");
             TracingSession session = service.startSession(SessionConfig.builder()
                     .buffer(16, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm("deltas", 0, 64).build());
@@ -170,15 +173,44 @@ class SessionProtoVmTest {
             session.flush();
             ByteArrayOutputStream file = new ByteArrayOutputStream();
             session.writeTrace(file);
-            Decoded trace = decode(file.toByteArray());
-            assertTrue(trace.firstTimestamp() > 0, "the ring overwrote the first packets");
-            assertArrayEquals(MERGE_ALL, trace.programs().getFirst());
-            long last = trace.firstTimestamp() - 1;
-            assertEquals(last + " event " + last, trace.states().getFirst());
-            assertEquals(1, trace.producers().getFirst().length);
-            assertEquals(0, port.violations());
             session.close();
+            return new RemoteRun(decode(file.toByteArray()), port.violations());
         }
+    }
+
+    @Test
+    void aRemoteProducersProgramRunsOnItsOverwrittenPackets() throws Exception {
+        RemoteRun run = remoteRun(MERGE_ALL);
+        Decoded trace = run.trace();
+        assertTrue(trace.firstTimestamp() > 0, "the ring overwrote the first packets");
+        assertArrayEquals(MERGE_ALL, trace.programs().getFirst());
+        long last = trace.firstTimestamp() - 1;
+        assertEquals(last + " event " + last, trace.states().getFirst());
+        assertEquals(1, trace.producers().getFirst().length);
+        assertEquals(0, run.violations());
+    }
+
+    /**
+     * traced keeps a program re-serialised by its cppgen classes; so does ffmtrace: the
+     * same program with a 4-byte length and a padded version runs and is emitted as
+     * {@link #MERGE_ALL}.
+     */
+    @Test
+    void aProgramIsRunAndEmittedAsTracedReserialisesIt() throws Exception {
+        byte[] padded = HexFormat.of().parseHex("088100" + "1282808000" + "1a00");
+        RemoteRun run = remoteRun(padded);
+        assertArrayEquals(MERGE_ALL, run.trace().programs().getFirst());
+        long last = run.trace().firstTimestamp() - 1;
+        assertEquals(last + " event " + last, run.trace().states().getFirst());
+    }
+
+    /** A program traced would read a pointer from is refused: counted, and no VM runs. */
+    @Test
+    void aProgramTracedWouldMisreadIsCountedAndRunsNoVm() throws Exception {
+        RemoteRun run = remoteRun(HexFormat.of().parseHex("0a0101" + "1202" + "1a00"));
+        assertEquals(List.of(), run.trace().programs());
+        assertEquals(1, run.violations());
+        assertTrue(run.trace().firstTimestamp() > 0, "the data source still traced, without a VM");
     }
 
     @Test

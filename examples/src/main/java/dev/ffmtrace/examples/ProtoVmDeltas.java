@@ -1,7 +1,8 @@
 package dev.ffmtrace.examples;
 
-import dev.ffmtrace.perfetto.protos.TestEvent;
+import dev.ffmtrace.perfetto.protos.LayersSnapshotProto;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TransactionTraceEntry;
 import dev.ffmtrace.perfetto.protos.VmCursorEnum;
 import dev.ffmtrace.perfetto.protos.VmInstruction;
 import dev.ffmtrace.perfetto.protos.VmOpSelect;
@@ -17,23 +18,32 @@ import java.util.concurrent.CountDownLatch;
 
 /**
  * A producer whose data source writes only deltas, and hands the service a ProtoVM program
- * that folds each delta the ring buffer overwrites into a state: the trace then keeps the
- * latest value of every field even after the packets that set them are gone.
+ * that folds each delta the ring buffer overwrites into a state: the trace keeps a full
+ * snapshot after the packets that built it are gone, and Perfetto's trace processor turns
+ * each delta left in the trace back into a full snapshot.
  *
- * <p>Delta {@code i} is a {@code for_testing} packet setting one field: {@code str} ("s" + i),
- * {@code seq_value} (i) or {@code counter} (2i), in turn. The program: for the packet's
- * {@code for_testing}, select the state's {@code for_testing} (created if absent) and merge.
- * Arguments: [DELTAS] (default 3000) [SOCKET] (else the producer socket as Perfetto's clients
- * find it).
+ * <p>The packets are those of the trace processor's own ProtoVM test: first a SurfaceFlinger
+ * layers snapshot that sets {@code where} (the ring overwrites it early), then DELTAS
+ * transaction entries, each with a vsync id and a time; the last two are the test's. The
+ * program, for each packet: merge a layers snapshot into the state's; copy a transaction's
+ * vsync id into the state's snapshot and its time into the state's timestamp. An instruction
+ * whose source the packet lacks is skipped. Arguments: [DELTAS] (at least 2, default 3000)
+ * [SOCKET] (else the producer socket as Perfetto's clients find it).
  */
 public final class ProtoVmDeltas {
     static final String DATA_SOURCE = "ffmtrace.deltas";
-    static final int FOR_TESTING = TracePacket.FOR_TESTING_FIELD_NUMBER;
-    /** The VmProgram: select SRC [for_testing] { select DST [for_testing] create { merge } }. */
+    static final String WHERE = "set only by a packet the ring buffer overwrote";
+    /** The trace processor test's transactions, written last: {vsync_id, elapsed_realtime_nanos}. */
+    static final long[][] LAST = {{24776, 2749532000001L}, {24805, 2749555000001L}};
+    static final int LAYERS = TracePacket.SURFACEFLINGER_LAYERS_SNAPSHOT_FIELD_NUMBER;
+    static final int TRANSACTIONS = TracePacket.SURFACEFLINGER_TRANSACTIONS_FIELD_NUMBER;
     static final byte[] PROGRAM = program();
 
     public static void main(String[] args) throws InterruptedException {
         int deltas = args.length > 0 ? Integer.parseInt(args[0]) : 3000;
+        if (deltas < LAST.length) {
+            throw new IllegalArgumentException("DELTAS must be at least " + LAST.length + ", got " + deltas);
+        }
         ProducerConnection.Options options = ProducerConnection.Options.named("deltas");
         if (args.length > 1) {
             options = options.withSocket(ProducerConnection.socketAddress(args[1]));
@@ -67,16 +77,16 @@ public final class ProtoVmDeltas {
         System.out.println("wrote " + deltas + " deltas");
     }
 
-    /** Writes the deltas at once (STALL: none dropped), so every run writes the same chunks. */
+    /** Writes the packets at once (STALL: none dropped), so every run writes the same chunks. */
     static void write(DataSourceInstance instance, int deltas) {
         try (TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+            writer.newTracePacket().setSurfaceflingerLayersSnapshot().setWhere(WHERE);
+            writer.finishTracePacket();
             for (int i = 0; i < deltas; i++) {
-                TestEvent delta = writer.newTracePacket().setForTesting();
-                switch (i % 3) {
-                    case 0 -> delta.setStr("s" + i);
-                    case 1 -> delta.setSeqValue(i);
-                    default -> delta.setCounter(2L * i);
-                }
+                int last = i - (deltas - LAST.length);   // >= 0 for the test's transactions
+                TransactionTraceEntry delta = writer.newTracePacket().setSurfaceflingerTransactions();
+                delta.setVsyncId(last >= 0 ? LAST[last][0] : 20_000 + i);
+                delta.setElapsedRealtimeNanos(last >= 0 ? LAST[last][1] : 2_700_000_000_000L + 1_000L * i);
                 writer.finishTracePacket();
             }
             writer.flush();
@@ -86,14 +96,33 @@ public final class ProtoVmDeltas {
     private static byte[] program() {
         HeapBuffered<VmProgram> program = new HeapBuffered<>(VmProgram.FACTORY);
         program.get().setVersion(1);
-        VmInstruction src = program.get().addInstructions();
-        src.setSelect().addRelativePath().setFieldId(FOR_TESTING);               // SRC: the packet's for_testing
-        VmInstruction dst = src.addNestedInstructions();
-        VmOpSelect state = dst.setSelect();
-        state.setCursor(VmCursorEnum.VM_CURSOR_DST);                              // the state's for_testing,
-        state.addRelativePath().setFieldId(FOR_TESTING);
-        state.setCreateIfNotExist(true);                                          // made if absent
-        dst.addNestedInstructions().setMerge();                                   // merge one into the other
+        fold(program.get(), new int[] {LAYERS}, new int[] {LAYERS}, false);
+        fold(program.get(), new int[] {TRANSACTIONS, TransactionTraceEntry.VSYNC_ID_FIELD_NUMBER},
+                new int[] {LAYERS, LayersSnapshotProto.VSYNC_ID_FIELD_NUMBER}, true);
+        fold(program.get(), new int[] {TRANSACTIONS, TransactionTraceEntry.ELAPSED_REALTIME_NANOS_FIELD_NUMBER},
+                new int[] {TracePacket.TIMESTAMP_FIELD_NUMBER}, true);
         return program.toByteArray();
+    }
+
+    /** select SRC [from] { select DST [to], made if absent { set or merge } }; skipped without a source. */
+    private static void fold(VmProgram program, int[] from, int[] to, boolean set) {
+        VmInstruction packet = program.addInstructions();
+        VmOpSelect source = packet.setSelect();                                   // the packet's field
+        for (int field : from) {
+            source.addRelativePath().setFieldId(field);
+        }
+        packet.setAbortLevel(VmInstruction.AbortLevel.SKIP_CURRENT_INSTRUCTION);  // absent: skip
+        VmInstruction state = packet.addNestedInstructions();
+        VmOpSelect target = state.setSelect();
+        target.setCursor(VmCursorEnum.VM_CURSOR_DST);                            // the state's field,
+        for (int field : to) {
+            target.addRelativePath().setFieldId(field);
+        }
+        target.setCreateIfNotExist(true);                                         // made if absent
+        if (set) {
+            state.addNestedInstructions().setSet();                               // copied over
+        } else {
+            state.addNestedInstructions().setMerge();                             // or merged into
+        }
     }
 }

@@ -5,9 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.ProtoVms;
-import dev.ffmtrace.perfetto.protos.TestEvent;
+import dev.ffmtrace.perfetto.protos.LayersSnapshotProto;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TransactionTraceEntry;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
@@ -25,15 +26,15 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link ProtoVmDeltas}' program and deltas through a ring buffer too small for them: the
- * trace's {@code protovms} state holds the latest value of each field among the deltas the
- * ring overwrote.
+ * {@link ProtoVmDeltas}' program and packets through a ring buffer too small for them: the
+ * trace's {@code protovms} state is the overwritten layers snapshot with the vsync id and
+ * the time of the last transaction the ring overwrote.
  */
 class ProtoVmDeltasTest {
     private static final int DELTAS = 3000;
 
     @Test
-    void theStateKeepsTheLatestOverwrittenValueOfEachField() throws Exception {
+    void theStateIsTheOverwrittenSnapshotUpdatedByTheOverwrittenTransactions() throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-deltas-" + System.nanoTime());
         CountDownLatch written = new CountDownLatch(1);
         DataSourceHandler handler = instance -> Thread.ofPlatform().start(() -> {
@@ -61,9 +62,9 @@ class ProtoVmDeltasTest {
             decoder.reset(MemorySegment.ofArray(trace.toByteArray()));
             RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
             TracePacket.Decoder packet = new TracePacket.Decoder();
-            TestEvent.Decoder delta = new TestEvent.Decoder();
+            TransactionTraceEntry.Decoder delta = new TransactionTraceEntry.Decoder();
             String state = null;
-            int first = -1;
+            long first = -1;
             while (packets.next()) {
                 packet.reset(packets.field());
                 ProtoVms.Decoder vms = new ProtoVms.Decoder();
@@ -73,19 +74,16 @@ class ProtoVmDeltasTest {
                     assertTrue(instances.next());
                     instance.reset(instances.field());
                     TracePacket.Decoder statePacket = new TracePacket.Decoder();
-                    assertTrue(instance.state(statePacket) && statePacket.forTesting(delta));
-                    state = delta.str() + " " + delta.seqValue() + " " + delta.counter();
-                } else if (first < 0 && packet.forTesting(delta)) {
-                    first = delta.hasStr() ? Integer.parseInt(delta.str().substring(1))
-                            : delta.hasSeqValue() ? delta.seqValue() : (int) (delta.counter() / 2);
+                    LayersSnapshotProto.Decoder snapshot = new LayersSnapshotProto.Decoder();
+                    assertTrue(instance.state(statePacket) && statePacket.surfaceflingerLayersSnapshot(snapshot));
+                    state = statePacket.timestamp() + " " + snapshot.vsyncId() + " " + snapshot.where();
+                } else if (first < 0 && packet.surfaceflingerTransactions(delta)) {
+                    first = delta.vsyncId() - 20_000;
                 }
             }
-            assertTrue(first > 3, "the ring overwrote deltas");
-            int last = first - 1;
-            int str = last - Math.floorMod(last, 3);
-            int seq = last - Math.floorMod(last - 1, 3);
-            int counter = last - Math.floorMod(last - 2, 3);
-            assertEquals("s" + str + " " + seq + " " + 2L * counter, state);
+            assertTrue(first > 0, "the ring overwrote the snapshot and some transactions");
+            long last = first - 1;
+            assertEquals((2_700_000_000_000L + 1_000L * last) + " " + (20_000 + last) + " " + ProtoVmDeltas.WHERE, state);
             assertEquals(0, port.violations());
         }
     }

@@ -12,8 +12,9 @@ public final class Guardrails {
     public static final int MAX_BUFFERS_PER_SESSION = 128;
     /**
      * The size of all buffers of a consumer port's sessions together, the one asked for
-     * included (Perfetto has no such total; its 128 MiB per session applies only with
-     * {@code enable_extra_guardrails}).
+     * included, with the memory limits of their ProtoVMs (a VM's state lives in the daemon's
+     * heap). Perfetto has no such total (its 128 MiB per session applies only with
+     * {@code enable_extra_guardrails}); its watchdog counts VMs as buffer memory.
      */
     public static final long MAX_TOTAL_BUFFER_BYTES = 2L << 30;
     /** Sessions of a consumer port at once: Perfetto's kMaxConcurrentTracingSessions. */

@@ -286,7 +286,7 @@ public final class ConsumerPort implements AutoCloseable {
             // A clone is a session, as in Perfetto, whose trace the daemon holds.
             sessions++;
             sessionsOfUid += consumer.info.uid() == caller.info.uid() ? 1 : 0;
-            bufferBytes += running ? bufferBytes(session.config()) : cloned;
+            bufferBytes += running ? memoryBytes(session.config()) : cloned;
         }
         if (sessionsOfUid >= Guardrails.MAX_SESSIONS_PER_UID) {
             return "Too many concurrent tracing sesions (" + sessionsOfUid + ") for uid " + caller.info.uid()
@@ -295,7 +295,7 @@ public final class ConsumerPort implements AutoCloseable {
         if (sessions >= Guardrails.MAX_SESSIONS) {
             return "Too many concurrent tracing sesions (" + sessions + ")";
         }
-        long asked = bufferBytes(config);
+        long asked = memoryBytes(config);
         if (bufferBytes + asked > Guardrails.MAX_TOTAL_BUFFER_BYTES) {
             return "Requested too large trace buffer (" + asked / 1024 + "kB  > "
                     + (Guardrails.MAX_TOTAL_BUFFER_BYTES - bufferBytes) / 1024 + " kB)";
@@ -303,8 +303,15 @@ public final class ConsumerPort implements AutoCloseable {
         return null;
     }
 
-    private static long bufferBytes(SessionConfig config) {
-        return config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+    /**
+     * The memory a session may make the daemon hold: its buffers, and what its ProtoVMs may
+     * count (their limits), which Perfetto adds to a buffer's memory use for its watchdog.
+     */
+    private static long memoryBytes(SessionConfig config) {
+        long buffers = config.buffers().stream().mapToLong(SessionConfig.Buffer::sizeBytes).sum();
+        long vms = config.dataSources().stream().filter(SessionConfig.DataSource::hasProtoVm)
+                .mapToLong(source -> source.protoVmMemoryLimitKb() * 1024).sum();
+        return buffers + vms;
     }
 
     private static String uniqueSessionName(TracingSession session) {

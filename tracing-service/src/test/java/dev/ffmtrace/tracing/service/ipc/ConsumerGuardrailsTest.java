@@ -11,6 +11,7 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.HeldClient;
 import dev.ffmtrace.memory.testing.OtherUser;
+import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.EnableTracingRequest;
 import dev.ffmtrace.perfetto.protos.EnableTracingResponse;
 import dev.ffmtrace.perfetto.protos.FlushRequest;
@@ -182,6 +183,24 @@ class ConsumerGuardrailsTest {
         EnableTracingResponse.Decoder response = enableResponse(call(-1, "EnableTracing", "@" + request)
                 .awaitHeld().getLast());
         assertEquals("Requested too large trace buffer (3145728kB  > 2097152 kB)", response.error());
+        assertEquals(1, port.refusals());
+        assertEquals(memfdsBefore, memfds(), "no buffer was made");
+        assertSentinelServed();
+    }
+
+    /** A ProtoVM's state lives in the daemon's heap: its memory limit counts as buffer memory. */
+    @Test
+    void protoVmLimitsCountAsBufferMemory() throws Exception {
+        long memfdsBefore = memfds();
+        Path request = file("protovm.bin", enableRequest(config -> {
+            config.addBuffers().setSizeKb(1024);
+            DataSourceConfig source = config.addDataSources().setConfig();
+            source.setName("deltas");
+            source.setProtovmConfig().setMemoryLimitKb(2048 * 1024);
+        }));
+        EnableTracingResponse.Decoder response = enableResponse(call(-1, "EnableTracing", "@" + request)
+                .awaitHeld().getLast());
+        assertEquals("Requested too large trace buffer (2098176kB  > 2097152 kB)", response.error());
         assertEquals(1, port.refusals());
         assertEquals(memfdsBefore, memfds(), "no buffer was made");
         assertSentinelServed();

@@ -851,7 +851,7 @@ public final class ConsumerPort implements AutoCloseable {
                     return refusal;
                 }
                 // Reserved while the copy is made (at most the buffers' size), outside the admission.
-                cloneBytes = Math.max(1, bufferBytes(source.config()));
+                cloneBytes = Math.max(1, memoryBytes(source.config()));
             }
             ByteArrayOutputStream trace = new ByteArrayOutputStream();
             try {

@@ -35,11 +35,22 @@ struct pc_options {
   uint32_t smb_size, page_size;  // hints
   uint32_t scraping;             // SMB_SCRAPING_*
   const char* data_source;       // registered, notifying on stop
+  // A ProtoVM program (a serialised VmProgram) registered with it, or NULL.
+  const uint8_t* protovm_program;
+  size_t protovm_program_size;  // at most PC_PROTOVM_PROGRAM_MAX
 };
+
+// The largest ProtoVM program pc_connect registers (IPC frames carry 128 KiB).
+#define PC_PROTOVM_PROGRAM_MAX (64 * 1024)
+
+// Reads the ProtoVM program in `path` into a new buffer; 0, or -1 (with a message on stderr)
+// if it cannot be read or holds more than PC_PROTOVM_PROGRAM_MAX bytes.
+int pc_read_protovm_program(const char* program, const char* path, uint8_t** data, size_t* size);
 
 // As Perfetto's ProducerIPCClientImpl: connects, binds "ProducerPort", initializes the
 // connection, opens the command stream (its request id in *stream) and registers the
-// data source. 0; 2 if it could not connect; 1 if the service refused or hung up.
+// data source (with its ProtoVM program, if any). 0; 2 if it could not connect; 1 if the
+// service refused or hung up.
 int pc_connect(struct ipc_client* c, const struct pc_options* options, uint64_t* stream);
 
 // What a producer does with the service's commands, for pc_handle_commands. The

@@ -1,7 +1,8 @@
 // The C producer of `ffmtrace record --c-producer`: a producer process that speaks
 // Perfetto's producer IPC, so it joins ffmtrace's ProducerPort or Perfetto's traced alike.
 //
-//   ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [--tick-bytes N] [SOCKET]
+//   ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [--tick-bytes N]
+//                       [--protovm-program FILE] [SOCKET]
 //
 // SOCKET is a path, or @name for the abstract namespace; without it, the producer socket
 // Perfetto's SDK would use (PERFETTO_PRODUCER_SOCK_NAME, else /run/perfetto's). As
@@ -20,6 +21,9 @@
 // TrackEvent, so every iteration sends size fields as patches (a test's certainty that
 // patching is exercised, where the workload's small packets cross chunks with an open
 // size field only as their varying sizes happen to fall).
+// --protovm-program FILE registers the ProtoVM program in FILE (a serialised VmProgram, at
+// most 64 KiB) with the data source: a session whose config gives "track_event" a
+// protovm_config runs it on the producer's packets its ring buffer overwrites.
 //
 // It writes as Perfetto's TraceWriter does (c_trace_writer.h: 4-byte size fields,
 // packets fragmented across chunks, size fields left behind sent as patches, each chunk
@@ -324,6 +328,8 @@ int main(int argc, char** argv) {
   const char* name = "ffmtrace-c-producer";
   const char* socket_name = NULL;
   uint32_t smb_size = DEFAULT_SMB_SIZE, page_size = DEFAULT_PAGE_SIZE, tick_bytes = 0;
+  uint8_t* protovm_program = NULL;
+  size_t protovm_program_size = 0;
   for (int i = 1; i < argc; i++) {
     int has_value = i + 1 < argc;
     if (strcmp(argv[i], "--name") == 0 && has_value) {
@@ -335,12 +341,16 @@ int main(int argc, char** argv) {
     } else if (strcmp(argv[i], "--tick-bytes") == 0 && has_value && pc_parse_size(argv[i + 1], &tick_bytes) == 0 &&
                tick_bytes <= TICK_BYTES_MAX) {
       i++;
+    } else if (strcmp(argv[i], "--protovm-program") == 0 && has_value && protovm_program == NULL) {
+      if (pc_read_protovm_program("ffmtrace-c-producer", argv[++i], &protovm_program, &protovm_program_size) != 0) {
+        return 2;
+      }
     } else if (argv[i][0] != '-' && socket_name == NULL) {
       socket_name = argv[i];
     } else {
       fprintf(stderr,
               "usage: ffmtrace-c-producer [--name NAME] [--smb-size BYTES] [--page-size BYTES] [--tick-bytes N] "
-              "[SOCKET]\n(N from 1 to %d)\n",
+              "[--protovm-program FILE] [SOCKET]\n(N from 1 to %d)\n",
               TICK_BYTES_MAX);
       return 2;
     }
@@ -362,8 +372,11 @@ int main(int argc, char** argv) {
       .page_size = page_size,
       .scraping = SMB_SCRAPING_UNSPECIFIED,
       .data_source = DATA_SOURCE,
+      .protovm_program = protovm_program,
+      .protovm_program_size = protovm_program_size,
   };
   int status = pc_connect(&p->ipc, &options, &stream);
+  free(protovm_program);
   if (status != 0) return status;
   p->pid = getpid();
   p->tid = gettid();

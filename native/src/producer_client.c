@@ -17,6 +17,7 @@ enum {
   REGISTER_DESCRIPTOR = 1,
   DESCRIPTOR_NAME = 1,
   DESCRIPTOR_WILL_NOTIFY_ON_STOP = 2,
+  DESCRIPTOR_PROTOVM_PROGRAM = 10,
   START_INSTANCE_ID = 1,
   START_CONFIG = 2,
   CONFIG_NAME = 1,
@@ -42,16 +43,49 @@ int pc_connect(struct ipc_client* c, const struct pc_options* o, uint64_t* strea
   if (o->scraping != SMB_SCRAPING_UNSPECIFIED) pb_varint(&request, INIT_SMB_SCRAPING_MODE, o->scraping);
   int failed = request.failed || ipc_invoke(c, "InitializeConnection", request.start, pb_size(&request), 0) == 0;
   *stream = ipc_invoke(c, "GetAsyncCommand", NULL, 0, 0);
-  pb_init(&request, buffer, sizeof(buffer));
+  size_t program_size = o->protovm_program != NULL ? o->protovm_program_size : 0;
+  uint8_t* registration = program_size <= PC_PROTOVM_PROGRAM_MAX ? malloc(sizeof(buffer) + program_size) : NULL;
+  if (registration == NULL) {
+    fprintf(stderr, "%s: no memory for the RegisterDataSource request\n", o->program);
+    return 1;
+  }
+  pb_init(&request, registration, sizeof(buffer) + program_size);
   uint8_t* descriptor = pb_begin(&request, REGISTER_DESCRIPTOR);
   pb_string(&request, DESCRIPTOR_NAME, o->data_source);
   pb_varint(&request, DESCRIPTOR_WILL_NOTIFY_ON_STOP, 1);
+  if (o->protovm_program != NULL) pb_bytes(&request, DESCRIPTOR_PROTOVM_PROGRAM, o->protovm_program, program_size);
   pb_end(&request, descriptor);
   failed |= request.failed || ipc_invoke(c, "RegisterDataSource", request.start, pb_size(&request), 0) == 0;
+  free(registration);
   if (*stream == 0 || failed) {
     fprintf(stderr, "%s: %s hung up or lacks the producer port's methods\n", o->program, o->socket_name);
     return 1;
   }
+  return 0;
+}
+
+int pc_read_protovm_program(const char* program, const char* path, uint8_t** data, size_t* size) {
+  FILE* file = fopen(path, "rb");
+  if (file == NULL) {
+    fprintf(stderr, "%s: cannot open %s: %s\n", program, path, strerror(errno));
+    return -1;
+  }
+  // One byte more than allowed tells a program that is too long from one that fits.
+  uint8_t* bytes = malloc(PC_PROTOVM_PROGRAM_MAX + 1);
+  size_t read = bytes != NULL ? fread(bytes, 1, PC_PROTOVM_PROGRAM_MAX + 1, file) : 0;
+  int failed = bytes == NULL || ferror(file);
+  fclose(file);
+  if (failed || read > PC_PROTOVM_PROGRAM_MAX) {
+    if (failed) {
+      fprintf(stderr, "%s: cannot read %s\n", program, path);
+    } else {
+      fprintf(stderr, "%s: %s holds more than %d bytes\n", program, path, PC_PROTOVM_PROGRAM_MAX);
+    }
+    free(bytes);
+    return -1;
+  }
+  *data = bytes;
+  *size = read;
   return 0;
 }
 

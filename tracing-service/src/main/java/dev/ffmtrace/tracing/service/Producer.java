@@ -7,6 +7,7 @@ import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.packetCount
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.protovm.CanonicalProgram;
 import dev.ffmtrace.tracing.buffer.ChunkCommit;
 import dev.ffmtrace.tracing.buffer.ChunkPatches;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
@@ -207,6 +208,27 @@ public final class Producer implements AutoCloseable {
             return new DataSource(this, dataSourceName);
         }
         DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
+        dataSourceArray = dataSources.values().toArray(new DataSource[0]);
+        service.dataSourceRegistered(this);
+        return dataSource;
+    }
+
+    /**
+     * Offers a data source with a ProtoVM program (see {@link DataSource#protoVmProgram}; null
+     * for none), or replaces the program of one offered before. The program is in place
+     * before a running session can start the data source, so a late registration runs it
+     * too.
+     *
+     * @throws IllegalArgumentException if traced would read garbage from the program; then
+     *                                  nothing is registered
+     */
+    public synchronized DataSource registerDataSource(String dataSourceName, byte[] protoVmProgram) {
+        byte[] program = protoVmProgram == null ? null : CanonicalProgram.of(MemorySegment.ofArray(protoVmProgram));
+        if (closed) {
+            return new DataSource(this, dataSourceName);
+        }
+        DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
+        dataSource.protoVmProgram(program);
         dataSourceArray = dataSources.values().toArray(new DataSource[0]);
         service.dataSourceRegistered(this);
         return dataSource;

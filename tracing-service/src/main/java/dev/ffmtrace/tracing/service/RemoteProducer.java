@@ -243,7 +243,7 @@ final class RemoteProducer implements ProducerCommands {
                 return;
             }
             describe(descriptor);
-            producer.registerDataSource(descriptor.name()).protoVmProgram(protoVmProgramOf(descriptor));
+            producer.registerDataSource(descriptor.name(), protoVmProgramOf(descriptor));
         }
         invocation.reply(NO_BYTES);
     }

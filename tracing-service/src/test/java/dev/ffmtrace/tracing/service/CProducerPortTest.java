@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.service;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -10,11 +11,14 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.trackevent.TrackEventReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,6 +29,7 @@ import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The C producer ({@code native/src/c_producer.c}) through a {@link ProducerPort}: Perfetto's
@@ -233,6 +238,42 @@ class CProducerPortTest {
                 if (peer != null) {
                     peer.process().destroyForcibly();
                 }
+            }
+        }
+    }
+
+    /**
+     * The C producer registers a ProtoVM program (--protovm-program): once the session's
+     * small ring buffer overwrites its packets, the trace's protovms packet holds the
+     * program, the producer and a state merged from what was overwritten.
+     */
+    @Test
+    void aCProducersProtoVmProgramRunsOnItsOverwrittenPackets(@TempDir Path dir) throws Exception {
+        Path program = Files.write(dir.resolve("program.bin"), SessionProtoVmTest.MERGE_ALL);
+        Peers.Peer peer = null;
+        try (TracingService service = new TracingService();
+             ProducerPort port = ProducerPort.listen(service, address())) {
+            // The session first: the producer's registration is a late one, which must set up its VM too.
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(64, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm("track_event", 0, 256).build());
+            peer = startProducer(port, "c-protovm", "--protovm-program", program.toString());
+            await(() -> session.stats().getFirst().chunksOverwritten() >= 10, "the ring overwrote 10 chunks");
+            session.stop();
+            port.close();
+            report(peer);
+
+            SessionProtoVmTest.Decoded trace = SessionProtoVmTest.decode(trace(session));
+            assertEquals(1, trace.programs().size(), "one VM");
+            assertArrayEquals(SessionProtoVmTest.MERGE_ALL, trace.programs().getFirst());
+            assertEquals(256, trace.limits().getFirst());
+            assertEquals(1, trace.producers().getFirst().length);
+            assertTrue(!trace.states().getFirst().endsWith(" -"), "the state holds a merged TrackEvent: "
+                    + trace.states().getFirst());
+            assertEquals(0, port.violations());
+            session.close();
+        } finally {
+            if (peer != null) {
+                peer.process().destroyForcibly();
             }
         }
     }

@@ -213,6 +213,34 @@ class SessionProtoVmTest {
         assertTrue(run.trace().firstTimestamp() > 0, "the data source still traced, without a VM");
     }
 
+    /** A data source registered with its program after the session started gets its VM too. */
+    @Test
+    void aLateRegistrationWithAProgramRunsIt() throws Exception {
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer(ProducerOptions.of("app"));
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(16, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm("deltas", 0, 64).build());
+            DataSource source = producer.registerDataSource("deltas", MERGE_ALL);
+            assertTrue(source.isStarted(), "the registration started it");
+            try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+                for (int i = 0; i < PACKETS; i++) {
+                    TracePacket packet = writer.newTracePacket();
+                    packet.setTimestamp(i);
+                    packet.setTrackEvent().setName("event " + i);
+                    writer.finishTracePacket();
+                }
+            }
+            session.flush();
+            ByteArrayOutputStream file = new ByteArrayOutputStream();
+            session.writeTrace(file);
+            Decoded trace = decode(file.toByteArray());
+            assertArrayEquals(MERGE_ALL, trace.programs().getFirst());
+            long last = trace.firstTimestamp() - 1;
+            assertEquals(last + " event " + last, trace.states().getFirst());
+            session.close();
+        }
+    }
+
     @Test
     void withoutAProgramOrWithoutAConfigNoVmIsSetUp() throws Exception {
         try (TracingService service = new TracingService()) {

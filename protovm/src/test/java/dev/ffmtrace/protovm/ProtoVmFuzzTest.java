@@ -16,10 +16,10 @@ import net.jqwik.api.constraints.Size;
 /**
  * Programs and patches are what a producer wrote: garbage bytes, and garbage inside
  * well-formed programs, never make the VM throw, and its memory never passes its limit.
- * CI runs a short form; -Djqwik.tries.default=1000000 runs the long one.
+ * CI runs a short form (junit-platform.properties); -Djqwik.tries.default=1000000 runs the long one.
  */
 class ProtoVmFuzzTest {
-    @Property(tries = 3000)
+    @Property
     void garbageProgramsAndPatchesNeverThrow(@ForAll @Size(max = 64) byte[] program,
                                              @ForAll @IntRange(max = 4096) int limit,
                                              @ForAll("messages") byte[] state,
@@ -27,7 +27,7 @@ class ProtoVmFuzzTest {
         runAll(program, limit, state, patches);
     }
 
-    @Property(tries = 3000)
+    @Property
     void wellFormedProgramsOnGarbageStatesAndPatchesNeverThrow(@ForAll long seed,
                                                                @ForAll @IntRange(max = 4096) int limit,
                                                                @ForAll("messages") byte[] state,

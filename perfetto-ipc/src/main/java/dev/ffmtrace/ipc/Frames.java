@@ -51,13 +51,19 @@ final class Frames {
     /** An invocation as Perfetto's client sends it: drop_reply and args_proto always set. */
     static byte[] invokeMethod(long requestId, int serviceId, int methodId, byte[] args, boolean dropReply) {
         HeapBuffered<IPCFrame> frame = newFrame();
-        frame.get().setRequestId(requestId);
-        IPCFrame.InvokeMethod invoke = frame.get().setMsgInvokeMethod();
+        writeInvokeMethod(frame.get(), requestId, serviceId, methodId, args, args.length, dropReply);
+        return withHeader(frame);
+    }
+
+    /** {@link #invokeMethod}'s frame, its args the first {@code length} bytes of {@code args}, into {@code frame}. */
+    static void writeInvokeMethod(IPCFrame frame, long requestId, int serviceId, int methodId, byte[] args,
+                                  int length, boolean dropReply) {
+        frame.setRequestId(requestId);
+        IPCFrame.InvokeMethod invoke = frame.setMsgInvokeMethod();
         invoke.setServiceId(serviceId);
         invoke.setMethodId(methodId);
-        invoke.setArgsProto(args);
+        invoke.appendBytes(IPCFrame.InvokeMethod.ARGS_PROTO_FIELD_NUMBER, args, 0, length);
         invoke.setDropReply(dropReply);
-        return withHeader(frame);
     }
 
     /** The host's answer to an invocation it cannot dispatch: success explicitly false. */

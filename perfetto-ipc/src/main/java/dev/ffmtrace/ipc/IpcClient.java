@@ -4,9 +4,12 @@ import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.UnixSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
+import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
+import java.lang.foreign.MemorySegment;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
@@ -29,6 +32,11 @@ public final class IpcClient implements AutoCloseable {
     private final AtomicLong lastRequestId = new AtomicLong();
     private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
     private final Object sendLock = new Object();
+    /** The frame {@link #invokeDropReply(BoundService, String, byte[], int)} encodes; under sendLock. */
+    private final HeapBuffered<IPCFrame> reusedFrame = Frames.newFrame();
+    /** reusedFrame's bytes behind their header, as sent; grows to the largest; under sendLock. */
+    private byte[] reusedBytes = new byte[256];
+    private MemorySegment reusedSegment = MemorySegment.ofArray(reusedBytes);
     private final Thread thread;
     private volatile boolean connected = true;
     private boolean socketClosed;
@@ -96,6 +104,43 @@ public final class IpcClient implements AutoCloseable {
     public void invokeDropReply(BoundService service, String method, byte[] args) {
         long requestId = lastRequestId.incrementAndGet();
         send(requestId, Frames.invokeMethod(requestId, service.serviceId(), service.methodId(method), args, true), -1);
+    }
+
+    /**
+     * Invokes a method with the first {@code length} bytes of {@code args} and asks for no
+     * reply, as {@link #invokeDropReply(BoundService, String, byte[])} does, but encoding the
+     * frame into buffers this client keeps: a caller that sends often (CommitData at a
+     * writer's rate) allocates nothing. Lost with the connection, as any dropped reply is.
+     *
+     * @throws IllegalArgumentException if the frame would exceed Perfetto's IPC frame size
+     */
+    public void invokeDropReply(BoundService service, String method, byte[] args, int length) {
+        Objects.checkFromIndexSize(0, length, args.length);
+        int serviceId = service.serviceId();
+        int methodId = service.methodId(method);
+        long requestId = lastRequestId.incrementAndGet();
+        synchronized (sendLock) {
+            if (socketClosed) {
+                return;
+            }
+            reusedFrame.reset();
+            Frames.writeInvokeMethod(reusedFrame.get(), requestId, serviceId, methodId, args, length, true);
+            reusedFrame.get().finalizeMessage();
+            int payload = Math.toIntExact(reusedFrame.size());
+            Frames.checkPayloadSize(payload);
+            int framed = FrameReader.HEADER_SIZE + payload;
+            if (reusedBytes.length < framed) {
+                reusedBytes = new byte[Math.max(framed, 2 * reusedBytes.length)];
+                reusedSegment = MemorySegment.ofArray(reusedBytes);
+            }
+            reusedFrame.buffer().copyTo(reusedSegment, FrameReader.HEADER_SIZE);
+            Frames.writeHeader(reusedBytes, payload);
+            try {
+                socket.sendBytes(reusedBytes, framed, -1);
+            } catch (NativeException e) {
+                socket.shutdown();
+            }
+        }
     }
 
     /**

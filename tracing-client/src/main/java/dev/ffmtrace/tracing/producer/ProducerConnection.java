@@ -42,11 +42,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 
@@ -197,18 +195,13 @@ public final class ProducerConnection implements AutoCloseable {
     /** Activations kept while not connected; older ones give way to newer. */
     private static final int MAX_PENDING_TRIGGERS = 64;
 
-    /** A message for the service, sent in order by the sender thread; {@code reply} null means drop_reply. */
-    private record Outgoing(Session session, String method, byte[] args, boolean isCommit,
-                            CompletableFuture<Reply> reply) {
-    }
-
     private final Options options;
     private final UnixAddress address;
     private final Map<String, Registration> dataSources = new LinkedHashMap<>();
     /** Guarded by this. */
     private final ArrayDeque<PendingTriggers> pendingTriggers = new ArrayDeque<>();
-    private final LinkedBlockingQueue<Outgoing> outgoing = new LinkedBlockingQueue<>();
-    private final AtomicInteger queuedCommits = new AtomicInteger();
+    /** What the sender thread sends, in order. */
+    private final OutgoingQueue<Session> outgoing = new OutgoingQueue<>(MAX_QUEUED_COMMITS);
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread sender;
     /** The session with the service now, or null. Guarded by this. */
@@ -301,7 +294,7 @@ public final class ProducerConnection implements AutoCloseable {
             if (dataSources.remove(name) != null && session != null) {
                 HeapBuffered<UnregisterDataSourceRequest> request = new HeapBuffered<>(UnregisterDataSourceRequest.FACTORY);
                 request.get().setDataSourceName(name);
-                enqueue(new Outgoing(session, "UnregisterDataSource", request.toByteArray(), false, null));
+                outgoing.add(session, "UnregisterDataSource", request.toByteArray(), null);
             }
         }
     }
@@ -346,7 +339,7 @@ public final class ProducerConnection implements AutoCloseable {
 
     private void sendTriggers(Session target, List<String> names) {
         byte[] args = encode(ActivateTriggersRequest.FACTORY, message -> names.forEach(message::addTriggerNames));
-        enqueue(new Outgoing(target, "ActivateTriggers", args, false, null));
+        outgoing.add(target, "ActivateTriggers", args, null);
     }
 
     /**
@@ -359,7 +352,7 @@ public final class ProducerConnection implements AutoCloseable {
             if (session == null) {
                 return CompletableFuture.completedFuture(false);
             }
-            enqueue(new Outgoing(session, "Sync", EMPTY, false, reply));
+            outgoing.add(session, "Sync", EMPTY, reply);
         }
         return reply.thenApply(Reply::success);
     }
@@ -565,9 +558,9 @@ public final class ProducerConnection implements AutoCloseable {
     /** Sends queued messages until the session is lost or the connection closed. */
     private void serve(Session current) {
         while (!closed.get() && current.client.isConnected()) {
-            Outgoing message;
+            OutgoingQueue.Message<Session> message;
             try {
-                message = outgoing.poll(20, TimeUnit.MILLISECONDS);
+                message = outgoing.peek(20);
             } catch (InterruptedException e) {
                 // Only close() interrupts, and it set closed first.
                 continue;
@@ -580,67 +573,55 @@ public final class ProducerConnection implements AutoCloseable {
 
     /** Sends what is queued, in order, while the service is connected; close() bounds the time. */
     private void drain(Session current) {
-        Outgoing message;
-        while (current.client.isConnected() && (message = outgoing.poll()) != null) {
+        OutgoingQueue.Message<Session> message;
+        while (current.client.isConnected() && (message = outgoing.peek()) != null) {
             send(message);
         }
     }
 
-    private void send(Outgoing message) {
-        if (message.isCommit()) {
-            queuedCommits.decrementAndGet();
-        }
-        Session target = message.session();
-        if (!target.isLive()) {
-            drop(message);
-            return;
-        }
+    /** Sends the oldest message, or drops it if its session is gone, and frees its slot. */
+    private void send(OutgoingQueue.Message<Session> message) {
+        Session target = message.session;
         try {
-            if (message.reply() == null) {
-                target.client.invokeDropReply(target.port, message.method(), message.args());
+            if (!target.isLive()) {
+                drop(message);
+            } else if (message.reply == null) {
+                target.client.invokeDropReply(target.port, message.method, message.args, message.length);
             } else {
-                target.client.invoke(target.port, message.method(), message.args()).whenComplete((reply, error) -> {
+                CompletableFuture<Reply> reply = message.reply;
+                target.client.invoke(target.port, message.method, message.args).whenComplete((answer, error) -> {
                     // No reply of these methods carries a descriptor: one a service sends anyway is closed.
                     if (error == null) {
-                        UnixSocket.closeReceived(reply.fd());
+                        UnixSocket.closeReceived(answer.fd());
                     }
-                    message.reply().complete(error == null
-                            ? new Reply(reply.success(), false, reply.replyProto(), -1)
+                    reply.complete(error == null
+                            ? new Reply(answer.success(), false, answer.replyProto(), -1)
                             : new Reply(false, false, EMPTY, -1));
                 });
             }
         } catch (RuntimeException e) {
             // A service that did not list the method in its BindServiceReply.
             drop(message);
+        } finally {
+            outgoing.release(message);
         }
     }
 
-    private void drop(Outgoing message) {
-        if (message.isCommit()) {
+    private void drop(OutgoingQueue.Message<Session> message) {
+        if (message.isCommit) {
             commitsDropped.incrementAndGet();
         }
-        if (message.reply() != null) {
-            message.reply().complete(new Reply(false, false, EMPTY, -1));
+        if (message.reply != null) {
+            message.reply.complete(new Reply(false, false, EMPTY, -1));
         }
     }
 
     private void dropQueued() {
-        Outgoing message;
-        while ((message = outgoing.poll()) != null) {
-            if (message.isCommit()) {
-                queuedCommits.decrementAndGet();
-            }
+        OutgoingQueue.Message<Session> message;
+        while ((message = outgoing.peek()) != null) {
             drop(message);
+            outgoing.release(message);
         }
-    }
-
-    private void enqueue(Outgoing message) {
-        if (message.isCommit() && queuedCommits.incrementAndGet() > MAX_QUEUED_COMMITS) {
-            queuedCommits.decrementAndGet();
-            commitsDropped.incrementAndGet();
-            return;
-        }
-        outgoing.add(message);
     }
 
     private void sendRegisterDataSource(Session target, DataSourceDescriptor descriptor) {
@@ -665,7 +646,7 @@ public final class ProducerConnection implements AutoCloseable {
         }
         // Perfetto's producer asks for a reply it only logs: the service's verdict changes nothing here.
         CompletableFuture<Reply> reply = new CompletableFuture<>();
-        enqueue(new Outgoing(target, "RegisterDataSource", request.toByteArray(), false, reply));
+        outgoing.add(target, "RegisterDataSource", request.toByteArray(), reply);
     }
 
     private static <T extends Message> byte[] encode(MessageFactory<T> factory, Consumer<T> fill) {
@@ -751,6 +732,8 @@ public final class ProducerConnection implements AutoCloseable {
         private SharedMemoryArbiter arbiter;
         /** The in-process service's commit path, when the socket leads to one; set before the arbiter. */
         private volatile CommitTransport local;
+        /** Where a CommitData is encoded; used under the arbiter's lock, which every commit holds. */
+        private final HeapBuffered<CommitDataRequest> commitEncoder = new HeapBuffered<>(CommitDataRequest.FACTORY);
 
         private Session(ProducerConnection connection, IpcClient client, BoundService port) {
             this.connection = connection;
@@ -792,8 +775,14 @@ public final class ProducerConnection implements AutoCloseable {
                 }
                 return;
             }
-            byte[] args = encode(CommitDataRequest.FACTORY, request::writeTo);
-            connection.enqueue(new Outgoing(this, "CommitData", args, true, null));
+            // Encoded into this session's buffer (the arbiter's lock serializes commits),
+            // then copied into a reused slot of the queue: nothing is allocated.
+            commitEncoder.reset();
+            request.writeTo(commitEncoder.get());
+            commitEncoder.get().finalizeMessage();
+            if (!connection.outgoing.addCommit(this, "CommitData", commitEncoder.buffer())) {
+                connection.commitsDropped.incrementAndGet();
+            }
         }
 
         @Override
@@ -802,13 +791,13 @@ public final class ProducerConnection implements AutoCloseable {
                 message.setTraceWriterId(writerId);
                 message.setTargetBuffer(targetBuffer);
             });
-            connection.enqueue(new Outgoing(this, "RegisterTraceWriter", args, false, null));
+            connection.outgoing.add(this, "RegisterTraceWriter", args, null);
         }
 
         @Override
         public void traceWriterUnregistered(int writerId) {
             byte[] args = encode(UnregisterTraceWriterRequest.FACTORY, message -> message.setTraceWriterId(writerId));
-            connection.enqueue(new Outgoing(this, "UnregisterTraceWriter", args, false, null));
+            connection.outgoing.add(this, "UnregisterTraceWriter", args, null);
         }
 
         // ---- the service's commands, on the client's I/O thread ----
@@ -981,7 +970,7 @@ public final class ProducerConnection implements AutoCloseable {
             }
             if (instance.descriptor().willNotifyOnStart()) {
                 byte[] args = encode(NotifyDataSourceStartedRequest.FACTORY, message -> message.setDataSourceId(id));
-                connection.enqueue(new Outgoing(this, "NotifyDataSourceStarted", args, false, null));
+                connection.outgoing.add(this, "NotifyDataSourceStarted", args, null);
             }
             return true;
         }
@@ -1023,7 +1012,7 @@ public final class ProducerConnection implements AutoCloseable {
             }
             if (live && instance.descriptor().willNotifyOnStop()) {
                 byte[] args = encode(NotifyDataSourceStoppedRequest.FACTORY, message -> message.setDataSourceId(instance.id()));
-                connection.enqueue(new Outgoing(this, "NotifyDataSourceStopped", args, false, null));
+                connection.outgoing.add(this, "NotifyDataSourceStopped", args, null);
             }
         }
 
@@ -1050,7 +1039,7 @@ public final class ProducerConnection implements AutoCloseable {
             // after the data (what SharedMemoryArbiterImpl::NotifyFlushComplete ensures).
             long requestId = flush.requestId();
             byte[] args = encode(CommitDataRequest.FACTORY, message -> message.setFlushRequestId(requestId));
-            connection.enqueue(new Outgoing(this, "CommitData", args, false, null));
+            connection.outgoing.add(this, "CommitData", args, null);
             return true;
         }
 

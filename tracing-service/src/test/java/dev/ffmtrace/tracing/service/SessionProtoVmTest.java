@@ -99,6 +99,16 @@ class SessionProtoVmTest {
         return new Decoded(programs, states, limits, producers, provenance, firstTimestamp, sequenceId);
     }
 
+    /** Packets 0 to PACKETS - 1: event i at timestamp i. */
+    private static void writeEvents(TraceWriter<TracePacket> writer) {
+        for (int i = 0; i < PACKETS; i++) {
+            TracePacket packet = writer.newTracePacket();
+            packet.setTimestamp(i);
+            packet.setTrackEvent().setName("event " + i);
+            writer.finishTracePacket();
+        }
+    }
+
     @Test
     void theVmKeepsWhatTheRingOverwroteAndTheTraceCarriesItsState() throws Exception {
         try (TracingService service = new TracingService()) {
@@ -109,12 +119,7 @@ class SessionProtoVmTest {
                     .dataSourceWithProtoVm("deltas", 0, 64).build();
             TracingSession session = service.startSession(config);
             try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                for (int i = 0; i < PACKETS; i++) {
-                    TracePacket packet = writer.newTracePacket();
-                    packet.setTimestamp(i);
-                    packet.setTrackEvent().setName("event " + i);
-                    writer.finishTracePacket();
-                }
+                writeEvents(writer);
             }
             session.flush();
             ByteArrayOutputStream file = new ByteArrayOutputStream();
@@ -149,12 +154,7 @@ class SessionProtoVmTest {
         CountDownLatch written = new CountDownLatch(1);
         DataSourceHandler writer = instance -> Thread.ofPlatform().start(() -> {
             try (TraceWriter<TracePacket> out = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                for (int i = 0; i < PACKETS; i++) {
-                    TracePacket packet = out.newTracePacket();
-                    packet.setTimestamp(i);
-                    packet.setTrackEvent().setName("event " + i);
-                    out.finishTracePacket();
-                }
+                writeEvents(out);
                 out.flush();
             } finally {
                 written.countDown();
@@ -223,12 +223,7 @@ class SessionProtoVmTest {
             DataSource source = producer.registerDataSource("deltas", MERGE_ALL);
             assertTrue(source.isStarted(), "the registration started it");
             try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                for (int i = 0; i < PACKETS; i++) {
-                    TracePacket packet = writer.newTracePacket();
-                    packet.setTimestamp(i);
-                    packet.setTrackEvent().setName("event " + i);
-                    writer.finishTracePacket();
-                }
+                writeEvents(writer);
             }
             session.flush();
             ByteArrayOutputStream file = new ByteArrayOutputStream();

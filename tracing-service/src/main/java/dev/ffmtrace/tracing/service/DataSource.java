@@ -108,7 +108,12 @@ public final class DataSource {
      * @throws IllegalArgumentException if traced would read garbage from the program
      */
     public void protoVmProgram(byte[] program) {
-        protoVmProgram = program == null ? null : CanonicalProgram.of(MemorySegment.ofArray(program));
+        canonicalProtoVmProgram(program == null ? null : CanonicalProgram.of(MemorySegment.ofArray(program)));
+    }
+
+    /** Gives it a program already as traced keeps it ({@link CanonicalProgram}), or none. */
+    void canonicalProtoVmProgram(byte[] program) {
+        protoVmProgram = program;
     }
 
     /** Its ProtoVM program, or null. */

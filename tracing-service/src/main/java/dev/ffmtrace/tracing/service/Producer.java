@@ -222,13 +222,18 @@ public final class Producer implements AutoCloseable {
      * @throws IllegalArgumentException if traced would read garbage from the program; then
      *                                  nothing is registered
      */
-    public synchronized DataSource registerDataSource(String dataSourceName, byte[] protoVmProgram) {
-        byte[] program = protoVmProgram == null ? null : CanonicalProgram.of(MemorySegment.ofArray(protoVmProgram));
+    public DataSource registerDataSource(String dataSourceName, byte[] protoVmProgram) {
+        return registerCanonical(dataSourceName,
+                protoVmProgram == null ? null : CanonicalProgram.of(MemorySegment.ofArray(protoVmProgram)));
+    }
+
+    /** {@link #registerDataSource(String, byte[])} with a program already in traced's form, or null. */
+    synchronized DataSource registerCanonical(String dataSourceName, byte[] canonicalProgram) {
         if (closed) {
             return new DataSource(this, dataSourceName);
         }
         DataSource dataSource = dataSources.computeIfAbsent(dataSourceName, n -> new DataSource(this, n));
-        dataSource.protoVmProgram(program);
+        dataSource.canonicalProtoVmProgram(canonicalProgram);
         dataSourceArray = dataSources.values().toArray(new DataSource[0]);
         service.dataSourceRegistered(this);
         return dataSource;

@@ -243,7 +243,7 @@ final class RemoteProducer implements ProducerCommands {
                 return;
             }
             describe(descriptor);
-            producer.registerDataSource(descriptor.name(), protoVmProgramOf(descriptor));
+            producer.registerCanonical(descriptor.name(), protoVmProgramOf(descriptor));
         }
         invocation.reply(NO_BYTES);
     }
@@ -271,7 +271,7 @@ final class RemoteProducer implements ProducerCommands {
             describe(descriptor);
             DataSource dataSource = producer.dataSource(descriptor.name());
             if (dataSource != null) {
-                dataSource.protoVmProgram(protoVmProgramOf(descriptor));
+                dataSource.canonicalProtoVmProgram(protoVmProgramOf(descriptor));
             }
         }
         invocation.reply(NO_BYTES);

@@ -1,0 +1,372 @@
+package dev.ffmtrace.jvm;
+
+import dev.ffmtrace.perfetto.protos.BuiltinClock;
+import dev.ffmtrace.perfetto.protos.ClockSnapshot;
+import dev.ffmtrace.perfetto.protos.CounterDescriptor;
+import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import jdk.jfr.consumer.RecordedClass;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordedMethod;
+import jdk.jfr.consumer.RecordedObject;
+import jdk.jfr.consumer.RecordedStackTrace;
+import jdk.jfr.consumer.RecordedThread;
+
+/**
+ * Maps JFR events of one JVM to Perfetto packets on one sequence: the mapping a live
+ * session and the offline converter share.
+ *
+ * <ul>
+ * <li><b>Threads:</b> each Java thread's events on a thread track (pid, OS tid, Java
+ *     name); a virtual thread's on a track of its own under the process.
+ * <li><b>Slices:</b> garbage collections, their pause and concurrent phases nested, on a
+ *     track per collector ("GC G1New") under the process; safepoints on "Safepoints";
+ *     VM operations, compilations, parks, monitor enters and waits, sleeps and pinned
+ *     virtual threads on the thread that had them, their fields as annotations. A
+ *     monitor's previous owner (or a wait's notifier) gets an instant where it let go,
+ *     with a flow to an instant where the waiter got the monitor, ending its slice.
+ * <li><b>Counters:</b> heap used and committed, metaspace used and committed, JVM and
+ *     machine CPU load, each thread's CPU load, live Java threads, allocation rate.
+ * <li><b>CPU samples:</b> execution samples (and CPU-time samples where the JDK has
+ *     them) as {@code PerfSample}s with interned frames ({@code pkg.Class.method}, line,
+ *     bytecode index as the pc, JFR's frame type as the mapping).
+ * <li><b>Allocations:</b> weighted allocation samples as a heap profile (heap "java", the
+ *     allocated class as the leaf frame), written by {@link #finish()}.
+ * </ul>
+ *
+ * Timestamps stay on JFR's clock, CLOCK_REALTIME. Events of other types are counted, not
+ * written. An event whose fields are not what this JDK's are (another JDK's recording)
+ * is counted as malformed and skipped; nothing is thrown to the caller. One thread calls
+ * at a time.
+ */
+public final class JfrMapping {
+    private static final long NO_FLOW = 0;
+
+    private final JvmPacketWriter writer;
+    private final long pid;
+    private final long realtimeToMonotonicCoarse;
+    private final JvmTrack process;
+    private final JvmTrack safepoints;
+    private final JvmTrack heapUsed;
+    private final JvmTrack heapCommitted;
+    private final JvmTrack metaspaceUsed;
+    private final JvmTrack metaspaceCommitted;
+    private final JvmTrack jvmUserCpu;
+    private final JvmTrack jvmSystemCpu;
+    private final JvmTrack machineCpu;
+    private final JvmTrack javaThreads;
+    private final JvmTrack allocationRateTrack;
+    private final Map<Long, JvmTrack> threads = new HashMap<>();
+    private final Map<String, JvmTrack> collectors = new HashMap<>();
+    private final Map<JvmTrack, JvmTrack> threadCpu = new HashMap<>();
+    private final CollectionSlices collections;
+    private final AllocationProfile allocations = new AllocationProfile();
+    private final AllocationRate allocationRate = new AllocationRate();
+    private final Args args = new Args();
+    private final TreeMap<String, Long> ignoredTypes = new TreeMap<>();
+    private final TreeMap<String, Long> malformedTypes = new TreeMap<>();
+    private long mapped;
+    private long withoutThread;
+    private long nextFlow = 1;
+    private boolean finished;
+
+    /**
+     * @param sink the sequence to write on
+     * @param pid the recorded JVM's process id
+     * @param processName its name, as the process track shows it
+     * @param realtimeToMonotonicCoarse CLOCK_REALTIME minus CLOCK_MONOTONIC_COARSE, for the
+     *     heap profile's timestamps (0 where the trace equates the two, as the converter's does)
+     */
+    public JfrMapping(TracePacketSink sink, long pid, String processName, long realtimeToMonotonicCoarse) {
+        this.writer = new JvmPacketWriter(sink);
+        this.pid = pid;
+        this.realtimeToMonotonicCoarse = realtimeToMonotonicCoarse;
+        this.process = JvmTrack.process(pid, processName);
+        this.collections = new CollectionSlices(writer);
+        this.safepoints = JvmTrack.named(process, "Safepoints");
+        this.heapUsed = JvmTrack.counter(process, "Heap used", CounterDescriptor.Unit.UNIT_SIZE_BYTES);
+        this.heapCommitted = JvmTrack.counter(process, "Heap committed", CounterDescriptor.Unit.UNIT_SIZE_BYTES);
+        this.metaspaceUsed = JvmTrack.counter(process, "Metaspace used", CounterDescriptor.Unit.UNIT_SIZE_BYTES);
+        this.metaspaceCommitted =
+                JvmTrack.counter(process, "Metaspace committed", CounterDescriptor.Unit.UNIT_SIZE_BYTES);
+        this.jvmUserCpu = JvmTrack.counter(process, "JVM user CPU %", CounterDescriptor.Unit.UNIT_UNSPECIFIED);
+        this.jvmSystemCpu = JvmTrack.counter(process, "JVM system CPU %", CounterDescriptor.Unit.UNIT_UNSPECIFIED);
+        this.machineCpu = JvmTrack.counter(process, "Machine CPU %", CounterDescriptor.Unit.UNIT_UNSPECIFIED);
+        this.javaThreads = JvmTrack.counter(process, "Java threads", CounterDescriptor.Unit.UNIT_COUNT);
+        this.allocationRateTrack =
+                JvmTrack.counter(process, "Allocation rate (bytes/s)", CounterDescriptor.Unit.UNIT_SIZE_BYTES);
+        writer.describe(process);
+    }
+
+    /**
+     * Declares the trace's timeline to be CLOCK_REALTIME, JFR's own: for a trace of a
+     * recording alone, where no other clock is known. Call before the first event.
+     */
+    public void declareRealtimeTimeline(long realtime) {
+        var snapshot = writer.packet(realtime).setClockSnapshot();
+        for (BuiltinClock clock : List.of(BuiltinClock.BUILTIN_CLOCK_REALTIME, BuiltinClock.BUILTIN_CLOCK_BOOTTIME,
+                BuiltinClock.BUILTIN_CLOCK_MONOTONIC_COARSE)) {
+            ClockSnapshot.Clock entry = snapshot.addClocks();
+            entry.setClockId(clock.number());
+            entry.setTimestamp(realtime);
+        }
+        snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_REALTIME);
+        writer.finish();
+    }
+
+    /** Maps one event; never throws. */
+    public void accept(RecordedEvent event) {
+        String type = event.getEventType().getName();
+        try {
+            if (map(type, event)) {
+                mapped++;
+            } else {
+                ignoredTypes.merge(type, 1L, Long::sum);
+            }
+        } catch (RuntimeException e) {
+            malformedTypes.merge(type, 1L, Long::sum);
+        }
+    }
+
+    /**
+     * Writes what waits for the end: the allocation heap profile and the last seconds of
+     * allocation rate. Further events are ignored.
+     */
+    public void finish() {
+        if (finished) {
+            return;
+        }
+        finished = true;
+        collections.finish();
+        allocationRate.finish(writer, allocationRateTrack);
+        if (!allocations.isEmpty()) {
+            allocations.write(writer, pid, realtimeToMonotonicCoarse);
+        }
+    }
+
+    /** What was mapped and what was not, so far. */
+    public JfrMappingStats stats() {
+        return new JfrMappingStats(mapped, Collections.unmodifiableMap(new TreeMap<>(ignoredTypes)),
+                Collections.unmodifiableMap(new TreeMap<>(malformedTypes)), withoutThread,
+                collections.droppedPhases(), allocationRate.lateSamples());
+    }
+
+    /** Whether {@code type} was written (true) or is not one this mapping writes (false). */
+    private boolean map(String type, RecordedEvent event) {
+        if (finished) {
+            return false;
+        }
+        switch (type) {
+            case "jdk.GarbageCollection" -> collection(event);
+            case "jdk.GCPhasePause", "jdk.GCPhaseConcurrent" -> phase(event, 1);
+            case "jdk.GCPhasePauseLevel1", "jdk.GCPhaseConcurrentLevel1" -> phase(event, 2);
+            case "jdk.GCPhasePauseLevel2", "jdk.GCPhaseConcurrentLevel2" -> phase(event, 3);
+            case "jdk.GCPhasePauseLevel3" -> phase(event, 4);
+            case "jdk.GCPhasePauseLevel4" -> phase(event, 5);
+            case "jdk.SafepointBegin", "jdk.SafepointEnd" -> slice(event, safepoints, event.getEventType().getLabel(),
+                    args.clear().add("safepointId", number(event, "safepointId")));
+            case "jdk.ExecuteVMOperation" -> onThread(event, event.getString("operation"),
+                    fields(event, "safepoint", "blocking", "caller", "safepointId"));
+            case "jdk.Compilation" -> onThread(event, "Compilation " + methodName(event.getValue("method")),
+                    fields(event, "compileId", "compiler", "compileLevel", "succeded", "isOsr", "codeSize",
+                            "inlinedBytes"));
+            case "jdk.ThreadPark" -> onThread(event, "Thread park", fields(event, "parkedClass", "timeout", "until"));
+            case "jdk.ThreadSleep" -> onThread(event, "Thread sleep", fields(event, "time"));
+            case "jdk.VirtualThreadPinned" -> onThread(event, "Virtual thread pinned", args.clear());
+            case "jdk.JavaMonitorEnter" ->
+                    handOver(event, "Monitor enter", "previousOwner", "Monitor acquired", "Monitor released");
+            case "jdk.JavaMonitorWait" -> handOver(event, "Monitor wait", "notifier", "Monitor notified", "Notify");
+            case "jdk.ExecutionSample" -> sample(event, event.getThread("sampledThread"));
+            case "jdk.CPUTimeSample" -> {
+                if (!event.getBoolean("failed")) {
+                    sample(event, event.getThread());
+                }
+            }
+            case "jdk.ObjectAllocationSample" -> allocation(event);
+            case "jdk.GCHeapSummary" -> {
+                long at = nanos(event.getStartTime());
+                writer.counter(at, heapUsed, event.getLong("heapUsed"));
+                writer.counter(at, heapCommitted, ((RecordedObject) event.getValue("heapSpace")).getLong("committedSize"));
+            }
+            case "jdk.MetaspaceSummary" -> {
+                long at = nanos(event.getStartTime());
+                RecordedObject metaspace = event.getValue("metaspace");
+                writer.counter(at, metaspaceUsed, metaspace.getLong("used"));
+                writer.counter(at, metaspaceCommitted, metaspace.getLong("committed"));
+            }
+            case "jdk.CPULoad" -> {
+                long at = nanos(event.getStartTime());
+                writer.counter(at, jvmUserCpu, 100.0 * event.getFloat("jvmUser"));
+                writer.counter(at, jvmSystemCpu, 100.0 * event.getFloat("jvmSystem"));
+                writer.counter(at, machineCpu, 100.0 * event.getFloat("machineTotal"));
+            }
+            case "jdk.ThreadCPULoad" -> threadCpu(event);
+            case "jdk.JavaThreadStatistics" ->
+                    writer.counter(nanos(event.getStartTime()), javaThreads, event.getLong("activeCount"));
+            default -> {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void collection(RecordedEvent event) {
+        String name = event.getString("name");
+        JvmTrack track = collectors.computeIfAbsent(name, n -> JvmTrack.named(process, "GC " + n));
+        collections.collection(event.getLong("gcId"), track, name, nanos(event.getStartTime()),
+                nanos(event.getEndTime()), fields(event, "gcId", "cause", "sumOfPauses", "longestPause"));
+    }
+
+    private void phase(RecordedEvent event, int level) {
+        collections.phase(event.getLong("gcId"), level, event.getString("name"), nanos(event.getStartTime()),
+                nanos(event.getEndTime()));
+    }
+
+    private void onThread(RecordedEvent event, String name, Args args) {
+        JvmTrack track = threadTrack(event.getThread());
+        if (track == null) {
+            withoutThread++;
+            return;
+        }
+        slice(event, track, name, args);
+    }
+
+    /**
+     * A wait for a monitor that another thread held ({@code ownerField}): a slice on the
+     * waiter, ending with an instant where it got the monitor, and a flow to that instant
+     * from one on the owner where it let go. The trace processor points a flow from the
+     * earlier-starting slice, so the flow joins the two instants, not the waiter's slice.
+     */
+    private void handOver(RecordedEvent event, String name, String ownerField, String acquired, String released) {
+        JvmTrack track = threadTrack(event.getThread());
+        if (track == null) {
+            withoutThread++;
+            return;
+        }
+        String monitorClass = className(event.getValue("monitorClass"));
+        long start = nanos(event.getStartTime());
+        long end = nanos(event.getEndTime());
+        JvmTrack owner = threadTrack(event.getThread(ownerField));
+        writer.begin(start, track, name, fields(event, ownerField, "timeout", "timedOut")
+                .add("monitorClass", monitorClass));
+        if (owner != null) {
+            long flow = nextFlow++;
+            // The owner let go before the waiter got in; at the end, the waiter's instant
+            // comes before its slice's end, so it nests inside the slice.
+            writer.instant(end - 1, owner, released, args.clear().add("monitorClass", monitorClass), flow, NO_FLOW);
+            writer.instant(end, track, acquired, args.clear(), NO_FLOW, flow);
+        }
+        writer.end(end, track);
+    }
+
+    private void slice(RecordedEvent event, JvmTrack track, String name, Args args) {
+        writer.begin(nanos(event.getStartTime()), track, name, args);
+        writer.end(nanos(event.getEndTime()), track);
+    }
+
+    private void sample(RecordedEvent event, RecordedThread thread) {
+        RecordedStackTrace stack = event.getStackTrace();
+        if (thread == null || stack == null || thread.isVirtual()) {
+            withoutThread++;
+            return;
+        }
+        writer.sample(nanos(event.getStartTime()), pid, thread.getOSThreadId(), JavaFrame.rootFirst(stack));
+    }
+
+    private void allocation(RecordedEvent event) {
+        long at = nanos(event.getStartTime());
+        long weight = event.getLong("weight");
+        allocationRate.add(at, weight, writer, allocationRateTrack);
+        RecordedStackTrace stack = event.getStackTrace();
+        List<JavaFrame> frames = stack == null ? new ArrayList<>() : JavaFrame.rootFirst(stack);
+        frames.add(JavaFrame.allocated(className(event.getValue("objectClass"))));
+        allocations.add(at, frames, weight);
+    }
+
+    private void threadCpu(RecordedEvent event) {
+        JvmTrack thread = threadTrack(event.getThread());
+        if (thread == null) {
+            withoutThread++;
+            return;
+        }
+        JvmTrack counter = threadCpu.computeIfAbsent(thread,
+                t -> JvmTrack.counter(t, "CPU %", CounterDescriptor.Unit.UNIT_UNSPECIFIED));
+        writer.counter(nanos(event.getStartTime()), counter,
+                100.0 * (event.getFloat("user") + event.getFloat("system")));
+    }
+
+    /** The track of {@code thread}: its own, made on first sight; null for none. */
+    private JvmTrack threadTrack(RecordedThread thread) {
+        if (thread == null) {
+            return null;
+        }
+        long javaId = thread.getJavaThreadId();
+        boolean virtual = thread.isVirtual();
+        long key = virtual ? -javaId : javaId >= 0 ? javaId : (1L << 62) | thread.getOSThreadId();
+        JvmTrack track = threads.get(key);
+        if (track == null) {
+            String name = thread.getJavaName() != null ? thread.getJavaName() : thread.getOSName();
+            if (virtual) {
+                track = JvmTrack.virtualThread(process, javaId,
+                        name == null || name.isEmpty() ? "virtual thread " + javaId : name);
+            } else {
+                track = JvmTrack.thread(process, key, thread.getOSThreadId(), name == null ? "" : name);
+            }
+            threads.put(key, track);
+        }
+        return track;
+    }
+
+    /** {@code names}' values as annotations: numbers, flags, strings, classes, threads, methods, durations. */
+    private Args fields(RecordedEvent event, String... names) {
+        args.clear();
+        for (String name : names) {
+            if (!event.hasField(name)) {
+                continue;
+            }
+            switch (event.getValue(name)) {
+                case null -> { }
+                case Boolean value -> args.add(name, value);
+                case Float value -> args.add(name, value.doubleValue());
+                case Double value -> args.add(name, value);
+                case Number value -> args.add(name, value.longValue());
+                case String value -> args.add(name, value);
+                case RecordedClass value -> args.add(name, value.getName());
+                case RecordedThread value -> args.add(name, value.getJavaName() != null ? value.getJavaName()
+                        : value.getOSName());
+                case RecordedMethod value -> args.add(name, methodName(value));
+                case Duration value -> args.add(name, value.toNanos());
+                case Instant value -> args.add(name, nanos(value));
+                default -> { }
+            }
+        }
+        return args;
+    }
+
+    private static long number(RecordedEvent event, String field) {
+        return event.hasField(field) ? event.getLong(field) : 0;
+    }
+
+    private static String className(Object value) {
+        return value instanceof RecordedClass type ? type.getName() : "[unknown]";
+    }
+
+    private static String methodName(Object value) {
+        if (!(value instanceof RecordedMethod method)) {
+            return "[unknown]";
+        }
+        return (method.getType() == null ? "[unknown]" : method.getType().getName()) + "." + method.getName();
+    }
+
+    /** Nanoseconds since the epoch: JFR's timestamps are CLOCK_REALTIME. */
+    static long nanos(Instant instant) {
+        return instant.getEpochSecond() * 1_000_000_000L + instant.getNano();
+    }
+}

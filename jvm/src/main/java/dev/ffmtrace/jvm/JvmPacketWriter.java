@@ -1,0 +1,320 @@
+package dev.ffmtrace.jvm;
+
+import dev.ffmtrace.perfetto.protos.BuiltinClock;
+import dev.ffmtrace.perfetto.protos.DebugAnnotation;
+import dev.ffmtrace.perfetto.protos.InternedData;
+import dev.ffmtrace.perfetto.protos.PerfSample;
+import dev.ffmtrace.perfetto.protos.Profiling;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TrackDescriptor;
+import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * Writes the JVM's packets on one sequence: track descriptors, slices, instants and
+ * counters as TrackEvents, CPU samples as {@code PerfSample}s, and whatever raw packet a
+ * caller builds ({@link #packet}). Timestamps are CLOCK_REALTIME nanoseconds, JFR's own
+ * clock, named once in the sequence's {@code trace_packet_defaults}: a live session's
+ * clock snapshots, or the converter's, move them onto the trace's timeline.
+ *
+ * <p>Names, annotation names, frames and callstacks are interned on the sequence; the
+ * entries new to a packet are collected before it opens and written in its
+ * {@code interned_data}. When the sink's incremental-state epoch moves, everything is
+ * interned and described again after a packet that clears the state.
+ */
+final class JvmPacketWriter {
+    private static final int REALTIME = BuiltinClock.BUILTIN_CLOCK_REALTIME.number();
+    private static final int CLEARED = TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number();
+    private static final int NEEDS_STATE = TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number();
+
+    /** Keys interned on the sequence, numbered from 1, and those a packet has yet to write. */
+    private static final class Interner<K> {
+        private final Map<K, Long> ids = new HashMap<>();
+        private final List<K> pending = new ArrayList<>();
+
+        long iid(K key) {
+            Long iid = ids.get(key);
+            if (iid == null) {
+                iid = (long) ids.size() + 1;
+                ids.put(key, iid);
+                pending.add(key);
+            }
+            return iid;
+        }
+
+        void reset() {
+            ids.clear();
+            pending.clear();
+        }
+    }
+
+    private final TracePacketSink sink;
+    private final Set<Long> described = new HashSet<>();
+    private final Interner<String> eventNames = new Interner<>();
+    private final Interner<String> annotationNames = new Interner<>();
+    private final Interner<String> functionNames = new Interner<>();
+    private final Interner<String> mappingPaths = new Interner<>();
+    private final Interner<String> mappings = new Interner<>();
+    private final Interner<JavaFrame> frames = new Interner<>();
+    private final Interner<List<Long>> callstacks = new Interner<>();
+    private boolean started;
+    private long epoch;
+
+    JvmPacketWriter(TracePacketSink sink) {
+        this.sink = sink;
+    }
+
+    void begin(long timestamp, JvmTrack track, String name, Args args) {
+        event(timestamp, track, TrackEvent.Type.TYPE_SLICE_BEGIN, name, args, 0, 0);
+    }
+
+    /** Ends the innermost slice open on {@code track}. */
+    void end(long timestamp, JvmTrack track) {
+        event(timestamp, track, TrackEvent.Type.TYPE_SLICE_END, null, null, 0, 0);
+    }
+
+    /** An instant on {@code track}, with {@code flowId} leaving it and {@code terminatingFlowId} ending there (0: none). */
+    void instant(long timestamp, JvmTrack track, String name, Args args, long flowId, long terminatingFlowId) {
+        event(timestamp, track, TrackEvent.Type.TYPE_INSTANT, name, args, flowId, terminatingFlowId);
+    }
+
+    void counter(long timestamp, JvmTrack track, long value) {
+        TrackEvent event = counterEvent(timestamp, track);
+        event.setCounterValue(value);
+        sink.finishTracePacket();
+    }
+
+    void counter(long timestamp, JvmTrack track, double value) {
+        TrackEvent event = counterEvent(timestamp, track);
+        event.setDoubleCounterValue(value);
+        sink.finishTracePacket();
+    }
+
+    /** A CPU sample of thread {@code tid} whose stack is {@code rootFirst}. */
+    void sample(long timestamp, long pid, long tid, List<JavaFrame> rootFirst) {
+        ensureState();
+        List<Long> frameIds = new ArrayList<>(rootFirst.size());
+        for (JavaFrame frame : rootFirst) {
+            frameIds.add(internFrame(frame));
+        }
+        long callstack = callstacks.iid(List.copyOf(frameIds));
+        TracePacket packet = open(timestamp);
+        PerfSample sample = packet.setPerfSample();
+        sample.setPid((int) pid);
+        sample.setTid((int) tid);
+        sample.setCpuMode(Profiling.CpuMode.MODE_USER);
+        sample.setCallstackIid(callstack);
+        sink.finishTracePacket();
+    }
+
+    /**
+     * Opens a packet at {@code timestamp} for the caller to fill with a message of its own
+     * (one that interns nothing on the sequence); {@link #finish()} closes it.
+     */
+    TracePacket packet(long timestamp) {
+        ensureState();
+        TracePacket packet = sink.newTracePacket();
+        packet.setTimestamp(timestamp);
+        return packet;
+    }
+
+    void finish() {
+        sink.finishTracePacket();
+    }
+
+    /** Writes {@code track}'s descriptor, its parents' first, unless the sequence has. */
+    void describe(JvmTrack track) {
+        ensureState();
+        describeOnce(track);
+    }
+
+    private void describeOnce(JvmTrack track) {
+        if (described.contains(track.uuid())) {
+            return;
+        }
+        if (track.parent() != null) {
+            describeOnce(track.parent());
+        }
+        described.add(track.uuid());
+        TrackDescriptor descriptor = sink.newTracePacket().setTrackDescriptor();
+        descriptor.setUuid(track.uuid());
+        if (track.parent() != null) {
+            descriptor.setParentUuid(track.parent().uuid());
+        }
+        switch (track.kind()) {
+            case PROCESS -> {
+                var process = descriptor.setProcess();
+                process.setPid((int) track.pid());
+                process.setProcessName(track.name());
+            }
+            case THREAD -> {
+                var thread = descriptor.setThread();
+                thread.setPid((int) track.pid());
+                thread.setTid(track.tid());
+                thread.setThreadName(track.name());
+            }
+            case NAMED -> descriptor.setName(track.name());
+            case COUNTER -> {
+                descriptor.setName(track.name());
+                descriptor.setCounter().setUnit(track.unit());
+            }
+        }
+        sink.finishTracePacket();
+    }
+
+    private void event(long timestamp, JvmTrack track, TrackEvent.Type type, String name, Args args,
+                       long flowId, long terminatingFlowId) {
+        ensureState();
+        describeOnce(track);
+        long nameIid = name == null ? 0 : eventNames.iid(name);
+        if (args != null) {
+            for (Args.Arg arg : args.list()) {
+                annotationNames.iid(arg.name());
+            }
+        }
+        TrackEvent event = open(timestamp).setTrackEvent();
+        event.setType(type);
+        event.setTrackUuid(track.uuid());
+        if (nameIid != 0) {
+            event.setNameIid(nameIid);
+        }
+        if (flowId != 0) {
+            event.addFlowIds(flowId);
+        }
+        if (terminatingFlowId != 0) {
+            event.addTerminatingFlowIds(terminatingFlowId);
+        }
+        if (args != null) {
+            for (Args.Arg arg : args.list()) {
+                DebugAnnotation annotation = event.addDebugAnnotations();
+                annotation.setNameIid(annotationNames.iid(arg.name()));
+                switch (arg.value()) {
+                    case Long value -> annotation.setIntValue(value);
+                    case Double value -> annotation.setDoubleValue(value);
+                    case Boolean value -> annotation.setBoolValue(value);
+                    case String value -> annotation.setStringValue(value);
+                    default -> throw new IllegalArgumentException("not an annotation value: " + arg.value());
+                }
+            }
+        }
+        sink.finishTracePacket();
+    }
+
+    private TrackEvent counterEvent(long timestamp, JvmTrack track) {
+        ensureState();
+        describeOnce(track);
+        TrackEvent event = open(timestamp).setTrackEvent();
+        event.setType(TrackEvent.Type.TYPE_COUNTER);
+        event.setTrackUuid(track.uuid());
+        return event;
+    }
+
+    private long internFrame(JavaFrame frame) {
+        functionNames.iid(frame.function());
+        if (!mappings.ids.containsKey(frame.mapping())) {
+            mappingPaths.iid(frame.mapping());
+            mappings.iid(frame.mapping());
+        }
+        return frames.iid(frame);
+    }
+
+    /** A packet at {@code timestamp} needing the sequence's state, with the entries interned since the last. */
+    private TracePacket open(long timestamp) {
+        TracePacket packet = sink.newTracePacket();
+        packet.setTimestamp(timestamp);
+        packet.setSequenceFlags(NEEDS_STATE);
+        if (!eventNames.pending.isEmpty() || !annotationNames.pending.isEmpty() || !frames.pending.isEmpty()
+                || !callstacks.pending.isEmpty() || !functionNames.pending.isEmpty()) {
+            writeInterned(packet.setInternedData());
+        }
+        return packet;
+    }
+
+    private void writeInterned(InternedData data) {
+        for (String name : eventNames.pending) {
+            var entry = data.addEventNames();
+            entry.setIid(eventNames.ids.get(name));
+            entry.setName(name);
+        }
+        for (String name : annotationNames.pending) {
+            var entry = data.addDebugAnnotationNames();
+            entry.setIid(annotationNames.ids.get(name));
+            entry.setName(name);
+        }
+        for (String name : functionNames.pending) {
+            var entry = data.addFunctionNames();
+            entry.setIid(functionNames.ids.get(name));
+            entry.setStr(name.getBytes(StandardCharsets.UTF_8));
+        }
+        for (String path : mappingPaths.pending) {
+            var entry = data.addMappingPaths();
+            entry.setIid(mappingPaths.ids.get(path));
+            entry.setStr(path.getBytes(StandardCharsets.UTF_8));
+        }
+        for (String path : mappings.pending) {
+            var entry = data.addMappings();
+            entry.setIid(mappings.ids.get(path));
+            entry.addPathStringIds(mappingPaths.ids.get(path));
+        }
+        for (JavaFrame frame : frames.pending) {
+            var entry = data.addFrames();
+            entry.setIid(frames.ids.get(frame));
+            entry.setFunctionNameId(functionNames.ids.get(frame.function()));
+            entry.setMappingId(mappings.ids.get(frame.mapping()));
+            entry.setRelPc(frame.bytecodeIndex());
+            if (frame.line() > 0) {
+                entry.setLineNumber(frame.line());
+            }
+        }
+        for (List<Long> stack : callstacks.pending) {
+            var entry = data.addCallstacks();
+            entry.setIid(callstacks.ids.get(stack));
+            for (long frame : stack) {
+                entry.addFrameIds(frame);
+            }
+        }
+        eventNames.pending.clear();
+        annotationNames.pending.clear();
+        functionNames.pending.clear();
+        mappingPaths.pending.clear();
+        mappings.pending.clear();
+        frames.pending.clear();
+        callstacks.pending.clear();
+    }
+
+    /**
+     * Starts the sequence, or starts its state again when the sink says packets written
+     * before may be lost: a packet clearing the state and naming the clock, then every
+     * name, frame and track anew.
+     */
+    private void ensureState() {
+        long now = sink.incrementalStateEpoch();
+        if (started && now == epoch) {
+            return;
+        }
+        eventNames.reset();
+        annotationNames.reset();
+        functionNames.reset();
+        mappingPaths.reset();
+        mappings.reset();
+        frames.reset();
+        callstacks.reset();
+        described.clear();
+        TracePacket packet = sink.newTracePacket();
+        packet.setSequenceFlags(CLEARED);
+        if (!started) {
+            packet.setFirstPacketOnSequence(true);
+        }
+        packet.setTracePacketDefaults().setTimestampClockId(REALTIME);
+        sink.finishTracePacket();
+        started = true;
+        epoch = now;
+    }
+}

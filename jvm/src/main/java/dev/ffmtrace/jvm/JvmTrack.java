@@ -1,0 +1,49 @@
+package dev.ffmtrace.jvm;
+
+import dev.ffmtrace.perfetto.protos.CounterDescriptor;
+
+/**
+ * A track the JVM's events are drawn on, with a uuid derived from what it stands for, so
+ * that converting the same recording twice gives the same bytes and a live session and
+ * an offline conversion name a thread's track alike.
+ */
+record JvmTrack(long uuid, JvmTrack parent, Kind kind, String name, long pid, long tid, CounterDescriptor.Unit unit) {
+    enum Kind { PROCESS, THREAD, NAMED, COUNTER }
+
+    static JvmTrack process(long pid, String name) {
+        return new JvmTrack(uuid("process", pid, 0), null, Kind.PROCESS, name, pid, 0, null);
+    }
+
+    /** A platform thread's track; {@code key} is its Java thread id, or its OS tid for a VM thread. */
+    static JvmTrack thread(JvmTrack process, long key, long tid, String name) {
+        return new JvmTrack(uuid("thread", process.pid, key), process, Kind.THREAD, name, process.pid, tid, null);
+    }
+
+    /** A virtual thread's track: a named track under the process, as the SDK gives one. */
+    static JvmTrack virtualThread(JvmTrack process, long javaThreadId, String name) {
+        return new JvmTrack(uuid("virtual", process.pid, javaThreadId), process, Kind.NAMED, name, process.pid, 0, null);
+    }
+
+    /** A track named {@code name} under {@code parent}, one per name. */
+    static JvmTrack named(JvmTrack parent, String name) {
+        return new JvmTrack(uuid("named:" + name, parent.uuid, 0), parent, Kind.NAMED, name, parent.pid, 0, null);
+    }
+
+    static JvmTrack counter(JvmTrack parent, String name, CounterDescriptor.Unit unit) {
+        return new JvmTrack(uuid("counter:" + name, parent.uuid, 0), parent, Kind.COUNTER, name, parent.pid, 0, unit);
+    }
+
+    /** A 64-bit hash of (what, a, b), never 0: SplitMix64's finaliser over the three. */
+    private static long uuid(String what, long a, long b) {
+        long h = mix(what.hashCode() ^ 0x6a766d5f74726b00L);
+        h = mix(h ^ a);
+        h = mix(h ^ b);
+        return h == 0 ? 1 : h;
+    }
+
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+}

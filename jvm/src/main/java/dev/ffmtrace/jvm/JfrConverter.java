@@ -107,7 +107,6 @@ public final class JfrConverter {
                 events = reportProgress(events, progress);
             }
             mapping.finish();
-            sink.flush();
             return new Result(events, pid, mapping.stats(), unreadable);
         }
     }

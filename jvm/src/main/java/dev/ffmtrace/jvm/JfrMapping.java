@@ -11,6 +11,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import jdk.jfr.consumer.RecordedClass;
 import jdk.jfr.consumer.RecordedEvent;
@@ -47,6 +48,14 @@ import jdk.jfr.consumer.RecordedThread;
  * at a time.
  */
 public final class JfrMapping {
+    /** The JFR event types this mapping writes: what a live session enables. */
+    public static final Set<String> EVENT_TYPES = Set.of("jdk.GarbageCollection", "jdk.GCPhasePause",
+            "jdk.GCPhasePauseLevel1", "jdk.GCPhasePauseLevel2", "jdk.GCPhasePauseLevel3", "jdk.GCPhasePauseLevel4",
+            "jdk.GCPhaseConcurrent", "jdk.GCPhaseConcurrentLevel1", "jdk.GCPhaseConcurrentLevel2",
+            "jdk.SafepointBegin", "jdk.SafepointEnd", "jdk.ExecuteVMOperation", "jdk.Compilation", "jdk.ThreadPark",
+            "jdk.ThreadSleep", "jdk.VirtualThreadPinned", "jdk.JavaMonitorEnter", "jdk.JavaMonitorWait",
+            "jdk.ExecutionSample", "jdk.CPUTimeSample", "jdk.ObjectAllocationSample", "jdk.GCHeapSummary",
+            "jdk.MetaspaceSummary", "jdk.CPULoad", "jdk.ThreadCPULoad", "jdk.JavaThreadStatistics");
     private static final long NO_FLOW = 0;
 
     private final JvmPacketWriter writer;
@@ -137,7 +146,7 @@ public final class JfrMapping {
 
     /**
      * Writes what waits for the end: the allocation heap profile and the last seconds of
-     * allocation rate. Further events are ignored.
+     * allocation rate; then flushes the sink. Further events are ignored.
      */
     public void finish() {
         if (finished) {
@@ -149,6 +158,7 @@ public final class JfrMapping {
         if (!allocations.isEmpty()) {
             allocations.write(writer, pid, realtimeToMonotonicCoarse);
         }
+        writer.flush();
     }
 
     /** What was mapped and what was not, so far. */

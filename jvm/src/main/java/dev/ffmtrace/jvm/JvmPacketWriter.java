@@ -129,6 +129,11 @@ final class JvmPacketWriter {
         sink.finishTracePacket();
     }
 
+    /** Makes what was written readable (commits it, over a TraceWriter). */
+    void flush() {
+        sink.flush();
+    }
+
     /** Writes {@code track}'s descriptor, its parents' first, unless the sequence has. */
     void describe(JvmTrack track) {
         ensureState();

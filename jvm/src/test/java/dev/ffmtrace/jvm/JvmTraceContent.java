@@ -1,6 +1,8 @@
 package dev.ffmtrace.jvm;
 
+import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.Callstack;
+import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.Frame;
 import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.InternedString;
@@ -46,6 +48,37 @@ record JvmTraceContent(TrackEventReader.Decoded events, List<Slice> slices, List
         Map<String, Long> heap = new HashMap<>();
         readProfiles(segment, samples, heap);
         return new JvmTraceContent(decoded, pairSlices(decoded.events()), samples, heap);
+    }
+
+    /**
+     * CLOCK_REALTIME minus CLOCK_MONOTONIC, from the trace's first clock snapshot that has
+     * both: what moves JFR's timestamps onto the monotonic clock the SDK's events use.
+     */
+    static long realtimeMinusMonotonic(byte[] trace) {
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace));
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        ClockSnapshot.Decoder snapshot = new ClockSnapshot.Decoder();
+        ClockSnapshot.Clock.Decoder clock = new ClockSnapshot.Clock.Decoder();
+        while (packets.next()) {
+            packet.reset(packets.field());
+            if (!packet.clockSnapshot(snapshot)) {
+                continue;
+            }
+            Map<Integer, Long> clocks = new HashMap<>();
+            RepeatedFieldIterator it = snapshot.clocks(new RepeatedFieldIterator());
+            while (it.next()) {
+                clock.reset(it.field());
+                clocks.put(clock.clockId(), clock.timestamp());
+            }
+            Long realtime = clocks.get(BuiltinClock.BUILTIN_CLOCK_REALTIME.number());
+            Long monotonic = clocks.get(BuiltinClock.BUILTIN_CLOCK_MONOTONIC.number());
+            if (realtime != null && monotonic != null) {
+                return realtime - monotonic;
+            }
+        }
+        throw new AssertionError("no clock snapshot with REALTIME and MONOTONIC");
     }
 
     /** The tracks named {@code name} by their descriptors (thread tracks by their thread name). */

@@ -12,10 +12,12 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * One instance of a data source, as the service set it up for a tracing session: its
  * id, its raw {@code DataSourceConfig} and the buffer its packets go to. Its writers
- * write into the connection's shared memory buffer until the instance stops or the
- * connection is lost; then they are closed, and a writer asked for afterwards is born
- * closed ({@link TraceWriter#isOpen()} false), so a {@code TrackEventWriter} over it
- * counts its events as discarded instead of throwing.
+ * write into the connection's shared memory buffer until the instance has stopped (its
+ * handler called the stop's {@code done}, so a handler stopping asynchronously can still
+ * write its last data, as Perfetto's can) or the connection is lost; then they are
+ * closed, and a writer asked for afterwards is born closed ({@link TraceWriter#isOpen()}
+ * false), so a {@code TrackEventWriter} over it counts its events as discarded instead
+ * of throwing.
  */
 public final class DataSourceInstance {
     enum State { SETUP, STARTED, STOPPING, STOPPED }
@@ -80,12 +82,14 @@ public final class DataSourceInstance {
 
     /**
      * A new writer into this instance's target buffer, registered with the service; a
-     * closed one if the instance is not running (or all writer ids are taken). Close it
+     * closed one if the instance has not started or has stopped (or all writer ids are taken). Close it
      * when done; the connection closes the ones still open when the instance stops.
      */
     public TraceWriter<TracePacket> newTraceWriter(BufferExhaustedPolicy policy) {
         synchronized (session) {
-            if (state == State.STARTED && session.isLive()) {
+            // A handler that stops asynchronously may still write, from new threads too,
+            // until it says it is done (Perfetto's HandleStopAsynchronously).
+            if ((state == State.STARTED || state == State.STOPPING) && session.isLive()) {
                 writers.removeIf(writer -> !writer.isOpen());
                 try {
                     TraceWriter<TracePacket> writer = session.arbiter().createTraceWriter(targetBuffer, policy);

@@ -105,39 +105,55 @@ public final class DataSource<S> {
         if (now.length == 0) {
             return;
         }
-        if (Thread.currentThread().isVirtual()) {
-            traceBorrowing(now, body);
-            return;
-        }
-        ThreadWriters<S> mine = threadWriters.get();
         for (InstanceSlot<S> slot : now) {
-            TraceContext<S> context = mine.context(slot);
-            try {
-                body.accept(context);
-            } finally {
-                // Between calls the writer is idle: the arbiter may take its chunk back,
-                // and a close from another thread never waits for this one.
-                context.finishTracePacket();
+            traceInto(slot, body);
+        }
+    }
+
+    /**
+     * Runs {@code body} for the started instance at place {@code index} alone (its
+     * {@link InstanceSetup#index()}), as Perfetto's {@code TraceWithInstances}: for a data
+     * source whose instances each write from a thread of their own. Does nothing if no
+     * instance runs there.
+     */
+    public void traceInstance(int index, Consumer<TraceContext<S>> body) {
+        for (InstanceSlot<S> slot : started) {
+            if (slot.index() == index) {
+                traceInto(slot, body);
+                return;
             }
         }
     }
 
-    private void traceBorrowing(InstanceSlot<S>[] now, Consumer<TraceContext<S>> body) {
-        for (InstanceSlot<S> slot : now) {
-            TraceContext<S> context;
-            try {
-                context = slot.borrow();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                packetsDiscarded.increment();
-                continue;
-            }
-            try {
-                body.accept(context);
-            } finally {
-                context.finishTracePacket();
-                slot.giveBack(context);
-            }
+    private void traceInto(InstanceSlot<S> slot, Consumer<TraceContext<S>> body) {
+        if (Thread.currentThread().isVirtual()) {
+            traceBorrowing(slot, body);
+            return;
+        }
+        TraceContext<S> context = threadWriters.get().context(slot);
+        try {
+            body.accept(context);
+        } finally {
+            // Between calls the writer is idle: the arbiter may take its chunk back,
+            // and a close from another thread never waits for this one.
+            context.finishTracePacket();
+        }
+    }
+
+    private void traceBorrowing(InstanceSlot<S> slot, Consumer<TraceContext<S>> body) {
+        TraceContext<S> context;
+        try {
+            context = slot.borrow();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            packetsDiscarded.increment();
+            return;
+        }
+        try {
+            body.accept(context);
+        } finally {
+            context.finishTracePacket();
+            slot.giveBack(context);
         }
     }
 

@@ -3,6 +3,8 @@ package dev.ffmtrace.tracing.sdk;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import java.util.function.Function;
 
 /**
  * One started instance as {@link DataSource#trace} hands it to the calling thread: its
@@ -82,6 +84,22 @@ public final class TraceContext<S> {
      */
     public long incrementalStateEpoch() {
         return writer.packetsDropped() + writer.fragmentsDropped() + slot.instance().incrementalStateClears();
+    }
+
+    /**
+     * What this sequence keeps from call to call: made by {@code create} on the first call,
+     * over a sink that writes through this sequence, then the same object on every call of
+     * this thread into this instance (a virtual thread's lent writer keeps its own), as
+     * Perfetto's per-sequence incremental state. For a layer that interns names or writes
+     * descriptors once per sequence; the sink's incremental-state epoch says when to
+     * write them again.
+     */
+    @SuppressWarnings("unchecked")
+    public <T> T sequenceState(Function<TracePacketSink, T> create) {
+        if (attachment == null) {
+            attachment = create.apply(new ContextSink(this));
+        }
+        return (T) attachment;
     }
 
     Object attachment() {

@@ -32,6 +32,10 @@ import java.util.Locale;
 final class ServicePackets {
     /** What this machine is, read once: it does not change while the process runs. */
     private static final byte[] SYSTEM_INFO = systemInfoPacket();
+    /** Rounds of clock reads a snapshot takes at most. */
+    static final int SNAPSHOT_ROUNDS = 8;
+    /** A round of reads this short is kept at once. */
+    static final long TIGHT_ROUND_NANOS = 2_000;
 
     private ServicePackets() {
     }
@@ -40,13 +44,32 @@ final class ServicePackets {
      * A {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW and REALTIME. Every
      * clock is read before anything is encoded, so that they describe one instant.
      * MONOTONIC goes first: BOOTTIME is MONOTONIC plus the time suspended, and read right
-     * after it can never come out smaller.
+     * after it can never come out smaller. A round of reads that a safepoint, a cold
+     * downcall or the scheduler stretched would put the clocks hundreds of microseconds
+     * apart (moving, say, JFR's REALTIME events against the SDK's MONOTONIC ones), so up
+     * to {@value #SNAPSHOT_ROUNDS} rounds are read, MONOTONIC again at each end, and the
+     * shortest is kept; one under {@value #TIGHT_ROUND_NANOS} ns ends the search.
      */
     static byte[] clockSnapshot() {
-        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
-        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
-        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
+        long monotonic = 0;
+        long boottime = 0;
+        long monotonicRaw = 0;
+        long realtime = 0;
+        long shortest = Long.MAX_VALUE;
+        for (int round = 0; round < SNAPSHOT_ROUNDS && shortest > TIGHT_ROUND_NANOS; round++) {
+            long roundMonotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
+            long roundBoottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+            long roundMonotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
+            long roundRealtime = Os.clockNanos(Os.CLOCK_REALTIME);
+            long took = Os.clockNanos(Os.CLOCK_MONOTONIC) - roundMonotonic;
+            if (took < shortest) {
+                shortest = took;
+                monotonic = roundMonotonic;
+                boottime = roundBoottime;
+                monotonicRaw = roundMonotonicRaw;
+                realtime = roundRealtime;
+            }
+        }
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TracePacket packet = service(trace, boottime);
         ClockSnapshot snapshot = packet.setClockSnapshot();

@@ -1,4 +1,4 @@
-/** The ffmtrace command line: record, serve, produce, heapprofd, convert, jfr, dump, protovm, demo and stress. */
+/** The ffmtrace command line: record, serve, produce, heapprofd, convert, jfr, jvm, dump, protovm, demo and stress. */
 @SuppressWarnings("requires-automatic")
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;
@@ -8,6 +8,7 @@ module dev.ffmtrace.cli {
     requires dev.ffmtrace.heapprofd.service;
     requires dev.ffmtrace.shmring;
     requires dev.ffmtrace.jvm;
+    requires jdk.attach;
     requires info.picocli;
 
     // picocli sets the commands' annotated fields reflectively.

@@ -1,5 +1,6 @@
 package dev.ffmtrace.jvm;
 
+import dev.ffmtrace.tracing.producer.ProducerConnection;
 import dev.ffmtrace.tracing.sdk.TrackEvent;
 import dev.ffmtrace.tracing.sdk.Tracing;
 import dev.ffmtrace.tracing.sdk.TracingOptions;
@@ -16,7 +17,8 @@ import java.time.Duration;
  *
  * <p>Options, comma-separated after the jar ({@code -javaagent:ffmtrace-jvm-agent.jar=name=api,wait=2000}):
  * {@code name=NAME}, the producer's name (by default the process's: its main class or
- * jar); {@code wait=MILLIS}, how long the program waits before its {@code main} for a
+ * jar); {@code socket=NAME}, the service's producer socket in Perfetto's form (a path, or
+ * {@code @name} for an abstract one; by default Perfetto's); {@code wait=MILLIS}, how long the program waits before its {@code main} for a
  * session to start the {@code jvm} data source (by default 0: a session that starts later
  * sees the JVM from then on). An application that initializes the SDK itself keeps its own
  * backends; the data sources join them. Nothing is thrown into the application: a
@@ -39,20 +41,23 @@ public final class JvmAgent {
     private static void start(String args) {
         try {
             String name = JfrConverter.processName(System.getProperty("sun.java.command", ""));
+            String socket = null;
             long waitMillis = 0;
             for (String option : args == null ? new String[0] : args.split(",")) {
-                if (option.isBlank()) {
-                    continue;
-                }
                 if (option.startsWith("name=") && option.length() > "name=".length()) {
                     name = option.substring("name=".length());
+                } else if (option.startsWith("socket=") && option.length() > "socket=".length()) {
+                    socket = option.substring("socket=".length());
                 } else if (option.startsWith("wait=")) {
                     waitMillis = Long.parseLong(option.substring("wait=".length()));
-                } else {
-                    System.err.println("ffmtrace agent: ignoring option " + option + " (name=NAME, wait=MILLIS)");
+                } else if (!option.isBlank()) {
+                    System.err.println("ffmtrace agent: ignoring option " + option
+                            + " (name=NAME, socket=SOCKET, wait=MILLIS)");
                 }
             }
-            Tracing.initialize(TracingOptions.named(name).withSystemBackend());
+            TracingOptions options = TracingOptions.named(name);
+            Tracing.initialize(socket == null ? options.withSystemBackend()
+                    : options.withSystemBackend(ProducerConnection.socketAddress(socket)));
             JvmDataSource.register();
             TrackEvent.register();
             if (waitMillis > 0 && !JvmDataSource.awaitInstances(1, Duration.ofMillis(waitMillis))) {

@@ -27,7 +27,6 @@ class JfrCommandTest {
         try (Recording jfr = new Recording(Configuration.getConfiguration("profile"))) {
             jfr.start();
             System.gc();
-            Thread.sleep(30);
             jfr.stop();
             jfr.dump(recording);
         }

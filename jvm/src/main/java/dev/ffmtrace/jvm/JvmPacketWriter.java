@@ -64,6 +64,8 @@ final class JvmPacketWriter {
     private final Interner<String> mappings = new Interner<>();
     private final Interner<JavaFrame> frames = new Interner<>();
     private final Interner<List<Long>> callstacks = new Interner<>();
+    private final List<Interner<?>> tables = List.of(eventNames, annotationNames, functionNames, mappingPaths,
+            mappings, frames, callstacks);
     private boolean started;
     private long epoch;
 
@@ -104,7 +106,8 @@ final class JvmPacketWriter {
         for (JavaFrame frame : rootFirst) {
             frameIds.add(internFrame(frame));
         }
-        long callstack = callstacks.iid(List.copyOf(frameIds));
+        // The list is this call's own and never changes after: it can be the key as it is.
+        long callstack = callstacks.iid(frameIds);
         TracePacket packet = open(timestamp);
         PerfSample sample = packet.setPerfSample();
         sample.setPid((int) pid);
@@ -235,11 +238,19 @@ final class JvmPacketWriter {
         TracePacket packet = sink.newTracePacket();
         packet.setTimestamp(timestamp);
         packet.setSequenceFlags(NEEDS_STATE);
-        if (!eventNames.pending.isEmpty() || !annotationNames.pending.isEmpty() || !frames.pending.isEmpty()
-                || !callstacks.pending.isEmpty() || !functionNames.pending.isEmpty()) {
+        if (anyPending()) {
             writeInterned(packet.setInternedData());
         }
         return packet;
+    }
+
+    private boolean anyPending() {
+        for (Interner<?> table : tables) {
+            if (!table.pending.isEmpty()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private void writeInterned(InternedData data) {
@@ -285,13 +296,7 @@ final class JvmPacketWriter {
                 entry.addFrameIds(frame);
             }
         }
-        eventNames.pending.clear();
-        annotationNames.pending.clear();
-        functionNames.pending.clear();
-        mappingPaths.pending.clear();
-        mappings.pending.clear();
-        frames.pending.clear();
-        callstacks.pending.clear();
+        tables.forEach(table -> table.pending.clear());
     }
 
     /**
@@ -304,13 +309,7 @@ final class JvmPacketWriter {
         if (started && now == epoch) {
             return;
         }
-        eventNames.reset();
-        annotationNames.reset();
-        functionNames.reset();
-        mappingPaths.reset();
-        mappings.reset();
-        frames.reset();
-        callstacks.reset();
+        tables.forEach(Interner::reset);
         described.clear();
         TracePacket packet = sink.newTracePacket();
         packet.setSequenceFlags(CLEARED);

@@ -1,48 +1,91 @@
 package dev.ffmtrace.jvm;
 
-import java.util.ArrayList;
-import java.util.List;
+import java.util.Arrays;
 
 /**
  * The debug annotations of the next event a {@link JvmPacketWriter} writes: built by the
- * caller, handed to the write, then cleared for reuse.
+ * caller, handed to the write, then cleared for reuse. Values are kept unboxed in
+ * parallel arrays, so filling them allocates nothing once they have grown.
  */
 final class Args {
-    /** An annotation's value: a {@code Long}, {@code Double}, {@code Boolean} or {@code String}. */
-    record Arg(String name, Object value) {
-    }
+    enum Kind { LONG, DOUBLE, BOOLEAN, STRING }
 
-    private final List<Arg> args = new ArrayList<>();
+    private String[] names = new String[8];
+    private Kind[] kinds = new Kind[8];
+    private long[] numbers = new long[8];
+    private String[] strings = new String[8];
+    private int size;
 
     Args clear() {
-        args.clear();
+        Arrays.fill(strings, 0, size, null);
+        size = 0;
         return this;
     }
 
     Args add(String name, long value) {
-        args.add(new Arg(name, value));
+        int at = next(name, Kind.LONG);
+        numbers[at] = value;
         return this;
     }
 
     Args add(String name, double value) {
-        args.add(new Arg(name, value));
+        int at = next(name, Kind.DOUBLE);
+        numbers[at] = Double.doubleToRawLongBits(value);
         return this;
     }
 
     Args add(String name, boolean value) {
-        args.add(new Arg(name, value));
+        int at = next(name, Kind.BOOLEAN);
+        numbers[at] = value ? 1 : 0;
         return this;
     }
 
     /** Adds {@code value} unless it is null: JFR leaves absent values null. */
     Args add(String name, String value) {
         if (value != null) {
-            args.add(new Arg(name, value));
+            strings[next(name, Kind.STRING)] = value;
         }
         return this;
     }
 
-    List<Arg> list() {
-        return args;
+    int size() {
+        return size;
+    }
+
+    String name(int index) {
+        return names[index];
+    }
+
+    Kind kind(int index) {
+        return kinds[index];
+    }
+
+    long longValue(int index) {
+        return numbers[index];
+    }
+
+    double doubleValue(int index) {
+        return Double.longBitsToDouble(numbers[index]);
+    }
+
+    boolean booleanValue(int index) {
+        return numbers[index] != 0;
+    }
+
+    String stringValue(int index) {
+        return strings[index];
+    }
+
+    private int next(String name, Kind kind) {
+        if (size == names.length) {
+            int grown = size * 2;
+            names = Arrays.copyOf(names, grown);
+            kinds = Arrays.copyOf(kinds, grown);
+            numbers = Arrays.copyOf(numbers, grown);
+            strings = Arrays.copyOf(strings, grown);
+        }
+        names[size] = name;
+        kinds[size] = kind;
+        return size++;
     }
 }

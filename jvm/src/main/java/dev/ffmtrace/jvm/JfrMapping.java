@@ -4,18 +4,19 @@ import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.CounterDescriptor;
 import dev.ffmtrace.tracing.trackevent.TracePacketSink;
-import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.function.Function;
+import jdk.jfr.EventType;
 import jdk.jfr.consumer.RecordedClass;
 import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedMethod;
 import jdk.jfr.consumer.RecordedObject;
 import jdk.jfr.consumer.RecordedStackTrace;
 import jdk.jfr.consumer.RecordedThread;
@@ -57,6 +58,9 @@ public final class JfrMapping {
             "jdk.ExecutionSample", "jdk.CPUTimeSample", "jdk.ObjectAllocationSample", "jdk.GCHeapSummary",
             "jdk.MetaspaceSummary", "jdk.CPULoad", "jdk.ThreadCPULoad", "jdk.JavaThreadStatistics");
     private static final long NO_FLOW = 0;
+    /** Event types with a handler at once; each chunk of a recording may bring new type objects. */
+    private static final int MAX_KNOWN_TYPES = 1024;
+    private static final int MAX_CACHED_CONSTANTS = 4096;
 
     private final JvmPacketWriter writer;
     private final long pid;
@@ -73,6 +77,13 @@ public final class JfrMapping {
     private final JvmTrack javaThreads;
     private final JvmTrack allocationRateTrack;
     private final Map<Long, JvmTrack> threads = new HashMap<>();
+    private final ConstantCache<RecordedThread, JvmTrack> threadTracks =
+            new ConstantCache<>(MAX_CACHED_CONSTANTS, this::newThreadTrack);
+    private final ConstantCache<RecordedClass, String> classNames =
+            new ConstantCache<>(MAX_CACHED_CONSTANTS, RecordedClass::getName);
+    private final Map<EventType, Handler> handlers = new IdentityHashMap<>();
+    private EventType lastType;
+    private Handler lastHandler;
     private final Map<String, JvmTrack> collectors = new HashMap<>();
     private final Map<JvmTrack, JvmTrack> threadCpu = new HashMap<>();
     private final CollectionSlices collections;
@@ -132,15 +143,17 @@ public final class JfrMapping {
 
     /** Maps one event; never throws. */
     public void accept(RecordedEvent event) {
-        String type = event.getEventType().getName();
+        EventType type = event.getEventType();
+        Handler handler = type == lastType ? lastHandler : handler(type);
+        if (handler == null || finished) {
+            ignoredTypes.merge(type.getName(), 1L, Long::sum);
+            return;
+        }
         try {
-            if (map(type, event)) {
-                mapped++;
-            } else {
-                ignoredTypes.merge(type, 1L, Long::sum);
-            }
+            handler.map(event);
+            mapped++;
         } catch (RuntimeException e) {
-            malformedTypes.merge(type, 1L, Long::sum);
+            malformedTypes.merge(type.getName(), 1L, Long::sum);
         }
     }
 
@@ -168,84 +181,111 @@ public final class JfrMapping {
                 collections.droppedPhases(), allocationRate.lateSamples());
     }
 
-    /** Whether {@code type} was written (true) or is not one this mapping writes (false). */
-    private boolean map(String type, RecordedEvent event) {
-        if (finished) {
-            return false;
+    /** What maps events of one type; made once per type, which spares each event the work on names. */
+    @FunctionalInterface
+    private interface Handler {
+        void map(RecordedEvent event);
+    }
+
+    /** {@code type}'s handler, made on first sight; null for a type this mapping does not write. */
+    private Handler handler(EventType type) {
+        Handler handler = handlers.get(type);
+        if (handler == null && !handlers.containsKey(type)) {
+            if (handlers.size() == MAX_KNOWN_TYPES) {
+                handlers.clear();
+            }
+            handler = newHandler(type);
+            handlers.put(type, handler);
         }
-        switch (type) {
-            case "jdk.GarbageCollection" -> collection(event);
-            case "jdk.GCPhasePause", "jdk.GCPhaseConcurrent" -> phase(event, 1);
-            case "jdk.GCPhasePauseLevel1", "jdk.GCPhaseConcurrentLevel1" -> phase(event, 2);
-            case "jdk.GCPhasePauseLevel2", "jdk.GCPhaseConcurrentLevel2" -> phase(event, 3);
-            case "jdk.GCPhasePauseLevel3" -> phase(event, 4);
-            case "jdk.GCPhasePauseLevel4" -> phase(event, 5);
-            case "jdk.SafepointBegin", "jdk.SafepointEnd" -> slice(event, safepoints, event.getEventType().getLabel(),
-                    args.clear().add("safepointId", number(event, "safepointId")));
-            case "jdk.ExecuteVMOperation" -> onThread(event, event.getString("operation"),
-                    fields(event, "safepoint", "blocking", "caller", "safepointId"));
-            case "jdk.Compilation" -> onThread(event, "Compilation " + methodName(event.getValue("method")),
-                    fields(event, "compileId", "compiler", "compileLevel", "succeded", "isOsr", "codeSize",
-                            "inlinedBytes"));
-            case "jdk.ThreadPark" -> onThread(event, "Thread park", fields(event, "parkedClass", "timeout", "until"));
-            case "jdk.ThreadSleep" -> onThread(event, "Thread sleep", fields(event, "time"));
-            case "jdk.VirtualThreadPinned" -> onThread(event, "Virtual thread pinned", args.clear());
+        lastType = type;
+        lastHandler = handler;
+        return handler;
+    }
+
+    private Handler newHandler(EventType type) {
+        return switch (type.getName()) {
+            case "jdk.GarbageCollection" -> collection(type);
+            case "jdk.GCPhasePause", "jdk.GCPhaseConcurrent" -> phase(1);
+            case "jdk.GCPhasePauseLevel1", "jdk.GCPhaseConcurrentLevel1" -> phase(2);
+            case "jdk.GCPhasePauseLevel2", "jdk.GCPhaseConcurrentLevel2" -> phase(3);
+            case "jdk.GCPhasePauseLevel3" -> phase(4);
+            case "jdk.GCPhasePauseLevel4" -> phase(5);
+            case "jdk.SafepointBegin", "jdk.SafepointEnd" -> {
+                EventFields fields = EventFields.of(type, "safepointId");
+                String label = type.getLabel();
+                yield event -> slice(event, safepoints, label, fields.addTo(event, args.clear()));
+            }
+            case "jdk.ExecuteVMOperation" -> {
+                EventFields fields = EventFields.of(type, "safepoint", "blocking", "caller", "safepointId");
+                yield onThread(type, event -> event.getString("operation"), fields);
+            }
+            case "jdk.Compilation" -> onThread(type, event -> "Compilation "
+                    + EventFields.methodName(event.getValue("method")), EventFields.of(type, "compileId",
+                    "compiler", "compileLevel", "succeded", "isOsr", "codeSize", "inlinedBytes"));
+            case "jdk.ThreadPark" -> onThread(type, event -> "Thread park",
+                    EventFields.of(type, "parkedClass", "timeout", "until"));
+            case "jdk.ThreadSleep" -> onThread(type, event -> "Thread sleep", EventFields.of(type, "time"));
+            case "jdk.VirtualThreadPinned" -> onThread(type, event -> "Virtual thread pinned", EventFields.of(type));
             case "jdk.JavaMonitorEnter" ->
-                    handOver(event, "Monitor enter", "previousOwner", "Monitor acquired", "Monitor released");
-            case "jdk.JavaMonitorWait" -> handOver(event, "Monitor wait", "notifier", "Monitor notified", "Notify");
-            case "jdk.ExecutionSample" -> sample(event, event.getThread("sampledThread"));
-            case "jdk.CPUTimeSample" -> {
+                    handOver(type, "Monitor enter", "previousOwner", "Monitor acquired", "Monitor released");
+            case "jdk.JavaMonitorWait" -> handOver(type, "Monitor wait", "notifier", "Monitor notified", "Notify");
+            case "jdk.ExecutionSample" -> event -> sample(event, event.getThread("sampledThread"));
+            case "jdk.CPUTimeSample" -> event -> {
                 if (!event.getBoolean("failed")) {
                     sample(event, event.getThread());
                 }
-            }
-            case "jdk.ObjectAllocationSample" -> allocation(event);
-            case "jdk.GCHeapSummary" -> {
+            };
+            case "jdk.ObjectAllocationSample" -> this::allocation;
+            case "jdk.GCHeapSummary" -> event -> {
                 long at = nanos(event.getStartTime());
                 writer.counter(at, heapUsed, event.getLong("heapUsed"));
                 writer.counter(at, heapCommitted, ((RecordedObject) event.getValue("heapSpace")).getLong("committedSize"));
-            }
-            case "jdk.MetaspaceSummary" -> {
+            };
+            case "jdk.MetaspaceSummary" -> event -> {
                 long at = nanos(event.getStartTime());
                 RecordedObject metaspace = event.getValue("metaspace");
                 writer.counter(at, metaspaceUsed, metaspace.getLong("used"));
                 writer.counter(at, metaspaceCommitted, metaspace.getLong("committed"));
-            }
-            case "jdk.CPULoad" -> {
+            };
+            case "jdk.CPULoad" -> event -> {
                 long at = nanos(event.getStartTime());
                 writer.counter(at, jvmUserCpu, 100.0 * event.getFloat("jvmUser"));
                 writer.counter(at, jvmSystemCpu, 100.0 * event.getFloat("jvmSystem"));
                 writer.counter(at, machineCpu, 100.0 * event.getFloat("machineTotal"));
-            }
-            case "jdk.ThreadCPULoad" -> threadCpu(event);
+            };
+            case "jdk.ThreadCPULoad" -> this::threadCpu;
             case "jdk.JavaThreadStatistics" ->
-                    writer.counter(nanos(event.getStartTime()), javaThreads, event.getLong("activeCount"));
-            default -> {
-                return false;
+                    event -> writer.counter(nanos(event.getStartTime()), javaThreads, event.getLong("activeCount"));
+            default -> null;
+        };
+    }
+
+    private Handler collection(EventType type) {
+        EventFields fields = EventFields.of(type, "gcId", "cause", "sumOfPauses", "longestPause");
+        return event -> {
+            String name = event.getString("name");
+            JvmTrack track = collectors.computeIfAbsent(name, n -> JvmTrack.named(process, "GC " + n));
+            collections.collection(event.getLong("gcId"), track, name, nanos(event.getStartTime()),
+                    nanos(event.getEndTime()), fields.addTo(event, args.clear()));
+        };
+    }
+
+    private Handler phase(int level) {
+        return event -> collections.phase(event.getLong("gcId"), level, event.getString("name"),
+                nanos(event.getStartTime()), nanos(event.getEndTime()));
+    }
+
+    /** A slice named {@code name} on the thread that had the event, with {@code fields} as annotations. */
+    private Handler onThread(EventType type, Function<RecordedEvent, String> name, EventFields fields) {
+        String threadField = EventFields.name(type, "eventThread");
+        return event -> {
+            JvmTrack track = threadTrack(threadField == null ? null : event.getValue(threadField));
+            if (track == null) {
+                withoutThread++;
+                return;
             }
-        }
-        return true;
-    }
-
-    private void collection(RecordedEvent event) {
-        String name = event.getString("name");
-        JvmTrack track = collectors.computeIfAbsent(name, n -> JvmTrack.named(process, "GC " + n));
-        collections.collection(event.getLong("gcId"), track, name, nanos(event.getStartTime()),
-                nanos(event.getEndTime()), fields(event, "gcId", "cause", "sumOfPauses", "longestPause"));
-    }
-
-    private void phase(RecordedEvent event, int level) {
-        collections.phase(event.getLong("gcId"), level, event.getString("name"), nanos(event.getStartTime()),
-                nanos(event.getEndTime()));
-    }
-
-    private void onThread(RecordedEvent event, String name, Args args) {
-        JvmTrack track = threadTrack(event.getThread());
-        if (track == null) {
-            withoutThread++;
-            return;
-        }
-        slice(event, track, name, args);
+            slice(event, track, name.apply(event), fields.addTo(event, args.clear()));
+        };
     }
 
     /**
@@ -254,26 +294,29 @@ public final class JfrMapping {
      * from one on the owner where it let go. The trace processor points a flow from the
      * earlier-starting slice, so the flow joins the two instants, not the waiter's slice.
      */
-    private void handOver(RecordedEvent event, String name, String ownerField, String acquired, String released) {
-        JvmTrack track = threadTrack(event.getThread());
-        if (track == null) {
-            withoutThread++;
-            return;
-        }
-        String monitorClass = className(event.getValue("monitorClass"));
-        long start = nanos(event.getStartTime());
-        long end = nanos(event.getEndTime());
-        JvmTrack owner = threadTrack(event.getThread(ownerField));
-        writer.begin(start, track, name, fields(event, ownerField, "timeout", "timedOut")
-                .add("monitorClass", monitorClass));
-        if (owner != null) {
-            long flow = nextFlow++;
-            // The owner let go before the waiter got in; at the end, the waiter's instant
-            // comes before its slice's end, so it nests inside the slice.
-            writer.instant(end - 1, owner, released, args.clear().add("monitorClass", monitorClass), flow, NO_FLOW);
-            writer.instant(end, track, acquired, args.clear(), NO_FLOW, flow);
-        }
-        writer.end(end, track);
+    private Handler handOver(EventType type, String name, String ownerField, String acquired, String released) {
+        EventFields fields = EventFields.of(type, ownerField, "timeout", "timedOut");
+        return event -> {
+            JvmTrack track = threadTrack(event.getThread());
+            if (track == null) {
+                withoutThread++;
+                return;
+            }
+            String monitorClass = className(event.getValue("monitorClass"));
+            long start = nanos(event.getStartTime());
+            long end = nanos(event.getEndTime());
+            JvmTrack owner = threadTrack(event.getThread(ownerField));
+            writer.begin(start, track, name, fields.addTo(event, args.clear()).add("monitorClass", monitorClass));
+            if (owner != null) {
+                long flow = nextFlow++;
+                // The owner let go before the waiter got in; at the end, the waiter's instant
+                // comes before its slice's end, so it nests inside the slice.
+                writer.instant(end - 1, owner, released, args.clear().add("monitorClass", monitorClass), flow,
+                        NO_FLOW);
+                writer.instant(end, track, acquired, args.clear(), NO_FLOW, flow);
+            }
+            writer.end(end, track);
+        };
     }
 
     private void slice(RecordedEvent event, JvmTrack track, String name, Args args) {
@@ -312,11 +355,12 @@ public final class JfrMapping {
                 100.0 * (event.getFloat("user") + event.getFloat("system")));
     }
 
-    /** The track of {@code thread}: its own, made on first sight; null for none. */
-    private JvmTrack threadTrack(RecordedThread thread) {
-        if (thread == null) {
-            return null;
-        }
+    /** The track of {@code thread} (a {@code RecordedThread} or null): its own, made on first sight; null for none. */
+    private JvmTrack threadTrack(Object thread) {
+        return thread instanceof RecordedThread recorded ? threadTracks.get(recorded) : null;
+    }
+
+    private JvmTrack newThreadTrack(RecordedThread thread) {
         long javaId = thread.getJavaThreadId();
         boolean virtual = thread.isVirtual();
         long key = virtual ? -javaId : javaId >= 0 ? javaId : (1L << 62) | thread.getOSThreadId();
@@ -334,45 +378,8 @@ public final class JfrMapping {
         return track;
     }
 
-    /** {@code names}' values as annotations: numbers, flags, strings, classes, threads, methods, durations. */
-    private Args fields(RecordedEvent event, String... names) {
-        args.clear();
-        for (String name : names) {
-            if (!event.hasField(name)) {
-                continue;
-            }
-            switch (event.getValue(name)) {
-                case null -> { }
-                case Boolean value -> args.add(name, value);
-                case Float value -> args.add(name, value.doubleValue());
-                case Double value -> args.add(name, value);
-                case Number value -> args.add(name, value.longValue());
-                case String value -> args.add(name, value);
-                case RecordedClass value -> args.add(name, value.getName());
-                case RecordedThread value -> args.add(name, value.getJavaName() != null ? value.getJavaName()
-                        : value.getOSName());
-                case RecordedMethod value -> args.add(name, methodName(value));
-                case Duration value -> args.add(name, value.toNanos());
-                case Instant value -> args.add(name, nanos(value));
-                default -> { }
-            }
-        }
-        return args;
-    }
-
-    private static long number(RecordedEvent event, String field) {
-        return event.hasField(field) ? event.getLong(field) : 0;
-    }
-
-    private static String className(Object value) {
-        return value instanceof RecordedClass type ? type.getName() : "[unknown]";
-    }
-
-    private static String methodName(Object value) {
-        if (!(value instanceof RecordedMethod method)) {
-            return "[unknown]";
-        }
-        return (method.getType() == null ? "[unknown]" : method.getType().getName()) + "." + method.getName();
+    private String className(Object value) {
+        return value instanceof RecordedClass type ? classNames.get(type) : "[unknown]";
     }
 
     /** Nanoseconds since the epoch: JFR's timestamps are CLOCK_REALTIME. */

@@ -11,8 +11,9 @@ import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.tracing.trackevent.TracePacketSink;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
-import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -35,7 +36,7 @@ final class JvmPacketWriter {
     private static final int NEEDS_STATE = TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number();
 
     /** Keys interned on the sequence, numbered from 1, and those a packet has yet to write. */
-    private static final class Interner<K> {
+    private final class Interner<K> {
         private final Map<K, Long> ids = new HashMap<>();
         private final List<K> pending = new ArrayList<>();
 
@@ -45,6 +46,7 @@ final class JvmPacketWriter {
                 iid = (long) ids.size() + 1;
                 ids.put(key, iid);
                 pending.add(key);
+                anyPending = true;
             }
             return iid;
         }
@@ -56,7 +58,8 @@ final class JvmPacketWriter {
     }
 
     private final TracePacketSink sink;
-    private final Set<Long> described = new HashSet<>();
+    /** Tracks described on the sequence: each track is one object, so identity will do. */
+    private final Set<JvmTrack> described = Collections.newSetFromMap(new IdentityHashMap<>());
     private final Interner<String> eventNames = new Interner<>();
     private final Interner<String> annotationNames = new Interner<>();
     private final Interner<String> functionNames = new Interner<>();
@@ -66,6 +69,10 @@ final class JvmPacketWriter {
     private final Interner<List<Long>> callstacks = new Interner<>();
     private final List<Interner<?>> tables = List.of(eventNames, annotationNames, functionNames, mappingPaths,
             mappings, frames, callstacks);
+    /** Whether some table has entries no packet wrote yet. */
+    private boolean anyPending;
+    /** The current event's annotation name iids, found before its packet opens. */
+    private long[] argNameIids = new long[8];
     private boolean started;
     private long epoch;
 
@@ -144,13 +151,13 @@ final class JvmPacketWriter {
     }
 
     private void describeOnce(JvmTrack track) {
-        if (described.contains(track.uuid())) {
+        if (described.contains(track)) {
             return;
         }
         if (track.parent() != null) {
             describeOnce(track.parent());
         }
-        described.add(track.uuid());
+        described.add(track);
         TrackDescriptor descriptor = sink.newTracePacket().setTrackDescriptor();
         descriptor.setUuid(track.uuid());
         if (track.parent() != null) {
@@ -182,10 +189,12 @@ final class JvmPacketWriter {
         ensureState();
         describeOnce(track);
         long nameIid = name == null ? 0 : eventNames.iid(name);
-        if (args != null) {
-            for (Args.Arg arg : args.list()) {
-                annotationNames.iid(arg.name());
-            }
+        int count = args == null ? 0 : args.size();
+        if (argNameIids.length < count) {
+            argNameIids = new long[count];
+        }
+        for (int i = 0; i < count; i++) {
+            argNameIids[i] = annotationNames.iid(args.name(i));
         }
         TrackEvent event = open(timestamp).setTrackEvent();
         event.setType(type);
@@ -199,17 +208,14 @@ final class JvmPacketWriter {
         if (terminatingFlowId != 0) {
             event.addTerminatingFlowIds(terminatingFlowId);
         }
-        if (args != null) {
-            for (Args.Arg arg : args.list()) {
-                DebugAnnotation annotation = event.addDebugAnnotations();
-                annotation.setNameIid(annotationNames.iid(arg.name()));
-                switch (arg.value()) {
-                    case Long value -> annotation.setIntValue(value);
-                    case Double value -> annotation.setDoubleValue(value);
-                    case Boolean value -> annotation.setBoolValue(value);
-                    case String value -> annotation.setStringValue(value);
-                    default -> throw new IllegalArgumentException("not an annotation value: " + arg.value());
-                }
+        for (int i = 0; i < count; i++) {
+            DebugAnnotation annotation = event.addDebugAnnotations();
+            annotation.setNameIid(argNameIids[i]);
+            switch (args.kind(i)) {
+                case LONG -> annotation.setIntValue(args.longValue(i));
+                case DOUBLE -> annotation.setDoubleValue(args.doubleValue(i));
+                case BOOLEAN -> annotation.setBoolValue(args.booleanValue(i));
+                case STRING -> annotation.setStringValue(args.stringValue(i));
             }
         }
         sink.finishTracePacket();
@@ -238,19 +244,10 @@ final class JvmPacketWriter {
         TracePacket packet = sink.newTracePacket();
         packet.setTimestamp(timestamp);
         packet.setSequenceFlags(NEEDS_STATE);
-        if (anyPending()) {
+        if (anyPending) {
             writeInterned(packet.setInternedData());
         }
         return packet;
-    }
-
-    private boolean anyPending() {
-        for (Interner<?> table : tables) {
-            if (!table.pending.isEmpty()) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void writeInterned(InternedData data) {
@@ -297,6 +294,7 @@ final class JvmPacketWriter {
             }
         }
         tables.forEach(table -> table.pending.clear());
+        anyPending = false;
     }
 
     /**
@@ -310,6 +308,7 @@ final class JvmPacketWriter {
             return;
         }
         tables.forEach(Interner::reset);
+        anyPending = false;
         described.clear();
         TracePacket packet = sink.newTracePacket();
         packet.setSequenceFlags(CLEARED);

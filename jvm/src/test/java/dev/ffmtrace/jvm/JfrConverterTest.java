@@ -104,7 +104,12 @@ class JfrConverterTest {
 
     @Test
     void theParkTheMonitorWaitAndTheSleepAreOnTheirThreadsWithTheirDurations() {
-        assertDuration(KnownBehaviour.PARK_MILLIS, only(content.slicesOn("known-parker"), "Thread park"));
+        JvmTraceContent.Slice park = only(content.slicesOn("known-parker"), "Thread park");
+        assertDuration(KnownBehaviour.PARK_MILLIS, park);
+        assertTrue(park.annotations().contains("timeout=" + TimeUnit.MILLISECONDS.toNanos(KnownBehaviour.PARK_MILLIS)),
+                park.annotations()::toString);
+        // parkNanos has no deadline: JFR's "no value" is left out, not written as a number.
+        assertTrue(park.annotations().stream().noneMatch(a -> a.startsWith("until=")), park.annotations()::toString);
         assertDuration(KnownBehaviour.SLEEP_MILLIS, only(content.slicesOn("known-sleeper"), "Thread sleep"));
         JvmTraceContent.Slice enter = only(content.slicesOn("known-waiter"), "Monitor enter");
         assertDuration(KnownBehaviour.HOLD_MILLIS, enter);

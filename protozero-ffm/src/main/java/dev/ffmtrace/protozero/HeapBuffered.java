@@ -89,8 +89,9 @@ public final class HeapBuffered<T extends Message> {
 
     /** Discards the content and starts a new root message over the same slices. */
     public void reset() {
-        buffer.reset();
-        writer.reset(MemorySegment.NULL);
+        // Writing resumes in the first slice: a writer left on no slice would take its
+        // byte-at-a-time path for the first field of every message, to ask for one.
+        writer.reset(buffer.resetToFirstSlice());
         message.reset(writer);
     }
 }

@@ -111,4 +111,14 @@ public final class ScatteredHeapBuffer implements ScatteredStreamWriter.Delegate
     public void reset() {
         current = -1;
     }
+
+    /**
+     * Forgets the data and makes the first slice current again, for the writer to
+     * continue in without asking for it ({@link ScatteredStreamWriter#reset}); returns
+     * {@link MemorySegment#NULL}, and changes nothing else, if no slice was allocated yet.
+     */
+    public MemorySegment resetToFirstSlice() {
+        current = -1;
+        return allocated == 0 ? MemorySegment.NULL : newSlice(0);
+    }
 }

@@ -48,6 +48,17 @@ final class Args {
         return this;
     }
 
+    /** A copy, for annotations kept beyond the next {@link #clear()}. */
+    Args copy() {
+        Args copy = new Args();
+        copy.names = names.clone();
+        copy.kinds = kinds.clone();
+        copy.numbers = numbers.clone();
+        copy.strings = strings.clone();
+        copy.size = size;
+        return copy;
+    }
+
     int size() {
         return size;
     }

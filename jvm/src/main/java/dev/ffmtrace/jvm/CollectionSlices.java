@@ -1,7 +1,9 @@
 package dev.ffmtrace.jvm;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.Deque;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -9,17 +11,30 @@ import java.util.Map;
 
 /**
  * Writes each garbage collection as a slice with its phases nested under it. JFR commits
- * a collection's phases before the collection itself, often with the same start and end,
- * and not in the order they nest: phases wait here by gcId until their collection comes,
- * then the group is sorted so that, at equal times, the enclosing slice begins first and
- * ends last (the trace processor breaks ties by file order). A phase that does not fit
- * inside its parent, or whose collection never comes, is dropped and counted.
+ * a collection's phases and the collection itself from different buffers, in no fixed
+ * order: most phases come before their collection, some after it (measured: three phases
+ * of one young collection 1,400 events and two collections later). So each collection
+ * waits, with its phases, by gcId, until {@value #HELD_COLLECTIONS} more collections have
+ * come (or the end), then the group is sorted so that, at equal times, the enclosing slice
+ * begins first and ends last (the trace processor breaks ties by file order) and written.
+ * A phase that does not fit inside its parent, or whose collection never comes, is
+ * dropped and counted.
  */
 final class CollectionSlices {
-    /** Collections whose phases wait at once; the oldest group goes when one more comes. */
+    /** Collections whose groups wait at once, complete or not; the oldest goes when one more comes. */
     static final int MAX_WAITING_COLLECTIONS = 256;
+    /** Complete collections held back for late phases; the oldest is written when one more completes. */
+    static final int HELD_COLLECTIONS = 16;
 
     private record Interval(long start, long end, int level, String name) {
+    }
+
+    /** A collection's phases, and the collection itself once it came. */
+    private static final class Group {
+        final List<Interval> phases = new ArrayList<>();
+        Interval collection;
+        JvmTrack track;
+        Args args;
     }
 
     private static final Comparator<Interval> NESTING_ORDER = Comparator.comparingLong(Interval::start)
@@ -27,7 +42,9 @@ final class CollectionSlices {
             .thenComparingInt(Interval::level);
 
     private final JvmPacketWriter writer;
-    private final Map<Long, List<Interval>> waiting = new LinkedHashMap<>();
+    private final Map<Long, Group> waiting = new LinkedHashMap<>();
+    /** The gcIds of the complete groups in {@link #waiting}, in the order they completed. */
+    private final Deque<Long> complete = new ArrayDeque<>();
     private long droppedPhases;
 
     CollectionSlices(JvmPacketWriter writer) {
@@ -36,44 +53,24 @@ final class CollectionSlices {
 
     /** A phase of collection {@code gcId}, {@code level} deep (1 directly under the collection). */
     void phase(long gcId, int level, String name, long start, long end) {
-        List<Interval> phases = waiting.get(gcId);
-        if (phases == null) {
-            if (waiting.size() == MAX_WAITING_COLLECTIONS) {
-                Iterator<List<Interval>> oldest = waiting.values().iterator();
-                droppedPhases += oldest.next().size();
-                oldest.remove();
-            }
-            phases = new ArrayList<>();
-            waiting.put(gcId, phases);
-        }
-        phases.add(new Interval(start, end, level, name));
+        group(gcId).phases.add(new Interval(start, end, level, name));
     }
 
-    /** Collection {@code gcId} on {@code track}: written now, with the phases that came before it. */
+    /**
+     * Collection {@code gcId} on {@code track}, annotated with {@code args} (copied):
+     * written with its phases once {@value #HELD_COLLECTIONS} more have come.
+     */
     void collection(long gcId, JvmTrack track, String name, long start, long end, Args args) {
-        List<Interval> group = waiting.remove(gcId);
-        if (group == null) {
-            group = new ArrayList<>(1);
+        Group group = group(gcId);
+        if (group.collection != null) {
+            return;
         }
-        Interval collection = new Interval(start, end, 0, name);
-        group.add(collection);
-        group.sort(NESTING_ORDER);
-        List<Interval> open = new ArrayList<>();
-        for (Interval interval : group) {
-            while (!open.isEmpty() && open.getLast().end <= interval.start) {
-                writer.end(open.removeLast().end, track);
-            }
-            boolean outside = interval != collection
-                    && (open.isEmpty() || interval.end > open.getLast().end);
-            if (outside) {
-                droppedPhases++;
-                continue;
-            }
-            writer.begin(interval.start, track, interval.name, interval == collection ? args : null);
-            open.add(interval);
-        }
-        while (!open.isEmpty()) {
-            writer.end(open.removeLast().end, track);
+        group.collection = new Interval(start, end, 0, name);
+        group.track = track;
+        group.args = args.copy();
+        complete.addLast(gcId);
+        if (complete.size() > HELD_COLLECTIONS) {
+            write(waiting.remove(complete.removeFirst()));
         }
     }
 
@@ -82,11 +79,59 @@ final class CollectionSlices {
         return droppedPhases;
     }
 
-    /** Drops the phases still waiting: their collections will not come. */
+    /** Writes the collections held back; drops the phases whose collections will not come. */
     void finish() {
-        for (List<Interval> phases : waiting.values()) {
-            droppedPhases += phases.size();
+        for (Group group : waiting.values()) {
+            if (group.collection != null) {
+                write(group);
+            } else {
+                droppedPhases += group.phases.size();
+            }
         }
         waiting.clear();
+        complete.clear();
+    }
+
+    private Group group(long gcId) {
+        Group group = waiting.get(gcId);
+        if (group == null) {
+            if (waiting.size() == MAX_WAITING_COLLECTIONS) {
+                Iterator<Map.Entry<Long, Group>> oldest = waiting.entrySet().iterator();
+                Map.Entry<Long, Group> evicted = oldest.next();
+                oldest.remove();
+                if (evicted.getValue().collection != null) {
+                    complete.remove(evicted.getKey());
+                    write(evicted.getValue());
+                } else {
+                    droppedPhases += evicted.getValue().phases.size();
+                }
+            }
+            group = new Group();
+            waiting.put(gcId, group);
+        }
+        return group;
+    }
+
+    private void write(Group group) {
+        List<Interval> sorted = group.phases;
+        sorted.add(group.collection);
+        sorted.sort(NESTING_ORDER);
+        List<Interval> open = new ArrayList<>();
+        for (Interval interval : sorted) {
+            while (!open.isEmpty() && open.getLast().end <= interval.start) {
+                writer.end(open.removeLast().end, group.track);
+            }
+            boolean outside = interval != group.collection
+                    && (open.isEmpty() || interval.end > open.getLast().end);
+            if (outside) {
+                droppedPhases++;
+                continue;
+            }
+            writer.begin(interval.start, group.track, interval.name, interval == group.collection ? group.args : null);
+            open.add(interval);
+        }
+        while (!open.isEmpty()) {
+            writer.end(open.removeLast().end, group.track);
+        }
     }
 }

@@ -84,7 +84,7 @@ public final class JfrConverter {
             }
             long first = ahead.stream().mapToLong(e -> JfrMapping.nanos(e.getStartTime())).min().orElse(0);
             TraceFileWriter sink = new TraceFileWriter(trace, SEQUENCE_ID);
-            JfrMapping mapping = new JfrMapping(sink, Math.max(0, pid), processName, 0);
+            JfrMapping mapping = new JfrMapping(sink, Math.max(0, pid), processName, 0, 0);
             mapping.declareRealtimeTimeline(first);
             long events = 0;
             for (RecordedEvent event : ahead) {

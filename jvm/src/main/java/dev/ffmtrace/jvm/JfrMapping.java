@@ -101,14 +101,18 @@ public final class JfrMapping {
      * @param sink the sequence to write on
      * @param pid the recorded JVM's process id
      * @param processName its name, as the process track shows it
+     * @param processUuid the process track's uuid, or 0 for one derived from {@code pid}: a
+     *     live session passes the SDK's ({@code TrackEvent.processTrack()}), so that the
+     *     JVM's tracks and the application's share their process and virtual threads' tracks
      * @param realtimeToMonotonicCoarse CLOCK_REALTIME minus CLOCK_MONOTONIC_COARSE, for the
      *     heap profile's timestamps (0 where the trace equates the two, as the converter's does)
      */
-    public JfrMapping(TracePacketSink sink, long pid, String processName, long realtimeToMonotonicCoarse) {
+    public JfrMapping(TracePacketSink sink, long pid, String processName, long processUuid,
+                      long realtimeToMonotonicCoarse) {
         this.writer = new JvmPacketWriter(sink);
         this.pid = pid;
         this.realtimeToMonotonicCoarse = realtimeToMonotonicCoarse;
-        this.process = JvmTrack.process(pid, processName);
+        this.process = JvmTrack.process(processUuid, pid, processName);
         this.collections = new CollectionSlices(writer);
         this.safepoints = JvmTrack.named(process, "Safepoints");
         this.heapUsed = JvmTrack.counter(process, "Heap used", CounterDescriptor.Unit.UNIT_SIZE_BYTES);

@@ -5,6 +5,7 @@ import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
 import dev.ffmtrace.tracing.sdk.DataSource;
 import dev.ffmtrace.tracing.sdk.DataSourceCallbacks;
 import dev.ffmtrace.tracing.sdk.InstanceSetup;
+import dev.ffmtrace.tracing.sdk.TrackEvent;
 import java.time.Duration;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -71,7 +72,8 @@ public final class JvmDataSource {
         public JvmInstance onSetup(InstanceSetup setup) {
             long realtimeToMonotonicCoarse = Os.clockNanos(Os.CLOCK_REALTIME) - Os.clockNanos(Os.CLOCK_MONOTONIC_COARSE);
             return new JvmInstance(Registered.DATA_SOURCE, setup.index(), JvmConfig.fromDataSourceConfig(setup.config()),
-                    ProcessHandle.current().pid(), processName(), realtimeToMonotonicCoarse, FAILURES, RUNNING);
+                    ProcessHandle.current().pid(), TrackEvent.processTrack(), realtimeToMonotonicCoarse, FAILURES,
+                    RUNNING);
         }
 
         @Override
@@ -85,10 +87,5 @@ public final class JvmDataSource {
             // through the SDK: never on the backend's thread.
             Thread.ofPlatform().name("ffmtrace-jvm-stop").daemon().start(() -> instance.stop(done));
         }
-    }
-
-    /** The name the SDK gives this process: its main class or jar. */
-    private static String processName() {
-        return JfrConverter.processName(System.getProperty("sun.java.command", ""));
     }
 }

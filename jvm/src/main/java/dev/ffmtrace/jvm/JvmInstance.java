@@ -1,6 +1,7 @@
 package dev.ffmtrace.jvm;
 
 import dev.ffmtrace.tracing.sdk.DataSource;
+import dev.ffmtrace.tracing.trackevent.Track;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
@@ -21,7 +22,8 @@ final class JvmInstance {
     private final int index;
     private final JvmConfig config;
     private final long pid;
-    private final String processName;
+    /** The SDK's process track, which the JVM's tracks join. */
+    private final Track process;
     private final long realtimeToMonotonicCoarse;
     private final LongAdder failures;
     private final RunningInstances running;
@@ -39,13 +41,13 @@ final class JvmInstance {
     /** The mapping the stream's thread made on its first event; finished by {@link #endStream}. */
     private volatile JfrMapping mapping;
 
-    JvmInstance(DataSource<JvmInstance> dataSource, int index, JvmConfig config, long pid, String processName,
+    JvmInstance(DataSource<JvmInstance> dataSource, int index, JvmConfig config, long pid, Track process,
                 long realtimeToMonotonicCoarse, LongAdder failures, RunningInstances running) {
         this.dataSource = dataSource;
         this.index = index;
         this.config = config;
         this.pid = pid;
-        this.processName = processName;
+        this.process = process;
         this.realtimeToMonotonicCoarse = realtimeToMonotonicCoarse;
         this.failures = failures;
         this.running = running;
@@ -92,7 +94,8 @@ final class JvmInstance {
     /** On the stream's thread: one event into this instance. */
     private void accept(RecordedEvent event) {
         dataSource.traceInstance(index, context -> context.sequenceState(sink -> {
-            JfrMapping made = new JfrMapping(sink, pid, processName, realtimeToMonotonicCoarse);
+            JfrMapping made = new JfrMapping(sink, pid, process.name(), process.uuid(),
+                    realtimeToMonotonicCoarse);
             mapping = made;
             return made;
         }).accept(event));

@@ -1,6 +1,7 @@
 package dev.ffmtrace.jvm;
 
 import dev.ffmtrace.perfetto.protos.CounterDescriptor;
+import dev.ffmtrace.tracing.trackevent.Track;
 
 /**
  * A track the JVM's events are drawn on, with a uuid derived from what it stands for, so
@@ -10,8 +11,9 @@ import dev.ffmtrace.perfetto.protos.CounterDescriptor;
 record JvmTrack(long uuid, JvmTrack parent, Kind kind, String name, long pid, long tid, CounterDescriptor.Unit unit) {
     enum Kind { PROCESS, THREAD, NAMED, COUNTER }
 
-    static JvmTrack process(long pid, String name) {
-        return new JvmTrack(uuid("process", pid, 0), null, Kind.PROCESS, name, pid, 0, null);
+    /** The track of process {@code pid}, with a uuid derived from the pid if {@code uuid} is 0. */
+    static JvmTrack process(long uuid, long pid, String name) {
+        return new JvmTrack(uuid != 0 ? uuid : uuid("process", pid, 0), null, Kind.PROCESS, name, pid, 0, null);
     }
 
     /** A platform thread's track; {@code key} is its Java thread id, or its OS tid for a VM thread. */
@@ -19,9 +21,10 @@ record JvmTrack(long uuid, JvmTrack parent, Kind kind, String name, long pid, lo
         return new JvmTrack(uuid("thread", process.pid, key), process, Kind.THREAD, name, process.pid, tid, null);
     }
 
-    /** A virtual thread's track: a named track under the process, as the SDK gives one. */
+    /** A virtual thread's track: the one the SDK's TrackEvent draws the thread's slices on ({@link Track#virtualThread}). */
     static JvmTrack virtualThread(JvmTrack process, long javaThreadId, String name) {
-        return new JvmTrack(uuid("virtual", process.pid, javaThreadId), process, Kind.NAMED, name, process.pid, 0, null);
+        return new JvmTrack(Track.virtualThreadUuid(process.uuid, javaThreadId), process, Kind.NAMED, name,
+                process.pid, 0, null);
     }
 
     /** A track named {@code name} under {@code parent}, one per name. */

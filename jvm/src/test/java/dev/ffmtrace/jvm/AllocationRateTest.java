@@ -15,7 +15,7 @@ class AllocationRateTest {
 
     private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     private final JvmPacketWriter writer = new JvmPacketWriter(new TraceFileWriter(bytes, 2));
-    private final JvmTrack track = JvmTrack.counter(JvmTrack.process(42, "p"), "rate",
+    private final JvmTrack track = JvmTrack.counter(JvmTrack.process(0, 42, "p"), "rate",
             CounterDescriptor.Unit.UNIT_SIZE_BYTES);
     private final AllocationRate rate = new AllocationRate();
 

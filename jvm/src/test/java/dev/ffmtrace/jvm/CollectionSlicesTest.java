@@ -12,7 +12,7 @@ class CollectionSlicesTest {
     private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
     private final JvmPacketWriter writer = new JvmPacketWriter(new TraceFileWriter(bytes, 2));
     private final CollectionSlices slices = new CollectionSlices(writer);
-    private final JvmTrack track = JvmTrack.named(JvmTrack.process(42, "p"), "GC G1New");
+    private final JvmTrack track = JvmTrack.named(JvmTrack.process(0, 42, "p"), "GC G1New");
 
     private List<String> written() {
         return JvmTraceContent.decode(bytes.toByteArray()).slices().stream()
@@ -24,6 +24,7 @@ class CollectionSlicesTest {
         slices.phase(7, 2, "level1", 100, 200);
         slices.phase(7, 1, "pause", 100, 200);
         slices.collection(7, track, "G1New", 100, 200, new Args());
+        slices.finish();
         assertEquals(List.of("2:level1@100-200", "1:pause@100-200", "0:G1New@100-200"), written());
         assertEquals(0, slices.droppedPhases());
     }
@@ -34,6 +35,7 @@ class CollectionSlicesTest {
         slices.phase(1, 2, "a.child", 120, 150);
         slices.phase(1, 1, "a", 100, 150);
         slices.collection(1, track, "G1New", 100, 200, new Args());
+        slices.finish();
         assertEquals(List.of("2:a.child@120-150", "1:a@100-150", "1:b@150-200", "0:G1New@100-200"), written());
     }
 
@@ -43,6 +45,7 @@ class CollectionSlicesTest {
         slices.phase(1, 1, "before", 50, 120);
         slices.phase(1, 1, "inside", 110, 140);
         slices.collection(1, track, "G1New", 100, 200, new Args());
+        slices.finish();
         assertEquals(List.of("1:inside@110-140", "0:G1New@100-200"), written());
         assertEquals(2, slices.droppedPhases());
     }
@@ -57,12 +60,34 @@ class CollectionSlicesTest {
     }
 
     @Test
+    void aPhaseThatComesAfterItsCollectionStillNestsUnderIt() {
+        slices.phase(7, 1, "early", 100, 150);
+        slices.collection(7, track, "G1New", 100, 200, new Args().add("gcId", 7L));
+        slices.phase(7, 1, "late", 150, 200);
+        slices.finish();
+        assertEquals(List.of("1:early@100-150", "1:late@150-200", "0:G1New@100-200"), written());
+        assertEquals(0, slices.droppedPhases());
+    }
+
+    @Test
+    void aCollectionIsWrittenOnceEnoughMoreHaveCome() {
+        for (int gc = 0; gc < CollectionSlices.HELD_COLLECTIONS; gc++) {
+            slices.collection(gc, track, "G1New", gc * 10L, gc * 10L + 5, new Args());
+        }
+        assertEquals(List.of(), written(), "all held for late phases");
+        slices.collection(CollectionSlices.HELD_COLLECTIONS, track, "G1New", 1000, 1005, new Args());
+        assertEquals(List.of("0:G1New@0-5"), written(), "the first goes when one more than are held came");
+    }
+
+    @Test
     void theOldestWaitingCollectionsPhasesGoWhenTooManyWait() {
         for (int gc = 0; gc <= CollectionSlices.MAX_WAITING_COLLECTIONS; gc++) {
             slices.phase(gc, 1, "pause", gc * 10L, gc * 10L + 5);
         }
         assertEquals(1, slices.droppedPhases());
         slices.collection(0, track, "G1New", 0, 5, new Args());
+        slices.finish();
         assertEquals(List.of("0:G1New@0-5"), written(), "gc 0's phase went first");
+        assertEquals(1 + CollectionSlices.MAX_WAITING_COLLECTIONS, slices.droppedPhases(), "and the rest at the end");
     }
 }

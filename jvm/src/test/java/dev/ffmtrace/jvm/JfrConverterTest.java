@@ -14,10 +14,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import jdk.jfr.consumer.RecordingFile;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,11 +47,16 @@ class JfrConverterTest {
 
     /** Runs {@code main} in a JVM recording with JFR's "profile" settings; returns the recording. */
     static Path record(Path dir, Class<?> main) throws IOException, InterruptedException {
-        Path jfr = dir.resolve(main.getSimpleName() + ".jfr");
+        return record(dir, main, "");
+    }
+
+    /** {@link #record(Path, Class)} with {@code settings} (",EVENT#SETTING=VALUE..." or "") after "profile". */
+    static Path record(Path dir, Class<?> main, String settings) throws IOException, InterruptedException {
+        Path jfr = dir.resolve(main.getSimpleName() + settings.hashCode() + ".jfr");
         Path classes = Path.of(main.getProtectionDomain().getCodeSource().getLocation().getPath());
         Path log = dir.resolve(main.getSimpleName() + ".log");
         Process process = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-XX:StartFlightRecording=filename=" + jfr + ",settings=profile", "-cp", classes.toString(),
+                "-XX:StartFlightRecording=filename=" + jfr + ",settings=profile" + settings, "-cp", classes.toString(),
                 main.getName())
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
         assertTrue(process.waitFor(120, TimeUnit.SECONDS), "the recorded program did not finish");
@@ -139,13 +146,36 @@ class JfrConverterTest {
 
     @Test
     void cpuSamplesOfTheHotThreadHaveTheHotMethodOnTop() {
+        assertHotMethodOnTop(content, result.pid());
+    }
+
+    /** JDK 25's experimental CPU-time sampler: its samples are CPU samples like execution samples. */
+    @Test
+    void cpuTimeSamplesAreCpuSamplesToo(@TempDir Path own) throws Exception {
+        Path cpuTime = record(own, KnownBehaviour.class,
+                ",jdk.ExecutionSample#enabled=false,jdk.CPUTimeSample#enabled=true,jdk.CPUTimeSample#throttle=10ms");
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        JfrConverter.Result converted = JfrConverter.convert(cpuTime, out, events -> { });
+        assertEquals(0, converted.mapping().malformed(), () -> "malformed: " + converted.mapping().malformedTypes());
+        Map<String, Long> recorded = new HashMap<>();
+        try (RecordingFile file = new RecordingFile(cpuTime)) {
+            while (file.hasMoreEvents()) {
+                recorded.merge(file.readEvent().getEventType().getName(), 1L, Long::sum);
+            }
+        }
+        assertFalse(recorded.containsKey("jdk.ExecutionSample"), recorded::toString);
+        assertTrue(recorded.getOrDefault("jdk.CPUTimeSample", 0L) >= 20, recorded::toString);
+        assertHotMethodOnTop(JvmTraceContent.decode(out.toByteArray()), converted.pid());
+    }
+
+    private static void assertHotMethodOnTop(JvmTraceContent content, long pid) {
         long hotTid = content.events().tracks().get(content.tracksNamed("known-hot").getFirst()).tid();
         List<JvmTraceContent.Sample> hot = content.samples().stream().filter(s -> s.tid() == hotTid).toList();
         assertTrue(hot.size() >= 20, "samples of the hot thread: " + hot.size());
         long onTop = hot.stream().filter(s -> s.topFirst().getFirst().equals(KnownBehaviour.class.getName()
                 + ".hotLoop")).count();
         assertTrue(onTop * 10 >= hot.size() * 9, onTop + " of " + hot.size() + " samples have hotLoop on top");
-        assertTrue(hot.stream().allMatch(s -> s.pid() == result.pid()
+        assertTrue(hot.stream().allMatch(s -> s.pid() == pid
                 && s.topFirst().getLast().equals("java.lang.Thread.run")));
     }
 

@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
  * The live {@code jvm} data source in a session of an in-process service, beside the
  * application's own TrackEvents: JFR's events land on the application's threads, line up
  * with its slices within 100 µs once the trace's clock snapshot moves them onto the same
- * clock, and the heap profile written at the stop is in the trace.
+ * clock, a virtual thread's events share its TrackEvents' track, and the heap profile
+ * written at the stop is in the trace.
  */
 class JvmDataSourceTest {
     private static final Category APP = new Category("app");
@@ -59,6 +60,13 @@ class JvmDataSourceTest {
                     allocate();
                 });
                 app.join();
+                Thread.ofVirtual().name("jvm-test-virtual").start(() -> {
+                    try (var _ = TrackEvent.slice(APP, "virtual sleep")) {
+                        Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }).join();
                 session.stop();
                 ByteArrayOutputStream out = new ByteArrayOutputStream();
                 session.writeTrace(out);
@@ -99,6 +107,14 @@ class JvmDataSourceTest {
             best = Math.min(best, Math.max(Math.abs(startGap), Math.abs(endGap)));
         }
         assertTrue(best <= ALIGNMENT_NANOS, "the closest sleeps are " + best + " ns apart");
+
+        // A virtual thread's JFR events and its TrackEvents share one track.
+        JvmTraceContent.Slice virtualSleep = named(content.slices(), "virtual sleep");
+        List<JvmTraceContent.Slice> jfrVirtualSleeps = content.slices().stream()
+                .filter(s -> s.name().equals("Thread sleep") && s.trackUuid() == virtualSleep.trackUuid()).toList();
+        assertEquals(1, jfrVirtualSleeps.size(), () -> "JFR's sleep on the virtual thread's track, among "
+                + content.slices().stream().filter(s -> s.name().equals("Thread sleep")).toList());
+        assertEquals("jvm-test-virtual", content.track(virtualSleep.trackUuid()).name());
 
         assertFalse(content.heapBytesByLeaf().isEmpty(), "the heap profile written at the stop");
         assertEquals(0, content.events().undecodable());

@@ -314,7 +314,7 @@ public final class TrackEvent {
         Thread thread = Thread.currentThread();
         if (thread.isVirtual()) {
             String name = thread.getName().isEmpty() ? "virtual thread " + thread.threadId() : thread.getName();
-            return Track.named(PROCESS, name);
+            return Track.virtualThread(PROCESS, thread.threadId(), name);
         }
         return Track.thread(PROCESS, Os.tid(), thread.getName());
     }

@@ -92,6 +92,35 @@ public final class Track {
         return new Track(Kind.NAMED, parent, name, 0, 0, childOrdering, siblingOrderRank);
     }
 
+    /**
+     * The track of the virtual thread with Java thread id {@code threadId}: a named track
+     * under {@code process} (a virtual thread has no OS thread of its own), its uuid
+     * derived from the process track's and the thread id ({@link #virtualThreadUuid}), so
+     * that everything writing about the thread, from any sequence, draws on one track.
+     */
+    public static Track virtualThread(Track process, long threadId, String name) {
+        requireKind(process, Kind.PROCESS, "a virtual thread track's parent must be a process track");
+        requireName(name);
+        return new Track(Kind.NAMED, virtualThreadUuid(process.uuid, threadId), process, name, null, 0, 0,
+                ChildOrdering.UNSPECIFIED, null);
+    }
+
+    /**
+     * The uuid of {@link #virtualThread}'s track, for writers that describe their tracks
+     * themselves: a 64-bit mix of the two (SplitMix64's finaliser), never 0.
+     */
+    public static long virtualThreadUuid(long processUuid, long threadId) {
+        long h = mix(processUuid ^ 0x76746872_65616400L);
+        h = mix(h ^ threadId);
+        return h == 0 ? 1 : h;
+    }
+
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+
     /** A counter track under {@code parent}. */
     public static Track counter(Track parent, String name) {
         requireName(name);

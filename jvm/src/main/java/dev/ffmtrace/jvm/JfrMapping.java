@@ -81,17 +81,21 @@ public final class JfrMapping {
             new ConstantCache<>(MAX_CACHED_CONSTANTS, this::newThreadTrack);
     private final ConstantCache<RecordedClass, String> classNames =
             new ConstantCache<>(MAX_CACHED_CONSTANTS, RecordedClass::getName);
-    private final Map<EventType, Handler> handlers = new IdentityHashMap<>();
+    private final ConstantCache<RecordedStackTrace, List<JavaFrame>> stacks =
+            new ConstantCache<>(MAX_CACHED_CONSTANTS, JavaFrame::rootFirst);
+    /** Event types met, by identity: each chunk of a recording may bring new type objects. */
+    private final Map<EventType, KnownType> knownTypes = new IdentityHashMap<>();
     private EventType lastType;
-    private Handler lastHandler;
+    private KnownType lastKnown;
+    /** Counts of the types {@link #knownTypes} forgot when it was full. */
+    private final Map<String, Long> retiredIgnored = new TreeMap<>();
+    private final Map<String, Long> retiredMalformed = new TreeMap<>();
     private final Map<String, JvmTrack> collectors = new HashMap<>();
     private final Map<JvmTrack, JvmTrack> threadCpu = new HashMap<>();
     private final CollectionSlices collections;
     private final AllocationProfile allocations = new AllocationProfile();
     private final AllocationRate allocationRate = new AllocationRate();
     private final Args args = new Args();
-    private final TreeMap<String, Long> ignoredTypes = new TreeMap<>();
-    private final TreeMap<String, Long> malformedTypes = new TreeMap<>();
     private long mapped;
     private long withoutThread;
     private long nextFlow = 1;
@@ -148,16 +152,16 @@ public final class JfrMapping {
     /** Maps one event; never throws. */
     public void accept(RecordedEvent event) {
         EventType type = event.getEventType();
-        Handler handler = type == lastType ? lastHandler : handler(type);
-        if (handler == null || finished) {
-            ignoredTypes.merge(type.getName(), 1L, Long::sum);
+        KnownType known = type == lastType ? lastKnown : known(type);
+        if (known.handler == null || finished) {
+            known.ignored++;
             return;
         }
         try {
-            handler.map(event);
+            known.handler.map(event);
             mapped++;
         } catch (RuntimeException e) {
-            malformedTypes.merge(type.getName(), 1L, Long::sum);
+            known.malformed++;
         }
     }
 
@@ -180,9 +184,11 @@ public final class JfrMapping {
 
     /** What was mapped and what was not, so far. */
     public JfrMappingStats stats() {
-        return new JfrMappingStats(mapped, Collections.unmodifiableMap(new TreeMap<>(ignoredTypes)),
-                Collections.unmodifiableMap(new TreeMap<>(malformedTypes)), withoutThread,
-                collections.droppedPhases(), allocationRate.lateSamples());
+        Map<String, Long> ignored = new TreeMap<>(retiredIgnored);
+        Map<String, Long> malformed = new TreeMap<>(retiredMalformed);
+        knownTypes.values().forEach(known -> known.countInto(ignored, malformed));
+        return new JfrMappingStats(mapped, Collections.unmodifiableMap(ignored), Collections.unmodifiableMap(malformed),
+                withoutThread, collections.droppedPhases(), allocationRate.lateSamples());
     }
 
     /** What maps events of one type; made once per type, which spares each event the work on names. */
@@ -191,19 +197,42 @@ public final class JfrMapping {
         void map(RecordedEvent event);
     }
 
-    /** {@code type}'s handler, made on first sight; null for a type this mapping does not write. */
-    private Handler handler(EventType type) {
-        Handler handler = handlers.get(type);
-        if (handler == null && !handlers.containsKey(type)) {
-            if (handlers.size() == MAX_KNOWN_TYPES) {
-                handlers.clear();
+    /** An event type met: its handler (null: not written), and its events ignored and malformed. */
+    private static final class KnownType {
+        final String name;
+        final Handler handler;
+        long ignored;
+        long malformed;
+
+        KnownType(String name, Handler handler) {
+            this.name = name;
+            this.handler = handler;
+        }
+
+        void countInto(Map<String, Long> ignoredByName, Map<String, Long> malformedByName) {
+            if (ignored > 0) {
+                ignoredByName.merge(name, ignored, Long::sum);
             }
-            handler = newHandler(type);
-            handlers.put(type, handler);
+            if (malformed > 0) {
+                malformedByName.merge(name, malformed, Long::sum);
+            }
+        }
+    }
+
+    /** {@code type}, with its handler made on first sight. */
+    private KnownType known(EventType type) {
+        KnownType known = knownTypes.get(type);
+        if (known == null) {
+            if (knownTypes.size() == MAX_KNOWN_TYPES) {
+                knownTypes.values().forEach(old -> old.countInto(retiredIgnored, retiredMalformed));
+                knownTypes.clear();
+            }
+            known = new KnownType(type.getName(), newHandler(type));
+            knownTypes.put(type, known);
         }
         lastType = type;
-        lastHandler = handler;
-        return handler;
+        lastKnown = known;
+        return known;
     }
 
     private Handler newHandler(EventType type) {
@@ -330,11 +359,13 @@ public final class JfrMapping {
 
     private void sample(RecordedEvent event, RecordedThread thread) {
         RecordedStackTrace stack = event.getStackTrace();
-        if (thread == null || stack == null || thread.isVirtual()) {
+        JvmTrack track = threadTrack(thread);
+        // A virtual thread's track is not a thread's: its samples have no tid to go to.
+        if (track == null || stack == null || track.kind() != JvmTrack.Kind.THREAD) {
             withoutThread++;
             return;
         }
-        writer.sample(nanos(event.getStartTime()), pid, thread.getOSThreadId(), JavaFrame.rootFirst(stack));
+        writer.sample(nanos(event.getStartTime()), pid, track.tid(), stacks.get(stack));
     }
 
     private void allocation(RecordedEvent event) {
@@ -342,7 +373,7 @@ public final class JfrMapping {
         long weight = event.getLong("weight");
         allocationRate.add(at, weight, writer, allocationRateTrack);
         RecordedStackTrace stack = event.getStackTrace();
-        List<JavaFrame> frames = stack == null ? new ArrayList<>() : JavaFrame.rootFirst(stack);
+        List<JavaFrame> frames = stack == null ? new ArrayList<>(1) : new ArrayList<>(stacks.get(stack));
         frames.add(JavaFrame.allocated(className(event.getValue("objectClass"))));
         allocations.add(at, frames, weight);
     }

@@ -8,9 +8,11 @@ import dev.ffmtrace.perfetto.protos.Profiling;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackDescriptor;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
+import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.tracing.trackevent.TracePacketSink;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
@@ -34,6 +36,25 @@ final class JvmPacketWriter {
     private static final int REALTIME = BuiltinClock.BUILTIN_CLOCK_REALTIME.number();
     private static final int CLEARED = TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number();
     private static final int NEEDS_STATE = TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number();
+    private static final long TYPE_TAG = ProtoWire.makeTag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long TRACK_UUID_TAG =
+            ProtoWire.makeTag(TrackEvent.TRACK_UUID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long NAME_IID_TAG = ProtoWire.makeTag(TrackEvent.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long FLOW_IDS_TAG = ProtoWire.makeTag(TrackEvent.FLOW_IDS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
+    private static final long TERMINATING_FLOW_IDS_TAG =
+            ProtoWire.makeTag(TrackEvent.TERMINATING_FLOW_IDS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
+    private static final long DEBUG_ANNOTATIONS_TAG =
+            ProtoWire.makeTag(TrackEvent.DEBUG_ANNOTATIONS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
+    // An annotation's own tags are all one byte: its field ids are below 16.
+    private static final long ANNOTATION_NAME_IID_TAG =
+            ProtoWire.makeTag(DebugAnnotation.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long INT_VALUE_TAG = ProtoWire.makeTag(DebugAnnotation.INT_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long DOUBLE_VALUE_TAG =
+            ProtoWire.makeTag(DebugAnnotation.DOUBLE_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
+    private static final long BOOL_VALUE_TAG =
+            ProtoWire.makeTag(DebugAnnotation.BOOL_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long STRING_VALUE_TAG =
+            ProtoWire.makeTag(DebugAnnotation.STRING_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
 
     /** Keys interned on the sequence, numbered from 1, and those a packet has yet to write. */
     private final class Interner<K> {
@@ -69,6 +90,8 @@ final class JvmPacketWriter {
     private final Interner<List<Long>> callstacks = new Interner<>();
     private final List<Interner<?>> tables = List.of(eventNames, annotationNames, functionNames, mappingPaths,
             mappings, frames, callstacks);
+    /** The TrackEvent being encoded by hand ({@link #event}). */
+    private byte[] body = new byte[256];
     /** Whether some table has entries no packet wrote yet. */
     private boolean anyPending;
     /** The current event's annotation name iids, found before its packet opens. */
@@ -196,29 +219,79 @@ final class JvmPacketWriter {
         for (int i = 0; i < count; i++) {
             argNameIids[i] = annotationNames.iid(args.name(i));
         }
-        TrackEvent event = open(timestamp).setTrackEvent();
-        event.setType(type);
-        event.setTrackUuid(track.uuid());
+        int n = 0;
+        n = varIntField(n, TYPE_TAG, type.number());
+        n = varIntField(n, TRACK_UUID_TAG, track.uuid());
         if (nameIid != 0) {
-            event.setNameIid(nameIid);
+            n = varIntField(n, NAME_IID_TAG, nameIid);
         }
         if (flowId != 0) {
-            event.addFlowIds(flowId);
+            n = fixed64Field(n, FLOW_IDS_TAG, flowId);
         }
         if (terminatingFlowId != 0) {
-            event.addTerminatingFlowIds(terminatingFlowId);
+            n = fixed64Field(n, TERMINATING_FLOW_IDS_TAG, terminatingFlowId);
         }
         for (int i = 0; i < count; i++) {
-            DebugAnnotation annotation = event.addDebugAnnotations();
-            annotation.setNameIid(argNameIids[i]);
-            switch (args.kind(i)) {
-                case LONG -> annotation.setIntValue(args.longValue(i));
-                case DOUBLE -> annotation.setDoubleValue(args.doubleValue(i));
-                case BOOLEAN -> annotation.setBoolValue(args.booleanValue(i));
-                case STRING -> annotation.setStringValue(args.stringValue(i));
-            }
+            n = annotation(n, argNameIids[i], args, i);
         }
+        open(timestamp).appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, body, 0, n);
         sink.finishTracePacket();
+    }
+
+    /*
+     * The TrackEvent of a slice or an instant is encoded by hand into one byte array and
+     * appended to its packet as one field, as TrackEventWriter does for its simple events:
+     * the event and each annotation as nested messages cost more than the JFR event's
+     * reading (JfrConversionBenchmark). Canonical protobuf: the same bytes protozero gives.
+     */
+
+    private int varIntField(int n, long tag, long value) {
+        int at = ProtoWire.writeVarInt(body, room(n, 2 * ProtoWire.MAX_VARINT_SIZE), tag);
+        return ProtoWire.writeVarInt(body, at, value);
+    }
+
+    private int fixed64Field(int n, long tag, long value) {
+        int at = ProtoWire.writeVarInt(body, room(n, ProtoWire.MAX_VARINT_SIZE + Long.BYTES), tag);
+        for (int i = 0; i < Long.BYTES; i++) {
+            body[at++] = (byte) (value >>> (8 * i));
+        }
+        return at;
+    }
+
+    /** A {@code DebugAnnotation} (name iid and the value of {@code args}' entry {@code i}) at {@code n}. */
+    private int annotation(int n, long nameIid, Args args, int i) {
+        byte[] string = null;
+        int valueSize = switch (args.kind(i)) {
+            case LONG -> 1 + ProtoWire.varIntSize(args.longValue(i));
+            case DOUBLE -> 1 + Long.BYTES;
+            case BOOLEAN -> 2;
+            case STRING -> {
+                string = args.stringValue(i).getBytes(StandardCharsets.UTF_8);
+                yield 1 + ProtoWire.varIntSize(string.length) + string.length;
+            }
+        };
+        int size = 1 + ProtoWire.varIntSize(nameIid) + valueSize;
+        int at = ProtoWire.writeVarInt(body, room(n, 1 + ProtoWire.MAX_VARINT_SIZE + size), DEBUG_ANNOTATIONS_TAG);
+        at = ProtoWire.writeVarInt(body, at, size);
+        at = varIntField(at, ANNOTATION_NAME_IID_TAG, nameIid);
+        return switch (args.kind(i)) {
+            case LONG -> varIntField(at, INT_VALUE_TAG, args.longValue(i));
+            case DOUBLE -> fixed64Field(at, DOUBLE_VALUE_TAG, Double.doubleToRawLongBits(args.doubleValue(i)));
+            case BOOLEAN -> varIntField(at, BOOL_VALUE_TAG, args.booleanValue(i) ? 1 : 0);
+            case STRING -> {
+                at = varIntField(at, STRING_VALUE_TAG, string.length);
+                System.arraycopy(string, 0, body, at, string.length);
+                yield at + string.length;
+            }
+        };
+    }
+
+    /** Makes room for {@code bytes} more at {@code n} in {@link #body}; returns {@code n}. */
+    private int room(int n, int bytes) {
+        if (body.length - n < bytes) {
+            body = Arrays.copyOf(body, Math.max(body.length * 2, n + bytes));
+        }
+        return n;
     }
 
     private TrackEvent counterEvent(long timestamp, JvmTrack track) {

@@ -1,6 +1,7 @@
 package dev.ffmtrace.bench;
 
 import com.google.protobuf.CodedOutputStream;
+import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.ScatteredStreamWriter;
 import dev.ffmtrace.protozero.test.protos.EveryField;
 import java.io.IOException;
@@ -33,6 +34,10 @@ import protozero.test.protos.TestMessages;
  *
  * <ul>
  *   <li>{@code *Protozero}: a root {@link EveryField} written straight into the window.
+ *   <li>{@code *HeapBuffered}: the same message built the way packets outside a trace
+ *       writer are (trace files, IPC frames, the service's own packets): one
+ *       {@link HeapBuffered} reset and refilled per operation, its bytes taken as one
+ *       segment; no window, no clobber (not in Perfetto's set).
  *   <li>{@code *ProtobufJava}: build a protobuf-java message, serialize it with a
  *       {@link CodedOutputStream} into the window.
  *   <li>{@code *SpeedOfLight}: the C++ {@code SOLMsg}: raw aligned stores of the four
@@ -76,6 +81,7 @@ public class ProtozeroBenchmark {
 
     private ScatteredStreamWriter writer;
     private EveryField root;
+    private final HeapBuffered<EveryField> heapBuffered = new HeapBuffered<>(EveryField.FACTORY);
 
     @Setup
     public void setUp() {
@@ -161,6 +167,20 @@ public class ProtozeroBenchmark {
         fillNested(root, 0);
         root.finalizeMessage();
         return clobber(window);
+    }
+
+    @Benchmark
+    public long simpleHeapBuffered() {
+        heapBuffered.reset();
+        fillSimple(heapBuffered.get());
+        return heapBuffered.toSegment().byteSize();
+    }
+
+    @Benchmark
+    public long nestedHeapBuffered() {
+        heapBuffered.reset();
+        fillNested(heapBuffered.get(), 0);
+        return heapBuffered.toSegment().byteSize();
     }
 
     // ---------------------------------------------------------------- protobuf-java

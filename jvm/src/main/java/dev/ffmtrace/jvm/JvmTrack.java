@@ -36,17 +36,8 @@ record JvmTrack(long uuid, JvmTrack parent, Kind kind, String name, long pid, lo
         return new JvmTrack(uuid("counter:" + name, parent.uuid, 0), parent, Kind.COUNTER, name, parent.pid, 0, unit);
     }
 
-    /** A 64-bit hash of (what, a, b), never 0: SplitMix64's finaliser over the three. */
+    /** A uuid derived from (what, a, b), never 0. */
     private static long uuid(String what, long a, long b) {
-        long h = mix(what.hashCode() ^ 0x6a766d5f74726b00L);
-        h = mix(h ^ a);
-        h = mix(h ^ b);
-        return h == 0 ? 1 : h;
-    }
-
-    private static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
-        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
-        return z ^ (z >>> 31);
+        return Track.derivedUuid(Track.derivedUuid(what.hashCode() ^ 0x6a766d5f74726b00L, a), b);
     }
 }

@@ -105,13 +105,18 @@ public final class Track {
                 ChildOrdering.UNSPECIFIED, null);
     }
 
-    /**
-     * The uuid of {@link #virtualThread}'s track, for writers that describe their tracks
-     * themselves: a 64-bit mix of the two (SplitMix64's finaliser), never 0.
-     */
+    /** The uuid of {@link #virtualThread}'s track, for writers that describe their tracks themselves. */
     public static long virtualThreadUuid(long processUuid, long threadId) {
-        long h = mix(processUuid ^ 0x76746872_65616400L);
-        h = mix(h ^ threadId);
+        return derivedUuid(processUuid ^ 0x76746872_65616400L, threadId);
+    }
+
+    /**
+     * A uuid derived from {@code seed} and {@code key}, never 0: a 64-bit mix of the two
+     * (SplitMix64's finaliser), for tracks that writers on different sequences, or
+     * different runs, must name alike.
+     */
+    public static long derivedUuid(long seed, long key) {
+        long h = mix(mix(seed) ^ key);
         return h == 0 ? 1 : h;
     }
 

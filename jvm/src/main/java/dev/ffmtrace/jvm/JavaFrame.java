@@ -3,7 +3,6 @@ package dev.ffmtrace.jvm;
 import java.util.ArrayList;
 import java.util.List;
 import jdk.jfr.consumer.RecordedFrame;
-import jdk.jfr.consumer.RecordedMethod;
 import jdk.jfr.consumer.RecordedStackTrace;
 
 /**
@@ -16,9 +15,7 @@ record JavaFrame(String function, String type, int bytecodeIndex, int line) {
     static final JavaFrame TRUNCATED = new JavaFrame("[truncated]", "", 0, 0);
 
     static JavaFrame of(RecordedFrame frame) {
-        RecordedMethod method = frame.getMethod();
-        String function = method == null ? "[unknown]"
-                : (method.getType() == null ? "[unknown]" : method.getType().getName()) + "." + method.getName();
+        String function = EventFields.methodName(frame.getMethod());
         String type = frame.getType();
         return new JavaFrame(function, type == null ? "" : type, Math.max(0, frame.getBytecodeIndex()),
                 Math.max(0, frame.getLineNumber()));

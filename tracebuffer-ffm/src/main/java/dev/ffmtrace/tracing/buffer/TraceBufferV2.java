@@ -922,8 +922,23 @@ public final class TraceBufferV2 implements AutoCloseable {
     /** Index of {@code chunkId} in the sequence's list, or -1. */
     private int indexOfChunk(SequenceState sequence, int chunkId) {
         ChunkOffsetQueue chunks = sequence.chunks;
-        // Patches and re-commits are nearly always for one of the latest chunks.
-        for (int i = chunks.size() - 1; i >= 0; i--) {
+        int latest = chunks.size() - 1;
+        if (latest < 0) {
+            return -1;
+        }
+        int behind = chunks.chunkIdAt(latest) - chunkId;
+        if (behind < 0) {
+            // Newer than every chunk held: a new chunk, not a re-commit.
+            return -1;
+        }
+        // A writer's ids are consecutive unless chunks were lost, so a patch or re-commit is
+        // found by its distance from the latest: the same path for a patch of the latest
+        // chunk (ffmtrace's writers) and of an older one (the SDK sends a chunk's patches
+        // with the next chunk's commit), so neither makes the JIT recompile this.
+        if (behind <= latest && chunks.chunkIdAt(latest - behind) == chunkId) {
+            return latest - behind;
+        }
+        for (int i = latest; i >= 0; i--) {
             int cmp = compareChunkIds(chunkId, chunks.chunkIdAt(i));
             if (cmp == 0) {
                 return i;

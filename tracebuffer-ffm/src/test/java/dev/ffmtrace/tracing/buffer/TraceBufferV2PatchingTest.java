@@ -107,6 +107,33 @@ class TraceBufferV2PatchingTest extends TraceBufferTestSupport {
     }
 
     @Test
+    void aPatchFindsItsChunkBehindTheLatestAndAcrossAGapInTheWritersChunkIds() {
+        reset(4096);
+        chunk(1, 1, 0).addPacket(10, 'a').copyIntoTraceBuffer();
+        chunk(1, 1, 1).addPacket(20, 'b').copyIntoTraceBuffer();
+        // Chunk 2 was lost: the ids the buffer holds are 0, 1, 3.
+        chunk(1, 1, 3).addPacket(30, 'c').copyIntoTraceBuffer();
+        patch(1, 1, 1, false, 1, 'B', 'B', 'B', 'B');
+        patch(1, 1, 0, false, 1, 'A', 'A', 'A', 'A');
+        assertFalse(tb.tryPatchChunkContents(1, 1, 2, new ChunkPatches().addLittleEndian(1, 0), false));
+        patch(1, 1, 3, false, 1, 'C', 'C', 'C', 'C');
+        tb.beginRead();
+        assertRead(patched(10, 'a', 'A'));
+        assertRead(patched(20, 'b', 'B'));
+        assertRead(patched(30, 'c', 'C'));
+        assertReadNothing();
+        assertEquals(3, tb.stats().patchesSucceeded());
+        assertEquals(1, tb.stats().patchesFailed());
+    }
+
+    /** A fragment of {@code size} bytes of {@code fill} whose bytes 0..3 of the payload are {@code patch}. */
+    private static Frag patched(int size, char fill, char patch) {
+        byte[] payload = FakeChunk.fragmentPayload(size, fill);
+        java.util.Arrays.fill(payload, 0, 4, (byte) patch);
+        return new Frag(payload);
+    }
+
+    @Test
     void aGoneProducersChunksGiveUpOnlyTheFragmentsTheirPatchesWereFor() {
         reset(4096);
         // Producer 1's writer died after finishing 'c' and before sending the patch it left

@@ -5,6 +5,7 @@
  * in other processes.
  */
 module dev.ffmtrace.tracing.service {
+    requires java.management;
     requires transitive dev.ffmtrace.tracing.buffer;
     requires transitive dev.ffmtrace.tracing.core;
     requires dev.ffmtrace.tracing.client;

@@ -94,7 +94,7 @@ class ServeSocketsTest {
         try (UnixServerSocket gone = UnixServerSocket.listen(UnixAddress.path(dir.resolve("gone.sock")), 1)) {
             Files.createLink(consumer, dir.resolve("gone.sock"));
         }
-        CliProcess serve = CliProcess.start("", List.of(), "serve", "--consumer-socket", consumer.toString(),
+        CliProcess serve = CliProcess.start("", List.of(), "serve", "--no-warm-up", "--consumer-socket", consumer.toString(),
                 "--producer-socket", producer.toString(), "--socket-mode", "0666");
         try {
             serve.awaitLine(line -> line.equals("consumer socket: " + consumer));
@@ -120,7 +120,7 @@ class ServeSocketsTest {
         OtherUser.openForTraversal(dir);
         Path consumer = dir.resolve("consumer.sock");
         Path producer = dir.resolve("producer.sock");
-        CliProcess serve = CliProcess.start("", List.of(), "serve", "--consumer-socket", consumer.toString(),
+        CliProcess serve = CliProcess.start("", List.of(), "serve", "--no-warm-up", "--consumer-socket", consumer.toString(),
                 "--producer-socket", producer.toString());
         try {
             serve.awaitLine(line -> line.equals("consumer socket: " + consumer));

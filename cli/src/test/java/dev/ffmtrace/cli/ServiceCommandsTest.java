@@ -174,7 +174,9 @@ class ServiceCommandsTest {
         assertTrue(end.out().contains("stopping on a signal"), end.out());
         // Before it served, it ran its commit path on a trace of its own, in a service of its own (the
         // QueryServiceState above counted one session: the consumer's).
-        assertTrue(end.out().lines().anyMatch(line -> line.matches("warm-up: [1-9][0-9]* chunks committed \\([1-9][0-9]* patches\\) in [0-9]+ ms")),
+        assertTrue(end.out().lines().anyMatch(line -> line.matches(
+                "warm-up: [1-9][0-9]* chunks committed \\([1-9][0-9]* patches\\) in [1-9][0-9]* rounds, [0-9]+ ms;"
+                        + " the JIT (settled|did not settle)")),
                 end.out());
         assertFalse(Files.exists(socket), "the socket file is removed");
         assertFalse(Files.exists(producerSocket), "the producer socket file is removed");

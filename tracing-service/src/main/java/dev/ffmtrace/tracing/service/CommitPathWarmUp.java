@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 import java.util.stream.IntStream;
 
 /**
@@ -45,14 +46,22 @@ import java.util.stream.IntStream;
  * ({@link ControlRequestShapes}).
  */
 public final class CommitPathWarmUp {
-    /** Rounds of the default warm-up: see {@link #run(int, int)}. */
-    public static final int DEFAULT_ROUNDS = 10;
     /**
-     * Iterations of a round of the default warm-up: about 3,400 commits, a third of them
-     * of part-filled chunks, and 1,300 to 1,500 patches (more or fewer as the commits and
-     * the packets' ends fall).
+     * Rounds a warm-up runs at most ({@link #runUntilSettled}): on a 2-core VM the JIT
+     * settles after 12 to 25 rounds, the last ones about 100 ms each.
+     */
+    public static final int MAX_ROUNDS = 40;
+    /**
+     * Iterations of a round: about 3,400 commits, a third of them of part-filled chunks,
+     * and 1,300 to 1,500 patches (more or fewer as the commits and the packets' ends fall).
      */
     public static final int DEFAULT_ITERATIONS = 20_000;
+    /** Rounds {@link #runUntilSettled} runs at least, settled or not, where it may run that many. */
+    static final int MIN_ROUNDS = 4;
+    /** A round is quiet when the JIT compiled for at most this percentage of the round's time. */
+    static final int QUIET_PERCENT = 10;
+    /** Quiet rounds in a row that settle the JIT: a compilation a round started may finish in the next. */
+    static final int QUIET_ROUNDS = 2;
     /** Writer threads, each writing its share of the iterations, at once as an SDK app's threads do. */
     private static final int THREADS = 2;
     /**
@@ -99,25 +108,49 @@ public final class CommitPathWarmUp {
     }
 
     /**
-     * {@code rounds} rounds of {@link #run(int)}, each on a service, producer port,
-     * producer and session of its own (so the paths that set those up run hot too), in
-     * all long enough that the JIT's second tier has compiled the commit path by the end:
-     * after one round of 60,000 iterations, JFR showed {@code RemoteProducer.commitData}
-     * and its callees still in C1 code, and C2 compiling them (15 to 80 ms) while an SDK
-     * app's first burst came in. Returns the rounds' counts summed.
+     * Rounds of {@link #run(int)}, each on a service, producer port, producer and session of
+     * its own (so the paths that set those up run hot too), until the JIT has settled on
+     * them: {@link #QUIET_ROUNDS} rounds in a row in which it compiled for at most
+     * {@link #QUIET_PERCENT}% of the round's time, after {@link #MIN_ROUNDS} rounds at least
+     * and {@code maxRounds} at most. A fixed count was not enough: after ten rounds the JIT
+     * still spent 250 to 900 ms compiling per round, and compiled the commit path's last
+     * methods in C2 (15 to 45 ms each, a core of this machine's two) while an SDK app's
+     * first burst came in. A JVM that does not report its compilation time runs
+     * {@link #MIN_ROUNDS} and is not called settled.
      *
-     * @throws IllegalArgumentException if {@code rounds} or {@code iterationsPerRound} is negative
+     * @throws IllegalArgumentException if {@code maxRounds} or {@code iterationsPerRound} is negative
      * @throws InterruptedException if interrupted while a round is written
      */
-    public static Result run(int rounds, int iterationsPerRound) throws InterruptedException {
-        if (rounds < 0 || iterationsPerRound < 0) {
-            throw new IllegalArgumentException("rounds " + rounds + " or iterations " + iterationsPerRound + " < 0");
+    public static Rounds runUntilSettled(int maxRounds, int iterationsPerRound) throws InterruptedException {
+        return runUntilSettled(maxRounds, iterationsPerRound, JitActivity::compiledMillis);
+    }
+
+    /** {@link #runUntilSettled(int, int)} reading the JIT's compilation time from {@code compiledMillis}. */
+    static Rounds runUntilSettled(int maxRounds, int iterationsPerRound, LongSupplier compiledMillis)
+            throws InterruptedException {
+        if (maxRounds < 0 || iterationsPerRound < 0) {
+            throw new IllegalArgumentException("rounds " + maxRounds + " or iterations " + iterationsPerRound + " < 0");
         }
         Result total = new Result(0, 0, 0, 0);
-        for (int round = 0; round < rounds; round++) {
+        int rounds = 0;
+        int quietInARow = 0;
+        long compiled = compiledMillis.getAsLong();
+        boolean known = compiled != JitActivity.UNKNOWN;
+        while (rounds < maxRounds && (rounds < MIN_ROUNDS || known && quietInARow < QUIET_ROUNDS)) {
+            long start = System.nanoTime();
             total = total.plus(run(iterationsPerRound));
+            rounds++;
+            long roundMillis = (System.nanoTime() - start) / 1_000_000;
+            long compiledBefore = compiled;
+            compiled = compiledMillis.getAsLong();
+            known = known && compiled != JitActivity.UNKNOWN;
+            quietInARow = known && (compiled - compiledBefore) * 100 <= roundMillis * QUIET_PERCENT ? quietInARow + 1 : 0;
         }
-        return total;
+        return new Rounds(total, rounds, quietInARow >= QUIET_ROUNDS);
+    }
+
+    /** What {@link #runUntilSettled} did: the rounds' counts summed, how many rounds, and whether the JIT settled. */
+    public record Rounds(Result counts, int rounds, boolean jitSettled) {
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.ffmtrace.tracing.service;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -34,18 +35,68 @@ class CommitPathWarmUpTest {
     @Test
     void refusesANegativeCount() {
         assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(-1));
-        assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(-1, 100));
-        assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.run(0, -1));
+        assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.runUntilSettled(-1, 100));
+        assertThrows(IllegalArgumentException.class, () -> CommitPathWarmUp.runUntilSettled(0, -1));
     }
 
     @Test
     void roundsEachCommitTheirTraceAndSumTheirCounts() throws Exception {
-        assertEquals(new CommitPathWarmUp.Result(0, 0, 0, 0), CommitPathWarmUp.run(0, 3_000));
-        CommitPathWarmUp.Result two = CommitPathWarmUp.run(2, 3_000);
+        assertEquals(new CommitPathWarmUp.Rounds(new CommitPathWarmUp.Result(0, 0, 0, 0), 0, false),
+                CommitPathWarmUp.runUntilSettled(0, 3_000));
+        // Fewer rounds allowed than the least it runs: that many; a JIT compiling all along is not settled.
+        long[] compiled = {0};
+        CommitPathWarmUp.Rounds two = CommitPathWarmUp.runUntilSettled(2, 3_000, () -> compiled[0] += 1_000_000);
+        assertEquals(2, two.rounds());
+        assertFalse(two.jitSettled());
         // Each round commits tens of chunks of its own: two rounds, twice the floor of one.
-        assertTrue(two.chunksMoved() >= 40, two.toString());
-        assertEquals(0, two.violations(), two.toString());
+        assertTrue(two.counts().chunksMoved() >= 40, two.toString());
+        assertEquals(0, two.counts().violations(), two.toString());
         assertEquals(new CommitPathWarmUp.Result(3, 5, 7, 9),
                 new CommitPathWarmUp.Result(1, 2, 3, 4).plus(new CommitPathWarmUp.Result(2, 3, 4, 5)));
+    }
+
+    @Test
+    void runsUntilTheJitCompilesNoLongerThanATenthOfTwoRoundsInARow() throws Exception {
+        // Compilation time after each round (the first value is read before the first round):
+        // busy for five rounds, quiet in the sixth, busy in the seventh, quiet in the eighth and ninth.
+        long[] clock = {0, 100_000, 200_000, 300_000, 400_000, 500_000, 500_000, 600_000, 600_000, 600_000, 700_000};
+        CommitPathWarmUp.Rounds rounds = CommitPathWarmUp.runUntilSettled(20, 100, script(clock));
+        assertEquals(9, rounds.rounds(), rounds.toString());
+        assertTrue(rounds.jitSettled());
+    }
+
+    @Test
+    void quietRoundsSettleTheJitOnlyAfterTheLeastRounds() throws Exception {
+        CommitPathWarmUp.Rounds rounds = CommitPathWarmUp.runUntilSettled(20, 100, () -> 42);
+        assertEquals(CommitPathWarmUp.MIN_ROUNDS, rounds.rounds());
+        assertTrue(rounds.jitSettled());
+    }
+
+    @Test
+    void aJitThatNeverSettlesStopsAtTheMostRounds() throws Exception {
+        long[] compiled = {0};
+        CommitPathWarmUp.Rounds rounds = CommitPathWarmUp.runUntilSettled(7, 100, () -> compiled[0] += 1_000_000);
+        assertEquals(7, rounds.rounds());
+        assertFalse(rounds.jitSettled());
+    }
+
+    @Test
+    void aJvmThatDoesNotTellRunsTheLeastRoundsUnsettled() throws Exception {
+        CommitPathWarmUp.Rounds rounds = CommitPathWarmUp.runUntilSettled(20, 100, () -> JitActivity.UNKNOWN);
+        assertEquals(CommitPathWarmUp.MIN_ROUNDS, rounds.rounds());
+        assertFalse(rounds.jitSettled());
+    }
+
+    @Test
+    void thisJvmTellsItsCompilationTime() {
+        // The serve daemon's warm-up depends on it: HotSpot with its JIT reports it.
+        long compiled = JitActivity.compiledMillis();
+        assertTrue(compiled >= 0, "compiled " + compiled);
+    }
+
+    /** A compilation clock that reads {@code values} in turn. */
+    private static java.util.function.LongSupplier script(long[] values) {
+        int[] next = {0};
+        return () -> values[next[0]++];
     }
 }

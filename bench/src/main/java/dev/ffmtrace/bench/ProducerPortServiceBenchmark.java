@@ -3,7 +3,7 @@ package dev.ffmtrace.bench;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
@@ -68,7 +68,7 @@ public class ProducerPortServiceBenchmark {
 
     private TracingService service;
     private ProducerPort port;
-    private UnixSocket socket;
+    private StreamSocket socket;
     private SharedMemory smb;
     private TracingSession session;
     private TraceWriter<TracePacket> writer;
@@ -87,7 +87,7 @@ public class ProducerPortServiceBenchmark {
     public void setUp() throws Exception {
         service = new TracingService();
         port = ProducerPort.listen(service, UnixAddress.abstractName("ffmtrace-bench-service-" + System.nanoTime()));
-        socket = UnixSocket.connect(port.address());
+        socket = StreamSocket.connect(port.address());
         Handshake handshake = new Handshake(socket);
         Map<String, Integer> methods = handshake.bind(ProducerPort.SERVICE_NAME);
         serviceId = handshake.serviceId;
@@ -270,12 +270,12 @@ public class ProducerPortServiceBenchmark {
 
     /** The handshake, before measuring: a plain, allocating client of the port. */
     private static final class Handshake {
-        private final UnixSocket socket;
+        private final StreamSocket socket;
         private byte[] stream = new byte[0];
         int serviceId;
         int lastFd = -1;
 
-        Handshake(UnixSocket socket) {
+        Handshake(StreamSocket socket) {
             this.socket = socket;
         }
 
@@ -335,7 +335,7 @@ public class ProducerPortServiceBenchmark {
         private IPCFrame.Decoder nextFrame() {
             while (stream.length < HEADER_SIZE || stream.length < HEADER_SIZE + payloadSize(stream)) {
                 byte[] chunk = new byte[64 * 1024];
-                UnixSocket.Received received = socket.receive(chunk, 1);
+                StreamSocket.Received received = socket.receive(chunk, 1);
                 if (received.bytes() == 0) {
                     throw new IllegalStateException("the service closed the connection");
                 }

@@ -3,8 +3,8 @@ package dev.ffmtrace.bench;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import java.io.IOException;
@@ -231,13 +231,13 @@ public class SharedRingBufferBenchmark {
             writer = new Writer();
             writer.setUp(ring);
             UnixAddress address = UnixAddress.abstractName("ffmtrace-bench-" + ProcessHandle.current().pid());
-            try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+            try (ListeningSocket server = ListeningSocket.listen(address, 1)) {
                 reader = new ProcessBuilder(List.of(
                         Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                         "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
                         ReaderProcess.class.getName(), address.name(), Integer.toString(size)))
                         .redirectErrorStream(true).start();
-                try (UnixSocket connection = server.accept()) {
+                try (StreamSocket connection = server.accept()) {
                     connection.send(new byte[] {'F'}, ring.buffer.fd());
                 }
             }
@@ -266,7 +266,7 @@ public class SharedRingBufferBenchmark {
 
         public static void main(String[] args) {
             int size = Integer.parseInt(args[1]);
-            try (UnixSocket socket = UnixSocket.connect(UnixAddress.abstractName(args[0]));
+            try (StreamSocket socket = StreamSocket.connect(UnixAddress.abstractName(args[0]));
                  SharedRingBuffer buffer = SharedRingBuffer.attach(socket.receive(new byte[1], 1).fds()[0], Seals.REQUIRED)) {
                 RecordSlot slot = buffer.newSlot();
                 long records = 0;

@@ -6,8 +6,8 @@ import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -54,7 +54,7 @@ final class DemoCommand implements Callable<Integer> {
         }
         UnixAddress address = UnixAddress.abstractName("ffmtrace-demo-" + ProcessHandle.current().pid());
         try (SharedMemory memory = SharedMemory.create("ffmtrace-demo", SIZE);
-             UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+             ListeningSocket server = ListeningSocket.listen(address, 1)) {
             System.out.printf("owner  pid %d: created memfd fd=%d, %d bytes, sealed against resize: %b%n",
                     ProcessHandle.current().pid(), memory.fd(), memory.size(), memory.file().isSealedAgainstResize());
             Process peer = startPeer(address);
@@ -71,9 +71,9 @@ final class DemoCommand implements Callable<Integer> {
      * server closes when the peer exits or the timeout passes (which wakes the accept),
      * and the connection at the timeout (which wakes the receive).
      */
-    private int share(SharedMemory memory, UnixServerSocket server, Process peer) throws InterruptedException, CliFailure {
+    private int share(SharedMemory memory, ListeningSocket server, Process peer) throws InterruptedException, CliFailure {
         peer.onExit().copy().completeOnTimeout(null, timeoutSeconds, TimeUnit.SECONDS).thenRun(server::close);
-        UnixSocket connection;
+        StreamSocket connection;
         try {
             connection = server.accept();
         } catch (RuntimeException e) {
@@ -125,8 +125,8 @@ final class DemoCommand implements Callable<Integer> {
 
     private static int runPeer(UnixAddress address) {
         long pid = ProcessHandle.current().pid();
-        try (UnixSocket socket = UnixSocket.connect(address)) {
-            UnixSocket.Received received = socket.receive(new byte[1], 1);
+        try (StreamSocket socket = StreamSocket.connect(address)) {
+            StreamSocket.Received received = socket.receive(new byte[1], 1);
             if (received.fds().length != 1) {
                 System.err.println("peer: no memfd received");
                 return 1;

@@ -3,7 +3,7 @@ package dev.ffmtrace.cli;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.tracing.service.CommitPathWarmUp;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -165,7 +165,7 @@ final class ServeCommand implements Callable<Integer> {
                     CliFailure.USAGE);
         }
         try {
-            UnixSocket.connect(address).close();
+            StreamSocket.connect(address).close();
             throw new CliFailure(option + " " + address + ": another service listens on it", CliFailure.FAILED);
         } catch (NativeException e) {
             if (!"ECONNREFUSED".equals(e.errnoName())) {

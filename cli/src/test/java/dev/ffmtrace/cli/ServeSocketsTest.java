@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.OtherUser;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
@@ -70,14 +70,14 @@ class ServeSocketsTest {
     @Test
     void aSocketALiveServiceAcceptsOnIsRefusedAndKeepsServing() throws Exception {
         UnixAddress address = UnixAddress.path(dir.resolve("live.sock"));
-        try (UnixServerSocket live = UnixServerSocket.listen(address, 4)) {
+        try (ListeningSocket live = ListeningSocket.listen(address, 4)) {
             ConvertAndDumpTest.Run run = serve("--consumer-socket", address.toString(),
                     "--producer-socket", dir.resolve("producer.sock").toString());
             assertEquals(1, run.exit(), run.err());
             assertTrue(run.err().contains(address + ": another service listens on it"), run.err());
             // serve's own probe is in the backlog first; then a client of the live service gets in.
             live.accept().close();
-            try (UnixSocket client = UnixSocket.connect(address); UnixSocket accepted = live.accept()) {
+            try (StreamSocket client = StreamSocket.connect(address); StreamSocket accepted = live.accept()) {
                 client.send(new byte[] {42});
                 assertEquals(1, accepted.receive(new byte[1], 0).bytes(), "the live service still serves");
             }
@@ -91,7 +91,7 @@ class ServeSocketsTest {
         Path consumer = dir.resolve("consumer.sock");
         Path producer = dir.resolve("producer.sock");
         // A stale socket: a second name of a socket whose service has closed (and removed the first name).
-        try (UnixServerSocket gone = UnixServerSocket.listen(UnixAddress.path(dir.resolve("gone.sock")), 1)) {
+        try (ListeningSocket gone = ListeningSocket.listen(UnixAddress.path(dir.resolve("gone.sock")), 1)) {
             Files.createLink(consumer, dir.resolve("gone.sock"));
         }
         CliProcess serve = CliProcess.start("", List.of(), "serve", "--no-warm-up", "--consumer-socket", consumer.toString(),

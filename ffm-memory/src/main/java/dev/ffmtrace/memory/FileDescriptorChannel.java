@@ -47,7 +47,7 @@ public final class FileDescriptorChannel implements WritableByteChannel {
         this.writeTimeoutMillis = writeTimeoutMillis;
     }
 
-    /** A channel owning {@code fd}, such as one {@link UnixSocket#receive} handed over. */
+    /** A channel owning {@code fd}, such as one {@link StreamSocket#receive} handed over. */
     public static FileDescriptorChannel adopt(int fd) {
         return adopt(fd, Duration.ZERO);
     }

@@ -10,7 +10,7 @@ import java.nio.file.Path;
  * The name of a Unix domain socket: a path in the filesystem, or a name in Linux's
  * abstract namespace (no file; gone when the last socket bound to it closes).
  */
-public record UnixAddress(String name, boolean isAbstract) {
+public record UnixAddress(String name, boolean isAbstract) implements StreamAddress {
     public UnixAddress {
         if (name == null || name.isEmpty()) {
             throw new IllegalArgumentException("a Unix socket address needs a name");

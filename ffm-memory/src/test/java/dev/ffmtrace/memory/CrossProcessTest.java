@@ -47,10 +47,10 @@ class CrossProcessTest {
 
     private void peerWritesIntoOurMemfd(Function<String[], Peers.Peer> start) {
         UnixAddress address = UnixAddress.path(dir.resolve("peer.sock"));
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              SharedMemory memory = SharedMemory.create("cross-process", SIZE)) {
             Peers.Peer peer = start.apply(new String[] {"receive", address.name(), Long.toString(SIZE), "7"});
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'F'}, memory.fd());
                 byte[] ack = new byte[1];
                 assertEquals(1, connection.receive(ack, 0).bytes());
@@ -64,10 +64,10 @@ class CrossProcessTest {
 
     private void weReadPeersMemfd(Function<String[], Peers.Peer> start) {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+        try (ListeningSocket server = ListeningSocket.listen(address, 1)) {
             Peers.Peer peer = start.apply(new String[] {"send", "@" + address.name(), Long.toString(SIZE), "99"});
-            try (UnixSocket connection = server.accept()) {
-                UnixSocket.Received received = connection.receive(new byte[1], 1);
+            try (StreamSocket connection = server.accept()) {
+                StreamSocket.Received received = connection.receive(new byte[1], 1);
                 assertEquals(1, received.fds().length);
                 try (SharedMemory memory = SharedMemory.attach(received.fds()[0], SIZE, Seals.REQUIRED)) {
                     assertPattern(memory.segment(), 99);

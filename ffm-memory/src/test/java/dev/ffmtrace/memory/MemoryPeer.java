@@ -17,10 +17,10 @@ public final class MemoryPeer {
                 ? UnixAddress.abstractName(args[1].substring(1)) : new UnixAddress(args[1], false);
         long size = Long.parseLong(args[2]);
         int seed = Integer.parseInt(args[3]);
-        try (UnixSocket socket = UnixSocket.connect(address)) {
+        try (StreamSocket socket = StreamSocket.connect(address)) {
             switch (mode) {
                 case "receive" -> {
-                    UnixSocket.Received received = socket.receive(new byte[1], 1);
+                    StreamSocket.Received received = socket.receive(new byte[1], 1);
                     try (SharedMemory memory = SharedMemory.attach(received.fds()[0], size, Seals.REQUIRED)) {
                         fill(memory.segment(), seed);
                         try {

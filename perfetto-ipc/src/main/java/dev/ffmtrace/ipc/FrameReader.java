@@ -1,6 +1,6 @@
 package dev.ffmtrace.ipc;
 
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
@@ -62,7 +62,7 @@ final class FrameReader implements AutoCloseable {
      */
     boolean feed(byte[] data, int length, int fd) {
         if (violation != null) {
-            UnixSocket.closeReceived(fd);
+            StreamSocket.closeReceived(fd);
             return false;
         }
         if (taken == frameCount) {
@@ -93,7 +93,7 @@ final class FrameReader implements AutoCloseable {
                 long payload = Integer.toUnsignedLong(readIntLe(buffer, consumed));
                 if (payload > buffer.length - HEADER_SIZE) {
                     violation = "frame of " + payload + " bytes exceeds the " + buffer.length + "-byte receive buffer";
-                    UnixSocket.closeReceived(fd);
+                    StreamSocket.closeReceived(fd);
                     return false;
                 }
                 int frameSize = HEADER_SIZE + (int) payload;
@@ -110,7 +110,7 @@ final class FrameReader implements AutoCloseable {
                     lastFrameStart = start;
                 } else if (frameFd >= 0) {
                     violation = "a descriptor came with an empty frame";
-                    UnixSocket.closeReceived(frameFd, fd);
+                    StreamSocket.closeReceived(frameFd, fd);
                     return false;
                 }
                 consumed += frameSize;
@@ -133,7 +133,7 @@ final class FrameReader implements AutoCloseable {
             return true;
         }
         violation = "a descriptor came with no frame of its own";
-        UnixSocket.closeReceived(fd);
+        StreamSocket.closeReceived(fd);
         return false;
     }
 
@@ -200,10 +200,10 @@ final class FrameReader implements AutoCloseable {
     /** Closes the descriptors of frames not taken. */
     @Override
     public void close() {
-        UnixSocket.closeReceived(pendingFd);
+        StreamSocket.closeReceived(pendingFd);
         pendingFd = -1;
         while (next()) {
-            UnixSocket.closeReceived(fd());
+            StreamSocket.closeReceived(fd());
         }
     }
 

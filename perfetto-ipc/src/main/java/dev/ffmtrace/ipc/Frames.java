@@ -1,6 +1,6 @@
 package dev.ffmtrace.ipc;
 
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
 import dev.ffmtrace.protozero.HeapBuffered;
 import java.util.List;
@@ -137,7 +137,7 @@ final class Frames {
     }
 
     /** Sends a framed frame with its descriptor, if {@code fd >= 0} (it stays the caller's). */
-    static void send(UnixSocket socket, byte[] frame, int fd) {
+    static void send(StreamSocket socket, byte[] frame, int fd) {
         if (fd >= 0) {
             socket.send(frame, fd);
         } else {

@@ -1,7 +1,7 @@
 package dev.ffmtrace.ipc;
 
 import dev.ffmtrace.memory.Layouts;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.protozero.TypedProtoDecoder;
 import java.lang.foreign.MemorySegment;
 
@@ -137,7 +137,7 @@ public final class Invocation {
     void closeUntakenFd() {
         int fd = takeReceivedFd();
         if (fd >= 0) {
-            UnixSocket.closeReceived(fd);
+            StreamSocket.closeReceived(fd);
         }
     }
 

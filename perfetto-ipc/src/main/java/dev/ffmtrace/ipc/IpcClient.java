@@ -1,8 +1,8 @@
 package dev.ffmtrace.ipc;
 
 import dev.ffmtrace.memory.NativeException;
-import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamAddress;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
@@ -28,7 +28,7 @@ import java.util.function.Consumer;
 public final class IpcClient implements AutoCloseable {
     private static final int READ_SIZE = 16 * 1024;
 
-    private final UnixSocket socket;
+    private final StreamSocket socket;
     private final AtomicLong lastRequestId = new AtomicLong();
     private final Map<Long, Pending> pending = new ConcurrentHashMap<>();
     private final Object sendLock = new Object();
@@ -50,13 +50,13 @@ public final class IpcClient implements AutoCloseable {
     private record PendingInvoke(Consumer<Reply> listener) implements Pending {
     }
 
-    private IpcClient(UnixSocket socket, String name) {
+    private IpcClient(StreamSocket socket, String name) {
         this.socket = socket;
         this.thread = Thread.ofPlatform().daemon().name("ipc-client " + name).unstarted(this::run);
     }
 
-    public static IpcClient connect(UnixAddress address) {
-        IpcClient client = new IpcClient(UnixSocket.connect(address), address.toString());
+    public static IpcClient connect(StreamAddress address) {
+        IpcClient client = new IpcClient(StreamSocket.connect(address), address.toString());
         client.thread.start();
         return client;
     }
@@ -174,7 +174,7 @@ public final class IpcClient implements AutoCloseable {
         try (FrameReader reader = new FrameReader()) {
             boolean ok = true;
             while (ok) {
-                UnixSocket.Received received;
+                StreamSocket.Received received;
                 try {
                     received = socket.receive(chunk, 1);
                 } catch (RuntimeException e) {
@@ -182,7 +182,7 @@ public final class IpcClient implements AutoCloseable {
                 }
                 int fd = received.fds().length == 0 ? -1 : received.fds()[0];
                 if (received.bytes() == 0) {
-                    UnixSocket.closeReceived(fd);
+                    StreamSocket.closeReceived(fd);
                     break;
                 }
                 ok = reader.feed(chunk, received.bytes(), fd);
@@ -208,7 +208,7 @@ public final class IpcClient implements AutoCloseable {
         IPCFrame.Decoder frame = new IPCFrame.Decoder();
         frame.reset(received.payloads(), received.payloadOffset(), received.payloadLength());
         if (frame.hasError()) {
-            UnixSocket.closeReceived(received.fd());
+            StreamSocket.closeReceived(received.fd());
             return false;
         }
         long requestId = frame.requestId();
@@ -216,7 +216,7 @@ public final class IpcClient implements AutoCloseable {
         if (request instanceof PendingInvoke invoke && frame.hasMsgInvokeMethodReply()) {
             IPCFrame.InvokeMethodReply.Decoder reply = new IPCFrame.InvokeMethodReply.Decoder();
             if (!frame.msgInvokeMethodReply(reply) || reply.hasError()) {
-                UnixSocket.closeReceived(received.fd());
+                StreamSocket.closeReceived(received.fd());
                 return false;
             }
             boolean success = reply.success();
@@ -227,7 +227,7 @@ public final class IpcClient implements AutoCloseable {
             invoke.listener().accept(new Reply(success, reply.hasMore(), proto, received.fd()));
             return true;
         }
-        UnixSocket.closeReceived(received.fd());
+        StreamSocket.closeReceived(received.fd());
         if (request instanceof PendingBind bind && frame.hasMsgBindServiceReply()) {
             IPCFrame.BindServiceReply.Decoder reply = new IPCFrame.BindServiceReply.Decoder();
             if (!frame.msgBindServiceReply(reply) || reply.hasError()) {

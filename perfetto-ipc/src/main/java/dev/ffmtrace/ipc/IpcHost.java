@@ -2,9 +2,9 @@ package dev.ffmtrace.ipc;
 
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.PeerCredentials;
-import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamAddress;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.IPCFrame;
 import dev.ffmtrace.protozero.ProtoField;
 import java.time.Duration;
@@ -52,7 +52,7 @@ public final class IpcHost implements AutoCloseable {
      */
     public static final int MAX_CONNECTIONS_PER_UID = 1024;
 
-    private final UnixServerSocket server;
+    private final ListeningSocket server;
     private final Map<Integer, ExposedService> services = new ConcurrentHashMap<>();
     private final Map<Long, Connection> connections = new ConcurrentHashMap<>();
     private final AtomicLong lastClientId = new AtomicLong();
@@ -70,7 +70,7 @@ public final class IpcHost implements AutoCloseable {
     private record ExposedService(int id, ServiceDescriptor descriptor) {
     }
 
-    private IpcHost(UnixServerSocket server, Options options) {
+    private IpcHost(ListeningSocket server, Options options) {
         this.server = server;
         this.options = options;
         this.acceptor = Thread.ofPlatform().daemon().name("ipc-host-accept " + server.address()).unstarted(this::acceptLoop);
@@ -80,7 +80,7 @@ public final class IpcHost implements AutoCloseable {
      * How a host treats its clients.
      *
      * @param socketMode           the socket file's permission bits (as
-     *                             {@link UnixServerSocket#listen(UnixAddress, int, int)}); -1 for the umask's
+     *                             {@link ListeningSocket#listen(StreamAddress, int, int)}); -1 for the umask's
      * @param sendTimeout          how long a client has to take a frame before it is disconnected
      * @param maxConnectionsPerUid connections one uid may hold at once; one more is closed at once
      */
@@ -108,18 +108,18 @@ public final class IpcHost implements AutoCloseable {
     }
 
     /** Listens on {@code address} and starts accepting clients. */
-    public static IpcHost listen(UnixAddress address) {
+    public static IpcHost listen(StreamAddress address) {
         return listen(address, Options.DEFAULT);
     }
 
     /** Listens on {@code address}, a socket file with permission bits {@code mode}, and starts accepting clients. */
-    public static IpcHost listen(UnixAddress address, int mode) {
+    public static IpcHost listen(StreamAddress address, int mode) {
         return listen(address, Options.DEFAULT.withSocketMode(mode));
     }
 
     /** Listens on {@code address} and starts accepting clients, treated as {@code options} say. */
-    public static IpcHost listen(UnixAddress address, Options options) {
-        IpcHost host = new IpcHost(UnixServerSocket.listen(address, 64, options.socketMode()), options);
+    public static IpcHost listen(StreamAddress address, Options options) {
+        IpcHost host = new IpcHost(ListeningSocket.listen(address, 64, options.socketMode()), options);
         host.acceptor.start();
         return host;
     }
@@ -134,7 +134,7 @@ public final class IpcHost implements AutoCloseable {
         return true;
     }
 
-    public UnixAddress address() {
+    public StreamAddress address() {
         return server.address();
     }
 
@@ -215,7 +215,7 @@ public final class IpcHost implements AutoCloseable {
 
     private void acceptLoop() {
         while (!closed.get()) {
-            UnixSocket socket;
+            StreamSocket socket;
             try {
                 socket = server.accept();
             } catch (RuntimeException e) {
@@ -285,7 +285,7 @@ public final class IpcHost implements AutoCloseable {
             handled = false;
         }
         if (!handled) {
-            UnixSocket.closeReceived(reader.fd());
+            StreamSocket.closeReceived(reader.fd());
         }
         return handled;
     }
@@ -378,7 +378,7 @@ public final class IpcHost implements AutoCloseable {
     /** One client: its socket, owned by its I/O thread, which alone closes it. */
     static final class Connection {
         private final IpcHost host;
-        private final UnixSocket socket;
+        private final StreamSocket socket;
         private final ClientInfo info;
         private final Thread thread;
         /** Decoders of the frames this connection receives, reused: only its I/O thread decodes. */
@@ -402,7 +402,7 @@ public final class IpcHost implements AutoCloseable {
         /** Encodes invocations' replies; guarded by {@link #sendLock}. */
         private final FrameWriter replies = new FrameWriter();
 
-        private Connection(IpcHost host, UnixSocket socket, ClientInfo info) {
+        private Connection(IpcHost host, StreamSocket socket, ClientInfo info) {
             this.host = host;
             this.socket = socket;
             this.info = info;
@@ -502,7 +502,7 @@ public final class IpcHost implements AutoCloseable {
                     }
                     int fd = receivedFd[0];
                     if (bytes == 0) {
-                        UnixSocket.closeReceived(fd);
+                        StreamSocket.closeReceived(fd);
                         break;
                     }
                     violated = !reader.feed(chunk, bytes, fd);

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import java.nio.file.Path;
@@ -58,15 +58,15 @@ class CClientTest {
     }
 
     private interface Server {
-        void serve(UnixSocket connection) throws Exception;
+        void serve(StreamSocket connection) throws Exception;
     }
 
     private static Received receive(Server server) throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-c-client-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
-        try (UnixServerSocket listener = UnixServerSocket.listen(address, 1)) {
+        try (ListeningSocket listener = ListeningSocket.listen(address, 1)) {
             Peers.Peer peer = Peers.startNative(tool(), "receive", "@" + address.name());
             try {
-                try (UnixSocket connection = listener.accept()) {
+                try (StreamSocket connection = listener.accept()) {
                     server.serve(connection);
                 }
                 assertTrue(peer.process().waitFor(20, TimeUnit.SECONDS), "the client ends when the service hangs up");

@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import java.io.ByteArrayOutputStream;
 import java.util.Arrays;
 import java.util.Map;
@@ -25,9 +25,9 @@ class IpcClientReusedFrameTest {
         // Sizes that shrink and grow: a stale byte of a longer frame would show.
         int[] sizes = {300, 5, 0, 127, 128, 4000, 17};
         ByteArrayOutputStream expected = new ByteArrayOutputStream();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              IpcClient client = IpcClient.connect(address);
-             UnixSocket peer = server.accept()) {
+             StreamSocket peer = server.accept()) {
             for (int i = 0; i < sizes.length; i++) {
                 byte[] args = new byte[sizes[i] + 9];
                 Arrays.fill(args, (byte) (i + 1));
@@ -38,7 +38,7 @@ class IpcClientReusedFrameTest {
             int at = 0;
             while (at < received.length) {
                 byte[] part = new byte[received.length - at];
-                UnixSocket.Received got = peer.receive(part, 0);
+                StreamSocket.Received got = peer.receive(part, 0);
                 assertTrue(got.bytes() > 0, "the client hung up early");
                 System.arraycopy(part, 0, received, at, got.bytes());
                 at += got.bytes();

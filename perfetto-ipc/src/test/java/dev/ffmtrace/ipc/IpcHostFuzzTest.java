@@ -1,7 +1,7 @@
 package dev.ffmtrace.ipc;
 
 import dev.ffmtrace.memory.SharedMemory;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -103,7 +103,7 @@ class IpcHostFuzzTest {
             }
             default -> fd = 0;
         }
-        try (UnixSocket socket = UnixSocket.connect(host.address())) {
+        try (StreamSocket socket = StreamSocket.connect(host.address())) {
             if (fd == 0) {
                 // A frame with a descriptor: every method but ReverseFile (5) takes none.
                 try (SharedMemory file = SharedMemory.create("ipc-fuzz", 4096)) {
@@ -146,12 +146,12 @@ class IpcHostFuzzTest {
      * keeps an ended thread's stack mapped) is as full before the measured round as after.
      */
     private static void burst(IpcHost host, int count) throws InterruptedException {
-        List<UnixSocket> sockets = new ArrayList<>();
+        List<StreamSocket> sockets = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            sockets.add(UnixSocket.connect(host.address()));
+            sockets.add(StreamSocket.connect(host.address()));
         }
         IpcHostClientTest.waitUntil(() -> host.clientCount() == count + 1);
-        sockets.forEach(UnixSocket::close);
+        sockets.forEach(StreamSocket::close);
     }
 
     /**
@@ -210,11 +210,11 @@ class IpcHostFuzzTest {
     @Test
     void aClientSurvivesAHostileHost() throws Exception {
         SplittableRandom random = new SplittableRandom(3);
-        try (dev.ffmtrace.memory.UnixServerSocket server =
-                     dev.ffmtrace.memory.UnixServerSocket.listen(IpcHostClientTest.newAddress(), 4)) {
+        try (dev.ffmtrace.memory.ListeningSocket server =
+                     dev.ffmtrace.memory.ListeningSocket.listen(IpcHostClientTest.newAddress(), 4)) {
             for (int i = 0; i < 50; i++) {
                 try (IpcClient client = IpcClient.connect(server.address());
-                     UnixSocket accepted = server.accept()) {
+                     StreamSocket accepted = server.accept()) {
                     var bound = client.bindService("TestService");
                     byte[] garbage = new byte[random.nextInt(1, 300)];
                     random.nextBytes(garbage);

@@ -1,19 +1,19 @@
 package dev.ffmtrace.ipc;
 
-import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamAddress;
+import dev.ffmtrace.memory.StreamSocket;
 import perfetto.protos.WireProtocol.IPCFrame;
 
 import java.util.Arrays;
 
 /** A test peer that speaks the wire directly: sends any bytes, reads the host's frames as they are. */
 final class RawPeer implements AutoCloseable {
-    private final UnixSocket socket;
+    private final StreamSocket socket;
     private final FrameReader reader = new FrameReader();
     private final byte[] chunk = new byte[16 * 1024];
 
-    RawPeer(UnixAddress address) {
-        socket = UnixSocket.connect(address);
+    RawPeer(StreamAddress address) {
+        socket = StreamSocket.connect(address);
     }
 
     void send(byte[] bytes) {
@@ -34,7 +34,7 @@ final class RawPeer implements AutoCloseable {
     /** The next frame from the host, framed again as it came on the wire; null at end of stream. */
     byte[] nextFrameBytes() {
         while (!reader.next()) {
-            UnixSocket.Received received = socket.receive(chunk, 1);
+            StreamSocket.Received received = socket.receive(chunk, 1);
             if (received.bytes() == 0) {
                 return null;
             }
@@ -42,7 +42,7 @@ final class RawPeer implements AutoCloseable {
                 throw new AssertionError("the host sent a bad stream: " + reader.violation());
             }
         }
-        UnixSocket.closeReceived(reader.fd());
+        StreamSocket.closeReceived(reader.fd());
         return Frames.withHeader(FrameReaderTest.payload(reader));
     }
 

@@ -2,7 +2,7 @@ package dev.ffmtrace.shmring;
 
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 
 /**
  * The second JVM of the cross-process tests: does what {@code native/src/ring_peer.c}
@@ -17,7 +17,7 @@ public final class RingPeer {
     public static void main(String[] args) {
         UnixAddress address = args[0].startsWith("@")
                 ? UnixAddress.abstractName(args[0].substring(1)) : new UnixAddress(args[0], false);
-        try (UnixSocket socket = UnixSocket.connect(address);
+        try (StreamSocket socket = StreamSocket.connect(address);
              SharedRingBuffer buffer = open(socket, args[1])) {
             switch (args[2]) {
                 case "write-all" -> {
@@ -33,7 +33,7 @@ public final class RingPeer {
         }
     }
 
-    private static SharedRingBuffer open(UnixSocket socket, String role) {
+    private static SharedRingBuffer open(StreamSocket socket, String role) {
         if (role.equals("attach")) {
             return SharedRingBuffer.attach(socket.receive(new byte[1], 1).fds()[0], Seals.REQUIRED);
         }

@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import java.nio.file.Path;
@@ -63,10 +63,10 @@ class SharedRingBufferCrossProcessTest {
     /** We create (the service), the peer attaches and writes. */
     private static void peerWritesWeRead(Function<String[], Peers.Peer> start) {
         UnixAddress address = freshAddress();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              SharedRingBuffer buffer = SharedRingBuffer.create(RING)) {
             Peers.Peer peer = start.apply(new String[] {"@" + address.name(), "attach", "write-all"});
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'F'}, buffer.fd());
                 RingRecords.readAll(buffer);
             }
@@ -84,9 +84,9 @@ class SharedRingBufferCrossProcessTest {
     /** The peer creates (the service) and reads, we attach with the seal check and write. */
     private static void weWritePeerReads(Function<String[], Peers.Peer> start) {
         UnixAddress address = freshAddress();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+        try (ListeningSocket server = ListeningSocket.listen(address, 1)) {
             Peers.Peer peer = start.apply(new String[] {"@" + address.name(), "create:" + RING, "read-all"});
-            try (UnixSocket connection = server.accept();
+            try (StreamSocket connection = server.accept();
                  SharedRingBuffer buffer = SharedRingBuffer.attach(connection.receive(new byte[1], 1).fds()[0], Seals.REQUIRED)) {
                 assertEquals(RING, buffer.size());
                 RingRecords.writeAll(buffer);
@@ -99,10 +99,10 @@ class SharedRingBufferCrossProcessTest {
     @Test
     void aHolderThatDiedHoldingTheLockIsDetectedAndTheLockPoisoned() {
         UnixAddress address = freshAddress();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              SharedRingBuffer buffer = SharedRingBuffer.create(RING)) {
             Peers.Peer peer = Peers.startNative(cPeer, "@" + address.name(), "attach", "hold-and-die");
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'F'}, buffer.fd());
                 assertEquals("holding\n", peer.awaitSuccess());
             }

@@ -13,8 +13,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.shmring.SharedRingBuffer.LockMode;
 import java.io.BufferedReader;
@@ -212,7 +212,7 @@ class SharedRingBufferDeadHolderTest {
     /** A buffer we create, and the ring_peer processes attached to it, each over a connection of its own. */
     private static final class Session implements AutoCloseable {
         final UnixAddress address = SharedRingBufferCrossProcessTest.freshAddress();
-        final UnixServerSocket server = UnixServerSocket.listen(address, 4);
+        final ListeningSocket server = ListeningSocket.listen(address, 4);
         final SharedRingBuffer buffer = SharedRingBuffer.create(RING);
         final List<Helper> helpers = new ArrayList<>();
 
@@ -239,7 +239,7 @@ class SharedRingBufferDeadHolderTest {
         private Helper attach(List<String> command) {
             Helper helper = Helper.start(command);
             helpers.add(helper);
-            CompletableFuture<UnixSocket> accepted = CompletableFuture.supplyAsync(server::accept, Executors.newVirtualThreadPerTaskExecutor());
+            CompletableFuture<StreamSocket> accepted = CompletableFuture.supplyAsync(server::accept, Executors.newVirtualThreadPerTaskExecutor());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(VERDICT_SECONDS);
             while (helper.connection == null) {
                 try {
@@ -272,7 +272,7 @@ class SharedRingBufferDeadHolderTest {
         final Process process;
         final BufferedReader out;
         final CompletableFuture<String> err;
-        UnixSocket connection;
+        StreamSocket connection;
 
         private Helper(List<String> command, Process process) {
             this.command = command;

@@ -12,8 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.Peers;
 import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
@@ -64,11 +64,11 @@ class SharedRingBufferGoldenTest {
     @Test
     void cLeavesTheSameBytesInOurBuffer() {
         UnixAddress address = SharedRingBufferCrossProcessTest.freshAddress();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              SharedRingBuffer buffer = SharedRingBuffer.create(RING)) {
             Peers.Peer peer = Peers.startNative(SharedRingBufferCrossProcessTest.buildRingPeer(),
                     "@" + address.name(), "attach", "golden");
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'F'}, buffer.fd());
                 byte[] done = new byte[1];
                 assertEquals(1, connection.receive(done, 0).bytes());

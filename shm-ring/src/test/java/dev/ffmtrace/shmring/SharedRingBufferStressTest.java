@@ -5,8 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.Peers;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -30,12 +30,12 @@ class SharedRingBufferStressTest {
     @Test
     void twoProcessesWriteRandomRecordsAndEveryOneArrivesIntact() throws Exception {
         UnixAddress address = SharedRingBufferCrossProcessTest.freshAddress();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              SharedRingBuffer buffer = SharedRingBuffer.create(RING)) {
             Peers.Peer peer = Peers.startNative(SharedRingBufferCrossProcessTest.buildRingPeer(), "@" + address.name(),
                     "attach", "stress-write", Double.toString(SECONDS), "2", Long.toString(System.nanoTime()),
                     Integer.toString(MAX_LENGTH));
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'F'}, buffer.fd());
             }
             CompletableFuture<Integer> javaWriter = CompletableFuture.supplyAsync(() -> write(buffer));

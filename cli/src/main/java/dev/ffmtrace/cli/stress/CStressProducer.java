@@ -1,6 +1,6 @@
 package dev.ffmtrace.cli.stress;
 
-import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.StreamAddress;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
@@ -41,7 +41,7 @@ final class CStressProducer implements AutoCloseable {
         this.ledger = ledger;
     }
 
-    static CStressProducer start(Path program, UnixAddress service, int producer, int buffer, String dataSource,
+    static CStressProducer start(Path program, StreamAddress service, int producer, int buffer, String dataSource,
                                  int threads, int rate, StressPacket.Mix mix, long seed, String policy,
                                  PrintStream log) throws IOException {
         if (!Files.isRegularFile(program) || !Files.isExecutable(program)) {
@@ -54,7 +54,7 @@ final class CStressProducer implements AutoCloseable {
             List<String> command = List.of(program.toString(), "--producer-id", Integer.toString(producer),
                     "--data-source", dataSource, "--threads", Integer.toString(threads),
                     "--rate", Integer.toString(rate), "--sizes", mix.toString(), "--seed", Long.toUnsignedString(seed),
-                    "--policy", policy, "--ledger", ledger.toString(), "@" + service.name());
+                    "--policy", policy, "--ledger", ledger.toString(), service.toString());
             Process process = new ProcessBuilder(command)
                     .redirectError(ProcessBuilder.Redirect.INHERIT)
                     .start();

@@ -3,6 +3,7 @@ package dev.ffmtrace.cli.stress;
 import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.IpcHost;
+import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
 import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
@@ -50,14 +51,14 @@ public final class HostileClients implements AutoCloseable {
 
     private final IpcHost consumerHost;
     private final ConsumerPort consumerPort;
-    private final UnixAddress producerAddress;
+    private final StreamAddress producerAddress;
     private final Path ipcTool;
     private final AtomicBoolean stop = new AtomicBoolean();
     private final List<String> failures = new ArrayList<>();
     private final CompletableFuture<Integer> attacks;
     private final CompletableFuture<Integer> sessions;
 
-    private HostileClients(TracingService service, UnixAddress producerAddress, Path ipcTool) {
+    private HostileClients(TracingService service, StreamAddress producerAddress, Path ipcTool) {
         this.consumerPort = new ConsumerPort(service, "ffmtrace stress");
         this.consumerHost = IpcHost.listen(UnixAddress.abstractName(
                 "ffmtrace-stress-consumers-" + ProcessHandle.current().pid() + "-" + System.nanoTime()));
@@ -71,7 +72,7 @@ public final class HostileClients implements AutoCloseable {
     }
 
     /** Starts the clients against {@code service}, whose producer port is at {@code producerAddress}. */
-    static HostileClients start(TracingService service, UnixAddress producerAddress, Path ipcTool) {
+    static HostileClients start(TracingService service, StreamAddress producerAddress, Path ipcTool) {
         return new HostileClients(service, producerAddress, ipcTool);
     }
 

@@ -8,7 +8,7 @@ import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
@@ -114,7 +114,7 @@ public final class HostilePeer {
     private void onCommand(Reply reply) {
         int fd = reply.fd();
         if (!reply.success()) {
-            UnixSocket.closeReceived(fd);
+            StreamSocket.closeReceived(fd);
             return;
         }
         GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
@@ -133,11 +133,11 @@ public final class HostilePeer {
                 }
                 smb = mapped;
             } catch (RuntimeException e) {
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
             }
             return;
         }
-        UnixSocket.closeReceived(fd);
+        StreamSocket.closeReceived(fd);
         if (command.hasStartDataSource()) {
             GetAsyncCommandResponse.StartDataSource.Decoder start = new GetAsyncCommandResponse.StartDataSource.Decoder();
             command.startDataSource(start);

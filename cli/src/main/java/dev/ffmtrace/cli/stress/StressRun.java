@@ -212,7 +212,7 @@ public final class StressRun {
             }
             if (options.faults() && options.hostileCommand() != null) {
                 List<String> command = new ArrayList<>(options.hostileCommand());
-                command.addAll(List.of("stress-hostile", "@" + port.address().name(),
+                command.addAll(List.of("stress-hostile", port.address().toString(),
                         "--seed", Long.toString(options.seed())));
                 hostile = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
                 hostile.getOutputStream().close();

@@ -67,6 +67,11 @@ public final class Native {
 
     // sockets
     public static final int AF_UNIX = 1;
+    public static final int AF_INET = 2;
+    public static final int AF_INET6 = 10;
+    public static final int IPPROTO_TCP = 6;
+    public static final int TCP_NODELAY = 1;
+    public static final int SO_REUSEADDR = 2;
     public static final int SOCK_STREAM = 1;
     public static final int SOCK_CLOEXEC = 0x80000;
     public static final int SOL_SOCKET = 1;
@@ -117,6 +122,13 @@ public final class Native {
     public static final int SOCKADDR_UN_SIZE = 110;
     public static final int SUN_PATH_OFFSET = 2;
     public static final int SUN_PATH_SIZE = 108;
+
+    /** {@code struct sockaddr_in}: family, port (big-endian), IPv4 address, 8 bytes of zero. */
+    public static final int SOCKADDR_IN_SIZE = 16;
+    /** {@code struct sockaddr_in6}: family, port (big-endian), flow info, IPv6 address, scope id. */
+    public static final int SOCKADDR_IN6_SIZE = 28;
+    /** Room for any address {@link #getsockname} returns here ({@code struct sockaddr_storage}). */
+    public static final int SOCKADDR_STORAGE_SIZE = 128;
 
     /** {@code struct msghdr} on LP64 Linux. */
     public static final int MSGHDR_SIZE = 56;
@@ -193,6 +205,10 @@ public final class Native {
             FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
     private static final MethodHandle GETSOCKOPT = downcall("getsockopt",
             FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_POINTER));
+    private static final MethodHandle SETSOCKOPT = downcall("setsockopt",
+            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_INT));
+    private static final MethodHandle GETSOCKNAME = downcall("getsockname",
+            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER));
     private static final MethodHandle SHUTDOWN = downcall("shutdown",
             FunctionDescriptor.of(C_INT, C_INT, C_INT));
     private static final MethodHandle KILL = downcall("kill",
@@ -527,6 +543,34 @@ public final class Native {
             MemorySegment state = CAPTURE.get();
             if ((int) GETSOCKOPT.invokeExact(state, fd, level, option, value, length) < 0) {
                 throw failure("getsockopt(" + level + ", " + option + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code setsockopt(2)} of an int option. */
+    public static void setIntOption(int fd, int level, int option, int value) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CAPTURE.get();
+            MemorySegment boxed = arena.allocate(C_INT);
+            boxed.set(C_INT, 0, value);
+            if ((int) SETSOCKOPT.invokeExact(state, fd, level, option, boxed, 4) < 0) {
+                throw failure("setsockopt(" + level + ", " + option + ")", state);
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code getsockname(2)} into {@code address} (at least {@link #SOCKADDR_STORAGE_SIZE} bytes). */
+    public static void getsockname(int fd, MemorySegment address) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = CAPTURE.get();
+            MemorySegment length = arena.allocate(C_INT);
+            length.set(C_INT, 0, (int) Math.min(address.byteSize(), SOCKADDR_STORAGE_SIZE));
+            if ((int) GETSOCKNAME.invokeExact(state, fd, address, length) < 0) {
+                throw failure("getsockname", state);
             }
         } catch (Throwable t) {
             throw rethrow(t);

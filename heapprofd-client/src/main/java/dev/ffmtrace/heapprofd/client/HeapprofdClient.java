@@ -8,7 +8,7 @@ import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 
 import java.lang.foreign.MemorySegment;
@@ -53,7 +53,7 @@ public final class HeapprofdClient implements AutoCloseable {
     /** A HeapName record's name when it only changes the interval. */
     private static final byte[] NO_NAME = new byte[0];
 
-    private final UnixSocket socket;
+    private final StreamSocket socket;
     private final SharedRingBuffer ring;
     private final ClientConfiguration configuration;
     /** Copied on registration, so that reporting reads it without the lock. */
@@ -82,7 +82,7 @@ public final class HeapprofdClient implements AutoCloseable {
         }
     }
 
-    private HeapprofdClient(UnixSocket socket, SharedRingBuffer ring, ClientConfiguration configuration) {
+    private HeapprofdClient(StreamSocket socket, SharedRingBuffer ring, ClientConfiguration configuration) {
         this.socket = socket;
         this.ring = ring;
         this.configuration = configuration;
@@ -95,9 +95,9 @@ public final class HeapprofdClient implements AutoCloseable {
      *                            a configuration and a sealed ring
      */
     public static HeapprofdClient connect(UnixAddress service) throws HeapprofdException {
-        UnixSocket socket;
+        StreamSocket socket;
         try {
-            socket = UnixSocket.connect(service);
+            socket = StreamSocket.connect(service);
         } catch (NativeException e) {
             throw new HeapprofdException("cannot connect to heapprofd at " + service + ": " + e.getMessage());
         }
@@ -123,7 +123,7 @@ public final class HeapprofdClient implements AutoCloseable {
         }
     }
 
-    private static void sendProcFds(UnixSocket socket) {
+    private static void sendProcFds(StreamSocket socket) {
         int maps = Os.openReadOnly(Path.of("/proc/self/maps"));
         try {
             int mem = Os.openReadOnly(Path.of("/proc/self/mem"));
@@ -138,12 +138,12 @@ public final class HeapprofdClient implements AutoCloseable {
     }
 
     /** Reads the configuration's bytes, in as many reads as it takes; returns the ring fd that came with them. */
-    private static int receiveConfiguration(UnixSocket socket, byte[] into) throws HeapprofdException {
+    private static int receiveConfiguration(StreamSocket socket, byte[] into) throws HeapprofdException {
         int ringFd = -1;
         int have = 0;
         byte[] chunk = new byte[into.length];
         while (have < into.length) {
-            UnixSocket.Received received = socket.receive(chunk, 1);
+            StreamSocket.Received received = socket.receive(chunk, 1);
             for (int fd : received.fds()) {
                 if (ringFd < 0) {
                     ringFd = fd;
@@ -297,7 +297,7 @@ public final class HeapprofdClient implements AutoCloseable {
                     && (configuration.blockClientTimeoutUs() == 0 || System.nanoTime() < deadline);
             // Waiting is for a service that is there (one that hung up never frees the room): the
             // byte finds out, as Perfetto's client peeks at its socket, and nudges a reader that is.
-            if (!retry || socket.trySendByte((byte) 1) == UnixSocket.SendResult.PEER_CLOSED) {
+            if (!retry || socket.trySendByte((byte) 1) == StreamSocket.SendResult.PEER_CLOSED) {
                 // Perfetto's client gives up on the session when a write fails and it may not wait.
                 return stop();
             }
@@ -306,7 +306,7 @@ public final class HeapprofdClient implements AutoCloseable {
         // A reader that is still reading sees the record without a byte (Perfetto's scheme);
         // unlike Perfetto's client, a free wakes a paused reader too: an arena's frees come
         // when it closes, often the last records for a while, and a dump should see them.
-        if (ring.getAndResetReaderPaused() && socket.trySendByte((byte) 1) == UnixSocket.SendResult.PEER_CLOSED) {
+        if (ring.getAndResetReaderPaused() && socket.trySendByte((byte) 1) == StreamSocket.SendResult.PEER_CLOSED) {
             return stop();
         }
         return true;

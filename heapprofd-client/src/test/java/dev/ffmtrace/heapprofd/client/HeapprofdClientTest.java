@@ -5,8 +5,8 @@ import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
 import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import org.junit.jupiter.api.Test;
@@ -41,17 +41,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * writes, and what it does when the service goes away.
  */
 class HeapprofdClientTest {
-    private static UnixServerSocket listen() {
-        return UnixServerSocket.listen(UnixAddress.abstractName("ffmtrace-heapprofd-" + Os.pid() + "-" + System.nanoTime()), 1);
+    private static ListeningSocket listen() {
+        return ListeningSocket.listen(UnixAddress.abstractName("ffmtrace-heapprofd-" + Os.pid() + "-" + System.nanoTime()), 1);
+    }
+
+    private static UnixAddress addressOf(ListeningSocket server) {
+        return (UnixAddress) server.address();
     }
 
     /** The service's half of the handshake: takes the /proc fds, sends the configuration in three pieces. */
-    private static CompletableFuture<UnixSocket> serve(UnixServerSocket server, SharedRingBuffer ring,
+    private static CompletableFuture<StreamSocket> serve(ListeningSocket server, SharedRingBuffer ring,
                                                        ClientConfiguration configuration, List<String> procFiles) {
         return CompletableFuture.supplyAsync(() -> {
-            UnixSocket client = server.accept();
+            StreamSocket client = server.accept();
             byte[] one = new byte[16];
-            UnixSocket.Received hello = client.receive(one, 4);
+            StreamSocket.Received hello = client.receive(one, 4);
             assertEquals(1, hello.bytes());
             for (int fd : hello.fds()) {
                 try {
@@ -134,10 +138,10 @@ class HeapprofdClientTest {
         ClientConfiguration configuration = new ClientConfiguration(0, 0, 0, 0,
                 List.of(new ClientConfiguration.Heap("java.ffm", 1)), false, false, false, false);
         List<String> procFiles = new ArrayList<>();
-        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
-            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, procFiles);
-            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
-                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+        try (ListeningSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<StreamSocket> service = serve(server, ring, configuration, procFiles);
+            try (HeapprofdClient client = HeapprofdClient.connect(addressOf(server));
+                 StreamSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
                 assertEquals(List.of("/proc/" + Os.pid() + "/maps", "/proc/" + Os.pid() + "/mem"), procFiles);
                 assertEquals(configuration, client.configuration());
                 int heap = client.registerHeap("java.ffm");
@@ -176,16 +180,16 @@ class HeapprofdClientTest {
         assertTrue(assertThrows(HeapprofdException.class, () -> HeapprofdClient.connect(
                 UnixAddress.abstractName("ffmtrace-nobody-" + System.nanoTime()))).getMessage()
                 .startsWith("cannot connect to heapprofd"));
-        try (UnixServerSocket server = listen()) {
+        try (ListeningSocket server = listen()) {
             CompletableFuture<Void> service = CompletableFuture.runAsync(() -> {
-                try (UnixSocket client = server.accept()) {
+                try (StreamSocket client = server.accept()) {
                     client.receive(new byte[16], 4).fds();
                     byte[] garbage = new byte[ClientConfiguration.SIZE];
                     Arrays.fill(garbage, (byte) 0x7f);
                     client.send(garbage);
                 }
             });
-            String message = assertThrows(HeapprofdException.class, () -> HeapprofdClient.connect(server.address()))
+            String message = assertThrows(HeapprofdException.class, () -> HeapprofdClient.connect(addressOf(server)))
                     .getMessage();
             service.get(30, TimeUnit.SECONDS);
             assertTrue(message.endsWith("the configuration came without the ring's fd"), message);
@@ -196,10 +200,10 @@ class HeapprofdClientTest {
     void aProfiledArenaReportsItsAllocationsWithTheirStacksAndFreesThemOnClose() throws Exception {
         ClientConfiguration configuration = new ClientConfiguration(0, 0, 0, 0,
                 List.of(new ClientConfiguration.Heap("java.ffm", 1)), false, false, false, false);
-        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
-            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
-            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
-                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+        try (ListeningSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<StreamSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(addressOf(server));
+                 StreamSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
                 int heap = client.registerHeap("java.ffm");
                 List<Long> addresses = new ArrayList<>();
                 try (ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, heap)) {
@@ -237,10 +241,10 @@ class HeapprofdClientTest {
         // A threshold above the ring's size: every sampled allocation finds the ring short of room.
         ClientConfiguration configuration = new ClientConfiguration(0, 0, 1 << 20, 8,
                 List.of(new ClientConfiguration.Heap("java.ffm", 1)), false, false, false, false);
-        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
-            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
-            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
-                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+        try (ListeningSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<StreamSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(addressOf(server));
+                 StreamSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
                 int heap = client.registerHeap("java.ffm");
                 for (int i = 0; i < 6; i++) {
                     client.reportAllocation(heap, 0x1000 + i, 64);
@@ -265,11 +269,11 @@ class HeapprofdClientTest {
         // Every sample finds the ring short of room: the first doubles 1024 to the maximum, 2048.
         ClientConfiguration configuration = new ClientConfiguration(0, 0, 1 << 20, 2048,
                 List.of(new ClientConfiguration.Heap("java.ffm", 1024)), false, false, false, false);
-        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10);
+        try (ListeningSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10);
              ExecutorService other = Executors.newSingleThreadExecutor()) {
-            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
-            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
-                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+            CompletableFuture<StreamSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(addressOf(server));
+                 StreamSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
                 int heap = client.registerHeap("java.ffm");
                 // Zero bytes never sample: the other thread's sampler exists, at 1024, before the doubling.
                 assertFalse(other.submit(() -> client.reportAllocation(heap, 0, 0)).get());
@@ -312,10 +316,10 @@ class HeapprofdClientTest {
         int allocations = 50_000;
         ClientConfiguration configuration = new ClientConfiguration(0, 0, 0, 0,
                 List.of(new ClientConfiguration.Heap("java.ffm", interval)), false, false, false, false);
-        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(16 << 20)) {
-            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
-            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
-                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+        try (ListeningSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(16 << 20)) {
+            CompletableFuture<StreamSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(addressOf(server));
+                 StreamSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
                 int heap = client.registerHeap("java.ffm");
                 long[] allocated = new long[threads];
                 List<Thread> started = new ArrayList<>();
@@ -363,10 +367,10 @@ class HeapprofdClientTest {
                 List.of(new ClientConfiguration.Heap("java.ffm", 1L << 40)), false, false, false, false);
         com.sun.management.ThreadMXBean threads =
                 (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
-        try (UnixServerSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
-            CompletableFuture<UnixSocket> service = serve(server, ring, configuration, new ArrayList<>());
-            try (HeapprofdClient client = HeapprofdClient.connect(server.address());
-                 UnixSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
+        try (ListeningSocket server = listen(); SharedRingBuffer ring = SharedRingBuffer.create(64 << 10)) {
+            CompletableFuture<StreamSocket> service = serve(server, ring, configuration, new ArrayList<>());
+            try (HeapprofdClient client = HeapprofdClient.connect(addressOf(server));
+                 StreamSocket serviceEnd = service.get(30, TimeUnit.SECONDS)) {
                 int heap = client.registerHeap("java.ffm");
                 int sampled = 0;
                 for (int i = 0; i < 200_000; i++) {

@@ -6,8 +6,8 @@ import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Syscalls;
 import dev.ffmtrace.shmring.RecordSlot;
@@ -55,7 +55,7 @@ class NativeClientTest {
 
     private static Profile profile(ClientConfiguration configuration, String... args) throws Exception {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
              SharedRingBuffer ring = SharedRingBuffer.create(1 << 20)) {
             List<String> command = new ArrayList<>(List.of(CPrograms.program("heapprofd_pattern").toString()));
             command.addAll(List.of(args));
@@ -65,8 +65,8 @@ class NativeClientTest {
             builder.redirectError(ProcessBuilder.Redirect.INHERIT);
             Process process = builder.start();
             // A failed assertion must not leave the program behind, blocked on a ring nobody reads.
-            try (UnixSocket client = server.accept(); AutoCloseable _ = process::destroyForcibly) {
-                UnixSocket.Received hello = client.receive(new byte[16], 4);
+            try (StreamSocket client = server.accept(); AutoCloseable _ = process::destroyForcibly) {
+                StreamSocket.Received hello = client.receive(new byte[16], 4);
                 assertEquals(1, hello.bytes());
                 assertEquals(2, hello.fds().length, "/proc/self/maps and mem");
                 for (int fd : hello.fds()) {
@@ -222,15 +222,15 @@ class NativeClientTest {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());
         ClientConfiguration blocking = new ClientConfiguration(1, 0, 0, 0,
                 List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+        try (ListeningSocket server = ListeningSocket.listen(address, 1)) {
             ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString());
             builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
             builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
             builder.redirectError(ProcessBuilder.Redirect.INHERIT);
             Process process = builder.start();
             try (AutoCloseable _ = process::destroyForcibly) {
-                try (UnixSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
-                    UnixSocket.closeReceived(client.receive(new byte[16], 4).fds());
+                try (StreamSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
+                    StreamSocket.closeReceived(client.receive(new byte[16], 4).fds());
                     ring.setReaderPaused();
                     byte[] bytes = new byte[ClientConfiguration.SIZE];
                     blocking.encodeTo(MemorySegment.ofArray(bytes), 0);
@@ -277,7 +277,7 @@ class NativeClientTest {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-native-" + Os.pid() + "-" + System.nanoTime());
         ClientConfiguration blocking = new ClientConfiguration(1, 0, 0, 0,
                 List.of(new ClientConfiguration.Heap("libc.malloc", 1)), true, false, false, false);
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1)) {
+        try (ListeningSocket server = ListeningSocket.listen(address, 1)) {
             ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString(), "signal");
             builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
             builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
@@ -285,8 +285,8 @@ class NativeClientTest {
             Process process = builder.start();
             try (AutoCloseable _ = process::destroyForcibly) {
                 BufferedReader output = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.US_ASCII));
-                try (UnixSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
-                    UnixSocket.closeReceived(client.receive(new byte[16], 4).fds());
+                try (StreamSocket client = server.accept(); SharedRingBuffer ring = SharedRingBuffer.create(1 << 16)) {
+                    StreamSocket.closeReceived(client.receive(new byte[16], 4).fds());
                     byte[] bytes = new byte[ClientConfiguration.SIZE];
                     blocking.encodeTo(MemorySegment.ofArray(bytes), 0);
                     client.send(bytes, ring.fd());

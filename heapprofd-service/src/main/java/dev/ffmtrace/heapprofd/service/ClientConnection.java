@@ -6,7 +6,7 @@ import dev.ffmtrace.heapprofd.wire.WireFormatException;
 import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 
@@ -50,7 +50,7 @@ final class ClientConnection implements Runnable {
     final JitSymbols jitSymbols;
     /** The books of each heap the client booked into, by heap id. */
     final Map<Integer, HeapBooks> heaps = new ConcurrentHashMap<>();
-    private final UnixSocket socket;
+    private final StreamSocket socket;
     private final SharedRingBuffer ring;
     private final int mapsFd;
     private final int memFd;
@@ -73,7 +73,7 @@ final class ClientConnection implements Runnable {
      * maps while it waits for its configuration, so that even a client that exits at once
      * has its mappings known. Made on the thread that runs it.
      */
-    ClientConnection(String name, int pid, int uid, UnixSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
+    ClientConnection(String name, int pid, int uid, StreamSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
         this.name = name;
         this.process = name + " (" + pid + ")";
         this.pid = pid;

@@ -5,8 +5,8 @@ import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 
 import java.io.IOException;
@@ -37,7 +37,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * read and ends when its socket closes.
  */
 public final class HeapprofdService implements AutoCloseable {
-    private final UnixServerSocket server;
+    private final ListeningSocket server;
     private final ClientConfiguration configuration;
     private final long ringSize;
     private final ClientFilter filter;
@@ -46,11 +46,11 @@ public final class HeapprofdService implements AutoCloseable {
     private final int onlyUid;
     private final AtomicLong otherUsers = new AtomicLong();
     private final List<ClientConnection> clients = new CopyOnWriteArrayList<>();
-    private final List<UnixSocket> sockets = new CopyOnWriteArrayList<>();
+    private final List<StreamSocket> sockets = new CopyOnWriteArrayList<>();
     private final Thread acceptor;
     private volatile boolean closed;
 
-    private HeapprofdService(UnixServerSocket server, ClientConfiguration configuration, long ringSize,
+    private HeapprofdService(ListeningSocket server, ClientConfiguration configuration, long ringSize,
                              ClientFilter filter, int onlyUid) {
         this.server = server;
         this.onlyUid = onlyUid;
@@ -110,7 +110,7 @@ public final class HeapprofdService implements AutoCloseable {
         Objects.requireNonNull(configuration, "configuration");
         Objects.requireNonNull(filter, "filter");
         Objects.requireNonNull(users, "users");
-        HeapprofdService service = new HeapprofdService(UnixServerSocket.listen(address, 16), configuration, ringSize,
+        HeapprofdService service = new HeapprofdService(ListeningSocket.listen(address, 16), configuration, ringSize,
                 filter, users == Users.OWN ? Os.uid() : -1);
         service.acceptor.start();
         return service;
@@ -118,12 +118,12 @@ public final class HeapprofdService implements AutoCloseable {
 
     /** Where clients connect. */
     public UnixAddress address() {
-        return server.address();
+        return (UnixAddress) server.address();
     }
 
     private void acceptClients() {
         while (!closed) {
-            UnixSocket socket;
+            StreamSocket socket;
             try {
                 socket = server.accept();
             } catch (RuntimeException e) {
@@ -136,7 +136,7 @@ public final class HeapprofdService implements AutoCloseable {
     }
 
     /** The handshake, then the client's records until its socket closes; a failed handshake closes the socket. */
-    private void serve(UnixSocket socket) {
+    private void serve(StreamSocket socket) {
         ClientConnection connection;
         try {
             connection = handshake(socket);
@@ -149,19 +149,19 @@ public final class HeapprofdService implements AutoCloseable {
         sockets.remove(socket);
     }
 
-    private ClientConnection handshake(UnixSocket socket) {
+    private ClientConnection handshake(StreamSocket socket) {
         PeerCredentials peer = socket.peerCredentials();
         if (onlyUid != -1 && peer.uid() != onlyUid) {
             otherUsers.incrementAndGet();
             throw new IllegalStateException("a client of uid " + peer.uid() + ", not " + onlyUid);
         }
-        UnixSocket.Received hello = socket.receive(new byte[1], 2);
+        StreamSocket.Received hello = socket.receive(new byte[1], 2);
         if (hello.bytes() != 1 || hello.fds().length != 2) {
-            UnixSocket.closeReceived(hello.fds());
+            StreamSocket.closeReceived(hello.fds());
             throw new IllegalStateException("a client's handshake is one byte with two fds");
         }
         if (!filter.accepts(peer.pid(), cmdline(peer.pid()))) {
-            UnixSocket.closeReceived(hello.fds());
+            StreamSocket.closeReceived(hello.fds());
             rejected++;
             throw new IllegalStateException("a client the session does not profile");
         }
@@ -173,7 +173,7 @@ public final class HeapprofdService implements AutoCloseable {
         try {
             ring = SharedRingBuffer.create(ringSize);
         } catch (RuntimeException e) {
-            UnixSocket.closeReceived(hello.fds());
+            StreamSocket.closeReceived(hello.fds());
             throw e;
         }
         // The reader sleeps until the client's first record: the client must wake it.
@@ -182,7 +182,7 @@ public final class HeapprofdService implements AutoCloseable {
             connection = new ClientConnection(processName(peer.pid()), peer.pid(), peer.uid(), socket, ring, mapsFd, memFd);
         } catch (RuntimeException e) {
             ring.close();
-            UnixSocket.closeReceived(hello.fds());
+            StreamSocket.closeReceived(hello.fds());
             throw e;
         }
         // Listed before the client has its ring: once it can write, clientsGone() waits for it.
@@ -324,7 +324,7 @@ public final class HeapprofdService implements AutoCloseable {
     public void close() {
         closed = true;
         server.close();
-        for (UnixSocket socket : sockets) {
+        for (StreamSocket socket : sockets) {
             try {
                 socket.close();
             } catch (NativeException e) {

@@ -7,7 +7,7 @@ import dev.ffmtrace.heapprofd.wire.WireRecords;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 
@@ -22,18 +22,18 @@ import java.util.concurrent.locks.LockSupport;
  * the ring's fd), then whatever bytes the test writes into the ring as records.
  */
 final class HandMadeClient implements AutoCloseable {
-    final UnixSocket socket;
+    final StreamSocket socket;
     final SharedRingBuffer ring;
     final ClientConfiguration configuration;
 
-    private HandMadeClient(UnixSocket socket, SharedRingBuffer ring, ClientConfiguration configuration) {
+    private HandMadeClient(StreamSocket socket, SharedRingBuffer ring, ClientConfiguration configuration) {
         this.socket = socket;
         this.ring = ring;
         this.configuration = configuration;
     }
 
     static HandMadeClient connect(UnixAddress service) throws WireFormatException {
-        UnixSocket socket = UnixSocket.connect(service);
+        StreamSocket socket = StreamSocket.connect(service);
         int maps = Os.openReadOnly(Path.of("/proc/self/maps"));
         int mem = Os.openReadOnly(Path.of("/proc/self/mem"));
         socket.send(new byte[] {0}, maps, mem);
@@ -43,7 +43,7 @@ final class HandMadeClient implements AutoCloseable {
         byte[] chunk = new byte[ClientConfiguration.SIZE];
         int ringFd = -1;
         for (int have = 0; have < configuration.length; ) {
-            UnixSocket.Received received = socket.receive(chunk, 1);
+            StreamSocket.Received received = socket.receive(chunk, 1);
             if (received.fds().length > 0) {
                 ringFd = received.fds()[0];
             }

@@ -36,7 +36,7 @@ class HeapprofdCrossProcessTest {
     @Test
     void aJavaClientInAnotherJvmIsBookedByCallsiteUnderItsOwnPid() throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte(HeapprofdPeer.HEAP), 1 << 20)) {
-            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, "@" + service.address().name(), "pattern");
+            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, service.address().toString(), "pattern");
             assertEquals("done\n", peer.awaitSuccess());
             long pid = peer.process().pid();
             awaitUntil(() -> closed(service, pid));
@@ -61,7 +61,7 @@ class HeapprofdCrossProcessTest {
     @Test
     void aJavaClientKilledMidWriteCostsOnlyItself() throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte(HeapprofdPeer.HEAP), 1 << 16)) {
-            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, "@" + service.address().name(), "loop");
+            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, service.address().toString(), "loop");
             assertKilledClientCostsOnlyItself(service, peer.process(),
                     frame -> frame.startsWith(HeapprofdPeer.class.getName() + ".churn("));
         }
@@ -79,7 +79,7 @@ class HeapprofdCrossProcessTest {
     void aClientKilledHoldingItsRingsLockOverAnUncommittedRecordCostsOnlyItself(@TempDir Path dir) throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte(HeapprofdPeer.HEAP), 1 << 16)) {
             Path holding = dir.resolve("holding");
-            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, "@" + service.address().name(), "hold-lock",
+            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, service.address().toString(), "hold-lock",
                     holding.toString());
             try (AutoCloseable _ = peer.process()::destroyForcibly) {
                 awaitUntil(() -> Files.exists(holding) || !peer.process().isAlive());

@@ -46,7 +46,7 @@ class HeapprofdMalformedRecordsTest {
     @Test
     void malformedRecordsAndLyingSizesAreCountedAndAWellBehavedClientIsStillBookedExactly() throws Exception {
         try (HeapprofdService service = HeapprofdService.start(address(), everyByte(HeapprofdPeer.HEAP), 1 << 20)) {
-            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, "@" + service.address().name(), "pattern");
+            Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, service.address().toString(), "pattern");
             try (HandMadeClient fuzzer = HandMadeClient.connect(service.address())) {
                 assertEquals(service.configuration(), fuzzer.configuration);
                 ClientConnection connection = service.clients().stream().filter(client -> client.pid == Os.pid())

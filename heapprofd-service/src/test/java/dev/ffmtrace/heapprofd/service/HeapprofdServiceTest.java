@@ -6,7 +6,7 @@ import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -261,7 +261,7 @@ class HeapprofdServiceTest {
         command.addAll(List.of(args));
         ProcessBuilder builder = new ProcessBuilder(command);
         builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
-        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + service.address().name());
+        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", service.address().toString());
         return builder.redirectError(ProcessBuilder.Redirect.INHERIT);
     }
 
@@ -274,8 +274,8 @@ class HeapprofdServiceTest {
     @Test
     void aClientThatSendsGarbageOrNothingCostsOnlyItself() throws Exception {
         HeapprofdService service = HeapprofdService.start(address(), everyByte("java.ffm"), 1 << 16);
-        try (UnixSocket silent = UnixSocket.connect(service.address());
-             UnixSocket rude = UnixSocket.connect(service.address())) {
+        try (StreamSocket silent = StreamSocket.connect(service.address());
+             StreamSocket rude = StreamSocket.connect(service.address())) {
             try (service) {
                 // No fds with the handshake's byte: the service hangs up on this one only.
                 rude.send(new byte[] {1, 2, 3});
@@ -296,7 +296,7 @@ class HeapprofdServiceTest {
     @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
     void aClientThatNeverReadsItsConfigurationCostsOnlyItself() throws Exception {
         HeapprofdService service = HeapprofdService.start(address(), everyByte("java.ffm"), 1 << 16);
-        try (UnixSocket mute = UnixSocket.connect(service.address())) {
+        try (StreamSocket mute = StreamSocket.connect(service.address())) {
             try (service) {
                 int maps = Os.openReadOnly(Path.of("/proc/self/maps"));
                 int mem = Os.openReadOnly(Path.of("/proc/self/mem"));
@@ -318,7 +318,7 @@ class HeapprofdServiceTest {
             long received = 0;
             byte[] bytes = new byte[ClientConfiguration.SIZE];
             for (;;) {
-                UnixSocket.Received read = mute.receive(bytes, 1);
+                StreamSocket.Received read = mute.receive(bytes, 1);
                 for (int fd : read.fds()) {
                     Os.closeFd(fd);
                 }
@@ -332,7 +332,7 @@ class HeapprofdServiceTest {
     }
 
     /** Whether the other end closed: end of stream, or a reset when it left bytes unread. */
-    static boolean hungUp(UnixSocket socket) {
+    static boolean hungUp(StreamSocket socket) {
         try {
             return socket.receive(new byte[16], 0).bytes() == 0;
         } catch (NativeException e) {

@@ -49,7 +49,7 @@ class JvmUnderPreloadTest {
         Path err = Files.createTempFile(dir, "err", ".txt");
         ProcessBuilder builder = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile());
         builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
-        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + service.address().name());
+        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", service.address().toString());
         Process process = builder.start();
         try {
             if (!process.waitFor(HANG_SECONDS, TimeUnit.SECONDS)) {

@@ -4,8 +4,8 @@ import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.IpcException;
 import dev.ffmtrace.ipc.Reply;
-import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamAddress;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.CloneSessionRequest;
 import dev.ffmtrace.perfetto.protos.CloneSessionResponse;
 import dev.ffmtrace.perfetto.protos.EnableTracingRequest;
@@ -54,7 +54,7 @@ public final class ConsumerConnection implements AutoCloseable {
      *
      * @throws IpcException if the service does not expose the consumer port or does not answer in time
      */
-    public static ConsumerConnection connect(UnixAddress address, long timeoutMs) throws InterruptedException {
+    public static ConsumerConnection connect(StreamAddress address, long timeoutMs) throws InterruptedException {
         IpcClient client = IpcClient.connect(address);
         try {
             BoundService port = await(client.bindService(CONSUMER_PORT), timeoutMs, "BindService");
@@ -83,7 +83,7 @@ public final class ConsumerConnection implements AutoCloseable {
         request.get().appendBytes(EnableTracingRequest.TRACE_CONFIG_FIELD_NUMBER, traceConfig);
         CompletableFuture<TracingDisabled> disabled = new CompletableFuture<>();
         client.invoke(port, "EnableTracing", request.toByteArray(), fd, reply -> {
-            UnixSocket.closeReceived(reply.fd());
+            StreamSocket.closeReceived(reply.fd());
             if (reply.hasMore()) {
                 return;
             }
@@ -140,7 +140,7 @@ public final class ConsumerConnection implements AutoCloseable {
         ByteArrayOutputStream state = new ByteArrayOutputStream();
         CompletableFuture<Boolean> done = new CompletableFuture<>();
         client.invoke(port, "QueryServiceState", request.toByteArray(), -1, reply -> {
-            UnixSocket.closeReceived(reply.fd());
+            StreamSocket.closeReceived(reply.fd());
             if (reply.success()) {
                 dev.ffmtrace.perfetto.protos.QueryServiceStateResponse.Decoder response =
                         new dev.ffmtrace.perfetto.protos.QueryServiceStateResponse.Decoder();
@@ -190,7 +190,7 @@ public final class ConsumerConnection implements AutoCloseable {
         HeapBuffered<ObserveEventsRequest> request = new HeapBuffered<>(ObserveEventsRequest.FACTORY);
         events.forEach(request.get()::addEventsToObserve);
         client.invoke(port, "ObserveEvents", request.toByteArray(), -1, reply -> {
-            UnixSocket.closeReceived(reply.fd());
+            StreamSocket.closeReceived(reply.fd());
             if (!reply.success()) {
                 return;
             }
@@ -212,7 +212,7 @@ public final class ConsumerConnection implements AutoCloseable {
         TraceAssembler trace = new TraceAssembler();
         CompletableFuture<Boolean> done = new CompletableFuture<>();
         client.invoke(port, "ReadBuffers", new byte[0], -1, reply -> {
-            UnixSocket.closeReceived(reply.fd());
+            StreamSocket.closeReceived(reply.fd());
             if (reply.success()) {
                 ReadBuffersResponse.Decoder response = new ReadBuffersResponse.Decoder();
                 response.reset(MemorySegment.ofArray(reply.replyProto()));

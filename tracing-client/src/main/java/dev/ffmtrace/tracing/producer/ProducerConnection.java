@@ -7,7 +7,7 @@ import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
@@ -514,11 +514,11 @@ public final class ProducerConnection implements AutoCloseable {
                         if (!reply.hasMore()) {
                             replied.complete(reply);
                         } else {
-                            UnixSocket.closeReceived(reply.fd());
+                            StreamSocket.closeReceived(reply.fd());
                         }
                     });
             Reply reply = replied.get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-            UnixSocket.closeReceived(reply.fd());
+            StreamSocket.closeReceived(reply.fd());
             if (!reply.success()) {
                 throw new IllegalStateException("the service refused InitializeConnection");
             }
@@ -592,7 +592,7 @@ public final class ProducerConnection implements AutoCloseable {
                 target.client.invoke(target.port, message.method, message.args).whenComplete((answer, error) -> {
                     // No reply of these methods carries a descriptor: one a service sends anyway is closed.
                     if (error == null) {
-                        UnixSocket.closeReceived(answer.fd());
+                        StreamSocket.closeReceived(answer.fd());
                     }
                     reply.complete(error == null
                             ? new Reply(answer.success(), false, answer.replyProto(), -1)
@@ -806,7 +806,7 @@ public final class ProducerConnection implements AutoCloseable {
             int fd = reply.fd();
             if (!reply.success()) {
                 // The stream ended: the service or the connection is going away.
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 return;
             }
             boolean accepted;
@@ -825,7 +825,7 @@ public final class ProducerConnection implements AutoCloseable {
             GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
             command.reset(MemorySegment.ofArray(bytes));
             if (!live || closing || command.hasError()) {
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 return !command.hasError();
             }
             if (command.hasSetupTracing()) {
@@ -867,7 +867,7 @@ public final class ProducerConnection implements AutoCloseable {
         }
 
         private static boolean closing(int fd) {
-            UnixSocket.closeReceived(fd);
+            StreamSocket.closeReceived(fd);
             return false;
         }
 

@@ -298,7 +298,7 @@ final class ScriptedService implements AutoCloseable {
             smb.close();
         }
         if (producerFd >= 0 && smb == null) {
-            dev.ffmtrace.memory.UnixSocket.closeReceived(producerFd);
+            dev.ffmtrace.memory.StreamSocket.closeReceived(producerFd);
         }
     }
 }

@@ -94,9 +94,10 @@ public final class Tracing {
         try {
             directory = Files.createTempDirectory("ffmtrace-sdk-",
                     PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-            port = ProducerPort.listen(options.inProcessService(), UnixAddress.path(directory.resolve(SOCKET_NAME)));
+            UnixAddress socket = UnixAddress.path(directory.resolve(SOCKET_NAME));
+            port = ProducerPort.listen(options.inProcessService(), socket);
             ProducerConnection connection = ProducerConnection.connect(producerOptions(options)
-                    .withSocket(port.address()).withLocalCommits(options.inProcessService()::localCommitTransport));
+                    .withSocket(socket).withLocalCommits(options.inProcessService()::localCommitTransport));
             return new Connected(Backend.IN_PROCESS, connection, port, directory);
         } catch (IOException | RuntimeException e) {
             BACKEND_FAILURES.increment();

@@ -5,7 +5,7 @@ import dev.ffmtrace.ipc.Invocation;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.ipc.ServiceDescriptor.Method;
-import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.StreamAddress;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -69,7 +69,7 @@ public final class ProducerPort implements AutoCloseable {
      *
      * @throws dev.ffmtrace.memory.NativeException if the socket cannot be bound
      */
-    public static ProducerPort listen(TracingService service, UnixAddress address) {
+    public static ProducerPort listen(TracingService service, StreamAddress address) {
         return expose(service, IpcHost.listen(address));
     }
 
@@ -87,7 +87,7 @@ public final class ProducerPort implements AutoCloseable {
         return port;
     }
 
-    public UnixAddress address() {
+    public StreamAddress address() {
         return host.address();
     }
 

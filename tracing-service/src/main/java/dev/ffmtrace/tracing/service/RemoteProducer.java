@@ -7,7 +7,7 @@ import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceDescriptor;
@@ -135,7 +135,7 @@ final class RemoteProducer implements ProducerCommands {
         InitializeConnectionRequest.Decoder request = new InitializeConnectionRequest.Decoder();
         invocation.readArgs(request);
         if (request.hasError()) {
-            UnixSocket.closeReceived(fd);
+            StreamSocket.closeReceived(fd);
             port.countViolation();
             invocation.fail();
             return null;
@@ -150,7 +150,7 @@ final class RemoteProducer implements ProducerCommands {
             provided = adoptProvidedSmb(fd, options.pageSize());
             fd = -1;
         }
-        UnixSocket.closeReceived(fd);
+        StreamSocket.closeReceived(fd);
         boolean scraping = request.smbScrapingModeEnum()
                 != InitializeConnectionRequest.ProducerSMBScrapingMode.SMB_SCRAPING_DISABLED;
         RemoteProducer remote;

@@ -69,7 +69,7 @@ class CProducerPortTest {
         List<String> args = new ArrayList<>(List.of("--name", name, "--page-size", "4096",
                 "--smb-size", Integer.toString(1 << 20)));
         args.addAll(List.of(options));
-        args.add("@" + port.address().name());
+        args.add(port.address().toString());
         return Peers.startNative(CPrograms.program("ffmtrace-c-producer"), args.toArray(String[]::new));
     }
 

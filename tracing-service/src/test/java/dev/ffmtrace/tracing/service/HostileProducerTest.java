@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -124,14 +124,14 @@ class HostileProducerTest {
     @Test
     void forgedAndMalformedPacketsAreDroppedCountedAndReportedAsALoss() throws Exception {
         try (TracingService service = new TracingService();
-             UnixServerSocket server = UnixServerSocket.listen(UnixAddress.abstractName(
+             ListeningSocket server = ListeningSocket.listen(UnixAddress.abstractName(
                      "ffmtrace-hostile-" + ProcessHandle.current().pid() + "-" + System.nanoTime()), 1)) {
             TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
-            Peers.Peer peer = Peers.startNative(program, "@" + server.address().name(), Integer.toString(PAGE_SIZE),
+            Peers.Peer peer = Peers.startNative(program, server.address().toString(), Integer.toString(PAGE_SIZE),
                     Integer.toString(PAGES * PAGE_SIZE), Integer.toString(WRITER));
             ClientIdentity identity;
             Producer producer;
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 PeerCredentials credentials = connection.peerCredentials();
                 identity = new ClientIdentity(credentials.uid(), credentials.pid());
                 producer = service.connectProducer(ProducerOptions.of("hostile").withIdentity(identity)

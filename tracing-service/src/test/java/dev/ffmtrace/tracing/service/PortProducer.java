@@ -5,8 +5,8 @@ import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.Reply;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
-import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamAddress;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
@@ -60,11 +60,11 @@ final class PortProducer implements AutoCloseable {
     }
 
     /** Connects, initializes with the given hints, and opens the command stream. */
-    static PortProducer connect(UnixAddress address, String name, int sizeHint, int pageHint) throws Exception {
+    static PortProducer connect(StreamAddress address, String name, int sizeHint, int pageHint) throws Exception {
         return connect(address, name, sizeHint, pageHint, -1, 0);
     }
 
-    static PortProducer connect(UnixAddress address, String name, int sizeHint, int pageHint, int providedSmbFd,
+    static PortProducer connect(StreamAddress address, String name, int sizeHint, int pageHint, int providedSmbFd,
                                 int scrapingMode) throws Exception {
         IpcClient client = IpcClient.connect(address);
         BoundService port = client.bindService(ProducerPort.SERVICE_NAME).get(5, TimeUnit.SECONDS);
@@ -205,7 +205,7 @@ final class PortProducer implements AutoCloseable {
             decoded = new Command(GetAsyncCommandResponse.CLEAR_INCREMENTAL_STATE_FIELD_NUMBER, 0, null, 0,
                     ids(clear.dataSourceIds(new RepeatedScalarIterator())), -1);
         } else {
-            UnixSocket.closeReceived(reply.fd());
+            StreamSocket.closeReceived(reply.fd());
             return;
         }
         commands.add(decoded);

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -52,13 +52,13 @@ class ProducerKilledTest {
     @Test
     void aProducerKilledMidWriteLosesItsOpenChunkAndTheStatsSaySo() throws Exception {
         try (TracingService service = new TracingService();
-             UnixServerSocket server = UnixServerSocket.listen(UnixAddress.abstractName(
+             ListeningSocket server = ListeningSocket.listen(UnixAddress.abstractName(
                      "ffmtrace-killed-" + ProcessHandle.current().pid() + "-" + System.nanoTime()), 1)) {
             TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
-            Peers.Peer peer = Peers.startNative(CPrograms.program("hostile_producer"), "@" + server.address().name(),
+            Peers.Peer peer = Peers.startNative(CPrograms.program("hostile_producer"), server.address().toString(),
                     Integer.toString(PAGE_SIZE), Integer.toString(PAGES * PAGE_SIZE), Integer.toString(WRITER), "die");
             Producer producer;
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 PeerCredentials credentials = connection.peerCredentials();
                 producer = service.connectProducer(ProducerOptions.of("doomed")
                         .withIdentity(new ClientIdentity(credentials.uid(), credentials.pid()))

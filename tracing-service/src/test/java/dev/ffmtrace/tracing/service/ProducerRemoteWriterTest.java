@@ -9,8 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.perfetto.protos.Trace;
@@ -99,13 +99,13 @@ class ProducerRemoteWriterTest {
     void aRemoteWritersChunksReachItsBufferInOrderWithTheProcesssIdentity(boolean flushWhileWriting, int packets,
                                                                           int pages) throws Exception {
         try (TracingService service = new TracingService();
-             UnixServerSocket server = UnixServerSocket.listen(UnixAddress.abstractName(
+             ListeningSocket server = ListeningSocket.listen(UnixAddress.abstractName(
                      "ffmtrace-remote-writer-" + ProcessHandle.current().pid() + "-" + System.nanoTime()), 1)) {
             TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
-            Peers.Peer peer = Peers.startNative(tool, "produce", "@" + server.address().name(),
+            Peers.Peer peer = Peers.startNative(tool, "produce", server.address().toString(),
                     Integer.toString(PAGE_SIZE), Integer.toString(pages * PAGE_SIZE), Integer.toString(REMOTE_WRITER),
                     Integer.toString(packets), Integer.toString(SEED), Integer.toString(MAX_PACKET), "3", "1", "1");
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 PeerCredentials credentials = connection.peerCredentials();
                 assertEquals(peer.process().pid(), credentials.pid());
                 Producer producer = service.connectProducer(ProducerOptions.of("remote")

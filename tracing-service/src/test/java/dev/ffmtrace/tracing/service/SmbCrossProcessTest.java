@@ -6,8 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixServerSocket;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.ListeningSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.tracing.service.InProcessService.ReadPacket;
@@ -72,11 +72,11 @@ class SmbCrossProcessTest {
         int packets = 3000;
         int seed = 12345 + layout;
         try (InProcessService service = new InProcessService(16 * pageSize, pageSize, 64 << 20);
-             UnixServerSocket server = UnixServerSocket.listen(uniqueAddress(), 1)) {
-            Peers.Peer producer = Peers.startNative(tool, "produce", "@" + server.address().name(),
+             ListeningSocket server = ListeningSocket.listen(uniqueAddress(), 1)) {
+            Peers.Peer producer = Peers.startNative(tool, "produce", server.address().toString(),
                     Integer.toString(pageSize), Integer.toString(16 * pageSize), "77", Integer.toString(packets),
                     Integer.toString(seed), Integer.toString(maxPacket), Integer.toString(layout), Integer.toString(shrink));
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'S'}, service.memory.fd());
                 SharedMemoryReader.ChunkSink sink = (w, id, p, complete, smb, off, size) -> service.buffer.copyChunkUntrusted(
                         InProcessService.chunk(InProcessService.PRODUCER_ID, w, id, p, complete), smb, off, size);
@@ -111,7 +111,7 @@ class SmbCrossProcessTest {
     void theCScannerReadsWhatJavaWritersWrote(int pageSize, int layout) throws Exception {
         int pages = 64;
         try (InProcessService service = new InProcessService(pages * pageSize, pageSize, 1 << 16);
-             UnixServerSocket server = UnixServerSocket.listen(uniqueAddress(), 1)) {
+             ListeningSocket server = ListeningSocket.listen(uniqueAddress(), 1)) {
             // Nothing is moved to the service: complete chunks stay in the SMB for the
             // scanner. Patches are kept to apply to what the scanner prints.
             List<int[]> patches = new ArrayList<>();
@@ -136,9 +136,9 @@ class SmbCrossProcessTest {
             assertTrue(writers.stream().allMatch(w -> w.packetsDropped() == 0 && w.fragmentsDropped() == 0),
                     "the SMB is large enough for every packet");
 
-            Peers.Peer scanner = Peers.startNative(tool, "scan", "@" + server.address().name(),
+            Peers.Peer scanner = Peers.startNative(tool, "scan", server.address().toString(),
                     Integer.toString(pageSize), Integer.toString(pages * pageSize));
-            try (UnixSocket connection = server.accept()) {
+            try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'S'}, service.memory.fd());
                 connection.receive(new byte[1], 0);
             }

@@ -80,7 +80,7 @@ class StressProducerPortTest {
                 DATA_SOURCE, "--threads", Integer.toString(threads), "--seed", "42", "--ledger", ledger.toString(),
                 "--page-size", "4096"));
         args.addAll(List.of(options));
-        args.add("@" + port.address().name());
+        args.add(port.address().toString());
         return Peers.startNative(CPrograms.program("ffmtrace-stress-producer"), args.toArray(String[]::new));
     }
 

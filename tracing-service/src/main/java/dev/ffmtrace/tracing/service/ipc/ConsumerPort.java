@@ -6,7 +6,7 @@ import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.ipc.ServiceDescriptor.Method;
 import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.CloneSessionRequest;
 import dev.ffmtrace.perfetto.protos.CloneSessionResponse;
 import dev.ffmtrace.perfetto.protos.EnableTracingRequest;
@@ -236,12 +236,12 @@ public final class ConsumerPort implements AutoCloseable {
         int fd = invocation.takeReceivedFd();
         RemoteConsumer consumer = consumer(invocation.client());
         if (!consumer.submitRequest(invocation, () -> consumer.enableTracing(invocation, fd))) {
-            UnixSocket.closeReceived(fd);
+            StreamSocket.closeReceived(fd);
         }
     }
 
     private void cloneSession(Invocation invocation) {
-        UnixSocket.closeReceived(invocation.takeReceivedFd());
+        StreamSocket.closeReceived(invocation.takeReceivedFd());
         run(invocation, RemoteConsumer::cloneSession);
     }
 
@@ -552,7 +552,7 @@ public final class ConsumerPort implements AutoCloseable {
             EnableTracingRequest.Decoder request = parse(invocation, EnableTracingRequest.Decoder::new);
             if (request == null || request.attachNotificationOnly()) {
                 // Nothing to attach to: ffmtrace has no detached sessions.
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 if (request != null) {
                     invocation.fail();
                 }
@@ -568,7 +568,7 @@ public final class ConsumerPort implements AutoCloseable {
                 previous.fail();
             }
             if (session != null) {
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 tracingDisabled(null, SESSION_ACTIVE);
                 return;
             }
@@ -590,7 +590,7 @@ public final class ConsumerPort implements AutoCloseable {
             int buffers = raw.buffersCount();
             if (buffers > Guardrails.MAX_BUFFERS_PER_SESSION) {
                 // Before the config is even parsed: a request for 10,000 buffers costs nothing.
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 refusals.incrementAndGet();
                 return "Too many buffers configured (" + buffers + ")";
             }
@@ -598,18 +598,18 @@ public final class ConsumerPort implements AutoCloseable {
             try {
                 config = SessionConfig.parse(bytes);
             } catch (InvalidConfigException e) {
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 return e.getMessage();
             }
             if (config.durationMs() > MAX_TRACING_DURATION_MS) {
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
                 return "Requested too long trace (" + config.durationMs() + "ms  > " + MAX_TRACING_DURATION_MS + " ms)";
             }
             FileDescriptorChannel channel = null;
             if (config.writeIntoFile()) {
                 boolean hasPath = raw.hasOutputPath() && !raw.outputPath().isEmpty();
                 if ((fd < 0) == !hasPath) {
-                    UnixSocket.closeReceived(fd);
+                    StreamSocket.closeReceived(fd);
                     return FD_XOR_PATH;
                 }
                 if (hasPath) {
@@ -618,7 +618,7 @@ public final class ConsumerPort implements AutoCloseable {
                 }
                 channel = FileDescriptorChannel.adopt(fd, OUTPUT_WRITE_TIMEOUT);
             } else {
-                UnixSocket.closeReceived(fd);
+                StreamSocket.closeReceived(fd);
             }
             TracingSession started;
             synchronized (admission) {

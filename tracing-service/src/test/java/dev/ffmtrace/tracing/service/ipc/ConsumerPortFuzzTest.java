@@ -8,7 +8,7 @@ import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.FileDescriptorChannel;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.FlushRequest;
 import dev.ffmtrace.perfetto.protos.ObserveEventsRequest;
 import dev.ffmtrace.perfetto.protos.ObservableEvents;
@@ -126,7 +126,7 @@ class ConsumerPortFuzzTest {
                         boolean withFd = (method.equals("EnableTracing") || method.equals("CloneSession"))
                                 && random.nextBoolean();
                         client.invoke(bound, method, randomArgs(random, valid), withFd ? file.fd() : -1, reply -> {
-                            UnixSocket.closeReceived(reply.fd());
+                            StreamSocket.closeReceived(reply.fd());
                             replies.incrementAndGet();
                         });
                     }

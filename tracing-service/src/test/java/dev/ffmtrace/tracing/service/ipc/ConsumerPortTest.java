@@ -12,7 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.memory.UnixSocket;
+import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.ObservableEvents;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -291,7 +291,7 @@ class ConsumerPortTest {
     void anOversizedFrameClosesThatConnectionOnly() throws Exception {
         try (ConsumerConnection consumer = connect()) {
             CompletableFuture<ConsumerConnection.TracingDisabled> disabled = consumer.enableTracing(config(oneBuffer()), -1);
-            try (UnixSocket raw = UnixSocket.connect(host.address())) {
+            try (StreamSocket raw = StreamSocket.connect(host.address())) {
                 raw.send(new byte[] {0, 0, 4, 0, 1, 2, 3});
                 byte[] into = new byte[16];
                 assertEquals(0, raw.receive(into, 0).bytes(), "the host closed the connection");

@@ -4,6 +4,7 @@ import dev.ffmtrace.memory.internal.Native;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
@@ -11,46 +12,65 @@ import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 
-/** A listening Unix domain stream socket. Closing it wakes a thread blocked in {@link #accept()}. */
-public final class UnixServerSocket implements AutoCloseable {
+/**
+ * A listening stream socket, Unix domain or TCP. Closing it wakes a thread blocked in
+ * {@link #accept()}.
+ */
+public final class ListeningSocket implements AutoCloseable {
     private final int fd;
-    private final UnixAddress address;
+    private final StreamAddress address;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private UnixServerSocket(int fd, UnixAddress address) {
+    private ListeningSocket(int fd, StreamAddress address) {
         this.fd = fd;
         this.address = address;
     }
 
-    /** Binds and listens. A filesystem path must not exist yet; it is removed again on {@link #close()}. */
-    public static UnixServerSocket listen(UnixAddress address, int backlog) {
+    /**
+     * Binds and listens. A filesystem path must not exist yet; it is removed again on
+     * {@link #close()}. A TCP address may be in TIME_WAIT from an earlier listener
+     * (SO_REUSEADDR), and port 0 lets the kernel choose.
+     */
+    public static ListeningSocket listen(StreamAddress address, int backlog) {
         return listen(address, backlog, -1);
     }
 
     /**
      * Binds, sets a filesystem socket's permission bits to {@code mode} (connecting needs
      * write permission), then listens: no peer can connect while the file still has the
-     * umask's bits. An abstract name has no permissions; {@code mode} is ignored there.
+     * umask's bits. An abstract name and a TCP address have no permissions; {@code mode}
+     * is ignored there.
      *
      * @param mode permission bits such as {@code 0600}, or -1 to keep what the umask gave
      * @throws IllegalArgumentException if {@code mode} is not -1 and has bits outside {@code 0777}
      */
-    public static UnixServerSocket listen(UnixAddress address, int backlog, int mode) {
+    public static ListeningSocket listen(StreamAddress address, int backlog, int mode) {
         if (mode != -1 && (mode & ~0777) != 0) {
             throw new IllegalArgumentException("socket mode " + Integer.toOctalString(mode) + " is not within 0777");
         }
-        int fd = Native.socket(Native.AF_UNIX, Native.SOCK_STREAM | Native.SOCK_CLOEXEC, 0);
+        int fd = Native.socket(SocketAddresses.family(address), Native.SOCK_STREAM | Native.SOCK_CLOEXEC, 0);
         try (Arena arena = Arena.ofConfined()) {
-            Native.bind(fd, address.toSockaddr(arena), address.sockaddrLength(), address.toString());
-            if (mode != -1 && !address.isAbstract()) {
-                setMode(address, mode);
+            if (address instanceof TcpAddress) {
+                Native.setIntOption(fd, Native.SOL_SOCKET, Native.SO_REUSEADDR, 1);
+            }
+            Native.bind(fd, SocketAddresses.sockaddr(address, arena), SocketAddresses.length(address),
+                    address.toString());
+            if (mode != -1 && address instanceof UnixAddress unix && !unix.isAbstract()) {
+                setMode(unix, mode);
             }
             Native.listen(fd, backlog);
-            return new UnixServerSocket(fd, address);
+            return new ListeningSocket(fd, address instanceof TcpAddress ? boundAddress(fd, arena) : address);
         } catch (RuntimeException e) {
             MemoryFile.closeQuietly(fd);
             throw e;
         }
+    }
+
+    /** Where a TCP socket is bound: the port the kernel chose, if the address asked for 0. */
+    private static TcpAddress boundAddress(int fd, Arena arena) {
+        MemorySegment sockaddr = arena.allocate(Native.SOCKADDR_STORAGE_SIZE, 8);
+        Native.getsockname(fd, sockaddr);
+        return TcpAddress.fromSockaddr(sockaddr);
     }
 
     private static void setMode(UnixAddress address, int mode) {
@@ -74,14 +94,15 @@ public final class UnixServerSocket implements AutoCloseable {
     }
 
     /** Blocks until a peer connects. */
-    public UnixSocket accept() {
+    public StreamSocket accept() {
         if (closed.get()) {
             throw new IllegalStateException("server socket " + address + " is closed");
         }
-        return new UnixSocket(Native.accept(fd, Native.SOCK_CLOEXEC));
+        return new StreamSocket(Native.accept(fd, Native.SOCK_CLOEXEC), address instanceof UnixAddress);
     }
 
-    public UnixAddress address() {
+    /** The address the socket is bound to; for TCP, with the port the kernel chose if it was asked for 0. */
+    public StreamAddress address() {
         return address;
     }
 
@@ -90,9 +111,9 @@ public final class UnixServerSocket implements AutoCloseable {
         if (closed.compareAndSet(false, true)) {
             Native.shutdownQuietly(fd, Native.SHUT_RDWR);
             Native.close(fd);
-            if (!address.isAbstract()) {
+            if (address instanceof UnixAddress unix && !unix.isAbstract()) {
                 try {
-                    Files.deleteIfExists(Path.of(address.name()));
+                    Files.deleteIfExists(Path.of(unix.name()));
                 } catch (java.io.IOException ignored) {
                     // The socket is closed; a leftover name only blocks a later bind, which says so.
                 }

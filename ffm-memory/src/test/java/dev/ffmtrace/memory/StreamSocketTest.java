@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class UnixSocketTest {
+class StreamSocketTest {
     @TempDir
     Path dir;
 
@@ -27,14 +27,14 @@ class UnixSocketTest {
     @Test
     void bytesAndDescriptorsTravelOverAnAbstractSocket() {
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 4);
-             UnixSocket client = UnixSocket.connect(address);
-             UnixSocket accepted = server.accept();
+        try (ListeningSocket server = ListeningSocket.listen(address, 4);
+             StreamSocket client = StreamSocket.connect(address);
+             StreamSocket accepted = server.accept();
              SharedMemory a = SharedMemory.create("fd-a", 4096);
              SharedMemory b = SharedMemory.create("fd-b", 8192)) {
             client.send("hello".getBytes(), a.fd(), b.fd());
             byte[] buffer = new byte[16];
-            UnixSocket.Received received = accepted.receive(buffer, 4);
+            StreamSocket.Received received = accepted.receive(buffer, 4);
             assertEquals(5, received.bytes());
             assertEquals("hello", new String(buffer, 0, 5));
             assertEquals(2, received.fds().length);
@@ -52,9 +52,9 @@ class UnixSocketTest {
     void filesystemSocketIsRemovedOnClose() {
         Path path = dir.resolve("service.sock");
         UnixAddress address = UnixAddress.path(path);
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
-             UnixSocket client = UnixSocket.connect(address);
-             UnixSocket accepted = server.accept()) {
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
+             StreamSocket client = StreamSocket.connect(address);
+             StreamSocket accepted = server.accept()) {
             assertTrue(Files.exists(path));
             accepted.send(new byte[] {1, 2, 3});
             byte[] buffer = new byte[3];
@@ -67,9 +67,9 @@ class UnixSocketTest {
     @Test
     void peerCredentialsAreTheConnectingProcess() {
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
-             UnixSocket _ = UnixSocket.connect(address);
-             UnixSocket accepted = server.accept()) {
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
+             StreamSocket _ = StreamSocket.connect(address);
+             StreamSocket accepted = server.accept()) {
             PeerCredentials peer = accepted.peerCredentials();
             assertEquals(ProcessHandle.current().pid(), peer.pid());
             assertEquals(Native.getuid(), peer.uid());
@@ -79,30 +79,30 @@ class UnixSocketTest {
     @Test
     void nonBlockingByteReportsFullSocketAndClosedPeerDistinctly() {
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
-             UnixSocket client = UnixSocket.connect(address)) {
-            UnixSocket accepted = server.accept();
-            assertEquals(UnixSocket.SendResult.SENT, client.trySendByte((byte) 1));
-            UnixSocket.SendResult result;
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
+             StreamSocket client = StreamSocket.connect(address)) {
+            StreamSocket accepted = server.accept();
+            assertEquals(StreamSocket.SendResult.SENT, client.trySendByte((byte) 1));
+            StreamSocket.SendResult result;
             int sent = 1;
-            while ((result = client.trySendByte((byte) 1)) == UnixSocket.SendResult.SENT) {
+            while ((result = client.trySendByte((byte) 1)) == StreamSocket.SendResult.SENT) {
                 sent++;
                 if (sent > 64 << 20) {
                     throw new AssertionError("socket never filled");
                 }
             }
-            assertEquals(UnixSocket.SendResult.WOULD_BLOCK, result);
+            assertEquals(StreamSocket.SendResult.WOULD_BLOCK, result);
             accepted.close();
-            assertEquals(UnixSocket.SendResult.PEER_CLOSED, client.trySendByte((byte) 1));
+            assertEquals(StreamSocket.SendResult.PEER_CLOSED, client.trySendByte((byte) 1));
         }
     }
 
     @Test
     void aSendWithATimeoutGoesWholeToAPeerThatReadsAndFailsOnOneThatDoesNot() throws Exception {
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
-             UnixSocket client = UnixSocket.connect(address);
-             UnixSocket accepted = server.accept();
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
+             StreamSocket client = StreamSocket.connect(address);
+             StreamSocket accepted = server.accept();
              SharedMemory file = SharedMemory.create("with-first-part", 4096)) {
             // Many times what the socket holds: sent in parts, each once poll says there is
             // room; a timeout no reader misses, so only the parts' order is under test.
@@ -111,13 +111,13 @@ class UnixSocketTest {
             for (int i = 0; i < big.length; i++) {
                 big[i] = (byte) (i * 31 + (i >>> 13));
             }
-            CompletableFuture<UnixSocket.Received> first = new CompletableFuture<>();
+            CompletableFuture<StreamSocket.Received> first = new CompletableFuture<>();
             CompletableFuture<byte[]> read = CompletableFuture.supplyAsync(() -> {
                 byte[] into = new byte[big.length];
                 byte[] part = new byte[64 * 1024];
                 int at = 0;
                 while (at < into.length) {
-                    UnixSocket.Received received = client.receive(part, 1);
+                    StreamSocket.Received received = client.receive(part, 1);
                     if (at == 0) {
                         first.complete(received);
                     }
@@ -130,7 +130,7 @@ class UnixSocketTest {
             assertTrue(Arrays.equals(big, read.get()), "the bytes arrived whole and in order");
             int[] fds = first.get().fds();
             assertEquals(1, fds.length, "the descriptor came with the first part");
-            UnixSocket.closeReceived(fds);
+            StreamSocket.closeReceived(fds);
 
             // Now nobody reads: the send fails at its timeout, not before.
             accepted.setSendTimeout(Duration.ofMillis(100));
@@ -145,8 +145,8 @@ class UnixSocketTest {
     @SuppressWarnings("try") // closing the client inside its block is the point
     void receiveSeesEndOfStreamAndCloseWakesABlockedAccept() throws Exception {
         UnixAddress address = uniqueAbstract();
-        UnixServerSocket server = UnixServerSocket.listen(address, 1);
-        try (UnixSocket client = UnixSocket.connect(address); UnixSocket accepted = server.accept()) {
+        ListeningSocket server = ListeningSocket.listen(address, 1);
+        try (StreamSocket client = StreamSocket.connect(address); StreamSocket accepted = server.accept()) {
             client.close();
             assertEquals(0, accepted.receive(new byte[8], 2).bytes());
         }
@@ -171,9 +171,9 @@ class UnixSocketTest {
     @Test
     void tooManyDescriptorsAreClosedNotLeaked() {
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket server = UnixServerSocket.listen(address, 1);
-             UnixSocket client = UnixSocket.connect(address);
-             UnixSocket accepted = server.accept();
+        try (ListeningSocket server = ListeningSocket.listen(address, 1);
+             StreamSocket client = StreamSocket.connect(address);
+             StreamSocket accepted = server.accept();
              SharedMemory a = SharedMemory.create("a", 4096);
              SharedMemory b = SharedMemory.create("b", 4096)) {
             client.send(new byte[] {9}, a.fd(), b.fd());
@@ -190,14 +190,14 @@ class UnixSocketTest {
         assertEquals("a Unix socket address needs a name",
                 assertThrows(IllegalArgumentException.class, () -> UnixAddress.abstractName("")).getMessage());
         NativeException refused = assertThrows(NativeException.class,
-                () -> UnixSocket.connect(UnixAddress.path(dir.resolve("nobody.sock"))));
+                () -> StreamSocket.connect(UnixAddress.path(dir.resolve("nobody.sock"))));
         assertEquals("connect(" + dir.resolve("nobody.sock") + ") failed: ENOENT (No such file or directory)",
                 refused.getMessage());
         UnixAddress address = uniqueAbstract();
-        try (UnixServerSocket _ = UnixServerSocket.listen(address, 1)) {
-            NativeException inUse = assertThrows(NativeException.class, () -> UnixServerSocket.listen(address, 1));
+        try (ListeningSocket _ = ListeningSocket.listen(address, 1)) {
+            NativeException inUse = assertThrows(NativeException.class, () -> ListeningSocket.listen(address, 1));
             assertEquals("EADDRINUSE", inUse.errnoName());
-            try (UnixSocket client = UnixSocket.connect(address)) {
+            try (StreamSocket client = StreamSocket.connect(address)) {
                 assertEquals("a send needs at least one byte (descriptors cannot travel alone)",
                         assertThrows(IllegalArgumentException.class, () -> client.send(new byte[0])).getMessage());
                 assertEquals("maxFds must be 0..253, got 300",

@@ -9,14 +9,16 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
- * A connected Unix domain stream socket that can carry file descriptors (SCM_RIGHTS)
- * and tells who the peer is (SO_PEERCRED).
+ * A connected stream socket: a Unix domain socket, which can carry file descriptors
+ * (SCM_RIGHTS) and tells who the peer is (SO_PEERCRED), or a TCP connection (no
+ * descriptors, no credentials; Nagle's delay off, since its traffic is small requests
+ * and replies).
  *
  * <p>Sends never raise SIGPIPE (MSG_NOSIGNAL): a vanished peer is an EPIPE result or
  * exception. {@link #trySendByte} is the non-blocking wake-up heapprofd's client sends
  * after each record; it reports a full socket and a closed peer as distinct results.
  */
-public final class UnixSocket implements AutoCloseable {
+public final class StreamSocket implements AutoCloseable {
     /** The outcome of a non-blocking single-byte send. */
     public enum SendResult { SENT, WOULD_BLOCK, PEER_CLOSED }
 
@@ -32,6 +34,7 @@ public final class UnixSocket implements AutoCloseable {
             ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(1));
 
     private final int fd;
+    private final boolean unix;
     private final AtomicBoolean closed = new AtomicBoolean();
     /** How long one send may wait for the peer to take its bytes; 0 for ever. */
     private volatile long sendTimeoutNanos;
@@ -81,19 +84,35 @@ public final class UnixSocket implements AutoCloseable {
         }
     }
 
-    UnixSocket(int fd) {
+    /** Takes {@code fd}, a connected socket; for TCP, turns Nagle's delay off (closing it if that fails). */
+    StreamSocket(int fd, boolean unix) {
         this.fd = fd;
+        this.unix = unix;
+        if (!unix) {
+            try {
+                Native.setIntOption(fd, Native.IPPROTO_TCP, Native.TCP_NODELAY, 1);
+            } catch (RuntimeException e) {
+                MemoryFile.closeQuietly(fd);
+                throw e;
+            }
+        }
     }
 
-    public static UnixSocket connect(UnixAddress address) {
-        int fd = Native.socket(Native.AF_UNIX, Native.SOCK_STREAM | Native.SOCK_CLOEXEC, 0);
+    public static StreamSocket connect(StreamAddress address) {
+        int fd = Native.socket(SocketAddresses.family(address), Native.SOCK_STREAM | Native.SOCK_CLOEXEC, 0);
         try (Arena arena = Arena.ofConfined()) {
-            Native.connect(fd, address.toSockaddr(arena), address.sockaddrLength(), address.toString());
-            return new UnixSocket(fd);
+            Native.connect(fd, SocketAddresses.sockaddr(address, arena), SocketAddresses.length(address),
+                    address.toString());
         } catch (RuntimeException e) {
             MemoryFile.closeQuietly(fd);
             throw e;
         }
+        return new StreamSocket(fd, address instanceof UnixAddress);
+    }
+
+    /** Whether this is a Unix domain socket: only these carry descriptors and know their peer's credentials. */
+    public boolean isUnix() {
+        return unix;
     }
 
     /** Sends all of {@code data}; the descriptors, if any, travel with its first byte. The fds stay open here. */
@@ -131,6 +150,9 @@ public final class UnixSocket implements AutoCloseable {
         }
         if (fds.length > MAX_FDS_PER_MESSAGE) {
             throw new IllegalArgumentException(fds.length + " descriptors in one message, at most " + MAX_FDS_PER_MESSAGE);
+        }
+        if (fds.length > 0 && !unix) {
+            throw new IllegalArgumentException("a TCP connection carries no descriptors");
         }
         synchronized (sending) {
             MemorySegment message = sending.message(length);
@@ -261,9 +283,16 @@ public final class UnixSocket implements AutoCloseable {
         return result == -Native.EPIPE ? SendResult.PEER_CLOSED : SendResult.WOULD_BLOCK;
     }
 
-    /** The peer's pid, uid and gid as the kernel recorded them: the service's trusted identity of a producer. */
+    /**
+     * The peer's pid, uid and gid as the kernel recorded them: the service's trusted identity of a producer.
+     *
+     * @throws IllegalStateException on a TCP connection, whose peer the kernel cannot vouch for
+     */
     public PeerCredentials peerCredentials() {
         checkOpen();
+        if (!unix) {
+            throw new IllegalStateException("a TCP connection has no peer credentials");
+        }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment credentials = arena.allocate(12, 4);
             MemorySegment length = arena.allocate(Layouts.INT);

@@ -110,6 +110,23 @@ public final class StreamSocket implements AutoCloseable {
         return new StreamSocket(fd, address instanceof UnixAddress);
     }
 
+    /**
+     * The address this end of a TCP connection is bound to (getsockname).
+     *
+     * @throws IllegalStateException on a Unix domain socket
+     */
+    public TcpAddress localAddress() {
+        checkOpen();
+        if (unix) {
+            throw new IllegalStateException("not a TCP connection");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment sockaddr = arena.allocate(Native.SOCKADDR_STORAGE_SIZE, 8);
+            Native.getsockname(fd, sockaddr);
+            return TcpAddress.fromSockaddr(sockaddr);
+        }
+    }
+
     /** Whether this is a Unix domain socket: only these carry descriptors and know their peer's credentials. */
     public boolean isUnix() {
         return unix;

@@ -98,9 +98,50 @@ public record TcpAddress(InetAddress host, int port) implements StreamAddress {
         }
     }
 
+    /**
+     * The host as {@code inet_ntop} writes it: dotted IPv4, or IPv6 in lower-case hex with
+     * the longest run of two or more zero groups (the first, if tied) written {@code ::}.
+     */
+    public String hostText() {
+        byte[] bytes = host.getAddress();
+        if (bytes.length == 4) {
+            return host.getHostAddress();
+        }
+        int[] groups = new int[8];
+        for (int i = 0; i < 8; i++) {
+            groups[i] = ((bytes[2 * i] & 0xFF) << 8) | (bytes[2 * i + 1] & 0xFF);
+        }
+        int bestStart = -1;
+        int bestLength = 1;
+        for (int i = 0; i < 8; ) {
+            int end = i;
+            while (end < 8 && groups[end] == 0) {
+                end++;
+            }
+            if (end - i > bestLength) {
+                bestStart = i;
+                bestLength = end - i;
+            }
+            i = Math.max(end, i + 1);
+        }
+        StringBuilder text = new StringBuilder();
+        for (int i = 0; i < 8; i++) {
+            if (i == bestStart) {
+                text.append("::");
+                i += bestLength - 1;
+                continue;
+            }
+            if (!text.isEmpty() && text.charAt(text.length() - 1) != ':') {
+                text.append(':');
+            }
+            text.append(Integer.toHexString(groups[i]));
+        }
+        return text.toString();
+    }
+
+    /** {@code host:port}, or {@code [host]:port} for IPv6, as Perfetto names a socket's address. */
     @Override
     public String toString() {
-        String address = host.getHostAddress();
-        return (host instanceof Inet6Address ? "[" + address + "]" : address) + ":" + port;
+        return (host instanceof Inet6Address ? "[" + hostText() + "]" : hostText()) + ":" + port;
     }
 }

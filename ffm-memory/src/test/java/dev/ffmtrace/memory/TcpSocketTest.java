@@ -68,7 +68,7 @@ class TcpSocketTest {
     void addressesParseAsPerfettoWritesThem() throws Exception {
         assertEquals(new TcpAddress(InetAddress.getByName("127.0.0.1"), 20001), StreamAddress.parse("127.0.0.1:20001"));
         assertEquals(new TcpAddress(InetAddress.getByName("::1"), 80), StreamAddress.parse("[::1]:80"));
-        assertEquals("[0:0:0:0:0:0:0:1]:80", StreamAddress.parse("[::1]:80").toString());
+        assertEquals("[::1]:80", StreamAddress.parse("[::1]:80").toString());
         assertEquals(UnixAddress.abstractName("traced-producer"), StreamAddress.parse("@traced-producer"));
         assertEquals(UnixAddress.parse("/tmp/a:b"), StreamAddress.parse("/tmp/a:b"));
         assertEquals(UnixAddress.parse("relative.sock"), StreamAddress.parse("relative.sock"));
@@ -76,6 +76,29 @@ class TcpSocketTest {
             assertThrows(IllegalArgumentException.class, () -> StreamAddress.parse(bad), bad);
         }
         assertThrows(IllegalArgumentException.class, () -> StreamAddress.parse("vsock://2:9000"));
+    }
+
+    @Test
+    void ipv6HostsAreWrittenAsInetNtopWritesThem() throws Exception {
+        String[][] cases = {
+            {"::", "::"}, {"::1", "::1"}, {"2001:db8:0:0:1:0:0:1", "2001:db8::1:0:0:1"},
+            {"2001:db8:0:1:1:1:1:1", "2001:db8:0:1:1:1:1:1"}, {"fe80:0:0:0:0:0:0:0", "fe80::"},
+            {"1:0:0:2:0:0:0:3", "1:0:0:2::3"}, {"0:0:1:0:0:0:0:0", "0:0:1::"}, {"ABCD:0:0:0:0:0:0:EF", "abcd::ef"},
+        };
+        for (String[] c : cases) {
+            assertEquals(c[1], new TcpAddress(InetAddress.getByName(c[0]), 1).hostText(), c[0]);
+        }
+        assertEquals("10.0.0.7", new TcpAddress(InetAddress.getByName("10.0.0.7"), 1).hostText());
+    }
+
+    @Test
+    void anAcceptedConnectionKnowsTheAddressItWasReachedAt() {
+        try (ListeningSocket server = ListeningSocket.listen(TcpAddress.loopback(0), 1);
+             StreamSocket client = StreamSocket.connect(server.address());
+             StreamSocket accepted = server.accept()) {
+            assertEquals(server.address(), accepted.localAddress());
+            assertNotEquals(server.address(), client.localAddress());
+        }
     }
 
     @Test

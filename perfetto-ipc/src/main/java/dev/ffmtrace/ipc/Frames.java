@@ -113,6 +113,18 @@ final class Frames {
         return withHeader(frame);
     }
 
+    /** A relay's SetPeerIdentity: the forwarded producer's pid and uid, and its machine's id hint and name. */
+    static byte[] setPeerIdentity(long requestId, int pid, int uid, String machineIdHint, String machineName) {
+        HeapBuffered<IPCFrame> frame = newFrame();
+        frame.get().setRequestId(requestId);
+        IPCFrame.SetPeerIdentity identity = frame.get().setSetPeerIdentity();
+        identity.setPid(pid);
+        identity.setUid(uid);
+        identity.setMachineIdHint(machineIdHint);
+        identity.setMachineName(machineName);
+        return withHeader(frame);
+    }
+
     /** The payload behind its 4-byte little-endian size; refuses what no peer would accept. */
     static byte[] withHeader(byte[] payload) {
         checkPayloadSize(payload.length);

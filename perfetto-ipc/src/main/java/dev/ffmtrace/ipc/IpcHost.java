@@ -23,8 +23,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>As Perfetto's host: service ids count from 1 in exposure order; binding an unknown
  * service gets an empty BindServiceReply (no success); invoking an unknown service or
  * method id gets an InvokeMethodReply with success false; a frame with none of bind,
- * invoke or peer identity gets a RequestError "unknown request"; SetPeerIdentity is
- * ignored, the peer's uid and pid come from SO_PEERCRED.
+ * invoke or peer identity gets a RequestError "unknown request".
+ *
+ * <p>Unix sockets and TCP ({@link StreamAddress}). On a Unix socket the peer's uid and pid
+ * come from SO_PEERCRED and a SetPeerIdentity frame is ignored. On TCP the kernel cannot
+ * vouch for the peer: it is uid 0, pid -1 and this machine until a SetPeerIdentity frame
+ * names its pid, uid and machine (a relay forwarding a producer of its machine), which a
+ * connection may do once, before its first BindService. Later or repeated ones are ignored;
+ * every ignored one is counted in {@link #identitiesRefused()}. All TCP clients together
+ * share one {@link Options#maxConnectionsPerUid()} allowance.
  *
  * <p>Stricter than Perfetto (which drops an unparsable frame and keeps a stray
  * descriptor): a frame over the size limit, a frame that does not parse, a descriptor on
@@ -60,8 +67,9 @@ public final class IpcHost implements AutoCloseable {
     private final AtomicLong handlerFailures = new AtomicLong();
     private final AtomicLong sendTimeouts = new AtomicLong();
     private final AtomicLong connectionsRefused = new AtomicLong();
+    private final AtomicLong identitiesRefused = new AtomicLong();
     /** Connections held now, by uid; changed by the accepting thread and by connections' threads as they end. */
-    private final Map<Integer, Integer> connectionsByUid = new ConcurrentHashMap<>();
+    private final Map<Long, Integer> connectionsByUid = new ConcurrentHashMap<>();
     private final Options options;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread acceptor;
@@ -158,6 +166,11 @@ public final class IpcHost implements AutoCloseable {
         return connectionsRefused.get();
     }
 
+    /** SetPeerIdentity frames ignored: on a Unix socket, a second one, or one after the connection bound a service. */
+    public long identitiesRefused() {
+        return identitiesRefused.get();
+    }
+
     /** Clients connected now. */
     public int clientCount() {
         return connections.size();
@@ -230,14 +243,20 @@ public final class IpcHost implements AutoCloseable {
             Connection connection;
             try {
                 socket.setSendTimeout(options.sendTimeout());
-                PeerCredentials credentials = socket.peerCredentials();
                 long id = lastClientId.incrementAndGet();
-                connection = new Connection(this, socket, new ClientInfo(id, credentials.uid(), credentials.pid()));
+                ClientInfo info;
+                if (socket.isUnix()) {
+                    PeerCredentials credentials = socket.peerCredentials();
+                    info = new ClientInfo(id, credentials.uid(), credentials.pid());
+                } else {
+                    info = new ClientInfo(id, 0, -1);
+                }
+                connection = new Connection(this, socket, info);
             } catch (RuntimeException e) {
                 socket.close();
                 continue;
             }
-            if (!admit(connection.info.uid())) {
+            if (!admit(connection.admissionKey)) {
                 connectionsRefused.incrementAndGet();
                 socket.close();
                 continue;
@@ -251,20 +270,20 @@ public final class IpcHost implements AutoCloseable {
             } catch (OutOfMemoryError e) {
                 // No thread for it (the system's limit): the client goes, the host serves the others.
                 connections.remove(connection.info.clientId());
-                release(connection.info.uid());
+                release(connection.admissionKey);
                 socket.close();
                 pause();
             }
         }
     }
 
-    /** One connection of {@code uid} fewer. */
-    private void release(int uid) {
+    /** One connection of {@code uid} (or of TCP, {@link Connection#TCP_ADMISSION}) fewer. */
+    private void release(long uid) {
         connectionsByUid.computeIfPresent(uid, (key, held) -> held > 1 ? held - 1 : null);
     }
 
     /** Counts one more connection of {@code uid}, unless it holds as many as it may already. */
-    private boolean admit(int uid) {
+    private boolean admit(long uid) {
         boolean[] admitted = new boolean[1];
         connectionsByUid.compute(uid, (key, held) -> {
             int now = held == null ? 0 : held;
@@ -304,6 +323,7 @@ public final class IpcHost implements AutoCloseable {
             if (fd >= 0 || !frame.msgBindService(bind) || bind.hasError()) {
                 return false;
             }
+            connection.identityClosed = true;
             ExposedService service = serviceNamed(bind.serviceName());
             connection.send(service == null ? Frames.bindServiceReply(requestId, 0, null)
                     : Frames.bindServiceReply(requestId, service.id(),
@@ -348,10 +368,33 @@ public final class IpcHost implements AutoCloseable {
         }
         if (frame.hasSetPeerIdentity()) {
             IPCFrame.SetPeerIdentity.Decoder identity = new IPCFrame.SetPeerIdentity.Decoder();
-            return frame.setPeerIdentity(identity) && !identity.hasError();
+            if (!frame.setPeerIdentity(identity) || identity.hasError()) {
+                return false;
+            }
+            if (connection.socket.isUnix() || connection.identityClosed) {
+                identitiesRefused.incrementAndGet();
+            } else {
+                connection.identityClosed = true;
+                connection.info = identified(connection, identity);
+            }
+            return true;
         }
         connection.send(Frames.requestError(requestId, Frames.UNKNOWN_REQUEST), -1);
         return true;
+    }
+
+    /** The client {@code identity} names, on the machine its hint (or the address it reached) identifies. */
+    private static ClientInfo identified(Connection connection, IPCFrame.SetPeerIdentity.Decoder identity) {
+        byte[] hint = identity.field(IPCFrame.SetPeerIdentity.MACHINE_ID_HINT_FIELD_NUMBER).asBytes();
+        String reached;
+        try {
+            reached = connection.socket.localAddress().toString();
+        } catch (RuntimeException e) {
+            reached = "";
+        }
+        String name = identity.hasMachineName() ? identity.machineName() : "";
+        return new ClientInfo(connection.info.clientId(), identity.uid(), identity.pid(),
+                MachineIds.of(hint, reached), name);
     }
 
     private ExposedService serviceNamed(String name) {
@@ -365,7 +408,7 @@ public final class IpcHost implements AutoCloseable {
 
     private void disconnected(Connection connection) {
         connections.remove(connection.info.clientId());
-        release(connection.info.uid());
+        release(connection.admissionKey);
         for (ExposedService service : services.values()) {
             try {
                 service.descriptor().onClientDisconnected().accept(connection.info);
@@ -377,9 +420,17 @@ public final class IpcHost implements AutoCloseable {
 
     /** One client: its socket, owned by its I/O thread, which alone closes it. */
     static final class Connection {
+        /** The key TCP connections share in the per-uid allowance: no uid of a Unix peer. */
+        private static final long TCP_ADMISSION = -1L;
+
         private final IpcHost host;
         private final StreamSocket socket;
-        private final ClientInfo info;
+        /** Set once by the I/O thread, on SetPeerIdentity; read by the threads that reply. */
+        private volatile ClientInfo info;
+        /** The allowance this connection counts against: its Unix peer's uid, or TCP's. */
+        private final long admissionKey;
+        /** Whether a SetPeerIdentity would be ignored now: one came, or a service was bound. I/O thread only. */
+        private boolean identityClosed;
         private final Thread thread;
         /** Decoders of the frames this connection receives, reused: only its I/O thread decodes. */
         private final IPCFrame.Decoder frame = new IPCFrame.Decoder();
@@ -406,6 +457,7 @@ public final class IpcHost implements AutoCloseable {
             this.host = host;
             this.socket = socket;
             this.info = info;
+            this.admissionKey = socket.isUnix() ? Integer.toUnsignedLong(info.uid()) : TCP_ADMISSION;
             this.thread = Thread.ofPlatform().daemon().name("ipc-host-client " + info.clientId()).unstarted(this::run);
         }
 

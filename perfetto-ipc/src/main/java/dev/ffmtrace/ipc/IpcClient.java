@@ -65,6 +65,16 @@ public final class IpcClient implements AutoCloseable {
         return connected;
     }
 
+    /**
+     * Names the process this connection speaks for, as a relay does for each producer it
+     * forwards: its pid and uid, and its machine's id hint and name. Honoured by a host on
+     * TCP before the connection's first {@link #bindService}; it gets no reply.
+     */
+    public void setPeerIdentity(int pid, int uid, String machineIdHint, String machineName) {
+        long requestId = lastRequestId.incrementAndGet();
+        send(requestId, Frames.setPeerIdentity(requestId, pid, uid, machineIdHint, machineName), -1);
+    }
+
     /** Binds service {@code name}; fails with {@link IpcException} if the host does not expose it. */
     public CompletableFuture<BoundService> bindService(String name) {
         CompletableFuture<BoundService> future = new CompletableFuture<>();

@@ -12,6 +12,7 @@ final class SequenceState {
     final int writerId;
     final int clientUid;
     final int clientPid;
+    final int clientMachineId;
 
     /** Offsets of this sequence's chunks, sorted by chunk id (modulo 2^32). */
     final ChunkOffsetQueue chunks;
@@ -33,11 +34,12 @@ final class SequenceState {
     /** Pending {@link DataLossReason} cause bits, reported and cleared by the next packet read. */
     int dataLossReasons;
 
-    SequenceState(int producerId, int writerId, int clientUid, int clientPid) {
+    SequenceState(int producerId, int writerId, ClientIdentity client) {
         this.producerId = producerId;
         this.writerId = writerId;
-        this.clientUid = clientUid;
-        this.clientPid = clientPid;
+        this.clientUid = client.uid();
+        this.clientPid = client.pid();
+        this.clientMachineId = client.machineId();
         this.chunks = new ChunkOffsetQueue(INITIAL_CHUNKS);
     }
 
@@ -46,6 +48,7 @@ final class SequenceState {
         writerId = other.writerId;
         clientUid = other.clientUid;
         clientPid = other.clientPid;
+        clientMachineId = other.clientMachineId;
         chunks = other.chunks.copy();
         skipInGeneration = other.skipInGeneration;
         ageForGc = other.ageForGc;

@@ -523,7 +523,7 @@ public final class TraceBufferV2 implements AutoCloseable {
         }
         int consumed = 0;
         if (sequence == null) {
-            sequence = new SequenceState(producerId, writerId, clientIdentity.uid(), clientIdentity.pid());
+            sequence = new SequenceState(producerId, writerId, clientIdentity);
             sequences.put(key, sequence);
         } else if (relocation) {
             consumed = relocatedConsumed;

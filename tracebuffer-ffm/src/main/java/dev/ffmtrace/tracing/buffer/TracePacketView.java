@@ -24,6 +24,7 @@ public final class TracePacketView {
     private int writerId;
     private int clientUid;
     private int clientPid;
+    private int clientMachineId;
     private int previousPacketDroppedReasons;
 
     /** An empty view, for a read of the buffer to point at a packet. */
@@ -89,6 +90,11 @@ public final class TracePacketView {
         return clientPid;
     }
 
+    /** The machine of the packet's producer: 0 for this one. */
+    public int clientMachineId() {
+        return clientMachineId;
+    }
+
     /** {@link DataLossReason} bits for data lost on this sequence before this packet; 0 if none. */
     public int previousPacketDroppedReasons() {
         return previousPacketDroppedReasons;
@@ -107,6 +113,7 @@ public final class TracePacketView {
         writerId = 0;
         clientUid = 0;
         clientPid = 0;
+        clientMachineId = 0;
         previousPacketDroppedReasons = 0;
     }
 
@@ -126,6 +133,7 @@ public final class TracePacketView {
         writerId = sequence.writerId;
         clientUid = sequence.clientUid;
         clientPid = sequence.clientPid;
+        clientMachineId = sequence.clientMachineId;
         previousPacketDroppedReasons = droppedReasons;
     }
 

@@ -25,7 +25,7 @@ class SequenceMapTest {
                 model.remove(key);
                 map.remove(key);
             } else {
-                SequenceState value = new SequenceState(key >>> 16, key & 0xFFFF, 0, 0);
+                SequenceState value = new SequenceState(key >>> 16, key & 0xFFFF, new ClientIdentity(0, 0));
                 model.put(key, value);
                 map.put(key, value);
             }
@@ -46,7 +46,7 @@ class SequenceMapTest {
     @Test
     void copyDeepCopiesTheStates() {
         SequenceMap map = new SequenceMap();
-        SequenceState state = new SequenceState(1, 2, 3, 4);
+        SequenceState state = new SequenceState(1, 2, new ClientIdentity(3, 4));
         state.chunks.insert(0, 16, 7);
         map.put(0x10002, state);
         SequenceMap copy = map.copy();

@@ -1,9 +1,14 @@
 package dev.ffmtrace.tracing.service;
 
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.CHUNK_HEADER_SIZE;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.CHUNK_ID_OFFSET;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.CHUNK_PACKETS_OFFSET;
+import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.CHUNK_WRITER_ID_OFFSET;
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.MAX_WRITER_ID;
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.flagsOf;
 import static dev.ffmtrace.tracing.smb.abi.SharedMemoryAbiDescriptor.packetCountOf;
 
+import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -73,6 +78,7 @@ public final class Producer implements AutoCloseable {
     private final int id;
     private final String name;
     private final ClientIdentity identity;
+    private final String machineName;
     private final int pageSize;
     private final SharedMemory smb;
     private final SharedMemoryReader reader;
@@ -127,6 +133,7 @@ public final class Producer implements AutoCloseable {
         this.id = id;
         this.name = options.name();
         this.identity = options.identity();
+        this.machineName = options.machineName();
         this.pageSize = options.pageSize();
         this.commands = commands;
         this.scraping = scraping;
@@ -169,6 +176,11 @@ public final class Producer implements AutoCloseable {
     /** The trusted uid and pid it connected with, written into its packets by the service. */
     public ClientIdentity identity() {
         return identity;
+    }
+
+    /** The name a relay gave this producer's machine; empty for this machine. */
+    public String machineName() {
+        return machineName;
     }
 
     /** Whether {@link #close()} has been called, or the service closed it. */
@@ -529,6 +541,44 @@ public final class Producer implements AutoCloseable {
                 deliverStagedChunks(request, start, end);
             }
             applyPatches(request);
+        } finally {
+            readerLock.unlock();
+        }
+    }
+
+    /**
+     * Writes a chunk that came inside a CommitData request into buffer {@code bufferId}:
+     * shared memory emulation, for a producer on another machine, which shares no memory
+     * with the service. {@code chunk} holds the whole chunk from {@code offset}, its header
+     * first, in a copy the producer can no longer change; {@code complete} is false for a
+     * chunk its writer may still add to (scraped). A size that is no chunk, or a buffer the
+     * producer may not write, is counted as an ABI violation, as an SMB commit's would be.
+     */
+    void moveSerializedChunk(int bufferId, MemorySegment chunk, long offset, int size, boolean complete) {
+        readerLock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            // A chunk's size is 16 bits in Perfetto's ABI.
+            if (size < CHUNK_HEADER_SIZE || size > 0xFFFF) {
+                abiViolations++;
+                return;
+            }
+            ServiceBuffer buffer = grantedBuffer(bufferId);
+            if (buffer == null) {
+                countUnlessFormerlyGranted(bufferId);
+                return;
+            }
+            int writerId = Short.toUnsignedInt(chunk.get(Layouts.SHORT_UNALIGNED, offset + CHUNK_WRITER_ID_OFFSET));
+            if (writerId == 0 || writerId > MAX_WRITER_ID) {
+                abiViolations++;
+                return;
+            }
+            commitSink.buffer = buffer;
+            commitSink.accept(writerId, chunk.get(Layouts.INT_UNALIGNED, offset + CHUNK_ID_OFFSET),
+                    Short.toUnsignedInt(chunk.get(Layouts.SHORT_UNALIGNED, offset + CHUNK_PACKETS_OFFSET)), complete,
+                    chunk, offset + CHUNK_HEADER_SIZE, size - CHUNK_HEADER_SIZE);
         } finally {
             readerLock.unlock();
         }

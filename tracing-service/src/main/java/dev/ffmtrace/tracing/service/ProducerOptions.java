@@ -20,14 +20,21 @@ import java.util.Objects;
  *        {@value #MAX_SMB_SIZE}
  * @param pageSize the SMB's page size: 4096..65536 in steps of 4096, as Perfetto's shared
  *        memory ABI allows
+ * @param machineName the name a relay gave the producer's machine, which a session's
+ *        {@code machine_name_filter} matches; empty for this machine
  */
-public record ProducerOptions(String name, ClientIdentity identity, long smbSize, int pageSize) {
+public record ProducerOptions(String name, ClientIdentity identity, long smbSize, int pageSize, String machineName) {
     /** Perfetto's default SMB size (its service's {@code kDefaultShmSize}): 256 KiB. */
     public static final long DEFAULT_SMB_SIZE = 256 * 1024;
     /** The largest SMB Perfetto's service gives a producer ({@code kMaxShmSize}): 32 MiB. */
     public static final long MAX_SMB_SIZE = 32 * 1024 * 1024;
     /** Perfetto's default SMB page size ({@code kDefaultShmPageSize}): 4 KiB. */
     public static final int DEFAULT_PAGE_SIZE = SharedMemoryAbiDescriptor.MIN_PAGE_SIZE;
+
+    /** Options for a producer on this machine. */
+    public ProducerOptions(String name, ClientIdentity identity, long smbSize, int pageSize) {
+        this(name, identity, smbSize, pageSize, "");
+    }
 
     /**
      * Checks every field.
@@ -38,6 +45,7 @@ public record ProducerOptions(String name, ClientIdentity identity, long smbSize
     public ProducerOptions {
         Objects.requireNonNull(name, "name");
         Objects.requireNonNull(identity, "identity");
+        Objects.requireNonNull(machineName, "machineName");
         if (name.isBlank()) {
             throw new IllegalArgumentException("name must not be blank");
         }
@@ -65,16 +73,16 @@ public record ProducerOptions(String name, ClientIdentity identity, long smbSize
 
     /** These options with another identity: a producer in another process, from its peer credentials. */
     public ProducerOptions withIdentity(ClientIdentity identity) {
-        return new ProducerOptions(name, identity, smbSize, pageSize);
+        return new ProducerOptions(name, identity, smbSize, pageSize, machineName);
     }
 
     /** These options with an SMB of {@code smbSize} bytes: a positive multiple of the page size. */
     public ProducerOptions withSmbSize(long smbSize) {
-        return new ProducerOptions(name, identity, smbSize, pageSize);
+        return new ProducerOptions(name, identity, smbSize, pageSize, machineName);
     }
 
     /** These options with SMB pages of {@code pageSize} bytes; the SMB size must stay a multiple of it. */
     public ProducerOptions withPageSize(int pageSize) {
-        return new ProducerOptions(name, identity, smbSize, pageSize);
+        return new ProducerOptions(name, identity, smbSize, pageSize, machineName);
     }
 }

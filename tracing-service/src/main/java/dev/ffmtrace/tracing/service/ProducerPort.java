@@ -6,6 +6,7 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.ipc.ServiceDescriptor.Method;
 import dev.ffmtrace.memory.StreamAddress;
+import dev.ffmtrace.memory.UnixAddress;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -59,9 +60,13 @@ public final class ProducerPort implements AutoCloseable {
     private long goneChunksMoved;
     private long goneAbiViolations;
 
+    /** Whether producers send their chunks in CommitData: on TCP, where no memory can be shared. */
+    private final boolean emulatesSharedMemory;
+
     private ProducerPort(TracingService service, IpcHost host) {
         this.service = service;
         this.host = host;
+        this.emulatesSharedMemory = !(host.address() instanceof UnixAddress);
     }
 
     /**
@@ -99,8 +104,8 @@ public final class ProducerPort implements AutoCloseable {
     /**
      * Protocol violations: frames the IPC layer refused (each closed its connection), and
      * requests and commits the port refused (a malformed request, a commit of a chunk the
-     * producer cannot commit, shared memory emulation, a patch that is not 4 bytes, a
-     * producer that did not read its commands).
+     * producer cannot commit, chunk bytes in a commit on a Unix socket or a commit without
+     * them on TCP, a patch that is not 4 bytes, a producer that did not read its commands).
      */
     public long violations() {
         return violations.get() + host.violations();
@@ -143,6 +148,15 @@ public final class ProducerPort implements AutoCloseable {
 
     TracingService service() {
         return service;
+    }
+
+    /**
+     * Whether this port asks its producers for shared memory emulation: on TCP, where no
+     * descriptor can travel, each CommitData carries its chunks' bytes, and SetupTracing
+     * carries no SMB.
+     */
+    boolean emulatesSharedMemory() {
+        return emulatesSharedMemory;
     }
 
     /** Stops serving: every producer is disconnected and closed; the service and its sessions go on. */

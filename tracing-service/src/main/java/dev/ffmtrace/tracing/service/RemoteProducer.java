@@ -144,9 +144,10 @@ final class RemoteProducer implements ProducerCommands {
         long[] sizes = validShmSizes(Integer.toUnsignedLong(request.sharedMemorySizeHintBytes()),
                 Integer.toUnsignedLong(request.sharedMemoryPageSizeHintBytes()));
         ProducerOptions options = new ProducerOptions(producerName(request, client),
-                new ClientIdentity(client.uid(), client.pid()), sizes[0], (int) sizes[1]);
+                new ClientIdentity(client.uid(), client.pid(), client.machineId()), sizes[0], (int) sizes[1],
+                client.machineName() == null ? "" : client.machineName());
         SharedMemory provided = null;
-        if (request.producerProvidedShmem() && fd >= 0) {
+        if (request.producerProvidedShmem() && fd >= 0 && !port.emulatesSharedMemory()) {
             provided = adoptProvidedSmb(fd, options.pageSize());
             fd = -1;
         }
@@ -169,6 +170,7 @@ final class RemoteProducer implements ProducerCommands {
         // Chunks leave the SMB only when committed or scraped, so a producer may patch a
         // chunk it still holds in place, as Perfetto's service allows.
         response.get().setDirectSmbPatchingSupported(true);
+        response.get().setUseShmemEmulation(port.emulatesSharedMemory());
         invocation.reply(response.toByteArray());
         remote.queueSetupTracing();
         remote.sender.start();
@@ -221,7 +223,8 @@ final class RemoteProducer implements ProducerCommands {
         GetAsyncCommandResponse.SetupTracing setup = command.get().setSetupTracing();
         if (!smbProvidedByProducer) {
             setup.setSharedBufferPageSizeKb(producer.pageSize() / 1024);
-            fd = MemoryFile.duplicate(producer.smbFd());
+            // An emulated producer keeps its SMB to itself: no descriptor crosses TCP.
+            fd = port.emulatesSharedMemory() ? -1 : MemoryFile.duplicate(producer.smbFd());
         }
         queue(new Command(command.toByteArray(), fd));
     }
@@ -419,9 +422,17 @@ final class RemoteProducer implements ProducerCommands {
         commitDecoder.chunksToMove(outer);
         while (outer.next()) {
             moveDecoder.reset(outer.field());
-            // Shared memory emulation (chunk bytes in the request) is not offered.
-            if (moveDecoder.hasError() || moveDecoder.hasData()) {
+            // Chunk bytes come in the request exactly when the port emulates shared memory.
+            if (moveDecoder.hasError() || moveDecoder.hasData() != port.emulatesSharedMemory()) {
                 port.countViolation();
+                continue;
+            }
+            if (moveDecoder.hasData()) {
+                // Written at once, before any patch of the request, as traced does; the
+                // bytes are the frame's copy, which the producer cannot change.
+                ProtoField data = moveDecoder.field(CommitDataRequest.ChunksToMove.DATA_FIELD_NUMBER);
+                producer.moveSerializedChunk(moveDecoder.targetBuffer(), data.segment(), data.offset(),
+                        (int) Math.min(data.length(), Integer.MAX_VALUE), !moveDecoder.chunkIncomplete());
                 continue;
             }
             commit.addChunkToMove(moveDecoder.page(), moveDecoder.chunk(), moveDecoder.targetBuffer());

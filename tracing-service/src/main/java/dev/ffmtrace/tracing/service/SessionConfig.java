@@ -51,6 +51,7 @@ public final class SessionConfig {
     private final List<DataSource> dataSources;
     private final long durationMs;
     private final boolean writeIntoFile;
+    private final boolean traceAllMachines;
     private final long fileWritePeriodMs;
     private final long maxFileSizeBytes;
     private final long flushPeriodMs;
@@ -83,14 +84,39 @@ public final class SessionConfig {
      * @param targetBuffer the index of the buffer it writes to, resolved from its name or index
      * @param protoVmMemoryLimitKb its {@code protovm_config.memory_limit_kb}, or
      *                             {@link #NO_PROTOVM} when the config names no ProtoVM limit
+     * @param machineNameFilter    its {@code machine_name_filter}: the machines whose producers
+     *                             it starts on ("host" is this one); empty for the session's default
      */
-    public record DataSource(String name, int targetBuffer, long protoVmMemoryLimitKb) {
+    public record DataSource(String name, int targetBuffer, long protoVmMemoryLimitKb,
+                             List<String> machineNameFilter) {
         /** A data source whose overwritten packets go to no ProtoVM. */
         public static final long NO_PROTOVM = -1;
+
+        public DataSource {
+            machineNameFilter = List.copyOf(machineNameFilter);
+        }
 
         /** A data source with no ProtoVM. */
         public DataSource(String name, int targetBuffer) {
             this(name, targetBuffer, NO_PROTOVM);
+        }
+
+        /** A data source for the session's default machines. */
+        public DataSource(String name, int targetBuffer, long protoVmMemoryLimitKb) {
+            this(name, targetBuffer, protoVmMemoryLimitKb, List.of());
+        }
+
+        /**
+         * Whether it starts on a producer of machine {@code machineName} ({@code remote}
+         * unless it is this one), in a session that {@code traceAllMachines} or not, as
+         * traced decides: its filter if it has one (where "host" names this machine), else
+         * this machine only, unless the session traces all machines.
+         */
+        public boolean startsOn(boolean remote, String machineName, boolean traceAllMachines) {
+            if (!machineNameFilter.isEmpty()) {
+                return machineNameFilter.contains(machineName) || (!remote && machineNameFilter.contains("host"));
+            }
+            return !remote || traceAllMachines;
         }
 
         /** Whether its producers' ProtoVM programs run on its overwritten packets. */
@@ -105,6 +131,7 @@ public final class SessionConfig {
         this.dataSources = List.copyOf(dataSources);
         this.durationMs = Integer.toUnsignedLong(config.durationMs());
         this.writeIntoFile = config.writeIntoFile();
+        this.traceAllMachines = config.traceAllMachines();
         this.fileWritePeriodMs = Integer.toUnsignedLong(config.fileWritePeriodMs());
         this.maxFileSizeBytes = config.maxFileSizeBytes();
         this.flushPeriodMs = Integer.toUnsignedLong(config.flushPeriodMs());
@@ -156,6 +183,14 @@ public final class SessionConfig {
             case STOP_TRACING, CLONE_SNAPSHOT -> triggerConfig.timeoutMs();
             case UNSPECIFIED, START_TRACING -> durationMs;
         };
+    }
+
+    /**
+     * {@code trace_all_machines}: whether data sources without a machine filter start on
+     * producers of other machines too (those a relay forwards), not this one's only.
+     */
+    public boolean traceAllMachines() {
+        return traceAllMachines;
     }
 
     /** {@code write_into_file}: whether the trace is written out periodically while the session runs. */
@@ -270,8 +305,13 @@ public final class SessionConfig {
             if (!source.hasName() || source.name().isEmpty()) {
                 throw new InvalidConfigException("data source #" + i + " has no name");
             }
+            List<String> machines = new ArrayList<>();
+            RepeatedFieldIterator machineNames = entry.machineNameFilter(new RepeatedFieldIterator());
+            while (machineNames.next()) {
+                machines.add(machineNames.field().asString());
+            }
             dataSources.add(new DataSource(source.name(), resolveTargetBuffer(source, i, buffers, bufferByName),
-                    protoVmMemoryLimitKb(source, i)));
+                    protoVmMemoryLimitKb(source, i), machines));
         }
         long clearPeriodMs = 0;
         TraceConfig.IncrementalStateConfig.Decoder incrementalState = new TraceConfig.IncrementalStateConfig.Decoder();

@@ -393,7 +393,11 @@ public final class TracingService implements AutoCloseable {
 
     private void startDataSources(TracingSession session, Producer producer) {
         List<SessionConfig.DataSource> wanted = session.config().dataSources();
+        boolean remote = producer.identity().machineId() != 0;
         for (int i = 0; i < wanted.size(); i++) {
+            if (!wanted.get(i).startsOn(remote, producer.machineName(), session.config().traceAllMachines())) {
+                continue;
+            }
             DataSource offered = producer.dataSource(wanted.get(i).name());
             if (offered != null && !offered.startedFor(session, i) && offered.canStartAnother()) {
                 producer.startDataSource(offered, session, i, session.bufferId(wanted.get(i).targetBuffer()));

@@ -817,7 +817,14 @@ public final class TracingSession implements AutoCloseable {
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_UID_FIELD_NUMBER, view.clientUid());
         trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER,
                 Integer.toUnsignedLong(sequenceId));
-        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
+        if (view.clientPid() >= 0) {
+            // A producer over TCP without a relay has no pid to vouch for; traced leaves the field off too.
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
+        }
+        if (view.clientMachineId() != 0) {
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.MACHINE_ID_FIELD_NUMBER,
+                    Integer.toUnsignedLong(view.clientMachineId()));
+        }
         if (loss != 0) {
             // Readers keep the last value of the field: the service's, which must then carry the producer's cause too.
             trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,

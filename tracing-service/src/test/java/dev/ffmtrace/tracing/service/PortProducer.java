@@ -11,6 +11,7 @@ import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
+import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
 import dev.ffmtrace.perfetto.protos.NotifyDataSourceStoppedRequest;
 import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
 import dev.ffmtrace.perfetto.protos.RegisterTraceWriterRequest;
@@ -21,6 +22,7 @@ import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -45,6 +47,8 @@ final class PortProducer implements AutoCloseable {
     volatile boolean reclaimOnFlush = true;
     volatile SharedMemory smb;
     volatile SharedMemoryArbiter arbiter;
+    /** The ABI over {@link #smb} when the service emulates shared memory; written before {@link #arbiter}. */
+    private volatile SharedMemoryAbi emulatedAbi;
     volatile int pageSizeKb;
     /** Whether a test has taken the SetupTracing command off {@link #commands}. */
     private boolean setupTracingTaken;
@@ -66,7 +70,19 @@ final class PortProducer implements AutoCloseable {
 
     static PortProducer connect(StreamAddress address, String name, int sizeHint, int pageHint, int providedSmbFd,
                                 int scrapingMode) throws Exception {
+        return connect(IpcClient.connect(address), name, sizeHint, pageHint, providedSmbFd, scrapingMode);
+    }
+
+    /** As a relay connects a producer of machine {@code machineIdHint}: it names the producer first. */
+    static PortProducer connectRelayed(StreamAddress address, String name, int pid, int uid, String machineIdHint,
+                                       String machineName) throws Exception {
         IpcClient client = IpcClient.connect(address);
+        client.setPeerIdentity(pid, uid, machineIdHint, machineName);
+        return connect(client, name, 1 << 20, 4096, -1, 0);
+    }
+
+    private static PortProducer connect(IpcClient client, String name, int sizeHint, int pageHint, int providedSmbFd,
+                                        int scrapingMode) throws Exception {
         BoundService port = client.bindService(ProducerPort.SERVICE_NAME).get(5, TimeUnit.SECONDS);
         HeapBuffered<InitializeConnectionRequest> request = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
         request.get().setSharedMemorySizeHintBytes(sizeHint);
@@ -173,6 +189,11 @@ final class PortProducer implements AutoCloseable {
             if (reply.fd() >= 0) {
                 smb = SharedMemory.attach(reply.fd(), Seals.REQUIRED);
                 arbiter = new SharedMemoryArbiter(smb.segment(), pageSizeKb * 1024, this::commit);
+            } else if (emulating()) {
+                // Shared memory emulation: an SMB of our own, whose chunks travel in CommitData.
+                smb = SharedMemory.create("emulated-smb", 256 * 1024);
+                emulatedAbi = new SharedMemoryAbi(smb.segment(), pageSizeKb * 1024);
+                arbiter = new SharedMemoryArbiter(smb.segment(), pageSizeKb * 1024, this::commitEmulated);
             }
             decoded = new Command(GetAsyncCommandResponse.SETUP_TRACING_FIELD_NUMBER, 0, null, 0, List.of(), reply.fd());
         } else if (command.hasSetupDataSource() || command.hasStartDataSource()) {
@@ -227,6 +248,36 @@ final class PortProducer implements AutoCloseable {
         HeapBuffered<CommitDataRequest> ack = new HeapBuffered<>(CommitDataRequest.FACTORY);
         ack.get().setFlushRequestId(requestId);
         client.invoke(port, "CommitData", ack.toByteArray());
+    }
+
+    /** Whether the service asked for shared memory emulation in its InitializeConnection reply. */
+    boolean emulating() {
+        InitializeConnectionResponse.Decoder init = new InitializeConnectionResponse.Decoder();
+        init.reset(MemorySegment.ofArray(initializeReply));
+        return init.useShmemEmulation();
+    }
+
+    /**
+     * What Perfetto's arbiter does in emulation mode: each chunk to move goes as its bytes,
+     * header first, and is freed here, since the service cannot free it. Patches are not
+     * sent: the tests that emulate write packets that need none.
+     */
+    private void commitEmulated(CommitRequest request) {
+        HeapBuffered<CommitDataRequest> message = new HeapBuffered<>(CommitDataRequest.FACTORY);
+        for (int i = 0; i < request.chunksToMove(); i++) {
+            int page = request.movePage(i);
+            int chunk = request.moveChunk(i);
+            int layout = emulatedAbi.pageLayout(page);
+            long offset = emulatedAbi.chunkOffset(page, chunk, layout);
+            CommitDataRequest.ChunksToMove move = message.get().addChunksToMove();
+            move.setPage(page);
+            move.setChunk(chunk);
+            move.setTargetBuffer(request.moveTargetBuffer(i));
+            move.setData(smb.segment().asSlice(offset, emulatedAbi.chunkSize(layout)));
+            emulatedAbi.tryAcquireChunkForReading(page, chunk);
+            emulatedAbi.releaseChunkAsFree(page, chunk);
+        }
+        client.invoke(port, "CommitData", message.toByteArray());
     }
 
     private void commit(CommitRequest request) {

@@ -2,8 +2,10 @@ package dev.ffmtrace.cli;
 
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.NativeException;
-import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.TcpAddress;
+import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.service.CommitPathWarmUp;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -22,11 +24,13 @@ import picocli.CommandLine.Option;
 
 /**
  * Runs the tracing service as a daemon, as Perfetto's {@code traced}: its ports on Unix
- * sockets, until SIGINT or SIGTERM, which close them (removing the socket files) and end
- * the sessions still running.
+ * sockets (the producer port on TCP too, for relays and producers of other machines),
+ * until SIGINT or SIGTERM, which close them (removing the socket files) and end the
+ * sessions still running.
  */
 @Command(name = "serve", mixinStandardHelpOptions = true,
-        description = "Run the tracing service as a daemon, with Perfetto's producer and consumer ports on Unix sockets.")
+        description = "Run the tracing service as a daemon, with Perfetto's producer and consumer ports on Unix sockets"
+                + " (and the producer port on TCP where asked).")
 final class ServeCommand implements Callable<Integer> {
     /** Not Perfetto's /run/perfetto/traced-consumer.sock or /tmp/perfetto-consumer: a system traced keeps those. */
     static final String DEFAULT_CONSUMER_SOCKET = "/tmp/ffmtrace-consumer";
@@ -43,9 +47,12 @@ final class ServeCommand implements Callable<Integer> {
                     + "); @NAME for Linux's abstract namespace.")
     String consumerSocket;
 
-    @Option(names = "--producer-socket", paramLabel = "PATH",
-            description = "The producer socket (default: $PERFETTO_PRODUCER_SOCK_NAME, else " + DEFAULT_PRODUCER_SOCKET
-                    + "); @NAME for Linux's abstract namespace.")
+    @Option(names = "--producer-socket", paramLabel = "ADDRESS[,ADDRESS...]",
+            description = "The producer sockets, as Perfetto lists them (default: $PERFETTO_PRODUCER_SOCK_NAME, else "
+                    + DEFAULT_PRODUCER_SOCKET + "): a path, @NAME for Linux's abstract namespace, or HOST:PORT"
+                    + " ([V6]:PORT) for TCP, where producers of other machines and relays connect and send their"
+                    + " chunks over the socket (port 0: the kernel picks one, printed). A TCP address is reachable"
+                    + " by whoever can reach that interface: 127.0.0.1 keeps it to this machine.")
     String producerSocket;
 
     @Option(names = "--socket-mode", paramLabel = "OCTAL", defaultValue = "0600",
@@ -62,12 +69,16 @@ final class ServeCommand implements Callable<Integer> {
     public Integer call() throws InterruptedException, CliFailure {
         UnixAddress consumerAddress = UnixAddress.parse(
                 socketName(consumerSocket, "PERFETTO_CONSUMER_SOCK_NAME", DEFAULT_CONSUMER_SOCKET));
-        UnixAddress producerAddress = UnixAddress.parse(
+        List<StreamAddress> producerAddresses = producerAddresses(
                 socketName(producerSocket, "PERFETTO_PRODUCER_SOCK_NAME", DEFAULT_PRODUCER_SOCKET));
         int mode = parseMode(socketMode);
         // Refused before the warm-up's seconds, not after them; listening checks again.
         clearSocketPath("--consumer-socket", consumerAddress);
-        clearSocketPath("--producer-socket", producerAddress);
+        for (StreamAddress address : producerAddresses) {
+            if (address instanceof UnixAddress unix) {
+                clearSocketPath("--producer-socket", unix);
+            }
+        }
         if (!noWarmUp) {
             long start = System.nanoTime();
             CommitPathWarmUp.Rounds warmUp = CommitPathWarmUp.runUntilSettled(CommitPathWarmUp.MAX_ROUNDS,
@@ -85,10 +96,14 @@ final class ServeCommand implements Callable<Integer> {
                     IpcHost consumerHost = listen("--consumer-socket", consumerAddress, mode);
                     hosts.add(consumerHost);
                     consumerHost.exposeService(consumerPort.descriptor());
-                    IpcHost producerHost = listen("--producer-socket", producerAddress, mode);
-                    hosts.add(producerHost);
-                    ProducerPort.expose(service, producerHost);
-                    System.out.println("producer socket: " + producerAddress);
+                    for (StreamAddress address : producerAddresses) {
+                        IpcHost producerHost = listen("--producer-socket", address, mode);
+                        hosts.add(producerHost);
+                        ProducerPort.expose(service, producerHost);
+                        System.out.println("producer socket: " + producerHost.address()
+                                + (address instanceof TcpAddress tcp && !tcp.isLoopback()
+                                        ? " (TCP, reachable from other machines)" : ""));
+                    }
                     System.out.println("consumer socket: " + consumerAddress);
                     System.out.flush();
                     // Serving: the hosts' threads do the work until a signal.
@@ -117,6 +132,22 @@ final class ServeCommand implements Callable<Integer> {
         return fromEnvironment != null ? fromEnvironment : fallback;
     }
 
+    /** A comma-separated list of socket addresses, as Perfetto's {@code PERFETTO_PRODUCER_SOCK_NAME} holds them. */
+    static List<StreamAddress> producerAddresses(String list) throws CliFailure {
+        List<StreamAddress> addresses = new ArrayList<>();
+        for (String entry : list.split(",", -1)) {
+            try {
+                addresses.add(StreamAddress.parse(entry.strip()));
+            } catch (IllegalArgumentException e) {
+                throw new CliFailure("--producer-socket " + list + ": " + e.getMessage(), CliFailure.USAGE);
+            }
+        }
+        if (addresses.size() != addresses.stream().distinct().count()) {
+            throw new CliFailure("--producer-socket " + list + ": an address is listed twice", CliFailure.USAGE);
+        }
+        return addresses;
+    }
+
     /** {@code --socket-mode}: octal permission bits within 0777. */
     static int parseMode(String octal) throws CliFailure {
         if (!octal.matches("0?[0-7]{1,3}")) {
@@ -133,8 +164,10 @@ final class ServeCommand implements Callable<Integer> {
      * refused: a file that is not a socket (a usage error), a socket a live service
      * accepts on, or one whose state cannot be told.
      */
-    private static IpcHost listen(String option, UnixAddress address, int mode) throws CliFailure {
-        clearSocketPath(option, address);
+    private static IpcHost listen(String option, StreamAddress address, int mode) throws CliFailure {
+        if (address instanceof UnixAddress unix) {
+            clearSocketPath(option, unix);
+        }
         try {
             return IpcHost.listen(address, mode);
         } catch (NativeException | IllegalArgumentException | UncheckedIOException e) {

@@ -8,6 +8,7 @@ import dev.ffmtrace.memory.TcpAddress;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.tracing.service.CommitPathWarmUp;
 import dev.ffmtrace.tracing.service.ProducerPort;
+import dev.ffmtrace.tracing.service.RelayPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
 import java.io.IOException;
@@ -55,6 +56,11 @@ final class ServeCommand implements Callable<Integer> {
                     + " by whoever can reach that interface: 127.0.0.1 keeps it to this machine.")
     String producerSocket;
 
+    @Option(names = "--enable-relay-endpoint",
+            description = "Serve relays (traced_relay, ffmtrace relay) on the producer sockets too, as traced's flag"
+                    + " of that name: their machines' system info and clocks go into every trace.")
+    boolean relayEndpoint;
+
     @Option(names = "--socket-mode", paramLabel = "OCTAL", defaultValue = "0600",
             description = "Permission bits of both socket files (default: ${DEFAULT-VALUE}, the owner's only; "
                     + "0666 lets every local user in, as Android's traced). No effect on @NAME sockets.")
@@ -100,6 +106,9 @@ final class ServeCommand implements Callable<Integer> {
                         IpcHost producerHost = listen("--producer-socket", address, mode);
                         hosts.add(producerHost);
                         ProducerPort.expose(service, producerHost);
+                        if (relayEndpoint) {
+                            RelayPort.expose(service, producerHost);
+                        }
                         System.out.println("producer socket: " + producerHost.address()
                                 + (address instanceof TcpAddress tcp && !tcp.isLoopback()
                                         ? " (TCP, reachable from other machines)" : ""));

@@ -22,6 +22,8 @@ public final class Os {
     public static final int CLOCK_MONOTONIC = Native.CLOCK_MONOTONIC;
     /** {@code CLOCK_MONOTONIC_RAW}: monotonic, without NTP's rate adjustments. */
     public static final int CLOCK_MONOTONIC_RAW = Native.CLOCK_MONOTONIC_RAW;
+    /** {@code CLOCK_REALTIME_COARSE}: wall time at tick resolution. */
+    public static final int CLOCK_REALTIME_COARSE = Native.CLOCK_REALTIME_COARSE;
     /** {@code CLOCK_MONOTONIC_COARSE}: monotonic at tick resolution, the clock of heapprofd's dump timestamps. */
     public static final int CLOCK_MONOTONIC_COARSE = Native.CLOCK_MONOTONIC_COARSE;
     /** {@code CLOCK_BOOTTIME}: monotonic and counting suspend; Perfetto's default trace clock. */

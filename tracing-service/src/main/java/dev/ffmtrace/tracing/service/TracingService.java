@@ -48,6 +48,7 @@ public final class TracingService implements AutoCloseable {
     private ScheduledThreadPoolExecutor ownTimer;
     private ScheduledFuture<?> idleWriterSweep;
     private final List<Producer> producers = new CopyOnWriteArrayList<>();
+    private final RelayClients relays = new RelayClients();
     /** The running sessions: those that start data sources. */
     private final List<TracingSession> sessions = new CopyOnWriteArrayList<>();
     /** The sessions not closed yet, running or stopped: their buffers are the service's to free. */
@@ -389,6 +390,11 @@ public final class TracingService implements AutoCloseable {
                 closedProducers.add(producer);
             }
         }
+    }
+
+    /** The relays connected through a {@link RelayPort}: the remote machines' SystemInfo and clocks. */
+    public RelayClients relays() {
+        return relays;
     }
 
     private void startDataSources(TracingSession session, Producer producer) {

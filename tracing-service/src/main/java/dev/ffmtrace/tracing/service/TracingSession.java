@@ -143,6 +143,8 @@ public final class TracingSession implements AutoCloseable {
     /** What consuming reads carry from one readback to the next. */
     private final Readback consumed = new Readback();
     private boolean initialPacketsWritten;
+    /** Whether the remote machines' clock exchanges are written; guarded as {@link #initialPacketsWritten}. */
+    private boolean remoteClockSyncWritten;
     private byte[] packetBytes = new byte[4096];
     private MemorySegment packetSegment = MemorySegment.ofArray(packetBytes);
     /** The packet's tag and length, and the trusted fields appended to it. */
@@ -680,6 +682,7 @@ public final class TracingSession implements AutoCloseable {
             sink.write(packet);
         }
         writeNewLifecycleEvents(sink);
+        writeRemoteClockSyncOnce(sink);
         if (first) {
             // The VMs' states at the first readback, once per session, as Perfetto writes them.
             ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
@@ -718,6 +721,20 @@ public final class TracingSession implements AutoCloseable {
         sink.write(ServicePackets.traceUuid(msb, lsb));
         sink.write(ServicePackets.traceProvenance(sequences));
         sink.write(ServicePackets.systemInfo());
+        for (byte[] packet : service.relays().systemInfoPackets()) {
+            sink.write(packet);
+        }
+    }
+
+    /** The remote machines' clock exchanges, once per session: at its first readback while any relay is connected. */
+    private void writeRemoteClockSyncOnce(TraceSink sink) throws IOException {
+        if (remoteClockSyncWritten || service.relays().isEmpty()) {
+            return;
+        }
+        for (byte[] packet : service.relays().clockSyncPackets()) {
+            sink.write(packet);
+        }
+        remoteClockSyncWritten = true;
     }
 
     private static void writeIfAny(TraceSink sink, byte[] packet) throws IOException {

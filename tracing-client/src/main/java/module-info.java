@@ -2,8 +2,9 @@
  * The clients of a Perfetto tracing service over its IPC, as Perfetto's
  * {@code src/tracing/ipc}: {@code ProducerConnection} joins the producer socket and writes
  * into the shared memory buffer it is given; {@code ConsumerConnection} starts, flushes,
- * reads and clones sessions on the consumer socket. Either works against a real
- * {@code traced} or ffmtrace's service, and needs neither in this process.
+ * reads and clones sessions on the consumer socket; {@code RelayService} forwards this
+ * machine's producers to a host on another machine, as {@code traced_relay}. Each works
+ * against a real {@code traced} or ffmtrace's service, and needs neither in this process.
  */
 module dev.ffmtrace.tracing.client {
     requires transitive dev.ffmtrace.tracing.core;
@@ -11,4 +12,5 @@ module dev.ffmtrace.tracing.client {
 
     exports dev.ffmtrace.tracing.producer;
     exports dev.ffmtrace.tracing.consumer;
+    exports dev.ffmtrace.tracing.relay;
 }

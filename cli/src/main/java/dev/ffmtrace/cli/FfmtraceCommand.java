@@ -11,7 +11,7 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "ffmtrace 0.1.0",
         description = "Perfetto's tracing memory machinery on the Java FFM API.",
-        subcommands = {RecordCommand.class, ServeCommand.class, ProduceCommand.class, HeapprofdCommand.class, DemoCommand.class, ConvertCommand.class, JfrCommand.class, AttachCommand.class, DumpCommand.class, ProtoVmCommand.class, StressCommand.class, StressHostileCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {RecordCommand.class, ServeCommand.class, RelayCommand.class, ProduceCommand.class, HeapprofdCommand.class, DemoCommand.class, ConvertCommand.class, JfrCommand.class, AttachCommand.class, DumpCommand.class, ProtoVmCommand.class, StressCommand.class, StressHostileCommand.class, CommandLine.HelpCommand.class})
 public final class FfmtraceCommand implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

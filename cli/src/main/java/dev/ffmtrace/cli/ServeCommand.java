@@ -144,12 +144,19 @@ final class ServeCommand implements Callable<Integer> {
     /** A comma-separated list of socket addresses, as Perfetto's {@code PERFETTO_PRODUCER_SOCK_NAME} holds them. */
     static List<StreamAddress> producerAddresses(String list) throws CliFailure {
         List<StreamAddress> addresses = new ArrayList<>();
-        for (String entry : list.split(",", -1)) {
+        for (String entry : list.split(",")) {
+            if (entry.isBlank()) {
+                // traced skips empty entries too: "/tmp/p," is one socket.
+                continue;
+            }
             try {
                 addresses.add(StreamAddress.parse(entry.strip()));
             } catch (IllegalArgumentException e) {
                 throw new CliFailure("--producer-socket " + list + ": " + e.getMessage(), CliFailure.USAGE);
             }
+        }
+        if (addresses.isEmpty()) {
+            throw new CliFailure("--producer-socket \"" + list + "\": no address", CliFailure.USAGE);
         }
         if (addresses.size() != addresses.stream().distinct().count()) {
             throw new CliFailure("--producer-socket " + list + ": an address is listed twice", CliFailure.USAGE);

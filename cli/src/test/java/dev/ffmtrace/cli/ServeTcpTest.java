@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
+import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.Reply;
 import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.TcpAddress;
@@ -29,7 +30,7 @@ class ServeTcpTest {
     /** InitializeConnection's reply to a producer at {@code address}, decoded. */
     private static InitializeConnectionResponse.Decoder initialize(StreamAddress address) throws Exception {
         try (IpcClient client = IpcClient.connect(address)) {
-            client.setPeerIdentity(77, 1000, "guest-boot-id", "guest-a");
+            client.setPeerIdentity(new PeerIdentity(77, 1000, "guest-boot-id", "guest-a"));
             BoundService port = client.bindService("ProducerPort").get(30, TimeUnit.SECONDS);
             HeapBuffered<InitializeConnectionRequest> request = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
             request.get().setProducerName("remote-app");
@@ -68,7 +69,7 @@ class ServeTcpTest {
 
     @Test
     void aProducerSocketListThatDoesNotParseIsAUsageError() throws Exception {
-        for (String list : new String[] {"127.0.0.1:http", "/tmp/a,,127.0.0.1:1", "127.0.0.1:5,127.0.0.1:5",
+        for (String list : new String[] {"127.0.0.1:http", " , ", "127.0.0.1:5,127.0.0.1:5",
                                          "vsock://3:9000"}) {
             CliProcess serve = CliProcess.start("serve", "--no-warm-up", "--consumer-socket",
                     dir.resolve("c.sock").toString(), "--producer-socket", list);

@@ -70,9 +70,10 @@ public final class IpcClient implements AutoCloseable {
      * forwards: its pid and uid, and its machine's id hint and name. Honoured by a host on
      * TCP before the connection's first {@link #bindService}; it gets no reply.
      */
-    public void setPeerIdentity(int pid, int uid, String machineIdHint, String machineName) {
+    public void setPeerIdentity(PeerIdentity identity) {
         long requestId = lastRequestId.incrementAndGet();
-        send(requestId, Frames.setPeerIdentity(requestId, pid, uid, machineIdHint, machineName), -1);
+        send(requestId, Frames.setPeerIdentity(requestId, identity.pid(), identity.uid(), identity.machineIdHint(),
+                identity.machineName()), -1);
     }
 
     /** Binds service {@code name}; fails with {@link IpcException} if the host does not expose it. */

@@ -11,18 +11,12 @@ import dev.ffmtrace.perfetto.protos.TraceProvenance;
 import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.perfetto.protos.TraceUuid;
 import dev.ffmtrace.perfetto.protos.Trigger;
-import dev.ffmtrace.perfetto.protos.Utsname;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.buffer.BufferProtoVms;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
-import java.io.IOException;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.time.Instant;
-import java.time.ZoneId;
+import dev.ffmtrace.tracing.relay.ThisMachine;
 import java.util.List;
-import java.util.Locale;
 
 /**
  * The packets the service writes itself, each a one-packet {@code Trace} ready to be
@@ -220,50 +214,7 @@ final class ServicePackets {
         Package pkg = ServicePackets.class.getPackage();
         String version = pkg.getImplementationVersion();
         info.setTracingServiceVersion(version == null ? "ffmtrace" : "ffmtrace " + version);
-        info.setTimezoneOffMins(ZoneId.systemDefault().getRules().getOffset(Instant.now()).getTotalSeconds() / 60);
-        Utsname utsname = info.setUtsname();
-        utsname.setSysname(kernelValue("ostype", System.getProperty("os.name")));
-        utsname.setVersion(kernelValue("version", ""));
-        utsname.setRelease(kernelValue("osrelease", System.getProperty("os.version")));
-        utsname.setMachine(kernelValue("arch", machineOf(System.getProperty("os.arch"))));
-        info.setPageSize((int) Os.pageSize());
-        info.setNumCpus(cpuCount());
+        ThisMachine.describe(info);
         return trace.toByteArray();
-    }
-
-    /** What {@code uname(2)} says as {@code name}, from /proc/sys/kernel; {@code fallback} where it cannot be read. */
-    private static String kernelValue(String name, String fallback) {
-        try {
-            // Lines, not readString: a /proc file's size is 0, and some of them read short that way.
-            return String.join("\n", Files.readAllLines(Path.of("/proc/sys/kernel", name))).strip();
-        } catch (IOException | RuntimeException e) {
-            return fallback;
-        }
-    }
-
-    /** uname's machine for a JVM os.arch: the JVM says amd64 where the kernel says x86_64. */
-    private static String machineOf(String osArch) {
-        return switch (osArch.toLowerCase(Locale.ROOT)) {
-            case "amd64" -> "x86_64";
-            case "x86" -> "i686";
-            default -> osArch;
-        };
-    }
-
-    /**
-     * The CPUs the system has (the kernel's {@code present} list), as Perfetto reports
-     * {@code sysconf(_SC_NPROCESSORS_CONF)}; those the JVM may use where the list cannot be read.
-     */
-    static int cpuCount() {
-        try {
-            int count = 0;
-            for (String range : Files.readAllLines(Path.of("/sys/devices/system/cpu/present")).getFirst().strip().split(",")) {
-                int dash = range.indexOf('-');
-                count += dash < 0 ? 1 : Integer.parseInt(range.substring(dash + 1)) - Integer.parseInt(range.substring(0, dash)) + 1;
-            }
-            return count;
-        } catch (IOException | RuntimeException e) {
-            return Runtime.getRuntime().availableProcessors();
-        }
     }
 }

@@ -2,6 +2,7 @@ package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
+import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.Reply;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
@@ -77,7 +78,7 @@ final class PortProducer implements AutoCloseable {
     static PortProducer connectRelayed(StreamAddress address, String name, int pid, int uid, String machineIdHint,
                                        String machineName) throws Exception {
         IpcClient client = IpcClient.connect(address);
-        client.setPeerIdentity(pid, uid, machineIdHint, machineName);
+        client.setPeerIdentity(new PeerIdentity(pid, uid, machineIdHint, machineName));
         return connect(client, name, 1 << 20, 4096, -1, 0);
     }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
+import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.TcpAddress;
 import dev.ffmtrace.perfetto.protos.BuiltinClock;
@@ -77,7 +78,7 @@ class RelayPortTest {
              IpcHost host = IpcHost.listen(TcpAddress.loopback(0))) {
             RelayPort port = RelayPort.expose(service, host);
             try (IpcClient relay = IpcClient.connect(host.address())) {
-                relay.setPeerIdentity(0, 0, BOOT_ID, "guest-a");
+                relay.setPeerIdentity(new PeerIdentity(0, 0, BOOT_ID, "guest-a"));
                 BoundService bound = relay.bindService(RelayPort.SERVICE_NAME).get(10, TimeUnit.SECONDS);
                 assertTrue(relay.invoke(bound, "InitRelay", initRelay("GuestOS")).get(10, TimeUnit.SECONDS).success());
                 for (int exchange = 0; exchange < RelayClients.KEPT_SYNCS + 2; exchange++) {
@@ -151,7 +152,7 @@ class RelayPortTest {
                 assertFalse(anonymous.invoke(bound, "SyncClock", syncClock(1, 1)).get(10, TimeUnit.SECONDS).success());
             }
             try (IpcClient relay = IpcClient.connect(host.address())) {
-                relay.setPeerIdentity(0, 0, BOOT_ID, "guest-a");
+                relay.setPeerIdentity(new PeerIdentity(0, 0, BOOT_ID, "guest-a"));
                 BoundService bound = relay.bindService(RelayPort.SERVICE_NAME).get(10, TimeUnit.SECONDS);
                 assertFalse(relay.invoke(bound, "SyncClock", syncClock(RelayPort.MAX_CLOCKS + 1, 1))
                         .get(10, TimeUnit.SECONDS).success());

@@ -32,6 +32,11 @@ final class ServiceStateReplies {
             entry.setName(producer.name());
             entry.setUid(producer.identity().uid());
             entry.setPid(producer.identity().pid());
+            if (producer.identity().machineId() != 0) {
+                // Another machine's producer, through a relay: as traced lists it.
+                entry.setMachineId(producer.identity().machineId());
+                entry.setMachineName(producer.machineName());
+            }
         }));
     }
 

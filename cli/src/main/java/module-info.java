@@ -1,4 +1,4 @@
-/** The ffmtrace command line: record, serve, produce, heapprofd, convert, jfr, jvm, dump, protovm, demo and stress. */
+/** The ffmtrace command line: record, serve, relay, produce, heapprofd, convert, jfr, jvm, dump, protovm, demo and stress. */
 @SuppressWarnings("requires-automatic")
 module dev.ffmtrace.cli {
     requires dev.ffmtrace.perfetto.protos.java;

@@ -2,8 +2,9 @@ package dev.ffmtrace.bench;
 
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
-import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.TcpAddress;
+import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
@@ -24,7 +25,9 @@ import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -47,7 +50,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * The service's side of CommitData, µs/op: a real {@link ProducerPort} on a real Unix
  * socket, whose I/O thread reads the frame, decodes it, moves the 4 KiB chunk holding a
  * 1 KiB packet into the session's buffer (and with {@code patch}, applies a 4-byte patch
- * to it) and replies. The producer end is this thread, written not to allocate: a
+ * to it) and replies. With {@code transport=tcp} the port is on TCP (loopback) and the
+ * chunk's bytes travel inside the CommitData, as a producer of another machine sends
+ * them (shared memory emulation). The producer end is this thread, written not to allocate: a
  * {@link TraceWriter} fills the chunk, the CommitData frame is encoded by hand into a
  * reused array, and the reply is read into another. So the allocation column is the
  * service's.
@@ -66,6 +71,9 @@ public class ProducerPortServiceBenchmark {
     @Param({"false", "true"})
     public boolean patch;
 
+    @Param({"unix", "tcp"})
+    public String transport;
+
     private TracingService service;
     private ProducerPort port;
     private StreamSocket socket;
@@ -77,7 +85,9 @@ public class ProducerPortServiceBenchmark {
     private int targetBuffer;
     private final byte[] kilobyte = new byte[1024];
     /** The CommitData frame being written, and the reply bytes being read. */
-    private final byte[] out = new byte[256];
+    private final byte[] out = new byte[8192];
+    /** The producer's own SMB's layout, on TCP: it frees each chunk it sends, as the service cannot. */
+    private SharedMemoryAbi emulatedAbi;
     private int outLength;
     private final byte[] in = new byte[4096];
     private final int[] fds = new int[1];
@@ -86,7 +96,9 @@ public class ProducerPortServiceBenchmark {
     @Setup(Level.Trial)
     public void setUp() throws Exception {
         service = new TracingService();
-        port = ProducerPort.listen(service, UnixAddress.abstractName("ffmtrace-bench-service-" + System.nanoTime()));
+        boolean tcp = transport.equals("tcp");
+        port = ProducerPort.listen(service, tcp ? TcpAddress.loopback(0)
+                : UnixAddress.abstractName("ffmtrace-bench-service-" + System.nanoTime()));
         socket = StreamSocket.connect(port.address());
         Handshake handshake = new Handshake(socket);
         Map<String, Integer> methods = handshake.bind(ProducerPort.SERVICE_NAME);
@@ -106,10 +118,12 @@ public class ProducerPortServiceBenchmark {
                 .dataSource("bench").build());
 
         int smbFd = -1;
-        while (smbFd < 0 || targetBuffer == 0) {
+        boolean setUp = false;
+        while (!setUp || targetBuffer == 0) {
             GetAsyncCommandResponse.Decoder command = handshake.nextCommand(3);
             if (command.hasSetupTracing()) {
                 smbFd = handshake.lastFd;
+                setUp = true;
             }
             GetAsyncCommandResponse.StartDataSource.Decoder start = new GetAsyncCommandResponse.StartDataSource.Decoder();
             DataSourceConfig.Decoder config = new DataSourceConfig.Decoder();
@@ -117,7 +131,8 @@ public class ProducerPortServiceBenchmark {
                 targetBuffer = config.targetBuffer();
             }
         }
-        smb = SharedMemory.attach(smbFd, Seals.REQUIRED);
+        smb = tcp ? SharedMemory.create("bench-emulated-smb", 1 << 20) : SharedMemory.attach(smbFd, Seals.REQUIRED);
+        emulatedAbi = tcp ? new SharedMemoryAbi(smb.segment(), 4096) : null;
         SharedMemoryArbiter arbiter = new SharedMemoryArbiter(smb.segment(), 4096, this::encode);
         writer = arbiter.createTraceWriter(targetBuffer, BufferExhaustedPolicy.STALL);
     }
@@ -196,6 +211,18 @@ public class ProducerPortServiceBenchmark {
             at = varintField(at, CommitDataRequest.ChunksToMove.PAGE_FIELD_NUMBER, request.movePage(i));
             at = varintField(at, CommitDataRequest.ChunksToMove.CHUNK_FIELD_NUMBER, request.moveChunk(i));
             at = varintField(at, CommitDataRequest.ChunksToMove.TARGET_BUFFER_FIELD_NUMBER, request.moveTargetBuffer(i));
+            if (emulatedAbi != null) {
+                int page = request.movePage(i);
+                int chunk = request.moveChunk(i);
+                int layout = emulatedAbi.pageLayout(page);
+                int size = emulatedAbi.chunkSize(layout);
+                at = lengthField(at, CommitDataRequest.ChunksToMove.DATA_FIELD_NUMBER, size);
+                MemorySegment.copy(smb.segment(), ValueLayout.JAVA_BYTE, emulatedAbi.chunkOffset(page, chunk, layout),
+                        out, at, size);
+                at += size;
+                emulatedAbi.tryAcquireChunkForReading(page, chunk);
+                emulatedAbi.releaseChunkAsFree(page, chunk);
+            }
         }
         if (patch) {
             // A patch of the chunk just moved (the writer's chunks count from 0, one per op).
@@ -213,9 +240,14 @@ public class ProducerPortServiceBenchmark {
     }
 
     private int chunkToMoveSize(CommitRequest request, int i) {
-        return varintFieldSize(CommitDataRequest.ChunksToMove.PAGE_FIELD_NUMBER, request.movePage(i))
+        int size = varintFieldSize(CommitDataRequest.ChunksToMove.PAGE_FIELD_NUMBER, request.movePage(i))
                 + varintFieldSize(CommitDataRequest.ChunksToMove.CHUNK_FIELD_NUMBER, request.moveChunk(i))
                 + varintFieldSize(CommitDataRequest.ChunksToMove.TARGET_BUFFER_FIELD_NUMBER, request.moveTargetBuffer(i));
+        if (emulatedAbi != null) {
+            size += nestedSize(CommitDataRequest.ChunksToMove.DATA_FIELD_NUMBER,
+                    emulatedAbi.chunkSize(emulatedAbi.pageLayout(request.movePage(i))));
+        }
+        return size;
     }
 
     private int chunkToPatchSize() {

@@ -4,9 +4,7 @@ import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.Reply;
-import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.StreamAddress;
-import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.InitRelayRequest;
 import dev.ffmtrace.perfetto.protos.SyncClockRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
@@ -94,28 +92,14 @@ final class RelayClient {
     }
 
     private static Reply sync(IpcClient client, BoundService port, SyncClockRequest.Phase phase) throws Exception {
-        // Every clock read before any is encoded, as traced_relay's snapshot reads them.
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
-        long realtimeCoarse = Os.clockNanos(Os.CLOCK_REALTIME_COARSE);
-        long monotonicCoarse = Os.clockNanos(Os.CLOCK_MONOTONIC_COARSE);
-        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
-        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
-        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
         HeapBuffered<SyncClockRequest> request = new HeapBuffered<>(SyncClockRequest.FACTORY);
         request.get().setPhase(phase);
-        addClock(request.get(), BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
-        addClock(request.get(), BuiltinClock.BUILTIN_CLOCK_REALTIME_COARSE, realtimeCoarse);
-        addClock(request.get(), BuiltinClock.BUILTIN_CLOCK_MONOTONIC_COARSE, monotonicCoarse);
-        addClock(request.get(), BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
-        addClock(request.get(), BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
-        addClock(request.get(), BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
+        for (ClockReading reading : ClockReading.snapshot()) {
+            SyncClockRequest.Clock clock = request.get().addClocks();
+            clock.setClockId(reading.clockId());
+            clock.setTimestamp(reading.timestamp());
+        }
         return client.invoke(port, "SyncClock", request.toByteArray()).get(REPLY_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-    }
-
-    private static void addClock(SyncClockRequest request, BuiltinClock id, long timestamp) {
-        SyncClockRequest.Clock reading = request.addClocks();
-        reading.setClockId(id.number());
-        reading.setTimestamp(timestamp);
     }
 
     private static void expectSuccess(Reply reply) {

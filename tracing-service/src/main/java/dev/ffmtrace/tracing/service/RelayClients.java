@@ -6,6 +6,7 @@ import dev.ffmtrace.perfetto.protos.RemoteClockSync;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.relay.ClockReading;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -29,10 +30,6 @@ import java.util.TreeMap;
 public final class RelayClients {
     /** Clock exchanges kept per relay, as traced keeps them. */
     static final int KEPT_SYNCS = 5;
-
-    /** One clock's reading: a {@code BuiltinClock} id (or a relay's own) and its time in ns. */
-    public record ClockReading(int clockId, long timestamp) {
-    }
 
     /** One clock exchange: the relay machine's readings and the host's, taken as its request came. */
     private record Exchange(List<ClockReading> client, List<ClockReading> host) {
@@ -59,7 +56,7 @@ public final class RelayClients {
     }
 
     /** Keeps the SystemInfo (a serialized message) relay connection {@code clientId} sent for machine {@code machineId}. */
-    public synchronized void initRelay(int machineId, long clientId, byte[] systemInfo) {
+    synchronized void initRelay(int machineId, long clientId, byte[] systemInfo) {
         relays.computeIfAbsent(new Key(machineId, clientId), key -> new Relay()).systemInfo = systemInfo.clone();
     }
 
@@ -67,7 +64,7 @@ public final class RelayClients {
      * Keeps one clock exchange of relay connection {@code clientId}: its machine's clocks
      * and the host's; the oldest goes beyond {@value #KEPT_SYNCS}.
      */
-    public synchronized void syncClocks(int machineId, long clientId, List<ClockReading> clientClocks,
+    synchronized void syncClocks(int machineId, long clientId, List<ClockReading> clientClocks,
                                         List<ClockReading> hostClocks) {
         Relay relay = relays.computeIfAbsent(new Key(machineId, clientId), key -> new Relay());
         if (relay.syncs.size() >= KEPT_SYNCS) {
@@ -77,7 +74,7 @@ public final class RelayClients {
     }
 
     /** Forgets relay connection {@code clientId}: it went away. */
-    public synchronized void disconnected(long clientId) {
+    synchronized void disconnected(long clientId) {
         relays.keySet().removeIf(key -> key.clientId() == clientId);
     }
 

@@ -5,13 +5,12 @@ import dev.ffmtrace.ipc.Invocation;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.ipc.ServiceDescriptor.Method;
-import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.InitRelayRequest;
 import dev.ffmtrace.perfetto.protos.SyncClockRequest;
 import dev.ffmtrace.perfetto.protos.SystemInfo;
 import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
+import dev.ffmtrace.tracing.relay.ClockReading;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -95,7 +94,7 @@ public final class RelayPort {
 
     private void syncClock(Invocation invocation) {
         // The host's clocks first, as close to the relay's readings as this side can be.
-        List<RelayClients.ClockReading> host = hostClocks();
+        List<ClockReading> host = ClockReading.snapshot();
         SyncClockRequest.Decoder request = new SyncClockRequest.Decoder();
         invocation.readArgs(request);
         ClientInfo client = invocation.client();
@@ -103,7 +102,7 @@ public final class RelayPort {
             refuse(invocation);
             return;
         }
-        List<RelayClients.ClockReading> readings = new ArrayList<>();
+        List<ClockReading> readings = new ArrayList<>();
         RepeatedFieldIterator clocks = request.clocks(new RepeatedFieldIterator());
         SyncClockRequest.Clock.Decoder clock = new SyncClockRequest.Clock.Decoder();
         while (clocks.next()) {
@@ -112,7 +111,7 @@ public final class RelayPort {
                 refuse(invocation);
                 return;
             }
-            readings.add(new RelayClients.ClockReading(clock.clockId(), clock.timestamp()));
+            readings.add(new ClockReading(clock.clockId(), clock.timestamp()));
         }
         invocation.reply(new byte[0]);
         relays.syncClocks(client.machineId(), client.clientId(), readings, host);
@@ -121,22 +120,5 @@ public final class RelayPort {
     private void refuse(Invocation invocation) {
         violations.incrementAndGet();
         invocation.fail();
-    }
-
-    /** The clocks traced reads for an exchange, all read before any is kept (its TSC reading aside). */
-    private static List<RelayClients.ClockReading> hostClocks() {
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
-        long realtimeCoarse = Os.clockNanos(Os.CLOCK_REALTIME_COARSE);
-        long monotonicCoarse = Os.clockNanos(Os.CLOCK_MONOTONIC_COARSE);
-        long realtime = Os.clockNanos(Os.CLOCK_REALTIME);
-        long monotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
-        long monotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
-        return List.of(
-                new RelayClients.ClockReading(BuiltinClock.BUILTIN_CLOCK_BOOTTIME.number(), boottime),
-                new RelayClients.ClockReading(BuiltinClock.BUILTIN_CLOCK_REALTIME_COARSE.number(), realtimeCoarse),
-                new RelayClients.ClockReading(BuiltinClock.BUILTIN_CLOCK_MONOTONIC_COARSE.number(), monotonicCoarse),
-                new RelayClients.ClockReading(BuiltinClock.BUILTIN_CLOCK_REALTIME.number(), realtime),
-                new RelayClients.ClockReading(BuiltinClock.BUILTIN_CLOCK_MONOTONIC.number(), monotonic),
-                new RelayClients.ClockReading(BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW.number(), monotonicRaw));
     }
 }

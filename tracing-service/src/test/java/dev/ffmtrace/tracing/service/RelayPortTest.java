@@ -25,6 +25,7 @@ import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -164,6 +165,45 @@ class RelayPortTest {
                 for (TracePacket.Decoder packet : trace(service)) {
                     assertFalse(packet.hasMachineId(), "nothing of the refused calls reached the trace");
                 }
+            }
+        }
+    }
+
+    @Test
+    void garbledRelayRequestsFailOneByOneAndAWellFormedRelayStillGetsThrough() throws Exception {
+        SplittableRandom random = new SplittableRandom(30);
+        try (TracingService service = new TracingService();
+             IpcHost host = IpcHost.listen(TcpAddress.loopback(0))) {
+            RelayPort port = RelayPort.expose(service, host);
+            try (IpcClient relay = IpcClient.connect(host.address())) {
+                relay.setPeerIdentity(new PeerIdentity(0, 0, BOOT_ID, "guest-a"));
+                BoundService bound = relay.bindService(RelayPort.SERVICE_NAME).get(10, TimeUnit.SECONDS);
+                byte[][] seeds = {initRelay("GuestOS"), syncClock(3, 7)};
+                int refused = 0;
+                for (int round = 0; round < 500; round++) {
+                    boolean init = random.nextBoolean();
+                    byte[] args = seeds[init ? 0 : 1].clone();
+                    for (int flips = random.nextInt(1, 4); flips > 0; flips--) {
+                        args[random.nextInt(args.length)] = (byte) random.nextInt(256);
+                    }
+                    if (!relay.invoke(bound, init ? "InitRelay" : "SyncClock", args).get(10, TimeUnit.SECONDS).success()) {
+                        refused++;
+                    }
+                }
+                assertEquals(refused, port.violations(), "every refusal counted, nothing else");
+                assertTrue(relay.invoke(bound, "InitRelay", initRelay("AfterTheNoise")).get(10, TimeUnit.SECONDS)
+                        .success(), "the connection and the port carry on");
+                assertTrue(relay.invoke(bound, "SyncClock", syncClock(2, 1)).get(10, TimeUnit.SECONDS).success());
+                boolean named = false;
+                for (TracePacket.Decoder packet : trace(service)) {
+                    SystemInfo.Decoder info = new SystemInfo.Decoder();
+                    if (packet.systemInfo(info) && packet.hasMachineId()) {
+                        Utsname.Decoder uts = new Utsname.Decoder();
+                        info.utsname(uts);
+                        named = uts.sysname().equals("AfterTheNoise");
+                    }
+                }
+                assertTrue(named, "the last SystemInfo the relay sent is the one kept");
             }
         }
     }

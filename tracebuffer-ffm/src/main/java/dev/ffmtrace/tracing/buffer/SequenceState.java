@@ -10,9 +10,8 @@ final class SequenceState {
 
     final int producerId;
     final int writerId;
-    final int clientUid;
-    final int clientPid;
-    final int clientMachineId;
+    /** The producer's trusted identity, shared with every packet view read from this sequence. */
+    final ClientIdentity client;
 
     /** Offsets of this sequence's chunks, sorted by chunk id (modulo 2^32). */
     final ChunkOffsetQueue chunks;
@@ -37,18 +36,14 @@ final class SequenceState {
     SequenceState(int producerId, int writerId, ClientIdentity client) {
         this.producerId = producerId;
         this.writerId = writerId;
-        this.clientUid = client.uid();
-        this.clientPid = client.pid();
-        this.clientMachineId = client.machineId();
+        this.client = client;
         this.chunks = new ChunkOffsetQueue(INITIAL_CHUNKS);
     }
 
     private SequenceState(SequenceState other) {
         producerId = other.producerId;
         writerId = other.writerId;
-        clientUid = other.clientUid;
-        clientPid = other.clientPid;
-        clientMachineId = other.clientMachineId;
+        client = other.client;
         chunks = other.chunks.copy();
         skipInGeneration = other.skipInGeneration;
         ageForGc = other.ageForGc;

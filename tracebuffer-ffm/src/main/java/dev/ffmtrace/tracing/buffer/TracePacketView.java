@@ -14,6 +14,8 @@ import java.util.Objects;
  */
 public final class TracePacketView {
     private static final int INITIAL_FRAGMENTS = 8;
+    /** The identity of no packet: zeros, as the view reads before any packet. */
+    private static final ClientIdentity NO_CLIENT = new ClientIdentity(0, 0);
 
     private MemorySegment buffer = MemorySegment.NULL;
     private long[] fragmentOffsets = new long[INITIAL_FRAGMENTS];
@@ -22,9 +24,8 @@ public final class TracePacketView {
     private long size;
     private int producerId;
     private int writerId;
-    private int clientUid;
-    private int clientPid;
-    private int clientMachineId;
+    /** The identity of the packet's producer; one object per sequence, so setting it is one store. */
+    private ClientIdentity client = NO_CLIENT;
     private int previousPacketDroppedReasons;
 
     /** An empty view, for a read of the buffer to point at a packet. */
@@ -83,16 +84,16 @@ public final class TracePacketView {
     }
 
     public int clientUid() {
-        return clientUid;
+        return client.uid();
     }
 
     public int clientPid() {
-        return clientPid;
+        return client.pid();
     }
 
     /** The machine of the packet's producer: 0 for this one. */
     public int clientMachineId() {
-        return clientMachineId;
+        return client.machineId();
     }
 
     /** {@link DataLossReason} bits for data lost on this sequence before this packet; 0 if none. */
@@ -111,9 +112,7 @@ public final class TracePacketView {
         size = 0;
         producerId = 0;
         writerId = 0;
-        clientUid = 0;
-        clientPid = 0;
-        clientMachineId = 0;
+        client = NO_CLIENT;
         previousPacketDroppedReasons = 0;
     }
 
@@ -131,9 +130,7 @@ public final class TracePacketView {
     void setSequence(SequenceState sequence, int droppedReasons) {
         producerId = sequence.producerId;
         writerId = sequence.writerId;
-        clientUid = sequence.clientUid;
-        clientPid = sequence.clientPid;
-        clientMachineId = sequence.clientMachineId;
+        client = sequence.client;
         previousPacketDroppedReasons = droppedReasons;
     }
 

@@ -41,7 +41,7 @@ final class RelayCommand implements Callable<Integer> {
     public Integer call() throws InterruptedException, CliFailure {
         String host = relaySocket != null ? relaySocket : System.getenv("PERFETTO_RELAY_SOCK_NAME");
         if (host == null || host.isBlank()) {
-            throw new CliFailure("relay: no host: give --relay-socket HOST:PORT or set PERFETTO_RELAY_SOCK_NAME",
+            throw new CliFailure("no host: give --relay-socket HOST:PORT or set PERFETTO_RELAY_SOCK_NAME",
                     CliFailure.USAGE);
         }
         StreamAddress hostAddress;
@@ -51,7 +51,7 @@ final class RelayCommand implements Callable<Integer> {
             local = UnixAddress.parse(ServeCommand.socketName(producerSocket, "PERFETTO_PRODUCER_SOCK_NAME",
                     ServeCommand.DEFAULT_PRODUCER_SOCKET));
         } catch (IllegalArgumentException e) {
-            throw new CliFailure("relay: " + e.getMessage(), CliFailure.USAGE);
+            throw new CliFailure(e.getMessage(), CliFailure.USAGE);
         }
         RelayService.Options options = RelayService.Options.of(local, hostAddress)
                 .withSocketMode(ServeCommand.parseMode(socketMode))
@@ -61,7 +61,7 @@ final class RelayCommand implements Callable<Integer> {
             try {
                 relay = RelayService.start(options);
             } catch (NativeException | IllegalArgumentException | UncheckedIOException e) {
-                throw new CliFailure("relay: cannot listen on " + local + ": " + e.getMessage(), CliFailure.FAILED);
+                throw new CliFailure("cannot listen on " + local + ": " + e.getMessage(), CliFailure.FAILED);
             }
             try (relay) {
                 System.out.println("relaying " + local + " to " + hostAddress + " as machine " + options.machineName());

@@ -1,6 +1,6 @@
 package dev.ffmtrace.cli;
 
-import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
 import dev.ffmtrace.tracing.producer.DataSourceHandler;
 import dev.ffmtrace.tracing.producer.DataSourceInstance;
@@ -32,7 +32,7 @@ final class ProduceCommand implements Callable<Integer> {
     static final String DATA_SOURCE = "track_event";
 
     @Option(names = "--producer-socket", paramLabel = "SOCKET",
-            description = "The service's producer socket (@NAME for an abstract one); default: "
+            description = "The service's producer socket (@NAME for an abstract one, HOST:PORT for TCP); default: "
                     + "PERFETTO_PRODUCER_SOCK_NAME, else Perfetto's default path.")
     String producerSocket;
 
@@ -53,7 +53,7 @@ final class ProduceCommand implements Callable<Integer> {
         if (threads < 1) {
             throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);
         }
-        UnixAddress socket;
+        StreamAddress socket;
         try {
             socket = producerSocket == null ? ProducerConnection.defaultProducerSocket()
                     : ProducerConnection.socketAddress(producerSocket);

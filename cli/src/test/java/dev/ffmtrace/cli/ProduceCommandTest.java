@@ -113,9 +113,9 @@ class ProduceCommandTest {
         ConvertAndDumpTest.Run threads = ConvertAndDumpTest.run("produce", "--threads", "0");
         assertEquals(2, threads.exit());
         assertEquals("ffmtrace produce: --threads must be at least 1\n", threads.err());
-        ConvertAndDumpTest.Run socket = ConvertAndDumpTest.run("produce", "--producer-socket", "localhost:1234");
+        ConvertAndDumpTest.Run socket = ConvertAndDumpTest.run("produce", "--producer-socket", "vsock://3:1234");
         assertEquals(2, socket.exit());
-        assertEquals("ffmtrace produce: --producer-socket localhost:1234: only Unix sockets are supported, not localhost:1234\n",
+        assertEquals("ffmtrace produce: --producer-socket vsock://3:1234: vsock addresses are not supported: vsock://3:1234\n",
                 socket.err());
     }
 }

@@ -2,12 +2,15 @@ package dev.ffmtrace.tracing.producer;
 
 import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
+import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.Reply;
 import dev.ffmtrace.memory.MemoryFile;
+import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
-import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.TcpAddress;
 import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
@@ -28,6 +31,7 @@ import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.CommitTransport;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -60,6 +64,13 @@ import java.util.function.Consumer;
  * done), Flush commits what idle writers hold and then acknowledges the flush,
  * ClearIncrementalState moves the instances' clear counters.
  *
+ * <p><b>Over TCP</b> (a {@code host:port} socket, a service on another machine) there is
+ * no shared memory. The connection names its machine first, as {@code traced_relay} does
+ * (SetPeerIdentity: pid, uid, the kernel's boot id, {@code PERFETTO_MACHINE_NAME}); the
+ * service answers with shared memory emulation, and the writers write into a 1 MiB buffer
+ * of this process whose chunks travel inside CommitData, split to fit Perfetto's 128 KiB
+ * IPC frames.
+ *
  * <p><b>Never blocks the application.</b> Writers commit under their arbiter's lock;
  * the connection only encodes the request and queues it; one sender thread writes the
  * socket. A full buffer drops events as the writers' {@code BufferExhaustedPolicy} says.
@@ -88,23 +99,25 @@ public final class ProducerConnection implements AutoCloseable {
     /** How long close() lets the sender deliver what was queued before it gives up on the socket. */
     private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
     private static final byte[] EMPTY = new byte[0];
+    /** The buffer a producer writes into under shared memory emulation: Perfetto's kShmemEmulationSize. */
+    static final int EMULATED_SMB_SIZE = 1 << 20;
 
     /**
      * How to connect.
      *
      * @param producerName         the name the service knows the producer by
-     * @param socket               the service's producer socket; null for
-     *                             {@link #defaultProducerSocket()}
+     * @param socket               the service's producer socket, a Unix socket or a TCP
+     *                             endpoint; null for {@link #defaultProducerSocket()}
      * @param smbSizeHintBytes     the SMB size asked for (0: the service's default)
      * @param smbPageSizeHintBytes the SMB page size asked for (0: the service's default)
      * @param scrapingMode         whether the service may read chunks still being written on a flush
      * @param producerProvidedSmbBytes if positive, the producer makes a sealed memfd SMB of
-     *                             this size and offers it with InitializeConnection
+     *                             this size and offers it with InitializeConnection (not over TCP)
      * @param retryDelays          the back-off between connection attempts: the first delay, the
      *                             increment, the cap before the long delay, and the long delay
      * @param localCommits         a service in this process to commit into by calls, or null
      */
-    public record Options(String producerName, UnixAddress socket, int smbSizeHintBytes, int smbPageSizeHintBytes,
+    public record Options(String producerName, StreamAddress socket, int smbSizeHintBytes, int smbPageSizeHintBytes,
                           InitializeConnectionRequest.ProducerSMBScrapingMode scrapingMode,
                           int producerProvidedSmbBytes, RetryDelays retryDelays, LocalCommits localCommits) {
         public Options {
@@ -123,7 +136,7 @@ public final class ProducerConnection implements AutoCloseable {
                     null);
         }
 
-        public Options withSocket(UnixAddress socket) {
+        public Options withSocket(StreamAddress socket) {
             return new Options(producerName, socket, smbSizeHintBytes, smbPageSizeHintBytes, scrapingMode,
                     producerProvidedSmbBytes, retryDelays, localCommits);
         }
@@ -196,7 +209,7 @@ public final class ProducerConnection implements AutoCloseable {
     private static final int MAX_PENDING_TRIGGERS = 64;
 
     private final Options options;
-    private final UnixAddress address;
+    private final StreamAddress address;
     private final Map<String, Registration> dataSources = new LinkedHashMap<>();
     /** Guarded by this. */
     private final ArrayDeque<PendingTriggers> pendingTriggers = new ArrayDeque<>();
@@ -220,7 +233,7 @@ public final class ProducerConnection implements AutoCloseable {
     private final AtomicLong localCommits = new AtomicLong();
     private final AtomicLong triggersDropped = new AtomicLong();
 
-    private ProducerConnection(Options options, UnixAddress address) {
+    private ProducerConnection(Options options, StreamAddress address) {
         this.options = options;
         this.address = address;
         this.sender = Thread.ofPlatform().daemon().name("perfetto-producer " + options.producerName())
@@ -232,10 +245,10 @@ public final class ProducerConnection implements AutoCloseable {
      * the service is there (the connection keeps trying). Register data sources before or
      * after.
      *
-     * @throws IllegalArgumentException if the socket name is not a Unix socket Perfetto would use
+     * @throws IllegalArgumentException if the default socket's name does not parse
      */
     public static ProducerConnection connect(Options options) {
-        UnixAddress address = options.socket() != null ? options.socket() : defaultProducerSocket();
+        StreamAddress address = options.socket() != null ? options.socket() : defaultProducerSocket();
         ProducerConnection connection = new ProducerConnection(options, address);
         connection.sender.start();
         return connection;
@@ -246,8 +259,10 @@ public final class ProducerConnection implements AutoCloseable {
      * first of a comma-separated list; {@code @name} for an abstract socket), else
      * {@code /run/perfetto/traced-producer.sock} if {@code /run/perfetto} is usable, else
      * {@code /tmp/perfetto-producer}.
+     *
+     * @throws IllegalArgumentException if the name does not parse (see {@link #socketAddress})
      */
-    public static UnixAddress defaultProducerSocket() {
+    public static StreamAddress defaultProducerSocket() {
         String name = System.getenv("PERFETTO_PRODUCER_SOCK_NAME");
         if (name == null || name.isEmpty()) {
             Path run = Path.of("/run/perfetto");
@@ -257,16 +272,18 @@ public final class ProducerConnection implements AutoCloseable {
         return socketAddress(name.split(",", -1)[0]);
     }
 
-    /** A socket name as Perfetto writes them: a path, or {@code @name} for an abstract socket. */
-    public static UnixAddress socketAddress(String name) {
-        if (!name.startsWith("@") && !name.startsWith("/") && name.contains(":")) {
-            throw new IllegalArgumentException("only Unix sockets are supported, not " + name);
-        }
-        return UnixAddress.parse(name);
+    /**
+     * A socket name as Perfetto writes them: a path, {@code @name} for an abstract socket,
+     * {@code host:port} or {@code [v6]:port} for TCP.
+     *
+     * @throws IllegalArgumentException for a vsock address, or a TCP one that does not parse
+     */
+    public static StreamAddress socketAddress(String name) {
+        return StreamAddress.parse(name);
     }
 
     /** The producer socket this connection uses. */
-    public UnixAddress address() {
+    public StreamAddress address() {
         return address;
     }
 
@@ -488,9 +505,14 @@ public final class ProducerConnection implements AutoCloseable {
             return null;
         }
         SharedMemory provided = null;
+        boolean tcp = address instanceof TcpAddress;
         try {
+            if (tcp) {
+                client.setPeerIdentity(new PeerIdentity(Os.pid(), Os.uid(), ThisMachine.bootId(), ThisMachine.name()));
+            }
             BoundService port = client.bindService(PRODUCER_PORT).get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-            if (options.producerProvidedSmbBytes() > 0) {
+            // No descriptor crosses TCP: a producer's own buffer cannot be offered there.
+            if (options.producerProvidedSmbBytes() > 0 && !tcp) {
                 provided = SharedMemory.create("perfetto:shmem", options.producerProvidedSmbBytes());
             }
             HeapBuffered<InitializeConnectionRequest> request = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
@@ -527,7 +549,7 @@ public final class ProducerConnection implements AutoCloseable {
             if (response.hasError()) {
                 throw new IllegalStateException("malformed InitializeConnectionResponse");
             }
-            Session opened = new Session(this, client, port);
+            Session opened = new Session(this, client, port, response.useShmemEmulation());
             if (provided != null && response.usingShmemProvidedByProducer()) {
                 opened.smb = provided;
                 provided = null;
@@ -725,6 +747,8 @@ public final class ProducerConnection implements AutoCloseable {
         private final IpcClient client;
         private final BoundService port;
         private final Map<Long, DataSourceInstance> instances = new HashMap<>();
+        /** The service asked for shared memory emulation: no SMB is shared, commits carry the chunks. */
+        private final boolean emulated;
         private volatile boolean live = true;
         /** Torn down: takes no more commands, though its last messages may still go out. Guarded by this. */
         private boolean closing;
@@ -735,10 +759,11 @@ public final class ProducerConnection implements AutoCloseable {
         /** Where a CommitData is encoded; used under the arbiter's lock, which every commit holds. */
         private final HeapBuffered<CommitDataRequest> commitEncoder = new HeapBuffered<>(CommitDataRequest.FACTORY);
 
-        private Session(ProducerConnection connection, IpcClient client, BoundService port) {
+        private Session(ProducerConnection connection, IpcClient client, BoundService port, boolean emulated) {
             this.connection = connection;
             this.client = client;
             this.port = port;
+            this.emulated = emulated;
         }
 
         ProducerConnection connection() {
@@ -776,13 +801,17 @@ public final class ProducerConnection implements AutoCloseable {
                 return;
             }
             // Encoded into this session's buffer (the arbiter's lock serializes commits),
-            // then copied into a reused slot of the queue: nothing is allocated.
-            commitEncoder.reset();
-            request.writeTo(commitEncoder.get());
-            commitEncoder.get().finalizeMessage();
-            if (!connection.outgoing.addCommit(this, "CommitData", commitEncoder.buffer())) {
-                connection.commitsDropped.incrementAndGet();
-            }
+            // then copied into a reused slot of the queue: nothing is allocated. Emulated
+            // chunks can make a request larger than a frame: it goes in parts, in order.
+            int next = 0;
+            do {
+                commitEncoder.reset();
+                next = request.writeTo(commitEncoder.get(), next, CommitRequest.MAX_COMMIT_BYTES);
+                commitEncoder.get().finalizeMessage();
+                if (!connection.outgoing.addCommit(this, "CommitData", commitEncoder.buffer())) {
+                    connection.commitsDropped.incrementAndGet();
+                }
+            } while (next < request.entries());
         }
 
         @Override
@@ -879,6 +908,9 @@ public final class ProducerConnection implements AutoCloseable {
             if (pageSize <= 0 || pageSize > Integer.MAX_VALUE) {
                 return closing(fd);
             }
+            if (emulated) {
+                return fd < 0 && emulateSharedMemory((int) pageSize);
+            }
             if (smb == null) {
                 if (fd < 0) {
                     return false;
@@ -909,6 +941,22 @@ public final class ProducerConnection implements AutoCloseable {
             }
             try {
                 arbiter = new SharedMemoryArbiter(smb.segment(), (int) pageSize, this);
+                return true;
+            } catch (IllegalArgumentException e) {
+                smb.close();
+                smb = null;
+                return false;
+            }
+        }
+
+        /** A buffer of this process's own for the writers, the service told only of the page size. */
+        private boolean emulateSharedMemory(int pageSize) {
+            if (smb != null || EMULATED_SMB_SIZE % pageSize != 0) {
+                return false;
+            }
+            smb = SharedMemory.create("perfetto:shmem-emulation", EMULATED_SMB_SIZE);
+            try {
+                arbiter = SharedMemoryArbiter.emulated(smb.segment(), pageSize, this);
                 return true;
             } catch (IllegalArgumentException e) {
                 smb.close();

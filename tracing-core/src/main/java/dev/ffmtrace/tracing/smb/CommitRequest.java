@@ -1,6 +1,7 @@
 package dev.ffmtrace.tracing.smb;
 
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
+import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
@@ -11,14 +12,31 @@ import java.util.Arrays;
  * <p>Reused by its arbiter: entries live in primitive arrays that grow on demand and
  * are cleared, not freed, after each commit, so steady-state commits allocate nothing.
  * Patches are stored flat; consecutive patches of one chunk form one ChunkToPatch.
+ *
+ * <p>Under shared memory emulation (a producer reached over TCP) a chunk to move also
+ * carries the chunk's bytes, and a request may be too big for one IPC frame:
+ * {@link #writeTo(CommitDataRequest, int, int)} writes it in parts, as Perfetto's
+ * arbiter splits its commits.
  */
 public final class CommitRequest {
+    /**
+     * The most one CommitData may hold: Perfetto's IPC buffer (128 KiB, frame included)
+     * less its arbiter's 512 bytes of headroom for the frame and the message's own fields.
+     */
+    public static final int MAX_COMMIT_BYTES = 128 * 1024 - 512;
+    /** A bound on a ChunksToMove's encoding without its bytes: tag, length and three varints. */
+    private static final int MOVE_OVERHEAD = 32;
+    /** A bound on a ChunkToPatch's encoding without its patches, and on one Patch's. */
+    private static final int PATCH_RUN_OVERHEAD = 24;
+    private static final int PATCH_SIZE = 16;
     private static final int DEFAULT_CAPACITY = 8;
 
     private int moveCount;
     private int[] movePage;
     private int[] moveChunk;
     private int[] moveTargetBuffer;
+    /** The chunks' bytes under shared memory emulation, else nulls. */
+    private MemorySegment[] moveData;
 
     private int patchCount;
     private int[] patchTargetBuffer;
@@ -48,6 +66,7 @@ public final class CommitRequest {
         movePage = new int[capacity];
         moveChunk = new int[capacity];
         moveTargetBuffer = new int[capacity];
+        moveData = new MemorySegment[capacity];
         patchTargetBuffer = new int[capacity];
         patchWriterId = new int[capacity];
         patchChunkId = new int[capacity];
@@ -58,15 +77,27 @@ public final class CommitRequest {
 
     /** Asks the service to move the complete chunk {@code chunk} of page {@code page} into buffer {@code targetBuffer}. */
     public void addChunkToMove(int page, int chunk, int targetBuffer) {
+        addChunkToMove(page, chunk, targetBuffer, null);
+    }
+
+    /**
+     * Asks the service to move the complete chunk {@code chunk} of page {@code page} into
+     * buffer {@code targetBuffer}, sending {@code data}, the whole chunk from its header
+     * on, with the request: shared memory emulation, where the service cannot read the
+     * producer's buffer. {@code data} is read when the request is written, not copied now.
+     */
+    public void addChunkToMove(int page, int chunk, int targetBuffer, MemorySegment data) {
         if (moveCount == movePage.length) {
             int capacity = moveCount * 2;
             movePage = Arrays.copyOf(movePage, capacity);
             moveChunk = Arrays.copyOf(moveChunk, capacity);
             moveTargetBuffer = Arrays.copyOf(moveTargetBuffer, capacity);
+            moveData = Arrays.copyOf(moveData, capacity);
         }
         movePage[moveCount] = page;
         moveChunk[moveCount] = chunk;
         moveTargetBuffer[moveCount] = targetBuffer;
+        moveData[moveCount] = data;
         moveCount++;
     }
 
@@ -105,31 +136,66 @@ public final class CommitRequest {
      * run's last has-more-patches flag.
      */
     public void writeTo(CommitDataRequest message) {
-        for (int i = 0; i < moveCount; i++) {
+        writeTo(message, 0, Integer.MAX_VALUE);
+    }
+
+    /**
+     * Writes part of this request, from entry {@code from} on (the chunks to move come
+     * first, then the runs of patches), as long as the message stays under about
+     * {@code maxBytes}; it holds one entry at least, so a lone chunk or run always goes.
+     * Chunks go before patches, and parts are sent in order, so the service has a chunk
+     * before a patch for it, as in one request.
+     *
+     * @return the entry the next part starts from; {@link #entries()} when all are written
+     */
+    public int writeTo(CommitDataRequest message, int from, int maxBytes) {
+        if (from < 0 || from > moveCount + patchCount) {
+            throw new IndexOutOfBoundsException("entry " + from + " of " + (moveCount + patchCount));
+        }
+        long bytes = 0;
+        int i = from;
+        for (; i < moveCount; i++) {
+            bytes += MOVE_OVERHEAD + (moveData[i] == null ? 0 : moveData[i].byteSize());
+            if (bytes > maxBytes && i > from) {
+                return i;
+            }
             CommitDataRequest.ChunksToMove move = message.addChunksToMove();
             move.setPage(movePage[i]);
             move.setChunk(moveChunk[i]);
             move.setTargetBuffer(moveTargetBuffer[i]);
+            if (moveData[i] != null) {
+                move.setData(moveData[i]);
+            }
         }
-        for (int start = 0, end; start < patchCount; start = end) {
+        for (int start = i - moveCount, end; start < patchCount; start = end) {
             end = patchRunEnd(start);
+            bytes += PATCH_RUN_OVERHEAD + (long) PATCH_SIZE * (end - start);
+            if (bytes > maxBytes && moveCount + start > from) {
+                return moveCount + start;
+            }
             CommitDataRequest.ChunkToPatch chunk = message.addChunksToPatch();
             chunk.setTargetBuffer(patchTargetBuffer[start]);
             chunk.setWriterId(patchWriterId[start]);
             chunk.setChunkId(patchChunkId[start]);
-            for (int i = start; i < end; i++) {
+            for (int p = start; p < end; p++) {
                 CommitDataRequest.ChunkToPatch.Patch patch = chunk.addPatches();
-                patch.setOffset(patchOffset[i]);
-                patchBytes[0] = (byte) patchData[i];
-                patchBytes[1] = (byte) (patchData[i] >>> 8);
-                patchBytes[2] = (byte) (patchData[i] >>> 16);
-                patchBytes[3] = (byte) (patchData[i] >>> 24);
+                patch.setOffset(patchOffset[p]);
+                patchBytes[0] = (byte) patchData[p];
+                patchBytes[1] = (byte) (patchData[p] >>> 8);
+                patchBytes[2] = (byte) (patchData[p] >>> 16);
+                patchBytes[3] = (byte) (patchData[p] >>> 24);
                 patch.setData(patchBytes);
             }
             if (patchHasMore[end - 1]) {
                 chunk.setHasMorePatches(true);
             }
         }
+        return moveCount + patchCount;
+    }
+
+    /** The chunks to move and the patches together: where {@link #writeTo(CommitDataRequest, int, int)} ends. */
+    public int entries() {
+        return moveCount + patchCount;
     }
 
     /**
@@ -176,6 +242,11 @@ public final class CommitRequest {
     /** The target buffer of the {@code i}-th chunk to move. */
     public int moveTargetBuffer(int i) {
         return moveTargetBuffer[check(i, moveCount)];
+    }
+
+    /** The bytes sent with the {@code i}-th chunk to move, or null: the service reads the chunk from shared memory. */
+    public MemorySegment moveData(int i) {
+        return moveData[check(i, moveCount)];
     }
 
     /** The number of patches. */

@@ -23,6 +23,10 @@ import java.util.concurrent.locks.ReentrantLock;
  * backoff (spin, yield, then sleeps of at most 10 ms) up to the stall timeout, and a
  * {@link BufferExhaustedPolicy#DROP} writer drops at once, marking the loss for the
  * service.
+ *
+ * <p>An {@linkplain #emulated emulated} arbiter serves a producer that reaches its
+ * service over TCP: the buffer is this process's alone, each committed chunk's bytes
+ * travel with its commit, and the chunk is free again as soon as the commit is encoded.
  */
 public final class SharedMemoryArbiter {
     /** Returned by {@link #acquireChunk} when no chunk could be had. */
@@ -33,6 +37,8 @@ public final class SharedMemoryArbiter {
     private final SharedMemoryAbi abi;
     private final int pageLayout;
     private final CommitTransport transport;
+    /** Shared memory emulation: commits carry the chunks' bytes, and the arbiter frees the chunks it committed. */
+    private final boolean emulated;
     private final long stallTimeoutNanos;
     private final ReentrantLock lock = new ReentrantLock();
     private final CommitRequest pending = new CommitRequest();
@@ -44,6 +50,8 @@ public final class SharedMemoryArbiter {
      * acquired, read by its writer after that (the lock orders the two).
      */
     private final MemorySegment[] payloadSlices;
+    /** Whole chunks per chunk position (header included), cut with the payloads, for emulated commits. */
+    private final MemorySegment[] chunkSlices;
     private final byte[] slicedLayouts;
     /** Each writer's finished-packet count at the previous {@link #sweepIdleWriters()}. */
     private final long[] finishedAtLastSweep = new long[MAX_WRITER_ID + 1];
@@ -74,10 +82,25 @@ public final class SharedMemoryArbiter {
      */
     public SharedMemoryArbiter(MemorySegment smb, int pageSize, int chunksPerPage, CommitTransport transport,
                                Duration stallTimeout) {
-        this(new SharedMemoryAbi(smb, pageSize), layoutFor(chunksPerPage), transport, stallTimeout);
+        this(new SharedMemoryAbi(smb, pageSize), layoutFor(chunksPerPage), transport, false, stallTimeout);
     }
 
-    private SharedMemoryArbiter(SharedMemoryAbi abi, int pageLayout, CommitTransport transport, Duration stallTimeout) {
+    /**
+     * An arbiter for shared memory emulation, as Perfetto's producers run it when the
+     * service says so (a TCP connection): {@code buffer} is memory of this process that
+     * the service never sees, each commit carries the bytes of the chunks it moves, and
+     * a committed chunk is free again once the transport returns (which copies the bytes).
+     * One chunk per page, a 30 s stall timeout.
+     *
+     * @throws IllegalArgumentException if the page size or the buffer's size breaks the ABI's rules
+     */
+    public static SharedMemoryArbiter emulated(MemorySegment buffer, int pageSize, CommitTransport transport) {
+        return new SharedMemoryArbiter(new SharedMemoryAbi(buffer, pageSize), LAYOUT_DIV1, transport, true,
+                Duration.ofSeconds(30));
+    }
+
+    private SharedMemoryArbiter(SharedMemoryAbi abi, int pageLayout, CommitTransport transport, boolean emulated,
+                                Duration stallTimeout) {
         if (SharedMemoryAbiDescriptor.chunkSize(abi.pageSize(), pageLayout) < CHUNK_HEADER_SIZE + PACKET_HEADER_SIZE + 8) {
             throw new IllegalArgumentException("pages of " + abi.pageSize() + " bytes cut into "
                     + chunksPerLayout(pageLayout) + " chunks are too small to hold a packet");
@@ -85,8 +108,10 @@ public final class SharedMemoryArbiter {
         this.abi = abi;
         this.pageLayout = pageLayout;
         this.transport = transport;
+        this.emulated = emulated;
         this.stallTimeoutNanos = stallTimeout.toNanos();
         this.payloadSlices = new MemorySegment[abi.numPages() * 2 * 16];
+        this.chunkSlices = new MemorySegment[abi.numPages() * 16];
         this.slicedLayouts = new byte[abi.numPages()];
     }
 
@@ -316,12 +341,14 @@ public final class SharedMemoryArbiter {
         if (slicedLayouts[page] == layout) {
             return;
         }
-        int payloadSize = abi.chunkSize(layout) - CHUNK_HEADER_SIZE;
+        int chunkSize = abi.chunkSize(layout);
         for (int c = 0; c < chunksPerLayout(layout); c++) {
-            MemorySegment payload = abi.segment().asSlice(abi.chunkOffset(page, c, layout) + CHUNK_HEADER_SIZE, payloadSize);
+            MemorySegment whole = abi.segment().asSlice(abi.chunkOffset(page, c, layout), chunkSize);
+            MemorySegment payload = whole.asSlice(CHUNK_HEADER_SIZE);
             int index = 2 * ((page << 4) | c);
             payloadSlices[index] = payload;
             payloadSlices[index + 1] = payload.asSlice(PACKET_HEADER_SIZE);
+            chunkSlices[(page << 4) | c] = whole;
         }
         slicedLayouts[page] = (byte) layout;
     }
@@ -332,7 +359,7 @@ public final class SharedMemoryArbiter {
         if (!abi.releaseChunkAsComplete(page, index)) {
             throw new IllegalStateException("chunk " + index + " of page " + page + " was not being written");
         }
-        pending.addChunkToMove(page, index, writer.targetBuffer());
+        pending.addChunkToMove(page, index, writer.targetBuffer(), emulated ? chunkSlices[(int) chunk] : null);
         writer.drainReadyPatches(pending);
     }
 
@@ -381,7 +408,26 @@ public final class SharedMemoryArbiter {
             try {
                 transport.commit(pending);
             } finally {
+                if (emulated) {
+                    freeCommittedChunksLocked();
+                }
                 pending.clear();
+            }
+        }
+    }
+
+    /**
+     * Emulation: the commit took the chunks' bytes (or was dropped), and no service will
+     * read them here, so the arbiter frees them the way a service would, through
+     * BeingRead, whatever the transport did.
+     */
+    private void freeCommittedChunksLocked() {
+        for (int i = 0; i < pending.chunksToMove(); i++) {
+            int page = pending.movePage(i);
+            int index = pending.moveChunk(i);
+            if (abi.tryAcquireChunkForReading(page, index) == SharedMemoryAbi.NO_CHUNK
+                    || !abi.releaseChunkAsFree(page, index)) {
+                throw new IllegalStateException("chunk " + index + " of page " + page + " was not complete");
             }
         }
     }

@@ -4,9 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.protozero.RepeatedFieldIterator;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class CommitRequestTest {
@@ -27,6 +35,84 @@ class CommitRequestTest {
                 + "121c" + "080310041805" + "2208" + "0806" + "120401020304" + "2208" + "080a" + "12048080807f" + "2801"
                 + "1210" + "080310041807" + "2208" + "0800" + "120481808000";
         assertArrayEquals(HexFormat.of().parseHex(expected), heap.toByteArray());
+    }
+
+    @Test
+    void anEmulatedChunkCarriesItsBytes() {
+        CommitRequest request = new CommitRequest();
+        request.addChunkToMove(1, 0, 3, MemorySegment.ofArray(new byte[] {(byte) 0xaa, (byte) 0xbb}));
+        HeapBuffered<CommitDataRequest> heap = new HeapBuffered<>(CommitDataRequest.FACTORY);
+        request.writeTo(heap.get());
+        // chunks_to_move {page 1 chunk 0 target_buffer 3 data aabb}
+        assertArrayEquals(HexFormat.of().parseHex("0a0a" + "080110001803" + "2202aabb"), heap.toByteArray());
+    }
+
+    /**
+     * Written in parts under a bound, a request comes out as parts of at most that many
+     * bytes, a patch run never cut, which together say what the request written whole
+     * says, in the same order: the service applies the same commit.
+     */
+    @Test
+    void aLargeRequestIsWrittenInPartsThatAddUpToIt() {
+        CommitRequest request = new CommitRequest();
+        for (int i = 0; i < 70; i++) {
+            byte[] chunk = new byte[4096];
+            chunk[0] = (byte) i;
+            request.addChunkToMove(i, 0, 1, MemorySegment.ofArray(chunk));
+        }
+        for (int chunkId = 0; chunkId < 3; chunkId++) {
+            for (int p = 0; p < 200; p++) {
+                request.addPatch(1, 7, chunkId, 4 * p, p, p == 199 && chunkId == 2);
+            }
+        }
+        HeapBuffered<CommitDataRequest> whole = new HeapBuffered<>(CommitDataRequest.FACTORY);
+        request.writeTo(whole.get());
+        List<String> inParts = new ArrayList<>();
+        int parts = 0;
+        for (int next = 0; next < request.entries(); parts++) {
+            HeapBuffered<CommitDataRequest> part = new HeapBuffered<>(CommitDataRequest.FACTORY);
+            next = request.writeTo(part.get(), next, CommitRequest.MAX_COMMIT_BYTES);
+            byte[] bytes = part.toByteArray();
+            assertTrue(bytes.length <= CommitRequest.MAX_COMMIT_BYTES, "part " + parts + ": " + bytes.length);
+            inParts.addAll(entries(bytes));
+        }
+        assertEquals(3, parts, "70 chunks of 4 KiB and 600 patches in 128 KiB frames");
+        List<String> inOne = entries(whole.toByteArray());
+        assertEquals(73, inOne.size());
+        assertEquals(inOne, inParts);
+        HeapBuffered<CommitDataRequest> lone = new HeapBuffered<>(CommitDataRequest.FACTORY);
+        assertEquals(1, request.writeTo(lone.get(), 0, 10), "an entry larger than the bound still goes alone");
+        assertThrows(IndexOutOfBoundsException.class, () -> request.writeTo(lone.get(), request.entries() + 1, 10));
+    }
+
+    /** A CommitData's chunks to move and to patch, in order, as text. */
+    private static List<String> entries(byte[] commit) {
+        CommitDataRequest.Decoder decoder = new CommitDataRequest.Decoder();
+        decoder.reset(MemorySegment.ofArray(commit));
+        List<String> entries = new ArrayList<>();
+        RepeatedFieldIterator moves = decoder.chunksToMove(new RepeatedFieldIterator());
+        CommitDataRequest.ChunksToMove.Decoder move = new CommitDataRequest.ChunksToMove.Decoder();
+        while (moves.next()) {
+            move.reset(moves.field());
+            entries.add("move " + move.page() + "/" + move.chunk() + " to " + move.targetBuffer() + ": "
+                    + Arrays.hashCode(move.data()));
+        }
+        RepeatedFieldIterator chunks = decoder.chunksToPatch(new RepeatedFieldIterator());
+        CommitDataRequest.ChunkToPatch.Decoder chunk = new CommitDataRequest.ChunkToPatch.Decoder();
+        CommitDataRequest.ChunkToPatch.Patch.Decoder patch = new CommitDataRequest.ChunkToPatch.Patch.Decoder();
+        while (chunks.next()) {
+            chunk.reset(chunks.field());
+            StringBuilder text = new StringBuilder("patch " + chunk.writerId() + "/" + chunk.chunkId() + " in "
+                    + chunk.targetBuffer() + " more " + chunk.hasMorePatches() + ":");
+            RepeatedFieldIterator patches = chunk.patches(new RepeatedFieldIterator());
+            while (patches.next()) {
+                patch.reset(patches.field());
+                text.append(' ').append(patch.offset()).append('=').append(HexFormat.of().formatHex(patch.data()));
+            }
+            entries.add(text.toString());
+        }
+        assertFalse(decoder.hasError());
+        return entries;
     }
 
     @Test

@@ -1,6 +1,6 @@
 package dev.ffmtrace.tracing.sdk;
 
-import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.tracing.service.TracingService;
 import java.util.Objects;
 
@@ -12,14 +12,15 @@ import java.util.Objects;
  *                         the process name)
  * @param inProcessService a service in this process to be a producer of, or null
  * @param systemBackend    whether to be a producer of the system's service
- * @param systemSocket     its producer socket; null for Perfetto's rule
+ * @param systemSocket     its producer socket (a Unix socket, or a TCP endpoint on another
+ *                         machine); null for Perfetto's rule
  *                         ({@code PERFETTO_PRODUCER_SOCK_NAME}, else
  *                         {@code /run/perfetto/traced-producer.sock})
  * @param smbSizeBytes     the shared memory buffer size to ask each service for (0: the
  *                         service's default)
  */
 public record TracingOptions(String producerName, TracingService inProcessService, boolean systemBackend,
-                             UnixAddress systemSocket, int smbSizeBytes) {
+                             StreamAddress systemSocket, int smbSizeBytes) {
     public TracingOptions {
         Objects.requireNonNull(producerName, "producerName");
         if (smbSizeBytes < 0) {
@@ -44,7 +45,7 @@ public record TracingOptions(String producerName, TracingService inProcessServic
     }
 
     /** Also a producer of the system's service, on {@code socket}. */
-    public TracingOptions withSystemBackend(UnixAddress socket) {
+    public TracingOptions withSystemBackend(StreamAddress socket) {
         return new TracingOptions(producerName, inProcessService, true, Objects.requireNonNull(socket, "socket"),
                 smbSizeBytes);
     }

@@ -35,6 +35,7 @@ public final class SessionConfigBuilder {
     private long dataSourceStopTimeoutMs;
     private TriggerConfig triggerConfig = TriggerConfig.NONE;
     private boolean deferredStart;
+    private boolean traceAllMachines;
 
     SessionConfigBuilder() {
     }
@@ -42,6 +43,12 @@ public final class SessionConfigBuilder {
     /** Sets {@code deferred_start}: the session's data sources wait for {@link TracingSession#startTracing()}. */
     public SessionConfigBuilder deferredStart() {
         this.deferredStart = true;
+        return this;
+    }
+
+    /** Sets {@code trace_all_machines}: data sources of relayed machines start too, not only this machine's. */
+    public SessionConfigBuilder traceAllMachines() {
+        this.traceAllMachines = true;
         return this;
     }
 
@@ -169,6 +176,9 @@ public final class SessionConfigBuilder {
         }
         if (deferredStart) {
             config.setDeferredStart(true);
+        }
+        if (traceAllMachines) {
+            config.setTraceAllMachines(true);
         }
         if (writeIntoFile) {
             config.setWriteIntoFile(true);

@@ -31,6 +31,7 @@ import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.CommitTransport;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
+import dev.ffmtrace.tracing.relay.RelayClient;
 import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.MemorySegment;
@@ -69,7 +70,9 @@ import java.util.function.Consumer;
  * (SetPeerIdentity: pid, uid, the kernel's boot id, {@code PERFETTO_MACHINE_NAME}); the
  * service answers with shared memory emulation, and the writers write into a 1 MiB buffer
  * of this process whose chunks travel inside CommitData, split to fit Perfetto's 128 KiB
- * IPC frames.
+ * IPC frames. A {@link RelayClient} beside it does what a relay would do for the
+ * machine: its SystemInfo and the clock exchanges without which a trace reader cannot
+ * place the machine's timestamps.
  *
  * <p><b>Never blocks the application.</b> Writers commit under their arbiter's lock;
  * the connection only encodes the request and queues it; one sender thread writes the
@@ -217,6 +220,8 @@ public final class ProducerConnection implements AutoCloseable {
     private final OutgoingQueue<Session> outgoing = new OutgoingQueue<>(MAX_QUEUED_COMMITS);
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread sender;
+    /** Over TCP: the machine's clock exchanges with the host; else null. */
+    private final RelayClient clockLink;
     /** The session with the service now, or null. Guarded by this. */
     private Session session;
     /** The session the sender serves or tears down, or null while it connects or waits. */
@@ -236,6 +241,7 @@ public final class ProducerConnection implements AutoCloseable {
     private ProducerConnection(Options options, StreamAddress address) {
         this.options = options;
         this.address = address;
+        this.clockLink = address instanceof TcpAddress ? new RelayClient(address, thisMachine()) : null;
         this.sender = Thread.ofPlatform().daemon().name("perfetto-producer " + options.producerName())
                 .unstarted(this::run);
     }
@@ -251,7 +257,15 @@ public final class ProducerConnection implements AutoCloseable {
         StreamAddress address = options.socket() != null ? options.socket() : defaultProducerSocket();
         ProducerConnection connection = new ProducerConnection(options, address);
         connection.sender.start();
+        if (connection.clockLink != null) {
+            connection.clockLink.start();
+        }
         return connection;
+    }
+
+    /** How a producer on TCP names its machine: as traced_relay names its own. */
+    private static PeerIdentity thisMachine() {
+        return new PeerIdentity(Os.pid(), Os.uid(), ThisMachine.bootId(), ThisMachine.name());
     }
 
     /**
@@ -383,6 +397,17 @@ public final class ProducerConnection implements AutoCloseable {
         return current != null && current.isLive() && current.client.isConnected();
     }
 
+    /**
+     * Over TCP, waits until the host has had this machine's clocks once (a trace read
+     * before that cannot place the machine's timestamps on the host's timeline: a
+     * short-lived program waits for it before it exits); true at once on a Unix socket.
+     *
+     * @return whether the host has the clocks
+     */
+    public boolean awaitClockSync(Duration timeout) throws InterruptedException {
+        return clockLink == null || clockLink.awaitSyncs(1, timeout);
+    }
+
     /** Waits until {@link #isConnected()} or the timeout passes; returns whether connected. */
     public boolean awaitConnected(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
@@ -455,6 +480,9 @@ public final class ProducerConnection implements AutoCloseable {
                 interrupted = true;
             }
         }
+        if (clockLink != null) {
+            clockLink.close();
+        }
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
@@ -508,7 +536,7 @@ public final class ProducerConnection implements AutoCloseable {
         boolean tcp = address instanceof TcpAddress;
         try {
             if (tcp) {
-                client.setPeerIdentity(new PeerIdentity(Os.pid(), Os.uid(), ThisMachine.bootId(), ThisMachine.name()));
+                client.setPeerIdentity(thisMachine());
             }
             BoundService port = client.bindService(PRODUCER_PORT).get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             // No descriptor crosses TCP: a producer's own buffer cannot be offered there.

@@ -13,14 +13,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * A relay's own connection to the host's RelayPort, as traced_relay's RelayClient: it
- * names the relay's machine (SetPeerIdentity), sends the machine's SystemInfo
- * (InitRelay), then exchanges clocks, a PING and an UPDATE, again every
- * {@link #SYNC_PERIOD}. A host that is not there, goes away or refuses is tried again
- * after a pause that doubles from 1 s up to 30 s, as traced_relay does, until the relay
- * closes. The forwarded producers do not depend on it.
+ * A machine's own connection to the host's RelayPort, as traced_relay's RelayClient: it
+ * names the machine (SetPeerIdentity), sends the machine's SystemInfo (InitRelay), then
+ * exchanges clocks, a PING and an UPDATE, again every {@link #SYNC_PERIOD}; the host
+ * writes the exchanges into each session, and a trace reader needs them to put the
+ * machine's timestamps on the host's timeline. A host that is not there, goes away or
+ * refuses is tried again after a pause that doubles from 1 s up to 30 s, as
+ * traced_relay does, until closed. The machine's producers do not depend on it.
+ *
+ * <p>A relay runs one; so does a producer connected straight to a host over TCP.
  */
-final class RelayClient {
+public final class RelayClient implements AutoCloseable {
     /** traced_relay's clock exchange period. */
     static final Duration SYNC_PERIOD = Duration.ofSeconds(30);
     private static final long FIRST_RETRY_MS = 1_000;
@@ -34,22 +37,44 @@ final class RelayClient {
     private boolean stopped;
     private final AtomicLong syncs = new AtomicLong();
 
-    RelayClient(StreamAddress host, PeerIdentity identity) {
+    /** A client for the host at {@code host}, naming this machine as {@code identity}; {@link #start()} starts it. */
+    public RelayClient(StreamAddress host, PeerIdentity identity) {
         this.host = host;
         this.identity = identity;
         this.thread = Thread.ofPlatform().daemon().name("ffmtrace-relay-client").unstarted(this::run);
     }
 
-    void start() {
+    /** Connects in the background and keeps exchanging clocks until closed. */
+    public void start() {
         thread.start();
     }
 
     /** Clock exchanges (PING and UPDATE each) the host answered. */
-    long syncs() {
+    public long syncs() {
         return syncs.get();
     }
 
-    void close() {
+    /**
+     * Waits until the host answered {@code count} clock exchanges, the client closes or
+     * {@code timeout} passes; returns whether it answered them.
+     */
+    public boolean awaitSyncs(long count, Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (stop) {
+            while (syncs.get() < count && !stopped) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    break;
+                }
+                TimeUnit.NANOSECONDS.timedWait(stop, left);
+            }
+            return syncs.get() >= count;
+        }
+    }
+
+    /** Stops: the connection, if any, closes, and no attempt follows. */
+    @Override
+    public void close() {
         synchronized (stop) {
             stopped = true;
             stop.notifyAll();
@@ -76,7 +101,10 @@ final class RelayClient {
                 while (!isStopped()) {
                     expectSuccess(sync(client, port, SyncClockRequest.Phase.PING));
                     expectSuccess(sync(client, port, SyncClockRequest.Phase.UPDATE));
-                    syncs.incrementAndGet();
+                    synchronized (stop) {
+                        syncs.incrementAndGet();
+                        stop.notifyAll();
+                    }
                     served = true;
                     retryMs = FIRST_RETRY_MS;
                     if (!pause(SYNC_PERIOD.toMillis()) || !client.isConnected()) {

@@ -3,6 +3,7 @@ package dev.ffmtrace.tracing.service;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.MachineIds;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.StreamAddress;
@@ -95,7 +96,7 @@ class ProducerConnectionEndToEndTest {
      * Over TCP nothing is shared: the producer writes into a buffer of its own and sends
      * each chunk's bytes (shared memory emulation); the same packets, fragments and
      * patches arrive, from a machine named by the producer's boot id, as traced_relay
-     * names its machine.
+     * names its machine, whose SystemInfo and clocks the producer sent as a relay does.
      */
     @Test
     void aJavaProducerOverTcpWritesThroughSharedMemoryEmulation() throws Exception {
@@ -105,6 +106,7 @@ class ProducerConnectionEndToEndTest {
             List<String> stamps = trackEventStamps(trace);
             assertEquals(THREADS * PACKETS_PER_THREAD, stamps.size());
             assertEquals(List.of("machine " + machine + " pid " + Os.pid()), stamps.stream().distinct().toList());
+            assertEquals(List.of("system_info " + machine, "remote_clock_sync " + machine), machinePackets(trace));
         }
     }
 
@@ -164,6 +166,25 @@ class ProducerConnectionEndToEndTest {
         }
     }
 
+    /** The packets that describe another machine: its SystemInfo and clock exchanges, with its id. */
+    private static List<String> machinePackets(byte[] trace) {
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace));
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        List<String> found = new ArrayList<>();
+        while (packets.next()) {
+            packet.reset(packets.field());
+            if (packet.hasMachineId() && packet.hasSystemInfo()) {
+                found.add("system_info " + packet.machineId());
+            }
+            if (packet.hasRemoteClockSync()) {
+                found.add("remote_clock_sync " + packet.machineId());
+            }
+        }
+        return found;
+    }
+
     /** Each TrackEvent packet's machine id and trusted pid, as text. */
     private static List<String> trackEventStamps(byte[] trace) {
         Trace.Decoder decoder = new Trace.Decoder();
@@ -218,10 +239,13 @@ class ProducerConnectionEndToEndTest {
     private static Written writeThroughThePort(TracingService service, StreamAddress listenOn,
                                                UnaryOperator<ProducerConnection.Options> options) throws Exception {
         Workload workload = new Workload();
-        try (ProducerPort port = ProducerPort.listen(service, listenOn);
+        IpcHost host = IpcHost.listen(listenOn);
+        try (ProducerPort port = ProducerPort.expose(service, host);
              ProducerConnection connection = ProducerConnection.connect(options.apply(ProducerConnection.Options
-                     .named("e2e").withSocket(port.address()).withSmbHints(1 << 20, 4096)))) {
+                     .named("e2e").withSocket(host.address()).withSmbHints(1 << 20, 4096)))) {
+            RelayPort.expose(service, host);
             assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
+            assertTrue(connection.awaitClockSync(Duration.ofSeconds(10)), "a host on TCP has the machine's clocks");
             connection.registerDataSource(
                     new DataSourceDescriptor("track_event", false, true, false, false), workload);
             assertTrue(connection.sync().get(10, TimeUnit.SECONDS), "the registration reached the service");

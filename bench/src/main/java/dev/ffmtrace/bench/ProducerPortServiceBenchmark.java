@@ -55,7 +55,9 @@ import org.openjdk.jmh.annotations.Warmup;
  * them (shared memory emulation). The producer end is this thread, written not to allocate: a
  * {@link TraceWriter} fills the chunk, the CommitData frame is encoded by hand into a
  * reused array, and the reply is read into another. So the allocation column is the
- * service's.
+ * service's. Read it per iteration: its 0.1 B/op is the service's periodic threads,
+ * and JMH counts the trial's {@code @TearDown} (closing the session and the service)
+ * into the last iteration, which then shows 10-20 B/op on either transport.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)

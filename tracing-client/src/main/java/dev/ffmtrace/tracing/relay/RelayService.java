@@ -7,8 +7,10 @@ import dev.ffmtrace.memory.PeerCredentials;
 import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.UnixAddress;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -54,6 +56,8 @@ public final class RelayService implements AutoCloseable {
     private final RelayClient relayClient;
     private final Thread acceptor;
     private final Set<ForwardedConnection> forwarded = ConcurrentHashMap.newKeySet();
+    /** Notified when a forwarding ends. */
+    private final Object forwardingEnded = new Object();
     private final AtomicLong producersForwarded = new AtomicLong();
     private final ForwardedConnection.Counters counters =
             new ForwardedConnection.Counters(new AtomicLong(), new AtomicLong());
@@ -104,9 +108,39 @@ public final class RelayService implements AutoCloseable {
         return relayClient.syncs();
     }
 
+    /**
+     * Waits until the host answered {@code count} clock exchanges, the relay closes or
+     * {@code timeout} passes; returns whether it answered them.
+     */
+    public boolean awaitClockSyncs(long count, Duration timeout) throws InterruptedException {
+        return relayClient.awaitSyncs(count, timeout);
+    }
+
     /** Producers forwarded now. */
     public int producerCount() {
         return forwarded.size();
+    }
+
+    /** Waits until no producer is forwarded, or {@code timeout} passes; returns whether none is. */
+    public boolean awaitNoProducers(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        synchronized (forwardingEnded) {
+            while (!forwarded.isEmpty()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(forwardingEnded, left);
+            }
+            return true;
+        }
+    }
+
+    private void ended(ForwardedConnection connection) {
+        synchronized (forwardingEnded) {
+            forwarded.remove(connection);
+            forwardingEnded.notifyAll();
+        }
     }
 
     private void acceptLoop() {
@@ -136,7 +170,7 @@ public final class RelayService implements AutoCloseable {
         PeerIdentity identity = new PeerIdentity(credentials.pid(), credentials.uid(), options.machineIdHint(),
                 options.machineName());
         ForwardedConnection connection = new ForwardedConnection(producer, options.host(), identity.frame(), counters,
-                forwarded::remove);
+                this::ended);
         forwarded.add(connection);
         producersForwarded.incrementAndGet();
         connection.start();

@@ -8,11 +8,13 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.relay.ClockReading;
 import java.util.ArrayDeque;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.TreeMap;
 
 /**
@@ -76,6 +78,20 @@ public final class RelayClients {
     /** Forgets relay connection {@code clientId}: it went away. */
     synchronized void disconnected(long clientId) {
         relays.keySet().removeIf(key -> key.clientId() == clientId);
+        notifyAll();
+    }
+
+    /** Waits until no relay is connected, or {@code timeout} passes; returns whether none is. */
+    synchronized boolean awaitEmpty(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (!relays.isEmpty()) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return false;
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        return true;
     }
 
     /** Whether any relay is connected now. */

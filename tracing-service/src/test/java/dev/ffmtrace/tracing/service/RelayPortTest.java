@@ -24,6 +24,7 @@ import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
@@ -130,15 +131,8 @@ class RelayPortTest {
                 assertFalse(systems.get(0).endsWith("@" + BOOT_ID_MACHINE), "the host's has no machine id");
                 assertEquals(0, port.violations());
             }
-            assertTrue(waitUntilEmpty(service.relays()), "a relay that goes is forgotten");
+            assertTrue(service.relays().awaitEmpty(Duration.ofSeconds(10)), "a relay that goes is forgotten");
         }
-    }
-
-    private static boolean waitUntilEmpty(RelayClients relays) throws InterruptedException {
-        for (int i = 0; i < 2000 && !relays.isEmpty(); i++) {
-            Thread.sleep(5);
-        }
-        return relays.isEmpty();
     }
 
     @Test

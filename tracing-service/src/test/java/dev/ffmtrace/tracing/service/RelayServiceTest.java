@@ -27,8 +27,6 @@ import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** ffmtrace's relay between a producer and a host service on TCP, both ends ffmtrace's. */
@@ -39,14 +37,6 @@ class RelayServiceTest {
 
     private static UnixAddress localSocket() {
         return UnixAddress.abstractName("ffmtrace-relay-test-" + System.nanoTime());
-    }
-
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, what + " within 30 s");
-            Thread.sleep(5);
-        }
     }
 
     private static SessionConfig allMachines() throws InvalidConfigException {
@@ -65,7 +55,7 @@ class RelayServiceTest {
             RelayPort relayPort = RelayPort.expose(service, host);
             RelayService.Options options = new RelayService.Options(localSocket(), -1, host.address(), HINT, "guest-r");
             try (RelayService relay = RelayService.start(options)) {
-                await(() -> relay.clockSyncs() >= 1, "the relay's clock exchange");
+                assertTrue(relay.awaitClockSyncs(1, Duration.ofSeconds(30)), "the relay's clock exchange");
                 try (SharedMemory ownSmb = SharedMemory.create("provided", 64 * 1024);
                      PortProducer producer = PortProducer.connect(options.producerSocket(), "behind-relay", 1 << 20,
                              4096, ownSmb.fd(), 0)) {
@@ -108,7 +98,7 @@ class RelayServiceTest {
                     assertEquals(0, producerPort.violations() + producerPort.abiViolations() + relayPort.violations());
                     session.close();
                 }
-                await(() -> relay.producerCount() == 0, "the forwarding to end with the producer");
+                assertTrue(relay.awaitNoProducers(Duration.ofSeconds(30)), "the forwarding ends with the producer");
             }
         }
     }
@@ -144,8 +134,8 @@ class RelayServiceTest {
         RelayService.Options options = new RelayService.Options(localSocket(), -1, nobody, HINT, "guest-r");
         try (RelayService relay = RelayService.start(options)) {
             assertThrows(Exception.class, () -> PortProducer.connect(options.producerSocket(), "lonely", 0, 0));
-            await(() -> relay.hostUnreachable() == 1, "the refused connection counted");
-            assertEquals(0, relay.producerCount());
+            assertTrue(relay.awaitNoProducers(Duration.ofSeconds(30)), "the forwarding ends at once");
+            assertEquals(1, relay.hostUnreachable(), "the refused connection counted");
         }
     }
 }

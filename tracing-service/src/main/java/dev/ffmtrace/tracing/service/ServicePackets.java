@@ -128,13 +128,20 @@ final class ServicePackets {
         trigger.setStopDelayMs(hit.stopDelayMs());
     }
 
-    /** {@code trace_stats}: every buffer's stats, in config order, and the session's own counts. */
-    static byte[] stats(List<TraceBufferStats> buffers, long chunksDiscarded, long invalidPackets) {
+    /**
+     * {@code trace_stats}: every buffer's stats, in config order, the session's own counts,
+     * and the service's producers as traced counts them: connected now, and seen since it
+     * started (the difference counts producers that went away, a killed relay's among them).
+     */
+    static byte[] stats(List<TraceBufferStats> buffers, long chunksDiscarded, long invalidPackets,
+                        TracingService.ProducerCounts producers) {
         HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
         TraceStats stats = service(trace, -1).setTraceStats();
         for (TraceBufferStats bufferStats : buffers) {
             bufferStats.writeTo(stats.addBufferStats());
         }
+        stats.setProducersConnected(producers.connected());
+        stats.setProducersSeen(producers.seen());
         stats.setChunksDiscarded(chunksDiscarded);
         stats.setInvalidPackets(invalidPackets);
         return trace.toByteArray();

@@ -392,6 +392,18 @@ public final class TracingService implements AutoCloseable {
         }
     }
 
+    /**
+     * Producers connected now, and connected since the service started (traced's
+     * {@code producers_connected} and {@code producers_seen}).
+     */
+    public record ProducerCounts(int connected, long seen) {
+    }
+
+    /** The producers now and since the start, as {@code trace_stats} reports them. */
+    public synchronized ProducerCounts producerCounts() {
+        return new ProducerCounts(producers.size(), nextProducerId - 1);
+    }
+
     /** The relays connected through a {@link RelayPort}: the remote machines' SystemInfo and clocks. */
     public RelayClients relays() {
         return relays;

@@ -647,7 +647,8 @@ public final class TracingSession implements AutoCloseable {
                     sink.write(staging, stagingSize);
                 }
             }
-            sink.write(ServicePackets.stats(clonedStats, chunksDiscarded, snapshot.invalidPackets));
+            sink.write(ServicePackets.stats(clonedStats, chunksDiscarded, snapshot.invalidPackets,
+                    service.producerCounts()));
             return packets;
         } finally {
             readbackLock.unlock();
@@ -712,7 +713,7 @@ public final class TracingSession implements AutoCloseable {
         }
         recordEvent(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
         writeNewLifecycleEvents(sink);
-        sink.write(ServicePackets.stats(readStats(), chunksDiscarded(), consumed.invalidPackets));
+        sink.write(ServicePackets.stats(readStats(), chunksDiscarded(), consumed.invalidPackets, service.producerCounts()));
         return packets;
     }
 

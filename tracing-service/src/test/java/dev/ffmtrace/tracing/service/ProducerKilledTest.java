@@ -30,22 +30,29 @@ class ProducerKilledTest {
     /** What a process killed by signal 9 exits with, as Java reports it. */
     private static final int KILLED_BY_SIGKILL = 128 + 9;
 
-    /** The timestamps of the producer's packets and the chunks_discarded of the trace's stats. */
-    private record Read(List<Long> timestamps, long chunksDiscarded) {
+    /**
+     * The timestamps of the producer's packets, and of the trace's stats chunks_discarded
+     * and the producers connected and seen.
+     */
+    private record Read(List<Long> timestamps, long chunksDiscarded, int producersConnected, long producersSeen) {
         static Read of(byte[] trace) {
             List<Long> timestamps = new ArrayList<>();
             long chunksDiscarded = -1;
+            int connected = -1;
+            long seen = -1;
             TracePacket.Decoder packet = new TracePacket.Decoder();
             TraceStats.Decoder stats = new TraceStats.Decoder();
             for (byte[] bytes : ProducerRemoteWriterTest.rawPackets(trace)) {
                 packet.reset(MemorySegment.ofArray(bytes));
                 if (packet.traceStats(stats)) {
                     chunksDiscarded = stats.chunksDiscarded();
+                    connected = stats.producersConnected();
+                    seen = stats.producersSeen();
                 } else if (packet.trustedPacketSequenceId() != TracingSession.SERVICE_SEQUENCE_ID) {
                     timestamps.add(packet.timestamp());
                 }
             }
-            return new Read(timestamps, chunksDiscarded);
+            return new Read(timestamps, chunksDiscarded, connected, seen);
         }
     }
 
@@ -71,13 +78,15 @@ class ProducerKilledTest {
             session.flush();
             ByteArrayOutputStream beforeClose = new ByteArrayOutputStream();
             session.writeTrace(beforeClose);
-            assertEquals(new Read(List.of(1000L, 1001L, 1002L, 1003L, 1004L), 0), Read.of(beforeClose.toByteArray()));
+            assertEquals(new Read(List.of(1000L, 1001L, 1002L, 1003L, 1004L), 0, 1, 1),
+                    Read.of(beforeClose.toByteArray()));
 
             producer.close();
             ByteArrayOutputStream afterClose = new ByteArrayOutputStream();
             session.writeTrace(afterClose);
-            // Packet 1005 will never be finished: the chunk holding it is counted as discarded.
-            assertEquals(new Read(List.of(), 1), Read.of(afterClose.toByteArray()));
+            // Packet 1005 will never be finished: the chunk holding it is counted as discarded,
+            // and the producer as one seen but no longer connected.
+            assertEquals(new Read(List.of(), 1, 0, 1), Read.of(afterClose.toByteArray()));
             assertEquals(1, session.chunksDiscarded());
             assertEquals(0, producer.abiViolations());
         }

@@ -899,6 +899,9 @@ public final class ConsumerPort implements AutoCloseable {
                 for (TraceBufferStats buffer : current.stats()) {
                     buffer.writeTo(stats.addBufferStats());
                 }
+                TracingService.ProducerCounts producers = service.producerCounts();
+                stats.setProducersConnected(producers.connected());
+                stats.setProducersSeen(producers.seen());
                 stats.setChunksDiscarded(current.chunksDiscarded());
                 stats.setInvalidPackets(current.invalidPackets());
             }));

@@ -24,7 +24,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,16 +44,9 @@ class RelayCommandTest {
                 "--producer-socket", dir.resolve("host.sock") + ",127.0.0.1:0", "--enable-relay-endpoint");
         CliProcess relay = null;
         try {
-            AtomicReference<String> tcp = new AtomicReference<>();
-            serve.awaitLine(line -> {
-                boolean match = line.startsWith("producer socket: 127.0.0.1:");
-                if (match) {
-                    tcp.set(line.substring("producer socket: ".length()));
-                }
-                return match;
-            });
+            String host = ServeTcpTest.tcpProducerSocket(serve).toString();
             Path guest = dir.resolve("guest.sock");
-            relay = CliProcess.start("relay", "--relay-socket", tcp.get(), "--producer-socket", guest.toString(),
+            relay = CliProcess.start("relay", "--relay-socket", host, "--producer-socket", guest.toString(),
                     "--machine-name", "guest-a");
             relay.awaitLine(line -> line.startsWith("relaying "));
             try (ProducerConnection producer = ProducerConnection.connect(

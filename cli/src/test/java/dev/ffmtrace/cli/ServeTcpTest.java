@@ -42,6 +42,19 @@ class ServeTcpTest {
         }
     }
 
+    /** The loopback TCP producer port {@code serve} printed it listens on (it was given port 0). */
+    static TcpAddress tcpProducerSocket(CliProcess serve) throws InterruptedException {
+        AtomicReference<String> tcp = new AtomicReference<>();
+        serve.awaitLine(line -> {
+            boolean match = line.startsWith("producer socket: 127.0.0.1:");
+            if (match) {
+                tcp.set(line.substring("producer socket: ".length()));
+            }
+            return match;
+        });
+        return TcpAddress.parse(tcp.get());
+    }
+
     @Test
     void theProducerPortServesAUnixSocketAndATcpPortTheKernelChose() throws Exception {
         Path producer = dir.resolve("producer.sock");
@@ -49,16 +62,8 @@ class ServeTcpTest {
                 "--consumer-socket", dir.resolve("consumer.sock").toString(),
                 "--producer-socket", producer + ",127.0.0.1:0");
         try {
-            AtomicReference<String> tcp = new AtomicReference<>();
-            serve.awaitLine(line -> {
-                boolean match = line.startsWith("producer socket: 127.0.0.1:");
-                if (match) {
-                    tcp.set(line.substring("producer socket: ".length()));
-                }
-                return match;
-            });
-            TcpAddress address = TcpAddress.parse(tcp.get());
-            assertTrue(address.port() > 0, tcp.get());
+            TcpAddress address = tcpProducerSocket(serve);
+            assertTrue(address.port() > 0, address.toString());
             assertTrue(initialize(address).useShmemEmulation(), "chunks travel in CommitData over TCP");
             assertFalse(initialize(UnixAddress.path(producer)).useShmemEmulation(), "and in shared memory here");
         } finally {

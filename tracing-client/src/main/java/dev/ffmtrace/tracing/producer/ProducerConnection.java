@@ -28,11 +28,11 @@ import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.Message;
 import dev.ffmtrace.protozero.MessageFactory;
 import dev.ffmtrace.protozero.RepeatedScalarIterator;
+import dev.ffmtrace.tracing.relay.RelayClient;
+import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.CommitRequest;
 import dev.ffmtrace.tracing.smb.CommitTransport;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
-import dev.ffmtrace.tracing.relay.RelayClient;
-import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
@@ -220,6 +220,8 @@ public final class ProducerConnection implements AutoCloseable {
     private final OutgoingQueue<Session> outgoing = new OutgoingQueue<>(MAX_QUEUED_COMMITS);
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread sender;
+    /** Over TCP: how the connection names this machine (read once); else null. */
+    private final PeerIdentity machine;
     /** Over TCP: the machine's clock exchanges with the host; else null. */
     private final RelayClient clockLink;
     /** The session with the service now, or null. Guarded by this. */
@@ -241,7 +243,8 @@ public final class ProducerConnection implements AutoCloseable {
     private ProducerConnection(Options options, StreamAddress address) {
         this.options = options;
         this.address = address;
-        this.clockLink = address instanceof TcpAddress ? new RelayClient(address, thisMachine()) : null;
+        this.machine = address instanceof TcpAddress ? thisMachine() : null;
+        this.clockLink = machine != null ? new RelayClient(address, machine) : null;
         this.sender = Thread.ofPlatform().daemon().name("perfetto-producer " + options.producerName())
                 .unstarted(this::run);
     }
@@ -533,10 +536,10 @@ public final class ProducerConnection implements AutoCloseable {
             return null;
         }
         SharedMemory provided = null;
-        boolean tcp = address instanceof TcpAddress;
+        boolean tcp = machine != null;
         try {
             if (tcp) {
-                client.setPeerIdentity(thisMachine());
+                client.setPeerIdentity(machine);
             }
             BoundService port = client.bindService(PRODUCER_PORT).get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             // No descriptor crosses TCP: a producer's own buffer cannot be offered there.

@@ -17,7 +17,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import picocli.CommandLine;
 
-/** The README's main job: a second JVM writes into a sealed memfd this process created. */
+/** {@code ffmtrace demo}: a second JVM writes into a sealed memfd this process created. */
 class DemoCommandTest {
     @Test
     void peerProcessWritesAndOwnerReads() {

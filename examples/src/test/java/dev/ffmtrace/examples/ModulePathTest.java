@@ -26,7 +26,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The README's offline program as an application builds it: compiled into a module of its
+ * The offline program of docs/library.md as an application builds it: compiled into a module of its
  * own that requires only {@code dev.ffmtrace.tracing.trackevent}, against exactly the
  * modules that one needs, and run in a JVM of its own on the module path with native
  * access for {@code dev.ffmtrace.memory} alone.
@@ -88,11 +88,11 @@ class ModulePathTest {
         String modules = String.join(File.pathSeparator,
                 modulePathFor(TRACK_EVENT).values().stream().map(Path::toString).toList());
 
-        // The program as the README shows it, in a module that requires track-event alone.
+        // The program as docs/library.md shows it, in a module that requires track-event alone.
         Path source = dir.resolve("src");
         Path program = source.resolve("dev/ffmtrace/examples/OfflineTrackEvent.java");
         Files.createDirectories(program.getParent());
-        Files.writeString(program, ReadmeTest.readmeExamples().get("OfflineTrackEvent"));
+        Files.writeString(program, DocsExamplesTest.docsExamples().get("OfflineTrackEvent"));
         Files.writeString(source.resolve("module-info.java"),
                 "module dev.ffmtrace.examples {\n    requires " + TRACK_EVENT + ";\n}\n");
         Path classes = dir.resolve("classes");

@@ -5,6 +5,6 @@
  * {@link dev.ffmtrace.heapprofd.client.Sampler} per heap and thread, into the service's
  * SharedRingBuffer, each with the Java stack that allocated it;
  * {@link dev.ffmtrace.heapprofd.client.ProfiledArena} reports what an FFM arena
- * allocates. The service side comes next (see the README).
+ * allocates. The service side is {@code heapprofd-service} ({@code docs/design/heapprofd.md}).
  */
 package dev.ffmtrace.heapprofd.client;

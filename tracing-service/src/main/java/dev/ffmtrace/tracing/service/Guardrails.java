@@ -4,8 +4,8 @@ package dev.ffmtrace.tracing.service;
  * The limits the service's ports put on their clients, so that no client, of any user,
  * can exhaust the daemon for the others (issue #27). Each refusal is Perfetto's error
  * reply where Perfetto has the limit, and is counted ({@link ProducerPort#refusals()},
- * {@code ConsumerPort.refusals()}). README's "Guardrails" table lists them beside
- * Perfetto's values.
+ * {@code ConsumerPort.refusals()}). The "Guardrails" table of {@code docs/daemon.md} lists
+ * them beside Perfetto's values.
  */
 public final class Guardrails {
     /** Buffers one session may ask for: Perfetto's kMaxBuffersPerConsumer. */

@@ -15,9 +15,12 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
-/** The README's "Use as a library" shows every example verbatim, so it cannot drift from the code the tests run. */
-class ReadmeTest {
-    /** A code block the README introduces with the example's path in backquotes on the line before. */
+/**
+ * The guides in {@code docs/} show every example verbatim, so they cannot drift from the code the
+ * tests run; wherever a guide moves an example, this finds it.
+ */
+class DocsExamplesTest {
+    /** A code block a page introduces with the example's path in backquotes on the line before. */
     private static final Pattern EXAMPLE_BLOCK = Pattern.compile(
             "`examples/src/main/java/dev/ffmtrace/examples/(\\w+)\\.java`[^\\n]*\\n```java\\n(.*?)```", Pattern.DOTALL);
 
@@ -26,19 +29,24 @@ class ReadmeTest {
                 .resolve("dev/ffmtrace/examples");
     }
 
-    /** The README's example blocks by class name. */
-    static Map<String, String> readmeExamples() throws IOException {
-        String readme = Files.readString(Path.of(System.getProperty("ffmtrace.readme", "../README.md")));
+    /** Every example block of every page under {@code docs/}, by class name; a second, different copy fails. */
+    static Map<String, String> docsExamples() throws IOException {
         Map<String, String> blocks = new TreeMap<>();
-        Matcher matcher = EXAMPLE_BLOCK.matcher(readme);
-        while (matcher.find()) {
-            blocks.put(matcher.group(1), matcher.group(2));
+        try (Stream<Path> pages = Files.walk(Path.of(System.getProperty("ffmtrace.docs", "../docs")))) {
+            for (Path page : pages.filter(p -> p.toString().endsWith(".md")).sorted().toList()) {
+                Matcher matcher = EXAMPLE_BLOCK.matcher(Files.readString(page));
+                while (matcher.find()) {
+                    String earlier = blocks.putIfAbsent(matcher.group(1), matcher.group(2));
+                    assertTrue(earlier == null || earlier.equals(matcher.group(2)),
+                            matcher.group(1) + " is shown twice, differently (the second time in " + page + ")");
+                }
+            }
         }
         return blocks;
     }
 
     @Test
-    void theReadmeShowsEveryExampleAsItsSourceFileIs() throws IOException {
+    void theDocsShowEveryExampleAsItsSourceFileIs() throws IOException {
         Map<String, String> sources;
         try (Stream<Path> files = Files.list(sources())) {
             sources = files.filter(f -> !f.getFileName().toString().equals("package-info.java"))
@@ -51,9 +59,9 @@ class ReadmeTest {
                     }, (a, b) -> a, TreeMap::new));
         }
         assertTrue(sources.containsKey("OfflineTrackEvent"), sources.keySet().toString());
-        Map<String, String> readme = readmeExamples();
-        assertEquals(sources.keySet(), readme.keySet(), "examples in the README");
-        sources.forEach((name, source) -> assertEquals(source, readme.get(name),
-                name + ".java differs from its README block: copy it into README.md"));
+        Map<String, String> docs = docsExamples();
+        assertEquals(sources.keySet(), docs.keySet(), "examples shown in docs/");
+        sources.forEach((name, source) -> assertEquals(source, docs.get(name),
+                name + ".java differs from its block in docs/: copy it there"));
     }
 }

@@ -214,7 +214,7 @@ public final class TracingService implements AutoCloseable {
         for (Producer producer : producers) {
             startDataSources(session, producer);
         }
-        session.dataSourcesChanged();
+        session.dataSourcesChanged(timer());
         ScheduledExecutorService timer = timer();
         session.startTimers(timer, durationMs);
         if (idleWriterSweep == null) {
@@ -274,7 +274,7 @@ public final class TracingService implements AutoCloseable {
     synchronized void dataSourceRegistered(Producer producer) {
         for (TracingSession session : sessions) {
             startDataSources(session, producer);
-            session.dataSourcesChanged();
+            session.dataSourcesChanged(timer());
         }
     }
 
@@ -363,7 +363,7 @@ public final class TracingService implements AutoCloseable {
             for (Producer producer : producers) {
                 startDataSources(waiting, producer);
             }
-            waiting.dataSourcesChanged();
+            waiting.dataSourcesChanged(timer());
         }
         if (sessions.isEmpty() && idleWriterSweep != null) {
             idleWriterSweep.cancel(false);

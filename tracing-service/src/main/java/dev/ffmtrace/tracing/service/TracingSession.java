@@ -25,6 +25,8 @@ import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
@@ -133,6 +135,8 @@ public final class TracingSession implements AutoCloseable {
     private final SessionTriggers triggers = new SessionTriggers();
     /** Told of each CLONE_SNAPSHOT trigger once its stop_delay_ms passed; set by the session's owner. */
     private volatile Consumer<TriggerHit> cloneTriggerListener = hit -> { };
+    /** Told when every data source of the config has been seen started; set by the session's owner. */
+    private volatile Runnable allStartedListener = () -> { };
     /** The service's timer, once {@link #startTimers} ran: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
     private ScheduledExecutorService timer;
 
@@ -299,6 +303,17 @@ public final class TracingSession implements AutoCloseable {
     }
 
     /**
+     * Who waits for every data source of the config to be started (a consumer observing
+     * Perfetto's ALL_DATA_SOURCES_STARTED): told each time the service started data
+     * sources for the running session and none is missing, on a thread of its own (no
+     * lock held), so more than once if producers come and go. Check
+     * {@link #dataSourcesNotStarted()} after setting it: the first time may have passed.
+     */
+    public void onAllDataSourcesStarted(Runnable listener) {
+        allStartedListener = Objects.requireNonNull(listener, "listener");
+    }
+
+    /**
      * Starts a session that deferred its start ({@code deferred_start}, Perfetto's
      * StartTracing) or waits for a START_TRACING trigger: its data sources start, and it
      * records for {@code duration_ms}. Does nothing to a session started or stopped.
@@ -402,11 +417,24 @@ public final class TracingSession implements AutoCloseable {
         return buffers;
     }
 
-    /** Called by the service, under its lock, after it started data sources: records when all are. */
-    void dataSourcesChanged() {
-        if (!allDataSourcesStartedRecorded && state == State.RUNNING && service.warnings(this).isEmpty()) {
+    /**
+     * Called by the service, under its lock, after it started data sources: records the
+     * first time all are, and tells {@link #onAllDataSourcesStarted its listener} each time,
+     * off the lock (a thread of its own, started from {@code timer}).
+     */
+    void dataSourcesChanged(Executor timer) {
+        if (state != State.RUNNING || !service.warnings(this).isEmpty()) {
+            return;
+        }
+        if (!allDataSourcesStartedRecorded) {
             allDataSourcesStartedRecorded = true;
             recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_STARTED_FIELD_NUMBER);
+        }
+        Runnable listener = allStartedListener;
+        try {
+            timer.execute(new OffTimerTask("ffmtrace-all-data-sources-started", listener));
+        } catch (RejectedExecutionException e) {
+            // The service is closing: no consumer is left to tell.
         }
     }
 

@@ -52,10 +52,8 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
@@ -81,6 +79,10 @@ import java.util.function.Supplier;
  * consumer's requests then run in order on a worker thread of its own, so a slow stop
  * or flush delays only that consumer.
  *
+ * <p>Events reach a consumer's worker from the session ({@link TracingSession#completion()},
+ * {@link TracingSession#onCloneTrigger}, {@link TracingSession#onAllDataSourcesStarted}):
+ * no thread polls the sessions.
+ *
  * <p>Large while each remote consumer's state and requests live in it; the state replies
  * ({@code ServiceStateReplies}) and the limits ({@code Guardrails}) already live apart,
  * and issue #31 splits the rest.
@@ -101,14 +103,18 @@ public final class ConsumerPort implements AutoCloseable {
     /** Beyond the data sources' stop timeout, how long a stop under way may take to write the rest. */
     private static final long STOP_GRACE_MS = 30_000;
     /**
+     * How long {@link #close()} waits for the consumers' workers: the longest stop a
+     * session may take. A worker still busy then is interrupted, and what it had queued
+     * dropped; the service's close frees the sessions left.
+     */
+    private static final long CLOSE_TIMEOUT_MS = Guardrails.MAX_DATA_SOURCE_STOP_TIMEOUT_MS + STOP_GRACE_MS;
+    /**
      * How long a {@code write_into_file} write waits for a pipe or socket that takes no
      * bytes (a reader that stopped reading) before it fails and stops that session.
      */
     static final Duration OUTPUT_WRITE_TIMEOUT = Duration.ofSeconds(10);
     /** {@link #OUTPUT_WRITE_TIMEOUT} once the port is closing: a service told to stop stops within seconds. */
     static final Duration CLOSING_OUTPUT_WRITE_TIMEOUT = Duration.ofSeconds(1);
-    /** How often a consumer observing ALL_DATA_SOURCES_STARTED is checked for data sources that started late. */
-    private static final long OBSERVE_POLL_MS = 100;
 
     private static final String SESSION_ACTIVE = "A Consumer is trying to EnableTracing() but another tracing session is "
             + "already active (forgot a call to FreeBuffers() ?)";
@@ -128,7 +134,6 @@ public final class ConsumerPort implements AutoCloseable {
     private final AtomicLong refusals = new AtomicLong();
     /** Held while a session is admitted and started, so that two consumers cannot both take the last place. */
     private final Object admission = new Object();
-    private final ScheduledThreadPoolExecutor observer;
     private final ServiceDescriptor descriptor;
 
     /**
@@ -139,9 +144,6 @@ public final class ConsumerPort implements AutoCloseable {
     public ConsumerPort(TracingService service, String version) {
         this.service = service;
         this.version = version;
-        this.observer = new ScheduledThreadPoolExecutor(1, task -> Thread.ofPlatform().daemon()
-                .name("consumer-port-observer").unstarted(task));
-        observer.scheduleWithFixedDelay(this::pollObservers, OBSERVE_POLL_MS, OBSERVE_POLL_MS, TimeUnit.MILLISECONDS);
         this.descriptor = new ServiceDescriptor(SERVICE_NAME, List.of(
                 new Method("EnableTracing", true, this::enableTracing),
                 new Method("DisableTracing", i -> run(i, RemoteConsumer::disableTracing)),
@@ -202,13 +204,13 @@ public final class ConsumerPort implements AutoCloseable {
     }
 
     /**
-     * Frees every consumer's session and waits for their workers; close the IPC host
-     * first, so that no request comes in meanwhile. An output that takes no bytes then
-     * holds its session's last write {@link #CLOSING_OUTPUT_WRITE_TIMEOUT}.
+     * Frees every consumer's session and waits for their workers, at most the longest
+     * stop a session may take; close the IPC host first, so that no request comes in
+     * meanwhile. An output that takes no bytes then holds its session's last write
+     * {@link #CLOSING_OUTPUT_WRITE_TIMEOUT}.
      */
     @Override
     public void close() {
-        observer.shutdownNow();
         for (RemoteConsumer consumer : List.copyOf(consumers.values())) {
             consumers.remove(consumer.info.clientId());
             consumer.end();
@@ -216,7 +218,8 @@ public final class ConsumerPort implements AutoCloseable {
         List<RemoteConsumer> stopping = List.copyOf(ending);
         // The last write of a session whose reader stopped reading waits a second, not ten.
         stopping.forEach(RemoteConsumer::shortenOutputTimeout);
-        stopping.forEach(RemoteConsumer::awaitEnd);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(CLOSE_TIMEOUT_MS);
+        stopping.forEach(consumer -> consumer.awaitEnd(deadline));
     }
 
     private RemoteConsumer consumer(ClientInfo client) {
@@ -351,18 +354,6 @@ public final class ConsumerPort implements AutoCloseable {
         });
     }
 
-    private void pollObservers() {
-        for (RemoteConsumer consumer : consumers.values()) {
-            // One poll queued at a time: a consumer whose worker is busy does not pile them up.
-            if (consumer.pollQueued.compareAndSet(false, true)) {
-                consumer.submit(() -> {
-                    consumer.pollQueued.set(false);
-                    consumer.maybeNotifyAllDataSourcesStarted();
-                });
-            }
-        }
-    }
-
     /**
      * The service's producers, their data sources and this port's sessions the caller may
      * clone (all are counted in {@code num_sessions}, as in Perfetto), split over replies
@@ -466,8 +457,6 @@ public final class ConsumerPort implements AutoCloseable {
         private boolean allStartedNotified;
         /** Requests queued on the worker and not started. */
         private final AtomicInteger pendingRequests = new AtomicInteger();
-        /** Whether an observers' poll waits on the worker. */
-        final AtomicBoolean pollQueued = new AtomicBoolean();
 
         RemoteConsumer(ClientInfo info) {
             this.info = info;
@@ -537,13 +526,14 @@ public final class ConsumerPort implements AutoCloseable {
             }
         }
 
-        /** Waits until the worker has ended; a stop waits for data sources at most their stop timeout. */
-        void awaitEnd() {
+        /** Waits until the worker has ended, or {@code deadline} ({@link System#nanoTime()}) passed: then interrupts it. */
+        void awaitEnd(long deadline) {
             try {
-                while (!worker.awaitTermination(1, TimeUnit.SECONDS)) {
-                    // Keep waiting: each wait inside is bounded.
+                if (!worker.awaitTermination(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    worker.shutdownNow();
                 }
             } catch (InterruptedException e) {
+                worker.shutdownNow();
                 Thread.currentThread().interrupt();
             }
         }
@@ -647,6 +637,8 @@ public final class ConsumerPort implements AutoCloseable {
             }
             started.completion().whenComplete((s, failure) -> submit(() -> sessionStopped(started, failure)));
             started.onCloneTrigger(hit -> submit(() -> notifyCloneTrigger(started, hit)));
+            started.onAllDataSourcesStarted(() -> submit(this::maybeNotifyAllDataSourcesStarted));
+            // All may have started before the listener was set.
             maybeNotifyAllDataSourcesStarted();
             return null;
         }

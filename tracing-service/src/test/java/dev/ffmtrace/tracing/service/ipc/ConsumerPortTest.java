@@ -344,7 +344,10 @@ class ConsumerPortTest {
                     ObservableEvents.Type.TYPE_DATA_SOURCES_INSTANCES), received::add);
             CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
                     consumer.enableTracing(config(oneBuffer().dataSource("late")), -1);
-            assertNull(received.poll(300, TimeUnit.MILLISECONDS), "\"late\" is not registered yet");
+            // Answered after EnableTracing and ObserveEvents, on the same connection: an
+            // event those sent would have come first.
+            assertNotNull(consumer.traceStats(TIMEOUT_MS));
+            assertNull(received.poll(), "\"late\" is not registered yet");
             service.connectProducer(ProducerOptions.of("late-producer")).registerDataSource("late");
             ObservableEvents.Decoder started = new ObservableEvents.Decoder();
             byte[] event = received.poll(TIMEOUT_MS, TimeUnit.MILLISECONDS);

@@ -180,11 +180,7 @@ class HeapprofdCommandTest {
             } finally {
                 process.destroyForcibly();
             }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (service.clientCount() == 0 || !service.clientsGone()) {
-                assertTrue(System.nanoTime() < deadline, "the client's records were not all read");
-                Thread.sleep(10);
-            }
+            Await.until("the client's records all read", () -> service.clientCount() != 0 && service.clientsGone());
             unreleased = service.folded(true);
             allocated = service.folded(false);
             session.stop();

@@ -9,6 +9,7 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -86,11 +87,7 @@ class ProduceCommandTest {
             commands.replyMore(GetAsyncCommandResponse.newBuilder().setStartDataSource(
                     GetAsyncCommandResponse.StartDataSource.newBuilder().setNewInstanceId(1).setConfig(
                             DataSourceConfig.newBuilder().setName("track_event").setTargetBuffer(3))).build().toByteArray());
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (chunksToBuffer3.get() < 5 && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertTrue(chunksToBuffer3.get() >= 5, "chunks committed: " + chunksToBuffer3.get());
+            Await.until("5 chunks committed", () -> chunksToBuffer3.get() >= 5, () -> chunksToBuffer3.get() + " chunks");
             commands.replyMore(GetAsyncCommandResponse.newBuilder().setFlush(GetAsyncCommandResponse.Flush.newBuilder()
                     .setRequestId(7).addDataSourceIds(1)).build().toByteArray());
             flushAcked.get(10, TimeUnit.SECONDS);

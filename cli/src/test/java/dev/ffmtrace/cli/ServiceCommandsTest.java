@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -113,11 +114,7 @@ class ServiceCommandsTest {
             Trace parsed = Trace.parseFrom(Files.readAllBytes(trace));
             assertTrue(parsed.getPacketList().stream().anyMatch(p -> p.hasServiceEvent()
                     && p.getServiceEvent().getTracingDisabled()), "the service disabled tracing before the readback");
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
-            while (port.sessionCount() != 0) {
-                assertTrue(System.nanoTime() < deadline, "record's session is freed");
-                Thread.sleep(10);
-            }
+            Await.until("record's session is freed", () -> port.sessionCount() == 0);
         }
     }
 

@@ -9,6 +9,7 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.CommitDataRequest;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
 import dev.ffmtrace.protozero.HeapBuffered;
@@ -94,11 +95,7 @@ class JoinTracingServiceTest {
                 config.setName("track_event");
                 config.setTargetBuffer(1);
             }));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (chunksCommitted.get() < 3 && System.nanoTime() < deadline) {
-                Thread.sleep(5);
-            }
-            assertTrue(chunksCommitted.get() >= 3, "chunks committed: " + chunksCommitted.get());
+            Await.until("3 chunks committed", () -> chunksCommitted.get() >= 3, () -> chunksCommitted.get() + " chunks");
             commands.replyMore(command(c -> c.setStopDataSource().setInstanceId(1)));
             stopped.get(10, TimeUnit.SECONDS);
             example.get(10, TimeUnit.SECONDS);

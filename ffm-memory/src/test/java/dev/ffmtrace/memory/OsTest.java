@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.testing.Await;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -40,28 +41,15 @@ class OsTest {
             BufferedReader out = new BufferedReader(new InputStreamReader(parent.getInputStream(), StandardCharsets.UTF_8));
             int zombie = Integer.parseInt(out.readLine().trim());
             // The child exits only once its parent is `sleep`: sh, had it still been sh, might have reaped it.
-            awaitUntil(() -> comm((int) parent.pid()).equals("sleep"));
+            Await.until(() -> comm((int) parent.pid()).equals("sleep"));
             parent.getOutputStream().write('\n');
             parent.getOutputStream().flush();
-            awaitUntil(() -> state(zombie).equals("Z"));
+            Await.until(() -> state(zombie).equals("Z"));
             assertTrue(Os.processExists(zombie), "kill(pid, 0) still succeeds on a zombie");
             assertTrue(Os.processExited(zombie));
         } finally {
             parent.destroyForcibly();
             parent.waitFor(10, TimeUnit.SECONDS);
-        }
-    }
-
-    private interface Condition {
-        boolean holds() throws IOException;
-    }
-
-    /** Waits for {@code condition}, failing after a deadline that only detects that it never comes. */
-    private static void awaitUntil(Condition condition) throws IOException, InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.holds()) {
-            assertTrue(System.nanoTime() < deadline, "the condition never held");
-            Thread.sleep(5);
         }
     }
 

@@ -3,6 +3,7 @@ package dev.ffmtrace.ipc;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.Syscalls;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -279,9 +280,9 @@ class IpcHostClientTest {
             bad.invoke(sameForBad, "Echo", new byte[] {1}, file.fd(), lost::complete);
             assertFalse(await(lost).success(), "the connection closed under the request");
             assertEquals(1, host.violations());
-            waitUntil(() -> !bad.isConnected());
+            Await.until(() -> !bad.isConnected());
             assertTrue(await(good.invoke(service, "Echo", new byte[] {2})).success());
-            waitUntil(() -> disconnected.size() == 1);
+            Await.until(() -> disconnected.size() == 1);
         }
     }
 
@@ -319,7 +320,7 @@ class IpcHostClientTest {
                     invocation.replyMore(new byte[60_000]);
                 }
             });
-            waitUntil(() -> flooderTid.get() != 0);
+            Await.until(() -> flooderTid.get() != 0);
             // A send to a full socket waits in poll for room, until its timeout (an hour here).
             Syscalls.awaitBlockedIn(Os.pid(), flooderTid.get(), Syscalls.Call.POLL);
             CompletableFuture<Void> disconnect =
@@ -385,7 +386,7 @@ class IpcHostClientTest {
                 assertEquals(1, capped.connectionsRefused());
                 // One leaves: its place is free again.
                 held.removeFirst().close();
-                waitUntil(() -> capped.clientCount() == 2);
+                Await.until(() -> capped.clientCount() == 2);
                 try (IpcClient again = IpcClient.connect(capped.address())) {
                     assertTrue(await(again.bindService("TestService")).methodIds().containsKey("Echo"));
                 }
@@ -401,18 +402,9 @@ class IpcHostClientTest {
         IpcClient client = IpcClient.connect(host.address());
         BoundService service = await(client.bindService("TestService"));
         host.close();
-        waitUntil(() -> !client.isConnected());
+        Await.until(() -> !client.isConnected());
         assertFalse(await(client.invoke(service, "Echo", new byte[] {1})).success());
         client.close();
     }
 
-    static void waitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("condition not met within 20 s");
-            }
-            Thread.sleep(5);
-        }
-    }
 }

@@ -2,6 +2,7 @@ package dev.ffmtrace.ipc;
 
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.testing.Await;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -150,7 +151,7 @@ class IpcHostFuzzTest {
         for (int i = 0; i < count; i++) {
             sockets.add(StreamSocket.connect(host.address()));
         }
-        IpcHostClientTest.waitUntil(() -> host.clientCount() == count + 1);
+        Await.until(() -> host.clientCount() == count + 1);
         sockets.forEach(StreamSocket::close);
     }
 
@@ -160,7 +161,7 @@ class IpcHostFuzzTest {
      * their threads have ended: only the steady client's remains.
      */
     private static void settle(List<ClientInfo> disconnected, int disconnects) throws InterruptedException {
-        IpcHostClientTest.waitUntil(() -> disconnected.size() == disconnects && hostIoThreads() == 1);
+        Await.until(() -> disconnected.size() == disconnects && hostIoThreads() == 1);
     }
 
     @Test
@@ -185,16 +186,12 @@ class IpcHostFuzzTest {
                 // Descriptors and file or memfd mappings must come back exactly. All mappings
                 // may differ by the thread stacks glibc keeps cached for reuse (40 MiB: up to
                 // 40 one-MiB stacks of two lines each) but never by one per connection.
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while ((fdCount() != fdsBefore || mapsLines() != mapsBefore) && System.nanoTime() < deadline) {
-                    Thread.sleep(20);
-                }
-                assertEquals(fdsBefore, fdCount(), () -> "descriptors before and after the attack: "
-                        + fdListBefore + " / " + fds());
-                assertEquals(fileMappingsBefore, fileMappings(), "file and memfd mappings before and after the attack");
-                long mapsAfter = mapsLines();
-                assertTrue(Math.abs(mapsAfter - mapsBefore) <= STACK_CACHE_LINES, () -> "mappings before "
-                        + mapsBefore + ", after " + mapsAfter + "; new: " + added(mapsListBefore, maps()));
+                // The connections' threads close their descriptors and unmap as they end.
+                Await.until("descriptors, file mappings and stacks back to before the attack",
+                        () -> fdCount() == fdsBefore && fileMappings() == fileMappingsBefore
+                                && Math.abs(mapsLines() - mapsBefore) <= STACK_CACHE_LINES,
+                        () -> "descriptors " + fdListBefore + " / " + fds() + ", file mappings " + fileMappingsBefore
+                                + " / " + fileMappings() + ", new mappings " + added(mapsListBefore, maps()));
                 assertTrue(host.violations() > CONNECTIONS / 2, "violations counted: " + host.violations());
                 assertTrue(steady.isConnected());
             }
@@ -203,7 +200,7 @@ class IpcHostFuzzTest {
                 assertArrayEquals(new byte[] {42}, late.invoke(service, "Echo", new byte[] {42})
                         .get(20, TimeUnit.SECONDS).replyProto());
             }
-            IpcHostClientTest.waitUntil(() -> disconnected.size() == BURST + 2 * CONNECTIONS + 2);
+            Await.until(() -> disconnected.size() == BURST + 2 * CONNECTIONS + 2);
         }
     }
 
@@ -228,7 +225,7 @@ class IpcHostFuzzTest {
                         // The client may have given up already.
                     }
                     accepted.shutdown();
-                    IpcHostClientTest.waitUntil(() -> !client.isConnected());
+                    Await.until(() -> !client.isConnected());
                     assertTrue(bound.isDone(), "the bind ends when the connection does");
                 }
             }

@@ -3,6 +3,7 @@ package dev.ffmtrace.heapprofd.service;
 import dev.ffmtrace.heapprofd.client.HeapprofdClient;
 import dev.ffmtrace.heapprofd.client.ProfiledArena;
 import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.Peers;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -15,7 +16,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Predicate;
 
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.address;
-import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.awaitUntil;
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.everyByte;
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.lineFor;
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.pattern;
@@ -39,7 +39,7 @@ class HeapprofdCrossProcessTest {
             Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, service.address().toString(), "pattern");
             assertEquals("done\n", peer.awaitSuccess());
             long pid = peer.process().pid();
-            awaitUntil(() -> closed(service, pid));
+            Await.until(() -> closed(service, pid));
             assertPatternBooked(service, pid);
             assertEquals(0, service.totals().malformed());
         }
@@ -82,11 +82,11 @@ class HeapprofdCrossProcessTest {
             Peers.Peer peer = Peers.startJvm(HeapprofdPeer.class, service.address().toString(), "hold-lock",
                     holding.toString());
             try (AutoCloseable _ = peer.process()::destroyForcibly) {
-                awaitUntil(() -> Files.exists(holding) || !peer.process().isAlive());
+                Await.until(() -> Files.exists(holding) || !peer.process().isAlive());
                 assertTrue(peer.process().isAlive(), () -> "the peer died: " + peer.err().getNow(""));
                 long held = (long) HeapprofdPeer.HELD_BLOCKS * HeapprofdPeer.HELD_BYTES;
                 List<String> booked = List.of(HeapprofdPeer.HELD_FRAME + " " + held);
-                awaitUntil(() -> callsites(service.folded(true), peer.process().pid()).equals(booked));
+                Await.until(() -> callsites(service.folded(true), peer.process().pid()).equals(booked));
                 assertKilledClientCostsOnlyItself(service, peer.process(), HeapprofdPeer.HELD_FRAME::equals);
                 assertEquals(booked, callsites(service.folded(true), peer.process().pid()));
             }
@@ -106,7 +106,7 @@ class HeapprofdCrossProcessTest {
         try (AutoCloseable _ = victim::destroyForcibly;
              HeapprofdClient survivor = HeapprofdClient.connect(service.address());
              ProfiledArena arena = new ProfiledArena(Arena.ofShared(), survivor, survivor.registerHeap(heap))) {
-            awaitUntil(() -> bytesAt(service.folded(false), pid, leaf) > 0 || !victim.isAlive());
+            Await.until(() -> bytesAt(service.folded(false), pid, leaf) > 0 || !victim.isAlive());
             for (int i = 0; i < 5; i++) {
                 survive(arena);
             }
@@ -115,19 +115,19 @@ class HeapprofdCrossProcessTest {
             victim.destroyForcibly();
             assertTrue(victim.waitFor(10, TimeUnit.SECONDS));
             assertEquals(KILLED_BY_SIGKILL, victim.exitValue());
-            awaitUntil(() -> closed(service, pid));
+            Await.until(() -> closed(service, pid));
             long bookedAtTeardown = bytesAt(service.folded(false), pid, leaf);
             assertTrue(bookedAtTeardown >= bookedBeforeKill,
                     bookedAtTeardown + " booked, " + bookedBeforeKill + " before the kill");
             // Its /proc fds are let go.
-            awaitUntil(() -> procFdsOf(pid).isEmpty());
+            Await.until(() -> procFdsOf(pid).isEmpty());
 
             for (int i = 0; i < 5; i++) {
                 survive(arena);
             }
             // Two callsites, one per loop above, each of 5 blocks of 100 bytes.
             Predicate<String> survive = frame -> frame.startsWith(HeapprofdCrossProcessTest.class.getName() + ".survive(");
-            awaitUntil(() -> bytesAt(service.folded(true), Os.pid(), survive) == 1000);
+            Await.until(() -> bytesAt(service.folded(true), Os.pid(), survive) == 1000);
             List<String> survivors = linesOf(service.folded(true), Os.pid());
             assertEquals(List.of(500L, 500L),
                     survivors.stream().map(line -> bytesAt(List.of(line), Os.pid(), survive)).toList(),

@@ -4,6 +4,7 @@ import dev.ffmtrace.heapprofd.client.HeapprofdClient;
 import dev.ffmtrace.heapprofd.client.ProfiledArena;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -20,7 +21,6 @@ import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -67,7 +67,7 @@ class HeapprofdDataSourceTest {
             } finally {
                 process.destroyForcibly();
             }
-            awaitUntil(() -> service.clients().stream().allMatch(ClientConnection::isClosed)
+            Await.until(() -> service.clients().stream().allMatch(ClientConnection::isClosed)
                     && !service.clients().isEmpty());
             List<String> folded = service.folded(true);
             session.flush();
@@ -155,10 +155,10 @@ class HeapprofdDataSourceTest {
             try (HeapprofdClient client = HeapprofdClient.connect(address);
                  ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, client.registerHeap("java.ffm"))) {
                 arena.allocate(1000);
-                awaitUntil(() -> service.folded(true).size() == 1);
+                Await.until(() -> service.folded(true).size() == 1);
                 // Two interval dumps of the allocation.
                 long dumps = heapprofd.dumpsWritten();
-                awaitUntil(() -> heapprofd.dumpsWritten() >= dumps + 2);
+                Await.until(() -> heapprofd.dumpsWritten() >= dumps + 2);
                 session.clearIncrementalState();
                 session.flush();
             }
@@ -200,11 +200,4 @@ class HeapprofdDataSourceTest {
                 List.of(sample.allocated(), sample.freed(), sample.allocations(), sample.frees()), sample.toString());
     }
 
-    private static void awaitUntil(BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "timed out");
-            Thread.sleep(10);
-        }
-    }
 }

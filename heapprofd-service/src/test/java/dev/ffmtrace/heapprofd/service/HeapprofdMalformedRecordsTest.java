@@ -4,6 +4,7 @@ import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import dev.ffmtrace.heapprofd.wire.WireRecords;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.shmring.RecordSlot;
@@ -23,7 +24,6 @@ import java.util.Set;
 import static dev.ffmtrace.heapprofd.service.HeapprofdCrossProcessTest.assertPatternBooked;
 import static dev.ffmtrace.heapprofd.service.HeapprofdCrossProcessTest.closed;
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.address;
-import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.awaitUntil;
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.everyByte;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -55,14 +55,14 @@ class HeapprofdMalformedRecordsTest {
                 for (int i = 0; i < RECORDS; i++) {
                     if (i == RECORDS / 2) {
                         // The rest is written while the well-behaved client is connected too.
-                        awaitUntil(() -> service.clients().stream().anyMatch(client -> client.pid == peer.process().pid())
+                        Await.until(() -> service.clients().stream().anyMatch(client -> client.pid == peer.process().pid())
                                 || !peer.process().isAlive());
                     }
                     byte[] record = fuzz.next();
                     fuzzer.write(record, record.length);
                 }
                 // The service hands the space back only once it has booked every record before it.
-                awaitUntil(() -> fuzzer.ring.readAvailable() == 0 || connection.isClosed());
+                Await.until(() -> fuzzer.ring.readAvailable() == 0 || connection.isClosed());
                 String seed = "seed " + Long.toHexString(SEED);
                 HeapprofdService.Stats stats = service.processStats().get(connection.process);
                 assertEquals(fuzz.expectedRecords, stats.records(), seed);
@@ -78,16 +78,16 @@ class HeapprofdMalformedRecordsTest {
                 slot.buffer().set(Layouts.INT, slot.offset() - RING_RECORD_HEADER_SIZE, -1);
                 fuzzer.socket.send(new byte[] {1});
                 // Nothing after it can be found: counted once, and the client let go.
-                awaitUntil(connection::isClosed);
+                Await.until(connection::isClosed);
                 assertTrue(connection.ringCorrupt());
                 assertEquals(fuzz.expectedMalformed + 1, connection.malformed(), seed);
                 assertEquals(fuzz.expectedRecords, connection.records(), seed);
                 assertTrue(HeapprofdServiceTest.hungUp(fuzzer.socket), "the service closed the corrupt client's socket");
             }
-            awaitUntil(() -> closed(service, Os.pid()));
+            Await.until(() -> closed(service, Os.pid()));
             assertEquals("done\n", peer.awaitSuccess());
             long pid = peer.process().pid();
-            awaitUntil(() -> closed(service, pid));
+            Await.until(() -> closed(service, pid));
             assertPatternBooked(service, pid);
             assertEquals(List.of(0L), service.clients().stream().filter(client -> client.pid == pid)
                     .map(ClientConnection::malformed).toList());

@@ -7,6 +7,7 @@ import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -49,7 +50,7 @@ class HeapprofdServiceTest {
                         large(arena);
                     }
                     // The service reads the ring on its own thread: wait for the last record's effect.
-                    awaitUntil(() -> service.folded(true).stream().anyMatch(line -> line.endsWith(" 40000")));
+                    Await.until(() -> service.folded(true).stream().anyMatch(line -> line.endsWith(" 40000")));
                     List<String> folded = service.folded(true);
                     assertEquals(2, folded.size(), folded.toString());
                     String process = folded.getFirst().substring(0, folded.getFirst().indexOf(';'));
@@ -58,7 +59,7 @@ class HeapprofdServiceTest {
                     assertTrue(lineFor(folded, ".large(").endsWith(" 40000"), folded.toString());
                 }
                 // Closing the arena frees every allocation: nothing unreleased, everything allocated.
-                awaitUntil(() -> service.folded(true).stream().allMatch(line -> line.endsWith(" 0")));
+                Await.until(() -> service.folded(true).stream().allMatch(line -> line.endsWith(" 0")));
                 assertEquals(2, service.folded(true).size());
                 assertTrue(lineFor(service.folded(false), ".large(").endsWith(" 40000"));
             }
@@ -93,7 +94,7 @@ class HeapprofdServiceTest {
      */
     private static void assertCPatternBooked(HeapprofdService service, String root) throws InterruptedException {
         // The process has exited; the service may still be reading the last of its records.
-        awaitUntil(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
+        Await.until(() -> bytesUnder(service.folded(false), ";main;b") == 3_000_000
                 && bytesUnder(service.folded(true), ";main;b") == 1_500_000);
         List<String> unreleased = service.folded(true);
         List<String> allocated = service.folded(false);
@@ -138,7 +139,7 @@ class HeapprofdServiceTest {
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue());
-            awaitUntil(() -> bytesUnder(service.folded(false), ";compare") > 0);
+            Await.until(() -> bytesUnder(service.folded(false), ";compare") > 0);
             List<String> allocated = service.folded(false);
             List<String> lines = allocated.stream().filter(line -> line.contains(";compare ")).toList();
             assertFalse(lines.isEmpty(), allocated.toString());
@@ -165,7 +166,7 @@ class HeapprofdServiceTest {
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue());
-            awaitUntil(() -> bytesUnder(service.folded(false), ";allocate_from_t;t") == 4 * 1000 * 2000);
+            Await.until(() -> bytesUnder(service.folded(false), ";allocate_from_t;t") == 4 * 1000 * 2000);
             List<String> lines = service.folded(false).stream().filter(line -> line.contains(";allocate_from_t;t ")).toList();
             for (String line : lines) {
                 assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");libc.so.6+0x"), line);
@@ -187,7 +188,7 @@ class HeapprofdServiceTest {
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue(), "the program ran to its end");
-            awaitUntil(() -> bytesUnder(service.folded(false), ";allocate_from_h;h") == 7000);
+            Await.until(() -> bytesUnder(service.folded(false), ";allocate_from_h;h") == 7000);
         }
     }
 
@@ -202,7 +203,7 @@ class HeapprofdServiceTest {
             process.getInputStream().readAllBytes();
             assertTrue(process.waitFor(60, TimeUnit.SECONDS));
             assertEquals(0, process.exitValue());
-            awaitUntil(() -> bytesUnder(service.folded(false), ";allocate_from_u;u") == 6000);
+            Await.until(() -> bytesUnder(service.folded(false), ";allocate_from_u;u") == 6000);
             String line = service.folded(false).stream().filter(l -> l.endsWith(";allocate_from_u;u 6000")).findFirst()
                     .orElseThrow();
             assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");libc.so.6+0x"), line);
@@ -216,7 +217,7 @@ class HeapprofdServiceTest {
             try {
                 // c()'s block is 5,000 bytes under deep(), whose 96 KiB frame ends the 64 KiB copy:
                 // main's frame is beyond it, in the process, which waits for a line on stdin.
-                awaitUntil(() -> bytesUnder(service.folded(true), ";main;deep;c") == 5_000);
+                Await.until(() -> bytesUnder(service.folded(true), ";main;deep;c") == 5_000);
                 String line = service.folded(true).stream().filter(l -> l.endsWith(";main;deep;c 5000")).findFirst()
                         .orElseThrow();
                 assertTrue(line.startsWith("heapprofd_patte (" + process.pid() + ");"), line);
@@ -230,7 +231,7 @@ class HeapprofdServiceTest {
                 process.destroyForcibly();
             }
             // The client has gone: its connection lets go of them.
-            awaitUntil(() -> procFdsOf(process.pid()).isEmpty());
+            Await.until(() -> procFdsOf(process.pid()).isEmpty());
             assertEquals(0, service.totals().unwindingErrors(), service.folded(false).toString());
         }
     }
@@ -283,7 +284,7 @@ class HeapprofdServiceTest {
                 try (HeapprofdClient client = HeapprofdClient.connect(service.address())) {
                     int heap = client.registerHeap("java.ffm");
                     assertTrue(client.reportAllocation(heap, 0x1000, 64));
-                    awaitUntil(() -> service.totals().records() >= 2);
+                    Await.until(() -> service.totals().records() >= 2);
                 }
             }
             // The one that never sent its handshake is let go when the service closes.
@@ -306,12 +307,12 @@ class HeapprofdServiceTest {
                     Os.closeFd(maps);
                     Os.closeFd(mem);
                 }
-                awaitUntil(() -> service.clients().size() == 1);
+                Await.until(() -> service.clients().size() == 1);
                 // Its configuration and ring lie unread in its socket while the next client is served.
                 try (HeapprofdClient client = HeapprofdClient.connect(service.address())) {
                     int heap = client.registerHeap("java.ffm");
                     assertTrue(client.reportAllocation(heap, 0x1000, 64));
-                    awaitUntil(() -> service.totals().records() >= 2);
+                    Await.until(() -> service.totals().records() >= 2);
                 }
             }
             // The service let it go when it closed: what it was sent, then the end of the stream.
@@ -345,11 +346,4 @@ class HeapprofdServiceTest {
                 .orElseThrow(() -> new AssertionError("no callsite ending in " + frame + ": " + folded));
     }
 
-    static void awaitUntil(java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "timed out");
-            Thread.sleep(10);
-        }
-    }
 }

@@ -1,6 +1,7 @@
 package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.JniAllocatingMethod;
 import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
@@ -17,7 +18,6 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.address;
-import static dev.ffmtrace.heapprofd.service.HeapprofdServiceTest.awaitUntil;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -59,7 +59,7 @@ class JvmUnderPreloadTest {
             process.destroyForcibly();
         }
         // The JVM has exited: the service reads the rest of its ring.
-        awaitUntil(service::clientsGone);
+        Await.until(service::clientsGone);
         return new Exited(process.pid(), process.exitValue(), Files.readString(out), Files.readString(err));
     }
 

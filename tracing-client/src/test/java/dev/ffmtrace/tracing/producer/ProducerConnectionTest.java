@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
@@ -22,7 +23,6 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import perfetto.protos.DataSourceConfigOuterClass.DataSourceConfig;
@@ -105,16 +105,6 @@ class ProducerConnectionTest {
 
     private static ProducerConnection.Options options(ScriptedService service) {
         return ProducerConnection.Options.named("test-producer").withSocket(service.address).withRetryDelays(FAST_RETRIES);
-    }
-
-    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting for " + what);
-            }
-            Thread.sleep(5);
-        }
     }
 
     /** Connects, registers {@link #SOURCE}, sets up tracing and starts instance {@code id} into buffer 7. */
@@ -367,10 +357,10 @@ class ProducerConnectionTest {
             writeEvents(writer, 0, 5);
             first.close();
             recorder.await("stop 1");
-            await("the writer closed", () -> !writer.isOpen());
+            Await.until("the writer closed", () -> !writer.isOpen());
             assertFalse(instance.isRunning());
             assertFalse(instance.newTraceWriter(BufferExhaustedPolicy.STALL).isOpen());
-            await("the disconnection counted", () -> producer.stats().disconnections() == 1);
+            Await.until("the disconnection counted", () -> producer.stats().disconnections() == 1);
             assertEquals(1, producer.stats().writersClosedByDisconnect());
             assertFalse(producer.isConnected());
 
@@ -552,7 +542,7 @@ class ProducerConnectionTest {
         try (ProducerConnection producer = ProducerConnection.connect(ProducerConnection.Options.named("late")
                 .withSocket(address).withRetryDelays(FAST_RETRIES))) {
             producer.registerDataSource(DataSourceDescriptor.named(SOURCE), recorder);
-            await("a failed attempt", () -> producer.stats().connectFailures() > 0);
+            Await.until("a failed attempt", () -> producer.stats().connectFailures() > 0);
             assertFalse(producer.isConnected());
             assertFalse(producer.sync().get(10, TimeUnit.SECONDS));
             try (ScriptedService service = new ScriptedService(address)) {

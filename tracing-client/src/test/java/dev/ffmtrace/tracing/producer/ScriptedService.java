@@ -8,6 +8,7 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
@@ -188,13 +189,7 @@ final class ScriptedService implements AutoCloseable {
 
     /** Waits until the commit log has an entry {@code entry}. */
     void awaitCommitLog(String entry) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!commitLog.contains(entry)) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no " + entry + " in " + commitLog);
-            }
-            Thread.sleep(5);
-        }
+        Await.until(entry + " in the commit log", () -> commitLog.contains(entry), commitLog::toString);
     }
 
     private synchronized void onCommit(byte[] args) {

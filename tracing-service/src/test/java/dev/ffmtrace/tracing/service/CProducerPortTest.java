@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -24,8 +25,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
-import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -71,20 +70,6 @@ class CProducerPortTest {
         args.addAll(List.of(options));
         args.add(port.address().toString());
         return Peers.startNative(CPrograms.program("ffmtrace-c-producer"), args.toArray(String[]::new));
-    }
-
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        await(condition, () -> what);
-    }
-
-    private static void await(BooleanSupplier condition, Supplier<String> what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting until " + what.get());
-            }
-            Thread.sleep(5);
-        }
     }
 
     private static byte[] trace(TracingSession session) throws IOException {
@@ -155,7 +140,7 @@ class CProducerPortTest {
              ProducerPort port = ProducerPort.listen(service, address())) {
             TracingSession session = service.startSession(config());
             peer = startProducer(port, "c-port-test", "--tick-bytes", TICK_BYTES);
-            await(() -> port.chunksMoved() >= 100, "the C producer has committed 100 chunks");
+            Await.until("the C producer has committed 100 chunks", () -> port.chunksMoved() >= 100);
             for (int i = 0; i < 3; i++) {
                 assertTrue(session.flush(Duration.ofSeconds(20)), "flush " + i + " acknowledged before its timeout");
             }
@@ -199,16 +184,16 @@ class CProducerPortTest {
             // The doomed producer alone commits 10 full chunks (over 40 iterations of about
             // 220 bytes), then the survivor joins.
             doomed = startProducer(port, "c-doomed");
-            await(() -> port.chunksMoved() >= 10, "the doomed producer has committed 10 chunks");
+            Await.until("the doomed producer has committed 10 chunks", () -> port.chunksMoved() >= 10);
             survivor = startProducer(port, "c-survivor");
             long doomedAlone = port.chunksMoved();
-            await(() -> port.producerCount() == 2 && port.chunksMoved() >= doomedAlone + 20, () -> "both producers write: "
-                    + port.producerCount() + " producers, " + port.chunksMoved() + " chunks");
+            Await.until("both producers write", () -> port.producerCount() == 2 && port.chunksMoved() >= doomedAlone + 20,
+                    () -> port.producerCount() + " producers, " + port.chunksMoved() + " chunks");
             doomed.process().destroyForcibly();
             assertEquals(KILLED_BY_SIGKILL, doomed.process().waitFor());
-            await(() -> port.producerCount() == 1, "the killed producer is closed");
+            Await.until("the killed producer is closed", () -> port.producerCount() == 1);
             long moved = port.chunksMoved();
-            await(() -> port.chunksMoved() >= moved + 20, "the other producer goes on");
+            Await.until("the other producer goes on", () -> port.chunksMoved() >= moved + 20);
             assertTrue(session.flush(Duration.ofSeconds(20)), "the survivor acknowledges flushes");
             session.stop();
             port.close();
@@ -257,7 +242,7 @@ class CProducerPortTest {
             TracingSession session = service.startSession(SessionConfig.builder()
                     .buffer(64, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm("track_event", 0, 256).build());
             peer = startProducer(port, "c-protovm", "--protovm-program", program.toString());
-            await(() -> session.stats().getFirst().chunksOverwritten() >= 10, "the ring overwrote 10 chunks");
+            Await.until("the ring overwrote 10 chunks", () -> session.stats().getFirst().chunksOverwritten() >= 10);
             session.stop();
             port.close();
             report(peer);

@@ -17,6 +17,7 @@ import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
@@ -45,7 +46,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.BooleanSupplier;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
@@ -69,16 +69,6 @@ class ProducerPortTest {
             config.get().setFlushTimeoutMs(flushTimeoutMs);
         }
         return SessionConfig.parse(config.toSegment());
-    }
-
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(5);
-        }
     }
 
     private static void write(TraceWriter<TracePacket> writer, String name) {
@@ -214,8 +204,8 @@ class ProducerPortTest {
             config.get().setFileWritePeriodMs(100);
             silent.onFlush = id -> { };
             silent.registerDataSource("silent_source", false, false);
-            await(() -> service.registeredDataSources().values().stream().anyMatch(s -> s.contains("silent_source")),
-                    "the silent producer registered");
+            Await.until("the silent producer registered",
+                    () -> service.registeredDataSources().values().stream().anyMatch(s -> s.contains("silent_source")));
             local = service.connectProducer(ProducerOptions.of("local")).registerDataSource("local_source");
             session = service.startSession(SessionConfig.parse(config.toSegment()),
                     Channels.newChannel(file));
@@ -232,7 +222,11 @@ class ProducerPortTest {
             }
         }
 
-        /** Waits at most {@code seconds} for the packet named {@code name} to reach the file. */
+        /**
+         * Waits at most {@code seconds} for the packet named {@code name} to reach the file:
+         * a bound the test means (sooner than the flush it proves does not hold the writes
+         * up could time out), not only a hang detector as {@link Await}'s.
+         */
         void awaitInFile(String name, long seconds, String failure) throws InterruptedException {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
             while (!new String(file.toByteArray(), StandardCharsets.ISO_8859_1).contains(name)) {
@@ -394,7 +388,7 @@ class ProducerPortTest {
             producer.call("Sync", new byte[0]);
             // Gone without committing: its chunk is still being written.
             producer.client.close();
-            await(() -> port.producerCount() == 0, "the producer is closed");
+            Await.until("the producer is closed", () -> port.producerCount() == 0);
             assertEquals(List.of("before-0", "before-1", "before-2", "before-3"), names(session),
                     "the scrape at its close takes the finished packets but the last");
             assertEquals(1, session.chunksDiscarded(), "the chunk it was writing is counted as discarded");
@@ -469,7 +463,7 @@ class ProducerPortTest {
                     }
                     producer.call("Sync", new byte[0]);
                 }
-                await(() -> port.producerCount() == 0, "producer " + i + " is gone");
+                Await.until("producer " + i + " is gone", () -> port.producerCount() == 0);
             }
             List<String> names = names(session);
             assertEquals(100, names.size());
@@ -516,7 +510,7 @@ class ProducerPortTest {
                     hostile.call("CommitData", commit.toByteArray());
                     assertTrue(hostile.call("Sync", new byte[0]).success(), "the port still serves the hostile producer");
                 }
-                await(() -> port.producerCount() == 1, "the hostile producer is gone");
+                Await.until("the hostile producer is gone", () -> port.producerCount() == 1);
             }
             assertTrue(port.violations() >= 20 * 3, "refused requests are counted: " + port.violations());
             try (TraceWriter<TracePacket> writer = good.newWriter(target)) {
@@ -546,8 +540,8 @@ class ProducerPortTest {
             for (int i = 0; i < RemoteProducer.MAX_QUEUED_COMMANDS && client.isConnected(); i++) {
                 session.flush();
             }
-            await(() -> !client.isConnected(), "the port hangs up on the producer");
-            await(() -> port.producerCount() == 0, "the producer is closed");
+            Await.until("the port hangs up on the producer", () -> !client.isConnected());
+            Await.until("the producer is closed", () -> port.producerCount() == 0);
             assertTrue(port.violations() >= 1);
             session.close();
         }

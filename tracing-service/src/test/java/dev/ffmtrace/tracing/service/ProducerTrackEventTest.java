@@ -9,6 +9,7 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.ServiceDescriptor;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
 import dev.ffmtrace.protozero.HeapBuffered;
@@ -106,11 +107,11 @@ class ProducerTrackEventTest {
                 }
                 writer.flush();
                 assertEquals(0, writer.discardedEvents());
-                assertTrue(commits.get() > 0 || waitFor(() -> commits.get() > 0));
+                Await.until("a commit", () -> commits.get() > 0);
 
                 long epoch = sink.incrementalStateEpoch();
                 commands.replyMore(command(c -> c.setClearIncrementalState().addDataSourceIds(1)));
-                assertTrue(waitFor(() -> sink.incrementalStateEpoch() == epoch + 1));
+                Await.until("the next incremental state epoch", () -> sink.incrementalStateEpoch() == epoch + 1);
 
                 host.close();
                 // Writing on while the connection tears the session down: nothing throws.
@@ -137,14 +138,4 @@ class ProducerTrackEventTest {
         }
     }
 
-    private static boolean waitFor(java.util.function.BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                return false;
-            }
-            Thread.sleep(5);
-        }
-        return true;
-    }
 }

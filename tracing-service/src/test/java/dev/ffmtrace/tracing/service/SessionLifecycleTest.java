@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.Os;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.SystemInfo;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -165,11 +166,8 @@ class SessionLifecycleTest {
             Thread writer = writeUntilStopped(events, session, written);
             // Two periodic readbacks and two of the writer's packets in the file while the
             // session runs, then the stop's.
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (packetsIn(file, true) < 2 || packetsIn(file, false) < 2) {
-                assertTrue(System.nanoTime() < deadline, "the service writes into the file while the session runs");
-                Thread.sleep(10);
-            }
+            Await.until("the service writes into the file while the session runs",
+                    () -> packetsIn(file, true) >= 2 && packetsIn(file, false) >= 2);
             assertFalse(session.isStopped(), "only the test stops this session");
             session.stop();
             writer.join();
@@ -247,13 +245,12 @@ class SessionLifecycleTest {
                 writer.newTracePacket().setTimestamp(1);
                 writer.finishTracePacket();
                 // Nobody calls flush: the service's timer takes the finished packet.
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                long packets = 0;
-                while (packets == 0 && System.nanoTime() < deadline) {
-                    Thread.sleep(20);
-                    packets = session.writeTrace(new ByteArrayOutputStream());
-                }
-                assertEquals(1, packets);
+                long[] packets = new long[1];
+                Await.until("the periodic flush took the packet", () -> {
+                    packets[0] = session.writeTrace(new ByteArrayOutputStream());
+                    return packets[0] != 0;
+                });
+                assertEquals(1, packets[0]);
             }
             session.close();
         }
@@ -264,11 +261,8 @@ class SessionLifecycleTest {
                 writer.newTracePacket().setTimestamp(1);
                 writer.finishTracePacket();
                 // No flush period either: the idle writer's chunk comes back by the service's sweep.
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (session.stats().getFirst().chunksWritten() == 0 && System.nanoTime() < deadline) {
-                    Thread.sleep(50);
-                }
-                assertEquals(1, session.stats().getFirst().chunksWritten(), "the idle writer's chunk was committed");
+                Await.until("the idle writer's chunk was committed", () -> session.stats().getFirst().chunksWritten() != 0);
+                assertEquals(1, session.stats().getFirst().chunksWritten(), "the idle writer's chunk, once");
             }
             session.close();
         }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.CPrograms;
 import dev.ffmtrace.memory.testing.Peers;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
@@ -26,8 +27,6 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -104,16 +103,6 @@ class StressProducerPortTest {
             return slots;
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        }
-    }
-
-    private static void await(BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!condition.getAsBoolean()) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out waiting until " + what);
-            }
-            Thread.sleep(5);
         }
     }
 
@@ -296,8 +285,8 @@ class StressProducerPortTest {
             // A small SMB, so that writers wait for chunks and large packets span many.
             peer = startProducer(port, ledger, "--policy", "stall", "--rate", "1000", "--smb-size",
                     Integer.toString(64 * 1024));
-            await(() -> Arrays.stream(readLedger(ledger)).allMatch(n -> n >= 1000),
-                    "every writer has written 1000 packets");
+            Await.until("every writer has written 1000 packets",
+                    () -> Arrays.stream(readLedger(ledger)).allMatch(n -> n >= 1000));
             for (int i = 0; i < 3; i++) {
                 assertTrue(session.flush(Duration.ofSeconds(20)), "flush " + i + " acknowledged");
             }
@@ -431,7 +420,7 @@ class StressProducerPortTest {
             peer = startProducer(port, ledger, 1, "--policy", "stall", "--sizes", sizes,
                     "--die-at-chunk-commit", Integer.toString(dieAt));
             assertEquals(KILLED_BY_SIGKILL, peer.process().waitFor());
-            await(() -> port.producerCount() == 0, "the dead producer is closed");
+            Await.until("the dead producer is closed", () -> port.producerCount() == 0);
             session.stop();
             long attempted = readLedger(ledger)[0];
             List<Event> written = events(session).getOrDefault(0, List.of());
@@ -453,8 +442,8 @@ class StressProducerPortTest {
     }
 
     private static void awaitAttempted(Path ledger, long perWriter) throws InterruptedException {
-        await(() -> Arrays.stream(readLedger(ledger)).allMatch(n -> n == perWriter),
-                "every writer has attempted all its packets");
+        Await.until("every writer has attempted all its packets",
+                () -> Arrays.stream(readLedger(ledger)).allMatch(n -> n == perWriter));
     }
 
     /**

@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.service.ipc;
 
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -134,23 +135,20 @@ class ConsumerPortFuzzTest {
                         // One well-formed call, so that a reply is certain to come before the
                         // first client goes: the port answers beside the garbage.
                         client.invoke(bound, "QueryServiceState", new byte[0], -1, reply -> replies.incrementAndGet());
-                        ConsumerPortTest.await(() -> replies.get() > 0, "a reply to the first client");
+                        Await.until("a reply to the first client", () -> replies.get() > 0);
                     }
                     // Some calls finish on the port's side while others are in flight when the client goes.
                     Thread.sleep(random.nextInt(50));
                 }
             }
-            ConsumerPortTest.await(() -> port.consumerCount() == 0 && port.sessionCount() == 0,
-                    "the fuzzing consumers and their sessions are gone");
+            Await.until("the fuzzing consumers and their sessions are gone",
+                    () -> port.consumerCount() == 0 && port.sessionCount() == 0);
             assertTrue(replies.get() > 0, "waited for above");
             assertEquals(0, host.violations(), "arguments are the method's business, not the wire's");
 
             runSession(host, port, wellBehaved);
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (fdCount() != fdsBefore && System.nanoTime() < deadline) {
-                Thread.sleep(20);
-            }
-            assertEquals(fdsBefore, fdCount(), "no descriptor leaked");
+            Await.until("no descriptor leaked", () -> fdCount() == fdsBefore,
+                    () -> fdCount() + " descriptors, " + fdsBefore + " before");
         }
     }
 
@@ -165,7 +163,7 @@ class ConsumerPortFuzzTest {
             assertTrue(consumer.freeBuffers(ConsumerPortTest.TIMEOUT_MS));
         }
         // The host closes its end of the connection when its I/O thread sees the client go.
-        ConsumerPortTest.await(() -> port.sessionCount() == 0 && host.clientCount() == 0,
-                "the well-behaved session and its connection are gone");
+        Await.until("the well-behaved session and its connection are gone",
+                () -> port.sessionCount() == 0 && host.clientCount() == 0);
     }
 }

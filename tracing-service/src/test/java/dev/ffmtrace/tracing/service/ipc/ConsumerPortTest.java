@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.service.ipc;
 
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.tracing.consumer.TraceAssembler;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -135,20 +136,12 @@ class ConsumerPortTest {
         return new Read(names, stats, count);
     }
 
-    static void await(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, "timed out waiting: " + what);
-            Thread.sleep(10);
-        }
-    }
-
     @Test
     void enableFlushStatsReadDisableAndFreeOverTheSocket() throws Exception {
         try (ConsumerConnection consumer = connect()) {
             CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
                     consumer.enableTracing(config(oneBuffer()), -1);
-            await(events::isStarted, "the data source starts");
+            Await.until("the data source starts", events::isStarted);
             // A packet bigger than a slice and than an IPC frame: it comes in several slices over several replies.
             writeEvents(2000, 300_000);
             assertTrue(consumer.flush(0, TIMEOUT_MS));
@@ -197,7 +190,7 @@ class ConsumerPortTest {
              FileDescriptorChannel output = FileDescriptorChannel.openForWriting(file)) {
             CompletableFuture<ConsumerConnection.TracingDisabled> disabled =
                     consumer.enableTracing(config(oneBuffer().writeIntoFile(100, 0).flushPeriodMs(100)), output.fd());
-            await(events::isStarted, "the data source starts");
+            Await.until("the data source starts", events::isStarted);
             writeEvents(500, 0);
             assertTrue(consumer.disableTracing(TIMEOUT_MS));
             assertTrue(disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok());
@@ -225,7 +218,7 @@ class ConsumerPortTest {
     void cloneSessionCopiesAnotherConsumersSessionWithoutConsumingIt() throws Exception {
         try (ConsumerConnection owner = connect(); ConsumerConnection cloner = connect()) {
             owner.enableTracing(config(oneBuffer()), -1);
-            await(events::isStarted, "the data source starts");
+            Await.until("the data source starts", events::isStarted);
             writeEvents(300, 0);
             assertEquals("Tracing session not found", cloner.cloneSession(99, TIMEOUT_MS).error());
             ConsumerConnection.Cloned cloned = cloner.cloneSession(1, TIMEOUT_MS);
@@ -246,15 +239,15 @@ class ConsumerPortTest {
     void aConsumerThatDisconnectsMidSessionFreesIt() throws Exception {
         ConsumerConnection consumer = connect();
         consumer.enableTracing(config(oneBuffer()), -1);
-        await(events::isStarted, "the data source starts");
+        Await.until("the data source starts", events::isStarted);
         writeEvents(10, 0);
         // The data source starts inside the service's startSession, before the port records the session.
-        await(() -> port.sessionCount() == 1, "the port holds the session");
+        Await.until("the port holds the session", () -> port.sessionCount() == 1);
         consumer.close();
-        await(() -> port.sessionCount() == 0 && !events.isStarted(), "the session is freed");
+        Await.until("the session is freed", () -> port.sessionCount() == 0 && !events.isStarted());
         try (ConsumerConnection next = connect()) {
             CompletableFuture<ConsumerConnection.TracingDisabled> disabled = next.enableTracing(config(oneBuffer()), -1);
-            await(events::isStarted, "the data source is free for the next session");
+            Await.until("the data source is free for the next session", events::isStarted);
             next.disableTracing(TIMEOUT_MS);
             assertTrue(disabled.get(TIMEOUT_MS, TimeUnit.MILLISECONDS).ok());
         }
@@ -296,7 +289,7 @@ class ConsumerPortTest {
                 byte[] into = new byte[16];
                 assertEquals(0, raw.receive(into, 0).bytes(), "the host closed the connection");
             }
-            await(() -> host.violations() == 1, "the violation is counted");
+            Await.until("the violation is counted", () -> host.violations() == 1);
             assertTrue(consumer.flush(0, TIMEOUT_MS), "the other consumer's session carries on");
             assertFalse(disabled.isDone());
         }
@@ -307,7 +300,7 @@ class ConsumerPortTest {
         producer.registerDataSource("counters");
         try (ConsumerConnection consumer = connect()) {
             consumer.enableTracing(config(oneBuffer()), -1);
-            await(events::isStarted, "the data source starts");
+            Await.until("the data source starts", events::isStarted);
             TracingServiceState.Decoder state = new TracingServiceState.Decoder();
             state.reset(MemorySegment.ofArray(consumer.queryServiceState(TIMEOUT_MS)));
             assertFalse(state.hasError());

@@ -1,28 +1,15 @@
 package dev.ffmtrace.tracing.service;
 
-import dev.ffmtrace.memory.Layouts;
-import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TracingServiceEvent;
-import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
-import dev.ffmtrace.tracing.buffer.TraceBufferV2;
-import dev.ffmtrace.tracing.buffer.TracePacketView;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.channels.Channels;
 import java.nio.channels.WritableByteChannel;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -84,15 +71,14 @@ import java.util.function.Consumer;
  * the session is closed; after {@link #stop()} the buffers can still be read. Stopping
  * or closing twice does nothing more.
  *
- * <p>Still several jobs (lifecycle, flush orchestration, readback, the service-event log);
- * its timed work already runs apart ({@link OffTimerTask}). Issue #31 splits it.
+ * <p>This class keeps the session's lifecycle: its state, timers, flushes and stop. The
+ * readback is {@link TraceReadback}'s, the {@code service_event} log
+ * {@link ServiceEventLog}'s, the triggers' bookkeeping {@link SessionTriggers}', and its
+ * timed work runs off the timer ({@link OffTimerTask}).
  */
 public final class TracingSession implements AutoCloseable {
     /** The sequence of the packets the service writes itself; producers' sequences start at {@code 1 << 16}. */
     public static final int SERVICE_SEQUENCE_ID = 1;
-    private static final int TRACE_PACKET_TAG = 0x0a;
-    /** Bytes of packets copied out of a buffer per turn of its lock. */
-    private static final int STAGING_BATCH = 1 << 20;
 
     /** CONFIGURED: buffers made, data sources not started yet (deferred_start, START_TRACING). */
     private enum State { CONFIGURED, RUNNING, STOPPED, CLOSED }
@@ -121,16 +107,7 @@ public final class TracingSession implements AutoCloseable {
     /** The buffers' stats when the session closed, which {@link #stats()} returns from then on. */
     private volatile List<TraceBufferStats> finalStats;
 
-    private final long uuidMsb;
-    private final long uuidLsb;
-    /** The clock snapshot taken when the session started, for the first trace. Under {@link #readbackLock}. */
-    private byte[] initialClockSnapshot;
-    /** Lifecycle events not written yet by a consuming readback; guarded by itself. */
-    private final List<LifecycleEvent> pendingEvents = new ArrayList<>();
-    /** The last flush's event, if not written yet: flushes are periodic, only the last one is told. */
-    private LifecycleEvent pendingFlushEvent;
-    /** The events that happen once (started, all data sources started, disabled), for snapshots. */
-    private final List<LifecycleEvent> milestones = new ArrayList<>();
+    private final ServiceEventLog events = new ServiceEventLog();
     private boolean allDataSourcesStartedRecorded;
     private final SessionTriggers triggers = new SessionTriggers();
     /** Told of each CLONE_SNAPSHOT trigger once its stop_delay_ms passed; set by the session's owner. */
@@ -140,23 +117,10 @@ public final class TracingSession implements AutoCloseable {
     /** The service's timer, once {@link #startTimers} ran: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
     private ScheduledExecutorService timer;
 
-    /** Serializes readbacks: the fields below are theirs. */
+    /** Serializes readbacks, and orders them with the stop's last one and the close. */
     private final ReentrantLock readbackLock = new ReentrantLock();
-    private final TracePacketView view = new TracePacketView();
-    private final PacketValidator validator = new PacketValidator();
-    /** What consuming reads carry from one readback to the next. */
-    private final Readback consumed = new Readback();
-    private boolean initialPacketsWritten;
-    /** Whether the remote machines' clock exchanges are written; guarded as {@link #initialPacketsWritten}. */
-    private boolean remoteClockSyncWritten;
-    private byte[] packetBytes = new byte[4096];
-    private MemorySegment packetSegment = MemorySegment.ofArray(packetBytes);
-    /** The packet's tag and length, and the trusted fields appended to it. */
-    private final byte[] header = new byte[1 + 5];
-    private final byte[] trailer = new byte[64];
-    private byte[] staging = new byte[64 << 10];
-    private int stagingSize;
-
+    /** Used under {@link #readbackLock}. */
+    private final TraceReadback readback;
     TracingSession(TracingService service, long id, SessionConfig config, List<ServiceBuffer> buffers,
                    WritableByteChannel output) {
         this.service = service;
@@ -165,9 +129,8 @@ public final class TracingSession implements AutoCloseable {
         this.buffers = List.copyOf(buffers);
         this.fileSink = config.writeIntoFile() ? new TraceSink(output,
                 config.maxFileSizeBytes() > 0 ? config.maxFileSizeBytes() : Long.MAX_VALUE) : null;
-        UUID uuid = UUID.randomUUID();
-        this.uuidMsb = uuid.getMostSignificantBits();
-        this.uuidLsb = uuid.getLeastSignificantBits();
+        this.readback = new TraceReadback(service, config, this.buffers, events, triggers, this::stats,
+                this::chunksDiscarded);
     }
 
     /**
@@ -187,11 +150,11 @@ public final class TracingSession implements AutoCloseable {
         byte[] clocks = ServicePackets.clockSnapshot();
         readbackLock.lock();
         try {
-            initialClockSnapshot = clocks;
+            readback.begin(clocks);
         } finally {
             readbackLock.unlock();
         }
-        recordEvent(TracingServiceEvent.TRACING_STARTED_FIELD_NUMBER);
+        events.record(TracingServiceEvent.TRACING_STARTED_FIELD_NUMBER);
         return true;
     }
 
@@ -428,7 +391,7 @@ public final class TracingSession implements AutoCloseable {
         }
         if (!allDataSourcesStartedRecorded) {
             allDataSourcesStartedRecorded = true;
-            recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_STARTED_FIELD_NUMBER);
+            events.record(TracingServiceEvent.ALL_DATA_SOURCES_STARTED_FIELD_NUMBER);
         }
         Runnable listener = allStartedListener;
         try {
@@ -490,7 +453,7 @@ public final class TracingSession implements AutoCloseable {
         for (Producer producer : service.producers()) {
             producer.flush();
         }
-        recordEvent(TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER);
+        events.record(TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER);
     }
 
     /**
@@ -532,7 +495,7 @@ public final class TracingSession implements AutoCloseable {
      * {@code trace_stats} carries as {@code invalid_packets}.
      */
     public long invalidPackets() {
-        return consumed.invalidPackets;
+        return readback.invalidPackets();
     }
 
     /**
@@ -625,281 +588,17 @@ public final class TracingSession implements AutoCloseable {
     private long writeCopy(WritableByteChannel out, List<byte[]> triggerPackets, TriggerHit cloneTrigger)
             throws IOException {
         checkOpen("writeSnapshot");
-        TraceSink sink = new TraceSink(out, Long.MAX_VALUE);
         readbackLock.lock();
-        try (Arena arena = Arena.ofConfined()) {
-            List<TraceBufferV2> clones = new ArrayList<>();
-            List<TraceBufferStats> clonedStats = new ArrayList<>();
-            long chunksDiscarded = 0;
-            for (ServiceBuffer buffer : buffers) {
-                buffer.lock.lock();
-                try {
-                    clones.add(buffer.buffer.cloneReadOnly(arena));
-                    clonedStats.add(buffer.buffer.stats());
-                    chunksDiscarded += buffer.chunksDiscarded;
-                } finally {
-                    buffer.lock.unlock();
-                }
-            }
-            sink.write(ServicePackets.clockSnapshot());
-            UUID uuid = UUID.randomUUID();
-            List<long[]> sequences = new ArrayList<>();
-            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
-            for (TraceBufferV2 clone : clones) {
-                sequences.add(clone.sequences());
-                protoVms.add(clone.protoVms());
-            }
-            writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), sequences);
-            if (cloneTrigger != null) {
-                sink.write(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
-            }
-            for (byte[] packet : triggerPackets) {
-                sink.write(packet);
-            }
-            List<LifecycleEvent> events;
-            synchronized (pendingEvents) {
-                events = List.copyOf(milestones);
-            }
-            for (LifecycleEvent event : events) {
-                sink.write(event.packet());
-            }
-            writeIfAny(sink, protoVms.toByteArray());
-            // The clones' packets are read again by consuming reads: the snapshot counts on a copy.
-            Readback snapshot = consumed.copy();
-            long packets = 0;
-            for (TraceBufferV2 clone : clones) {
-                boolean more = true;
-                while (more) {
-                    more = stage(clone, snapshot, sink);
-                    packets += snapshot.stagedPackets;
-                    sink.write(staging, stagingSize);
-                }
-            }
-            sink.write(ServicePackets.stats(clonedStats, chunksDiscarded, snapshot.invalidPackets,
-                    service.producerCounts()));
-            return packets;
+        try {
+            return readback.copy(out, triggerPackets, cloneTrigger);
         } finally {
             readbackLock.unlock();
         }
     }
 
-    /** One consuming readback into {@code sink}; the caller holds {@link #readbackLock}. */
+    /** One consuming readback into {@code sink}, none while the session waits for its trigger; under {@link #readbackLock}. */
     private long readBack(TraceSink sink) throws IOException {
-        if (waitsForTrigger()) {
-            return 0;
-        }
-        if (initialClockSnapshot != null) {
-            sink.write(initialClockSnapshot);
-            initialClockSnapshot = null;
-        }
-        sink.write(ServicePackets.clockSnapshot());
-        boolean first = !initialPacketsWritten;
-        if (first) {
-            List<long[]> sequences = new ArrayList<>();
-            for (ServiceBuffer buffer : buffers) {
-                buffer.lock.lock();
-                try {
-                    sequences.add(buffer.buffer.sequences());
-                } finally {
-                    buffer.lock.unlock();
-                }
-            }
-            writeInitialPackets(sink, uuidMsb, uuidLsb, sequences);
-            initialPacketsWritten = true;
-        }
-        for (byte[] packet : triggers.takeUnwrittenPackets()) {
-            sink.write(packet);
-        }
-        writeNewLifecycleEvents(sink);
-        writeRemoteClockSyncOnce(sink);
-        if (first) {
-            // The VMs' states at the first readback, once per session, as Perfetto writes them.
-            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
-            for (ServiceBuffer buffer : buffers) {
-                buffer.lock.lock();
-                try {
-                    protoVms.add(buffer.buffer.protoVms());
-                } finally {
-                    buffer.lock.unlock();
-                }
-            }
-            writeIfAny(sink, protoVms.toByteArray());
-        }
-        long packets = 0;
-        for (ServiceBuffer buffer : buffers) {
-            boolean more = true;
-            while (more && !sink.isFull()) {
-                buffer.lock.lock();
-                try {
-                    more = stage(buffer.buffer, consumed, sink);
-                } finally {
-                    buffer.lock.unlock();
-                }
-                packets += consumed.stagedPackets;
-                sink.write(staging, stagingSize);
-            }
-        }
-        recordEvent(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
-        writeNewLifecycleEvents(sink);
-        sink.write(ServicePackets.stats(readStats(), chunksDiscarded(), consumed.invalidPackets, service.producerCounts()));
-        return packets;
-    }
-
-    private void writeInitialPackets(TraceSink sink, long msb, long lsb, List<long[]> sequences) throws IOException {
-        sink.write(ServicePackets.traceConfig(config));
-        sink.write(ServicePackets.traceUuid(msb, lsb));
-        sink.write(ServicePackets.traceProvenance(sequences));
-        sink.write(ServicePackets.systemInfo());
-        for (byte[] packet : service.relays().systemInfoPackets()) {
-            sink.write(packet);
-        }
-    }
-
-    /** The remote machines' clock exchanges, once per session: at its first readback while any relay is connected. */
-    private void writeRemoteClockSyncOnce(TraceSink sink) throws IOException {
-        if (remoteClockSyncWritten || service.relays().isEmpty()) {
-            return;
-        }
-        for (byte[] packet : service.relays().clockSyncPackets()) {
-            sink.write(packet);
-        }
-        remoteClockSyncWritten = true;
-    }
-
-    private static void writeIfAny(TraceSink sink, byte[] packet) throws IOException {
-        if (packet != null) {
-            sink.write(packet);
-        }
-    }
-
-    /** Writes the lifecycle events not written yet, in the order they happened. */
-    private void writeNewLifecycleEvents(TraceSink sink) throws IOException {
-        List<LifecycleEvent> events;
-        synchronized (pendingEvents) {
-            if (pendingFlushEvent != null) {
-                pendingEvents.add(pendingFlushEvent);
-                pendingFlushEvent = null;
-            }
-            pendingEvents.sort(Comparator.comparingLong(LifecycleEvent::bootTimeNanos));
-            events = List.copyOf(pendingEvents);
-            pendingEvents.clear();
-        }
-        for (LifecycleEvent event : events) {
-            sink.write(event.packet());
-        }
-    }
-
-    private void recordEvent(int eventField) {
-        long now = Os.clockNanos(Os.CLOCK_BOOTTIME);
-        LifecycleEvent event = new LifecycleEvent(now, ServicePackets.serviceEvent(eventField, now));
-        synchronized (pendingEvents) {
-            switch (eventField) {
-                case TracingServiceEvent.ALL_DATA_SOURCES_FLUSHED_FIELD_NUMBER -> pendingFlushEvent = event;
-                case TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER -> pendingEvents.add(event);
-                default -> {
-                    pendingEvents.add(event);
-                    milestones.add(event);
-                }
-            }
-        }
-    }
-
-    /** A {@code service_event} packet and when it happened. */
-    private record LifecycleEvent(long bootTimeNanos, byte[] packet) {
-    }
-
-    /**
-     * Copies packets of {@code buffer} into {@link #staging}, up to about
-     * {@link #STAGING_BATCH} bytes and as long as they fit {@code sink}; counts them in
-     * {@code readback.stagedPackets}.
-     *
-     * @return whether the buffer may hold more (the batch ended first)
-     */
-    private boolean stage(TraceBufferV2 buffer, Readback readback, TraceSink sink) {
-        stagingSize = 0;
-        readback.stagedPackets = 0;
-        buffer.beginRead();
-        while (stagingSize < STAGING_BATCH) {
-            if (!buffer.readNextTracePacket(view)) {
-                return false;
-            }
-            if (stagePacket(readback, sink)) {
-                readback.stagedPackets++;
-            } else if (sink.isFull()) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
-     * Stages the packet in {@link #view} unless it fails validation or does not fit the
-     * sink (it is then lost, as in Perfetto, and the sink is full); returns whether it did.
-     */
-    private boolean stagePacket(Readback readback, TraceSink sink) {
-        int size = (int) view.size();
-        if (packetBytes.length < size) {
-            packetBytes = new byte[Math.max(size, packetBytes.length * 2)];
-            packetSegment = MemorySegment.ofArray(packetBytes);
-        }
-        int at = 0;
-        for (int i = 0; i < view.fragmentCount(); i++) {
-            MemorySegment.copy(view.buffer(), Layouts.BYTE, view.fragmentOffset(i), packetBytes, at, view.fragmentSize(i));
-            at += view.fragmentSize(i);
-        }
-        int sequenceId = sequenceId(view.producerId(), view.writerId());
-        int loss = view.previousPacketDroppedReasons();
-        int producerLoss = validator.validate(packetSegment, size);
-        if (producerLoss == PacketValidator.INVALID) {
-            readback.invalidPackets++;
-            readback.pendingLoss.merge(sequenceId, loss | PacketValidator.LOSS_PRESENT, (a, b) -> a | b);
-            return false;
-        }
-        if (!readback.pendingLoss.isEmpty()) {
-            Integer pending = readback.pendingLoss.remove(sequenceId);
-            loss |= pending == null ? 0 : pending;
-        }
-        int trailerSize = 0;
-        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_UID_FIELD_NUMBER, view.clientUid());
-        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER,
-                Integer.toUnsignedLong(sequenceId));
-        if (view.clientPid() >= 0) {
-            // A producer over TCP without a relay has no pid to vouch for; traced leaves the field off too.
-            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
-        }
-        if (view.clientMachineId() != 0) {
-            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.MACHINE_ID_FIELD_NUMBER,
-                    Integer.toUnsignedLong(view.clientMachineId()));
-        }
-        if (loss != 0) {
-            // Readers keep the last value of the field: the service's, which must then carry the producer's cause too.
-            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,
-                    Integer.toUnsignedLong(loss | producerLoss));
-        }
-        int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
-                size + trailerSize);
-        int encoded = headerSize + size + trailerSize;
-        if (!sink.fits((long) stagingSize + encoded)) {
-            return false;
-        }
-        if (staging.length - stagingSize < encoded) {
-            staging = Arrays.copyOf(staging, Math.max(staging.length * 2, stagingSize + encoded));
-        }
-        System.arraycopy(header, 0, staging, stagingSize, headerSize);
-        System.arraycopy(packetBytes, 0, staging, stagingSize + headerSize, size);
-        System.arraycopy(trailer, 0, staging, stagingSize + headerSize + size, trailerSize);
-        stagingSize += encoded;
-        return true;
-    }
-
-    /** The trusted sequence id of a producer's writer: unique within the service. */
-    static int sequenceId(int producerId, int writerId) {
-        return (producerId << 16) | writerId;
-    }
-
-    private static int putTagAndVarint(byte[] into, int at, int field, long value) {
-        return ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, at,
-                ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
+        return waitsForTrigger() ? 0 : readback.consume(sink);
     }
 
     /** The {@code write_into_file} timer's task; a failure stops the session and completes {@link #completion()} with it. */
@@ -957,7 +656,7 @@ public final class TracingSession implements AutoCloseable {
             for (Producer producer : service.producers()) {
                 producer.flush();
             }
-            recordEvent(TracingServiceEvent.TRACING_DISABLED_FIELD_NUMBER);
+            events.record(TracingServiceEvent.TRACING_DISABLED_FIELD_NUMBER);
             if (fileSink != null) {
                 readbackLock.lock();
                 try {
@@ -998,25 +697,6 @@ public final class TracingSession implements AutoCloseable {
     @FunctionalInterface
     private interface TimedTask {
         void run() throws IOException;
-    }
-
-    /**
-     * What reading packets carries from one to the next: the packets dropped as invalid,
-     * and the loss each left on its sequence, reported by that sequence's next packet.
-     * Used under {@link #readbackLock}.
-     */
-    private static final class Readback {
-        volatile long invalidPackets;
-        final Map<Integer, Integer> pendingLoss = new HashMap<>();
-        /** Packets the last {@link #stage} call staged. */
-        int stagedPackets;
-
-        Readback copy() {
-            Readback copy = new Readback();
-            copy.invalidPackets = invalidPackets;
-            copy.pendingLoss.putAll(pendingLoss);
-            return copy;
-        }
     }
 
     private void checkOpen(String method) {

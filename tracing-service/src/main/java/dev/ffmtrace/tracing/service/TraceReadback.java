@@ -1,0 +1,353 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.perfetto.protos.TracingServiceEvent;
+import dev.ffmtrace.protozero.ProtoWire;
+import dev.ffmtrace.tracing.buffer.TraceBufferStats;
+import dev.ffmtrace.tracing.buffer.TraceBufferV2;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.WritableByteChannel;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+/**
+ * A session's readback: its buffers into a trace ({@link TracingSession} describes the
+ * trace), consuming ({@link #consume}) or from read-only clones ({@link #copy}). Packets
+ * are copied out of a buffer under the buffer's lock, a bounded batch at a time, and
+ * written to the sink without it: a slow output never stalls the producers' commits.
+ * Not thread-safe: the session runs one readback at a time.
+ */
+final class TraceReadback {
+    private static final int TRACE_PACKET_TAG = 0x0a;
+    /** Bytes of packets copied out of a buffer per turn of its lock. */
+    private static final int STAGING_BATCH = 1 << 20;
+
+    /**
+     * What reading packets carries from one to the next: the packets dropped as invalid,
+     * and the loss each left on its sequence, reported by that sequence's next packet.
+     */
+    private static final class ReadState {
+        /** Read without the session's readback turn, for {@link TracingSession#invalidPackets()}. */
+        volatile long invalidPackets;
+        final Map<Integer, Integer> pendingLoss = new HashMap<>();
+
+        ReadState copy() {
+            ReadState copy = new ReadState();
+            copy.invalidPackets = invalidPackets;
+            copy.pendingLoss.putAll(pendingLoss);
+            return copy;
+        }
+    }
+
+    private final TracingService service;
+    private final SessionConfig config;
+    private final List<ServiceBuffer> buffers;
+    private final ServiceEventLog events;
+    private final SessionTriggers triggers;
+    private final long uuidMsb;
+    private final long uuidLsb;
+    /** The buffers' stats and chunks discarded, for the stats packet that ends a consuming readback. */
+    private final Supplier<List<TraceBufferStats>> stats;
+    private final LongSupplier chunksDiscarded;
+    private final TracePacketView view = new TracePacketView();
+    private final PacketValidator validator = new PacketValidator();
+    /** What consuming readbacks carry from one to the next. */
+    private final ReadState consuming = new ReadState();
+    /** The clock snapshot taken when the session started, for the first trace. */
+    private byte[] initialClockSnapshot;
+    private boolean initialPacketsWritten;
+    private boolean remoteClockSyncWritten;
+    private byte[] packetBytes = new byte[4096];
+    private MemorySegment packetSegment = MemorySegment.ofArray(packetBytes);
+    /** The packet's tag and length, and the trusted fields appended to it. */
+    private final byte[] header = new byte[1 + 5];
+    private final byte[] trailer = new byte[64];
+    private byte[] staging = new byte[64 << 10];
+    private int stagingSize;
+
+    TraceReadback(TracingService service, SessionConfig config, List<ServiceBuffer> buffers, ServiceEventLog events,
+                  SessionTriggers triggers, Supplier<List<TraceBufferStats>> stats, LongSupplier chunksDiscarded) {
+        this.service = service;
+        this.config = config;
+        this.buffers = buffers;
+        this.events = events;
+        this.triggers = triggers;
+        this.stats = stats;
+        this.chunksDiscarded = chunksDiscarded;
+        UUID uuid = UUID.randomUUID();
+        this.uuidMsb = uuid.getMostSignificantBits();
+        this.uuidLsb = uuid.getLeastSignificantBits();
+    }
+
+    /** The session started: its first trace begins with {@code clocks}. */
+    void begin(byte[] clocks) {
+        initialClockSnapshot = clocks;
+    }
+
+    /** Packets consuming readbacks dropped because they failed validation. */
+    long invalidPackets() {
+        return consuming.invalidPackets;
+    }
+
+    /**
+     * One consuming readback into {@code sink}: the service's packets, then every
+     * producer's packet the buffers hold (as much as the sink takes), then the stats.
+     *
+     * @return the number of producers' packets written
+     */
+    long consume(TraceSink sink) throws IOException {
+        if (initialClockSnapshot != null) {
+            sink.write(initialClockSnapshot);
+            initialClockSnapshot = null;
+        }
+        sink.write(ServicePackets.clockSnapshot());
+        boolean first = !initialPacketsWritten;
+        if (first) {
+            List<long[]> sequences = new ArrayList<>();
+            for (ServiceBuffer buffer : buffers) {
+                buffer.lock.lock();
+                try {
+                    sequences.add(buffer.buffer.sequences());
+                } finally {
+                    buffer.lock.unlock();
+                }
+            }
+            writeInitialPackets(sink, uuidMsb, uuidLsb, sequences);
+            initialPacketsWritten = true;
+        }
+        for (byte[] packet : triggers.takeUnwrittenPackets()) {
+            sink.write(packet);
+        }
+        writeEvents(sink);
+        writeRemoteClockSyncOnce(sink);
+        if (first) {
+            // The VMs' states at the first readback, once per session, as Perfetto writes them.
+            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
+            for (ServiceBuffer buffer : buffers) {
+                buffer.lock.lock();
+                try {
+                    protoVms.add(buffer.buffer.protoVms());
+                } finally {
+                    buffer.lock.unlock();
+                }
+            }
+            writeIfAny(sink, protoVms.toByteArray());
+        }
+        long packets = 0;
+        for (ServiceBuffer buffer : buffers) {
+            boolean more = true;
+            while (more && !sink.isFull()) {
+                buffer.lock.lock();
+                try {
+                    packets += stage(buffer.buffer, consuming, sink);
+                } finally {
+                    buffer.lock.unlock();
+                }
+                more = stagingSize >= STAGING_BATCH;
+                sink.write(staging, stagingSize);
+            }
+        }
+        events.record(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
+        writeEvents(sink);
+        sink.write(ServicePackets.stats(stats.get(), chunksDiscarded.getAsLong(), consuming.invalidPackets,
+                service.producerCounts()));
+        return packets;
+    }
+
+    private void writeInitialPackets(TraceSink sink, long msb, long lsb, List<long[]> sequences) throws IOException {
+        sink.write(ServicePackets.traceConfig(config));
+        sink.write(ServicePackets.traceUuid(msb, lsb));
+        sink.write(ServicePackets.traceProvenance(sequences));
+        sink.write(ServicePackets.systemInfo());
+        for (byte[] packet : service.relays().systemInfoPackets()) {
+            sink.write(packet);
+        }
+    }
+
+    /** The remote machines' clock exchanges, once per session: at its first readback while any relay is connected. */
+    private void writeRemoteClockSyncOnce(TraceSink sink) throws IOException {
+        if (remoteClockSyncWritten || service.relays().isEmpty()) {
+            return;
+        }
+        for (byte[] packet : service.relays().clockSyncPackets()) {
+            sink.write(packet);
+        }
+        remoteClockSyncWritten = true;
+    }
+
+    private static void writeIfAny(TraceSink sink, byte[] packet) throws IOException {
+        if (packet != null) {
+            sink.write(packet);
+        }
+    }
+
+    private void writeEvents(TraceSink sink) throws IOException {
+        for (byte[] event : events.takeUnwritten()) {
+            sink.write(event);
+        }
+    }
+
+    /**
+     * Writes what the buffers hold now into {@code out} as a whole trace, from read-only
+     * clones made under each buffer's lock, without consuming it: the snapshot's and
+     * clone's readback. {@code triggerPackets} are the session's triggers to write;
+     * {@code cloneTrigger}, if not null, the CLONE_SNAPSHOT trigger the copy is made for.
+     *
+     * @return the number of producers' packets written
+     */
+    long copy(WritableByteChannel out, List<byte[]> triggerPackets, TriggerHit cloneTrigger) throws IOException {
+        TraceSink sink = new TraceSink(out, Long.MAX_VALUE);
+        try (Arena arena = Arena.ofConfined()) {
+            List<TraceBufferV2> clones = new ArrayList<>();
+            List<TraceBufferStats> clonedStats = new ArrayList<>();
+            long chunksDiscarded = 0;
+            for (ServiceBuffer buffer : buffers) {
+                buffer.lock.lock();
+                try {
+                    clones.add(buffer.buffer.cloneReadOnly(arena));
+                    clonedStats.add(buffer.buffer.stats());
+                    chunksDiscarded += buffer.chunksDiscarded;
+                } finally {
+                    buffer.lock.unlock();
+                }
+            }
+            sink.write(ServicePackets.clockSnapshot());
+            UUID uuid = UUID.randomUUID();
+            List<long[]> sequences = new ArrayList<>();
+            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
+            for (TraceBufferV2 clone : clones) {
+                sequences.add(clone.sequences());
+                protoVms.add(clone.protoVms());
+            }
+            writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), sequences);
+            if (cloneTrigger != null) {
+                sink.write(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
+            }
+            for (byte[] packet : triggerPackets) {
+                sink.write(packet);
+            }
+            for (byte[] event : events.milestones()) {
+                sink.write(event);
+            }
+            writeIfAny(sink, protoVms.toByteArray());
+            // The clones' packets are read again by consuming reads: the copy counts on a state of its own.
+            ReadState copying = consuming.copy();
+            long packets = 0;
+            for (TraceBufferV2 clone : clones) {
+                boolean more = true;
+                while (more) {
+                    packets += stage(clone, copying, sink);
+                    more = stagingSize >= STAGING_BATCH;
+                    sink.write(staging, stagingSize);
+                }
+            }
+            sink.write(ServicePackets.stats(clonedStats, chunksDiscarded, copying.invalidPackets,
+                    service.producerCounts()));
+            return packets;
+        }
+    }
+
+    /**
+     * Copies packets of {@code buffer} into {@link #staging}, up to about
+     * {@link #STAGING_BATCH} bytes and as long as they fit {@code sink}. The buffer may
+     * hold more when the batch filled: {@code stagingSize >= STAGING_BATCH}.
+     *
+     * @return the number of packets staged
+     */
+    private int stage(TraceBufferV2 buffer, ReadState state, TraceSink sink) {
+        stagingSize = 0;
+        int staged = 0;
+        buffer.beginRead();
+        while (stagingSize < STAGING_BATCH) {
+            if (!buffer.readNextTracePacket(view)) {
+                break;
+            }
+            if (stagePacket(state, sink)) {
+                staged++;
+            } else if (sink.isFull()) {
+                break;
+            }
+        }
+        return staged;
+    }
+
+    /**
+     * Stages the packet in {@link #view} unless it fails validation or does not fit the
+     * sink (it is then lost, as in Perfetto, and the sink is full); returns whether it did.
+     */
+    private boolean stagePacket(ReadState state, TraceSink sink) {
+        int size = (int) view.size();
+        if (packetBytes.length < size) {
+            packetBytes = new byte[Math.max(size, packetBytes.length * 2)];
+            packetSegment = MemorySegment.ofArray(packetBytes);
+        }
+        int at = 0;
+        for (int i = 0; i < view.fragmentCount(); i++) {
+            MemorySegment.copy(view.buffer(), Layouts.BYTE, view.fragmentOffset(i), packetBytes, at, view.fragmentSize(i));
+            at += view.fragmentSize(i);
+        }
+        int sequenceId = sequenceId(view.producerId(), view.writerId());
+        int loss = view.previousPacketDroppedReasons();
+        int producerLoss = validator.validate(packetSegment, size);
+        if (producerLoss == PacketValidator.INVALID) {
+            state.invalidPackets++;
+            state.pendingLoss.merge(sequenceId, loss | PacketValidator.LOSS_PRESENT, (a, b) -> a | b);
+            return false;
+        }
+        if (!state.pendingLoss.isEmpty()) {
+            Integer pending = state.pendingLoss.remove(sequenceId);
+            loss |= pending == null ? 0 : pending;
+        }
+        int trailerSize = 0;
+        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_UID_FIELD_NUMBER, view.clientUid());
+        trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER,
+                Integer.toUnsignedLong(sequenceId));
+        if (view.clientPid() >= 0) {
+            // A producer over TCP without a relay has no pid to vouch for; traced leaves the field off too.
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.TRUSTED_PID_FIELD_NUMBER, view.clientPid());
+        }
+        if (view.clientMachineId() != 0) {
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.MACHINE_ID_FIELD_NUMBER,
+                    Integer.toUnsignedLong(view.clientMachineId()));
+        }
+        if (loss != 0) {
+            // Readers keep the last value of the field: the service's, which must then carry the producer's cause too.
+            trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,
+                    Integer.toUnsignedLong(loss | producerLoss));
+        }
+        int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
+                size + trailerSize);
+        int encoded = headerSize + size + trailerSize;
+        if (!sink.fits((long) stagingSize + encoded)) {
+            return false;
+        }
+        if (staging.length - stagingSize < encoded) {
+            staging = Arrays.copyOf(staging, Math.max(staging.length * 2, stagingSize + encoded));
+        }
+        System.arraycopy(header, 0, staging, stagingSize, headerSize);
+        System.arraycopy(packetBytes, 0, staging, stagingSize + headerSize, size);
+        System.arraycopy(trailer, 0, staging, stagingSize + headerSize + size, trailerSize);
+        stagingSize += encoded;
+        return true;
+    }
+
+    /** The trusted sequence id of a producer's writer: unique within the service. */
+    static int sequenceId(int producerId, int writerId) {
+        return (producerId << 16) | writerId;
+    }
+
+    private static int putTagAndVarint(byte[] into, int at, int field, long value) {
+        return ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, at,
+                ProtoWire.makeTag(field, ProtoWire.WIRE_TYPE_VARINT)), value);
+    }
+}

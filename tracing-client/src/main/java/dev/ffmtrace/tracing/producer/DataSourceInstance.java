@@ -38,6 +38,9 @@ public final class DataSourceInstance {
     private volatile State state = State.SETUP;
     /** Guarded by the session. */
     private final List<TraceWriter<TracePacket>> writers = new ArrayList<>();
+    /** What the handler was told: guarded by the session's handler-call lock. */
+    private boolean startTold;
+    private boolean stopTold;
 
     DataSourceInstance(ProducerConnection.Session session, long id, String name, byte[] config, int targetBuffer,
                        DataSourceDescriptor descriptor, DataSourceHandler handler) {
@@ -119,6 +122,29 @@ public final class DataSourceInstance {
 
     void setState(State state) {
         this.state = state;
+    }
+
+    /** The handler is being told the instance started. Under the session's handler-call lock. */
+    void startTold() {
+        startTold = true;
+    }
+
+    /** Whether the handler was told the instance stops. Under the session's handler-call lock. */
+    boolean stopTold() {
+        return stopTold;
+    }
+
+    /**
+     * Whether the handler is to be told now that the instance stops: not told yet (and,
+     * with {@code ifStarted}, told it started); it then counts as told. Under the
+     * session's handler-call lock.
+     */
+    boolean tellsStop(boolean ifStarted) {
+        if (stopTold || (ifStarted && !startTold)) {
+            return false;
+        }
+        stopTold = true;
+        return true;
     }
 
     void countIncrementalStateClear() {

@@ -733,18 +733,10 @@ public final class ProducerConnection implements AutoCloseable {
             }
         }
         for (DataSourceInstance instance : stopped) {
-            boolean running;
             synchronized (ending) {
-                running = instance.state() == DataSourceInstance.State.STARTED;
                 instance.setState(DataSourceInstance.State.STOPPED);
             }
-            if (running) {
-                try {
-                    instance.handler().onStop(instance, () -> { });
-                } catch (RuntimeException e) {
-                    handlerFailures.incrementAndGet();
-                }
-            }
+            ending.tellStop(instance, () -> { }, true);
         }
         for (TraceWriter<TracePacket> writer : writers) {
             if (writer.isOpen()) {
@@ -770,8 +762,10 @@ public final class ProducerConnection implements AutoCloseable {
 
     /**
      * What one connection to the service holds: the client, the bound port, the SMB and
-     * its arbiter, the data source instances. Its monitor guards its state; commands run
-     * under it on the client's I/O thread, one at a time.
+     * its arbiter, the data source instances. Its monitor guards its state. Commands run on
+     * the client's I/O thread, one at a time: each changes the state under the monitor,
+     * then tells the handlers without it (a handler may hand its instance to a thread that
+     * makes writers, and wait for it), then sends what follows them.
      */
     static final class Session implements CommitTransport {
         private final ProducerConnection connection;
@@ -781,6 +775,12 @@ public final class ProducerConnection implements AutoCloseable {
         /** The service asked for shared memory emulation: no SMB is shared, commits carry the chunks. */
         private final boolean emulated;
         private volatile boolean live = true;
+        /**
+         * Held while a handler is told something, so that its instance's calls come one at a
+         * time and in order (a teardown's stop never before a start it follows). Not the
+         * state's monitor: a handler may wait for a thread that makes writers.
+         */
+        private final Object handlerCalls = new Object();
         /** Torn down: takes no more commands, though its last messages may still go out. Guarded by this. */
         private boolean closing;
         private SharedMemory smb;
@@ -880,8 +880,25 @@ public final class ProducerConnection implements AutoCloseable {
             }
         }
 
-        /** Handles one command; false if it was rejected. Owns {@code fd}: takes it or closes it. */
-        private synchronized boolean handle(byte[] bytes, int fd) {
+        /**
+         * Handles one command; false if it was rejected. Owns {@code fd}: takes it or
+         * closes it. The handlers' calls and what must follow them run after the monitor is
+         * released, in order.
+         */
+        private boolean handle(byte[] bytes, int fd) {
+            List<Runnable> then = new ArrayList<>();
+            boolean accepted;
+            synchronized (this) {
+                accepted = decide(bytes, fd, then);
+            }
+            for (Runnable step : then) {
+                step.run();
+            }
+            return accepted;
+        }
+
+        /** {@link #handle}'s part under the monitor: the state changes; the rest goes into {@code then}. */
+        private boolean decide(byte[] bytes, int fd, List<Runnable> then) {
             GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
             command.reset(MemorySegment.ofArray(bytes));
             if (!live || closing || command.hasError()) {
@@ -900,27 +917,28 @@ public final class ProducerConnection implements AutoCloseable {
                 GetAsyncCommandResponse.SetupDataSource.Decoder setup = new GetAsyncCommandResponse.SetupDataSource.Decoder();
                 return command.setupDataSource(setup) && !setup.hasError() && setup.hasNewInstanceId()
                         && setup.hasConfig() && setupDataSource(setup.newInstanceId(),
-                                setup.field(GetAsyncCommandResponse.SetupDataSource.CONFIG_FIELD_NUMBER).asBytes()) != null;
+                                setup.field(GetAsyncCommandResponse.SetupDataSource.CONFIG_FIELD_NUMBER).asBytes(),
+                                then) != null;
             }
             if (command.hasStartDataSource()) {
                 GetAsyncCommandResponse.StartDataSource.Decoder start = new GetAsyncCommandResponse.StartDataSource.Decoder();
                 return command.startDataSource(start) && !start.hasError() && start.hasNewInstanceId()
                         && start.hasConfig() && startDataSource(start.newInstanceId(),
-                                start.field(GetAsyncCommandResponse.StartDataSource.CONFIG_FIELD_NUMBER).asBytes());
+                                start.field(GetAsyncCommandResponse.StartDataSource.CONFIG_FIELD_NUMBER).asBytes(), then);
             }
             if (command.hasStopDataSource()) {
                 GetAsyncCommandResponse.StopDataSource.Decoder stop = new GetAsyncCommandResponse.StopDataSource.Decoder();
                 return command.stopDataSource(stop) && !stop.hasError() && stop.hasInstanceId()
-                        && stopDataSource(stop.instanceId());
+                        && stopDataSource(stop.instanceId(), then);
             }
             if (command.hasFlush()) {
                 GetAsyncCommandResponse.Flush.Decoder flush = new GetAsyncCommandResponse.Flush.Decoder();
-                return command.flush(flush) && !flush.hasError() && flush(flush);
+                return command.flush(flush) && !flush.hasError() && flush(flush, then);
             }
             if (command.hasClearIncrementalState()) {
                 GetAsyncCommandResponse.ClearIncrementalState.Decoder clear =
                         new GetAsyncCommandResponse.ClearIncrementalState.Decoder();
-                return command.clearIncrementalState(clear) && !clear.hasError() && clearIncrementalState(clear);
+                return command.clearIncrementalState(clear) && !clear.hasError() && clearIncrementalState(clear, then);
             }
             // A command this producer does not know: newer services send more kinds.
             return false;
@@ -996,8 +1014,8 @@ public final class ProducerConnection implements AutoCloseable {
             }
         }
 
-        /** A new instance in SETUP state, its handler told; null if the command does not fit. */
-        private DataSourceInstance setupDataSource(long id, byte[] raw) {
+        /** A new instance in SETUP state, its handler to be told in {@code then}; null if the command does not fit. */
+        private DataSourceInstance setupDataSource(long id, byte[] raw, List<Runnable> then) {
             DataSourceConfig.Decoder config = new DataSourceConfig.Decoder();
             config.reset(MemorySegment.ofArray(raw));
             if (config.hasError() || !config.hasName() || !config.hasTargetBuffer() || instances.containsKey(id)) {
@@ -1018,15 +1036,11 @@ public final class ProducerConnection implements AutoCloseable {
             DataSourceInstance instance = new DataSourceInstance(this, id, config.name(), raw, (int) targetBuffer,
                     registration.descriptor(), registration.handler());
             instances.put(id, instance);
-            try {
-                instance.handler().onSetup(instance);
-            } catch (RuntimeException e) {
-                connection.handlerFailures.incrementAndGet();
-            }
+            then.add(() -> tell(instance, () -> instance.handler().onSetup(instance)));
             return instance;
         }
 
-        private boolean startDataSource(long id, byte[] config) {
+        private boolean startDataSource(long id, byte[] config, List<Runnable> then) {
             if (arbiter == null) {
                 // The service sends SetupTracing before any data source starts.
                 return false;
@@ -1034,7 +1048,7 @@ public final class ProducerConnection implements AutoCloseable {
             DataSourceInstance instance = instances.get(id);
             if (instance == null) {
                 // Services older than Android Q send no SetupDataSource: set up here.
-                instance = setupDataSource(id, config);
+                instance = setupDataSource(id, config, then);
                 if (instance == null) {
                     return false;
                 }
@@ -1042,19 +1056,16 @@ public final class ProducerConnection implements AutoCloseable {
                 return false;
             }
             instance.setState(DataSourceInstance.State.STARTED);
-            try {
-                instance.handler().onStart(instance);
-            } catch (RuntimeException e) {
-                connection.handlerFailures.incrementAndGet();
-            }
+            DataSourceInstance started = instance;
+            then.add(() -> tellStart(started));
             if (instance.descriptor().willNotifyOnStart()) {
                 byte[] args = encode(NotifyDataSourceStartedRequest.FACTORY, message -> message.setDataSourceId(id));
-                connection.outgoing.add(this, "NotifyDataSourceStarted", args, null);
+                then.add(() -> connection.outgoing.add(this, "NotifyDataSourceStarted", args, null));
             }
             return true;
         }
 
-        private boolean stopDataSource(long id) {
+        private boolean stopDataSource(long id, List<Runnable> then) {
             DataSourceInstance instance = instances.get(id);
             if (instance == null || instance.state() == DataSourceInstance.State.STOPPING) {
                 return false;
@@ -1066,12 +1077,12 @@ public final class ProducerConnection implements AutoCloseable {
                     finishStop(instance);
                 }
             };
-            try {
-                instance.handler().onStop(instance, finish);
-            } catch (RuntimeException e) {
-                connection.handlerFailures.incrementAndGet();
-                finish.run();
-            }
+            then.add(() -> {
+                if (!tellStop(instance, finish, false)) {
+                    // Torn down meanwhile, its handler told then: the stop is done.
+                    finish.run();
+                }
+            });
             return true;
         }
 
@@ -1095,48 +1106,94 @@ public final class ProducerConnection implements AutoCloseable {
             }
         }
 
-        private boolean flush(GetAsyncCommandResponse.Flush.Decoder flush) {
+        private boolean flush(GetAsyncCommandResponse.Flush.Decoder flush, List<Runnable> then) {
             RepeatedScalarIterator ids = flush.dataSourceIds(new RepeatedScalarIterator());
             while (ids.next()) {
                 DataSourceInstance instance = instances.get(ids.value());
                 if (instance != null && instance.state() == DataSourceInstance.State.STARTED
                         && !instance.descriptor().noFlush()) {
-                    try {
-                        instance.handler().onFlush(instance);
-                    } catch (RuntimeException e) {
-                        connection.handlerFailures.incrementAndGet();
-                    }
+                    then.add(() -> tell(instance, () -> instance.handler().onFlush(instance)));
                 }
             }
             if (ids.hasError()) {
                 return false;
             }
-            if (arbiter != null) {
-                arbiter.reclaimIdleChunks();
-            }
-            // Queued behind the commits the reclaim just made, so the service sees the ack
-            // after the data (what SharedMemoryArbiterImpl::NotifyFlushComplete ensures).
             long requestId = flush.requestId();
             byte[] args = encode(CommitDataRequest.FACTORY, message -> message.setFlushRequestId(requestId));
-            connection.outgoing.add(this, "CommitData", args, null);
+            then.add(() -> {
+                // After the handlers wrote what they held; the ack is queued behind the commits the
+                // reclaim makes, so the service sees it after the data (as
+                // SharedMemoryArbiterImpl::NotifyFlushComplete ensures). Under the monitor: a
+                // teardown unmaps the buffer under it.
+                synchronized (this) {
+                    if (arbiter != null && !closing) {
+                        arbiter.reclaimIdleChunks();
+                    }
+                }
+                connection.outgoing.add(this, "CommitData", args, null);
+            });
             return true;
         }
 
-        private boolean clearIncrementalState(GetAsyncCommandResponse.ClearIncrementalState.Decoder clear) {
+        private boolean clearIncrementalState(GetAsyncCommandResponse.ClearIncrementalState.Decoder clear,
+                List<Runnable> then) {
             RepeatedScalarIterator ids = clear.dataSourceIds(new RepeatedScalarIterator());
             while (ids.next()) {
                 DataSourceInstance instance = instances.get(ids.value());
                 // An instance that just stopped is no error: the command crossed the stop.
                 if (instance != null && instance.state() == DataSourceInstance.State.STARTED) {
                     instance.countIncrementalStateClear();
-                    try {
-                        instance.handler().onClearIncrementalState(instance);
-                    } catch (RuntimeException e) {
-                        connection.handlerFailures.incrementAndGet();
-                    }
+                    then.add(() -> tell(instance, () -> instance.handler().onClearIncrementalState(instance)));
                 }
             }
             return !ids.hasError();
+        }
+
+        /** Tells {@code instance}'s handler {@code call} unless it was told the instance stopped. */
+        private void tell(DataSourceInstance instance, Runnable call) {
+            synchronized (handlerCalls) {
+                if (!instance.stopTold()) {
+                    callHandler(call);
+                }
+            }
+        }
+
+        /** Tells the handler its instance started, unless a teardown stopped it first. */
+        private void tellStart(DataSourceInstance instance) {
+            synchronized (handlerCalls) {
+                if (instance.state() == DataSourceInstance.State.STARTED && !instance.stopTold()) {
+                    instance.startTold();
+                    callHandler(() -> instance.handler().onStart(instance));
+                }
+            }
+        }
+
+        /**
+         * Tells the handler its instance stops, once (with {@code ifStarted}, only if it was
+         * told it started); false if not told now. A handler that throws is done.
+         */
+        boolean tellStop(DataSourceInstance instance, Runnable finish, boolean ifStarted) {
+            synchronized (handlerCalls) {
+                if (!instance.tellsStop(ifStarted)) {
+                    return false;
+                }
+                try {
+                    instance.handler().onStop(instance, finish);
+                } catch (RuntimeException e) {
+                    connection.handlerFailures.incrementAndGet();
+                    finish.run();
+                }
+                return true;
+            }
+        }
+
+        /** Runs a handler's call; a handler that throws is counted, and the command goes on. */
+        private void callHandler(Runnable call) {
+            try {
+                call.run();
+            } catch (RuntimeException e) {
+                connection.handlerFailures.incrementAndGet();
+            }
         }
     }
 }

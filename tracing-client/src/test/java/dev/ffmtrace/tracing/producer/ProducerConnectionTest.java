@@ -194,6 +194,67 @@ class ProducerConnectionTest {
         }
     }
 
+    /**
+     * A data source whose start, flush and stop each hand the instance to a thread of the
+     * application and wait for it: that thread makes and closes a writer, which takes the
+     * connection's state lock. Told under that lock, the handler would wait forever.
+     */
+    static final class HandsOffToAThread implements DataSourceHandler {
+        final LinkedBlockingQueue<String> written = new LinkedBlockingQueue<>();
+
+        private void onAnotherThread(DataSourceInstance instance, String event) {
+            try {
+                Thread.ofPlatform().start(() -> {
+                    TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL);
+                    boolean open = writer.isOpen();
+                    writer.newTracePacket().setTrackEvent().setName(event);
+                    writer.finishTracePacket();
+                    writer.close();
+                    written.add(event + (open ? " written" : " refused"));
+                }).join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        @Override
+        public void onStart(DataSourceInstance instance) {
+            onAnotherThread(instance, "start");
+        }
+
+        @Override
+        public void onFlush(DataSourceInstance instance) {
+            onAnotherThread(instance, "flush");
+        }
+
+        @Override
+        public void onStop(DataSourceInstance instance, Runnable done) {
+            onAnotherThread(instance, "stop");
+            done.run();
+        }
+    }
+
+    @Test
+    void handlersAreToldWithoutTheConnectionsLockSoTheirThreadsMayMakeWriters() throws Exception {
+        HandsOffToAThread handler = new HandsOffToAThread();
+        try (ScriptedService service = new ScriptedService();
+             ProducerConnection producer = ProducerConnection.connect(options(service))) {
+            producer.registerDataSource(DataSourceDescriptor.named(SOURCE), handler);
+            service.next("RegisterDataSource");
+            service.setupTracing(SMB_SIZE, 4);
+            service.setupAndStart(9, ScriptedService.config(SOURCE, 7));
+            assertEquals("start written", handler.written.poll(10, TimeUnit.SECONDS));
+            service.flush(43, 9);
+            service.awaitCommitLog("flush 43");
+            assertEquals("flush written", handler.written.poll(10, TimeUnit.SECONDS));
+            service.stop(9);
+            assertEquals(9, NotifyDataSourceStoppedRequest.parseFrom(service.next("NotifyDataSourceStopped").args())
+                    .getDataSourceId());
+            assertEquals("stop written", handler.written.poll(10, TimeUnit.SECONDS));
+            assertEquals(0, producer.stats().commandsRejected());
+        }
+    }
+
     @Test
     void fragmentedPacketsArriveWholeWithTheirPatches() throws Exception {
         Recorder recorder = new Recorder();

@@ -39,6 +39,7 @@ public final class IpcClient implements AutoCloseable {
     private MemorySegment reusedSegment = MemorySegment.ofArray(reusedBytes);
     private final Thread thread;
     private volatile boolean connected = true;
+    private final CompletableFuture<Void> disconnection = new CompletableFuture<>();
     private boolean socketClosed;
 
     private sealed interface Pending permits PendingBind, PendingInvoke {
@@ -63,6 +64,15 @@ public final class IpcClient implements AutoCloseable {
 
     public boolean isConnected() {
         return connected;
+    }
+
+    /**
+     * Completes once the connection is gone (lost, or {@link #close closed}), after
+     * {@link #isConnected()} turned false and the open requests ended; on the client's
+     * I/O thread, or at once if it is gone already.
+     */
+    public CompletableFuture<Void> disconnection() {
+        return disconnection.copy();
     }
 
     /**
@@ -211,6 +221,7 @@ public final class IpcClient implements AutoCloseable {
             }
             // Last, so that a caller who sees the client disconnected sees its requests ended.
             connected = false;
+            disconnection.complete(null);
         }
     }
 

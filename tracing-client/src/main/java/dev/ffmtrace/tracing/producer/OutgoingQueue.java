@@ -12,8 +12,10 @@ import java.util.concurrent.CompletableFuture;
  * writers take at their full rate, allocates nothing once the ring is as deep as the
  * traffic needs. Other messages, rare, bring arrays of their own.
  *
- * <p>Any thread adds; one thread (the sender) takes: it {@linkplain #peek peeks} at the
- * oldest message, sends it, then {@linkplain #release releases} its slot. Commits beyond
+ * <p>Any thread adds; one thread (the sender) takes: it {@linkplain #take waits for} or
+ * {@linkplain #peek peeks} at the oldest message, sends it, then {@linkplain #release
+ * releases} its slot; {@link #wake} ends a wait with no message, for the sender to look
+ * at why (its connection closed or lost). Commits beyond
  * {@code maxCommits} queued are refused, for the caller to count as dropped.
  *
  * @param <S> what a message is sent over (the connection's session)
@@ -21,7 +23,7 @@ import java.util.concurrent.CompletableFuture;
 final class OutgoingQueue<S> {
     private static final byte[] NO_BYTES = new byte[0];
 
-    /** One message; its fields are the sender's between {@link #peek} and {@link #release}. */
+    /** One message; its fields are the sender's between {@link #take} or {@link #peek} and {@link #release}. */
     static final class Message<S> {
         S session;
         String method;
@@ -43,6 +45,8 @@ final class OutgoingQueue<S> {
     private int count;
     private int commits;
     private boolean senderWaiting;
+    /** Set by {@link #wake}, cleared by the {@link #take} it ends. */
+    private boolean woken;
 
     OutgoingQueue(int maxCommits) {
         this.maxCommits = maxCommits;
@@ -73,17 +77,24 @@ final class OutgoingQueue<S> {
         fill(claim(), session, method, args, args.length, false, reply);
     }
 
-    /** The oldest message, waiting up to {@code timeoutMillis} for one; null if none came. */
-    synchronized Message<S> peek(long timeoutMillis) throws InterruptedException {
-        if (count == 0 && timeoutMillis > 0) {
-            senderWaiting = true;
-            try {
-                wait(timeoutMillis);
-            } finally {
-                senderWaiting = false;
+    /** The oldest message, waiting for one; null if {@link #wake} was called (before or during the wait). */
+    synchronized Message<S> take() throws InterruptedException {
+        senderWaiting = true;
+        try {
+            while (count == 0 && !woken) {
+                wait();
             }
+        } finally {
+            senderWaiting = false;
         }
+        woken = false;
         return count == 0 ? null : ring[head];
+    }
+
+    /** Ends the sender's {@link #take}, now or, if it is not waiting, its next one. */
+    synchronized void wake() {
+        woken = true;
+        notifyAll();
     }
 
     /** The oldest message, or null. */

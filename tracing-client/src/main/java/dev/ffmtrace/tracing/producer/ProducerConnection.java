@@ -455,9 +455,10 @@ public final class ProducerConnection implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        // A serving sender sees closed within its poll; one connecting or waiting to retry
-        // is woken. Both fields are volatile: a sender that stops serving after this read
-        // sees closed before it connects again.
+        // A serving sender is woken from its wait for messages; one connecting or waiting
+        // to retry is interrupted. Both fields are volatile: a sender that stops serving
+        // after this read sees closed before it connects again.
+        outgoing.wake();
         if (serving == null) {
             sender.interrupt();
         }
@@ -608,12 +609,13 @@ public final class ProducerConnection implements AutoCloseable {
         }
     }
 
-    /** Sends queued messages until the session is lost or the connection closed. */
+    /** Sends queued messages until the session is lost or the connection closed: each wakes the wait. */
     private void serve(Session current) {
+        current.client.disconnection().thenRun(outgoing::wake);
         while (!closed.get() && current.client.isConnected()) {
             OutgoingQueue.Message<Session> message;
             try {
-                message = outgoing.peek(20);
+                message = outgoing.take();
             } catch (InterruptedException e) {
                 // Only close() interrupts, and it set closed first.
                 continue;

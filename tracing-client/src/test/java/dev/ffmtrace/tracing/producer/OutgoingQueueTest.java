@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.Message;
 import dev.ffmtrace.protozero.MessageFactory;
@@ -15,7 +16,6 @@ import dev.ffmtrace.protozero.ScatteredHeapBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
 
 /** The sender's queue: order kept across growth and wrap-around, commits bounded, commit arrays reused. */
@@ -110,28 +110,40 @@ class OutgoingQueueTest {
     @Test
     void aWaitingSenderWakesForAMessage() throws Exception {
         OutgoingQueue<String> queue = new OutgoingQueue<>(8);
-        assertNull(queue.peek(1), "nothing queued");
-        CountDownLatch waiting = new CountDownLatch(1);
+        assertNull(queue.peek(), "nothing queued");
         List<String> got = new ArrayList<>();
         Thread sender = Thread.ofPlatform().start(() -> {
             try {
-                waiting.countDown();
-                OutgoingQueue.Message<String> message;
-                while ((message = queue.peek(60_000)) == null) {
-                    // a spurious wake-up: wait again
-                }
-                got.add(message.method);
+                got.add(queue.take().method);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         });
-        waiting.await();
-        while (sender.getState() != Thread.State.TIMED_WAITING) {
-            Thread.onSpinWait();
-        }
+        Await.until("the sender waits", () -> sender.getState() == Thread.State.WAITING);
         queue.add("s", "Sync", new byte[0], null);
-        // Woken by the message, not by its 60 s timeout.
         assertTrue(sender.join(java.time.Duration.ofSeconds(10)), "the sender woke");
         assertEquals(List.of("Sync"), got);
+    }
+
+    @Test
+    void wakeEndsAWaitWithNoMessageEvenOneThatBeginsAfterIt() throws Exception {
+        OutgoingQueue<String> queue = new OutgoingQueue<>(8);
+        List<Object> got = new ArrayList<>();
+        Thread sender = Thread.ofPlatform().start(() -> {
+            try {
+                got.add(String.valueOf(queue.take()));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Await.until("the sender waits", () -> sender.getState() == Thread.State.WAITING);
+        queue.wake();
+        assertTrue(sender.join(java.time.Duration.ofSeconds(10)), "the sender woke");
+        assertEquals(List.of("null"), got);
+        // A wake before the wait is not lost; it ends one wait only.
+        queue.wake();
+        assertNull(queue.take());
+        queue.add("s", "Sync", new byte[0], null);
+        assertEquals("Sync", queue.take().method);
     }
 }

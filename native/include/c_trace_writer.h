@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "perfetto_ipc.h"
+#include "pb.h"
 #include "smb_abi.h"
 
 enum {

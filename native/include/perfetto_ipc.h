@@ -1,7 +1,7 @@
 // A client of Perfetto's IPC, from C: the wire (4-byte little-endian length + IPCFrame,
-// fds as SCM_RIGHTS), a protobuf encoder into fixed buffers, a bounded decoder, and the
-// client side of BindService / InvokeMethod. Single-threaded and blocking, except
-// ipc_receive's timeout; for the project's C producers (c_producer.c).
+// fds as SCM_RIGHTS; frames encoded and decoded with pb.h) and the client side of
+// BindService / InvokeMethod. Single-threaded and blocking, except ipc_receive's
+// timeout; for the project's C producers (c_producer.c).
 //
 // What the service sends is untrusted: a frame longer than IPC_MAX_FRAME, a frame that
 // does not parse, or more fds than expected end the connection (ipc_receive returns -1),
@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "pb.h"
 
 enum {
   // Perfetto's kIPCBufferSize: no frame, with its length prefix, is larger.
@@ -41,53 +43,6 @@ enum {
   IPC_REPLY_HAS_MORE = 2,
   IPC_REPLY_PROTO = 3,
 };
-
-// ---- encoding ----
-
-// A message being encoded into a fixed buffer; overflowing marks it failed.
-struct pb {
-  uint8_t* start;
-  uint8_t* at;
-  uint8_t* end;
-  int failed;
-};
-
-void pb_init(struct pb* m, uint8_t* buffer, size_t size);
-size_t pb_size(const struct pb* m);
-void pb_varint(struct pb* m, uint32_t field, uint64_t value);
-void pb_bytes(struct pb* m, uint32_t field, const void* data, size_t size);
-void pb_string(struct pb* m, uint32_t field, const char* s);
-// A submessage as ProtoZero writes one: its tag, a 4-byte size field (a redundant
-// varint, so the size need not be known in advance), then its fields. pb_begin returns
-// the size field (NULL once failed); pb_end fills it with the bytes written since, or,
-// for at most PB_MAX_ONE_BYTE_SIZE bytes, compacts it to one byte as ProtoZero does.
-enum { PB_SIZE_FIELD = 4, PB_MAX_ONE_BYTE_SIZE = 127 };
-uint8_t* pb_begin(struct pb* m, uint32_t field);
-void pb_end(struct pb* m, uint8_t* size_field);
-// Writes `size` as a 4-byte redundant varint.
-void pb_put_size(uint8_t* size_field, uint32_t size);
-
-// ---- decoding ----
-
-enum { PB_VARINT = 0, PB_FIXED64 = 1, PB_BYTES = 2, PB_FIXED32 = 5 };
-
-struct pb_reader {
-  const uint8_t* at;
-  const uint8_t* end;
-  int error;  // set on a truncated or malformed field; pb_next then returns 0
-};
-
-struct pb_field {
-  uint32_t id;
-  uint32_t type;
-  uint64_t value;        // a varint's or fixed field's value
-  const uint8_t* data;   // a length-delimited field's bytes, inside the reader's buffer
-  size_t size;
-};
-
-void pb_reader_init(struct pb_reader* r, const uint8_t* data, size_t size);
-// Reads the next field; 0 at the end or on an error (r->error tells which).
-int pb_next(struct pb_reader* r, struct pb_field* f);
 
 // ---- the client ----
 

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pb.h"
 #include "smb_abi.h"
 #include "unix_peer.h"
 
@@ -36,11 +37,8 @@ enum {
   SMB_FULL_MARKER = 2000,
 };
 
-// Perfetto's TracePacket field numbers and wire types.
+// Perfetto's TracePacket field numbers.
 enum {
-  WIRE_VARINT = 0,
-  WIRE_LENGTH_DELIMITED = 2,
-  WIRE_START_GROUP = 3,
   PACKET_TRUSTED_UID = 3,
   PACKET_TIMESTAMP = 8,
   PACKET_TRUSTED_PACKET_SEQUENCE_ID = 10,
@@ -66,107 +64,84 @@ enum {
 
 struct packet {
   uint8_t bytes[PACKET_BYTES];
-  size_t size;
+  struct pb pb;
 };
 
-static void put_byte(struct packet* p, uint8_t byte) {
-  if (p->size == PACKET_BYTES) {
-    fprintf(stderr, "hostile_producer: packet buffer too small\n");
-    exit(2);
-  }
-  p->bytes[p->size++] = byte;
-}
-
-static void put_varint(struct packet* p, uint64_t value) {
-  do {
-    uint8_t byte = value & 0x7f;
-    value >>= 7;
-    put_byte(p, value != 0 ? (uint8_t)(byte | 0x80) : byte);
-  } while (value != 0);
-}
-
-static void put_tag(struct packet* p, uint32_t field, uint32_t wire_type) {
-  put_varint(p, ((uint64_t)field << 3) | wire_type);
-}
-
-static void put_varint_field(struct packet* p, uint32_t field, uint64_t value) {
-  put_tag(p, field, WIRE_VARINT);
-  put_varint(p, value);
-}
-
-static void put_bytes_field(struct packet* p, uint32_t field, const uint8_t* data, size_t size) {
-  put_tag(p, field, WIRE_LENGTH_DELIMITED);
-  put_varint(p, size);
-  for (size_t i = 0; i < size; i++) put_byte(p, data[i]);
-}
-
-// A packet that starts with its marker timestamp.
-static struct packet marked(uint64_t timestamp) {
-  struct packet p = {.size = 0};
-  put_varint_field(&p, PACKET_TIMESTAMP, timestamp);
-  return p;
+// Starts a packet with its marker timestamp.
+static void mark(struct packet* p, uint64_t timestamp) {
+  pb_init(&p->pb, p->bytes, sizeof(p->bytes));
+  pb_varint(&p->pb, PACKET_TIMESTAMP, timestamp);
 }
 
 static const uint8_t INSTANT_EVENT[] = {EVENT_TYPE << 3, TYPE_INSTANT};
 
 static void write_packet(struct smb_writer* w, const struct packet* p) {
-  if (smb_writer_write_packet(w, p->bytes, p->size) != 0) {
+  if (p->pb.failed) {
+    fprintf(stderr, "hostile_producer: packet buffer too small\n");
+    exit(2);
+  }
+  if (smb_writer_write_packet(w, p->bytes, pb_size(&p->pb)) != 0) {
     fprintf(stderr, "hostile_producer: no free chunk\n");
     exit(2);
   }
 }
 
 static void write_valid(struct smb_writer* w, uint64_t timestamp) {
-  struct packet p = marked(timestamp);
-  put_bytes_field(&p, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+  struct packet p;
+  mark(&p, timestamp);
+  pb_bytes(&p.pb, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
   write_packet(w, &p);
 }
 
 // A top-level field of a message holding one varint field.
-static void put_message_with_varint(struct packet* p, uint32_t field, uint32_t inner_field, uint64_t value) {
-  struct packet inner = {.size = 0};
-  put_varint_field(&inner, inner_field, value);
-  put_bytes_field(p, field, inner.bytes, inner.size);
+static void put_message_with_varint(struct pb* p, uint32_t field, uint32_t inner_field, uint64_t value) {
+  uint8_t bytes[2 * PB_MAX_VARINT];
+  struct pb inner;
+  pb_init(&inner, bytes, sizeof(bytes));
+  pb_varint(&inner, inner_field, value);
+  pb_bytes(p, field, bytes, pb_size(&inner));
 }
 
 // Builds forgery `k` after its marker; returns its name, or NULL past the last one.
-static const char* forge(struct packet* p, int k) {
+static const char* forge(struct pb* p, int k) {
   static const uint8_t marker[16] = {0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba,
                                      0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79};
+  // A varint cut short, and one an eleventh byte makes too long.
+  static const uint8_t truncated[] = {0x80};
+  static const uint8_t too_long[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
   switch (k) {
-    case 1: put_varint_field(p, PACKET_MACHINE_ID, 7); return "machine_id";
+    case 1: pb_varint(p, PACKET_MACHINE_ID, 7); return "machine_id";
     case 2: put_message_with_varint(p, PACKET_TRACE_STATS, STATS_INVALID_PACKETS, 0); return "trace_stats";
-    case 3: put_bytes_field(p, PACKET_COMPRESSED_PACKETS, marker, 4); return "compressed_packets";
-    case 4: put_varint_field(p, PACKET_TRUSTED_UID, 0); return "trusted_uid";
-    case 5: put_varint_field(p, PACKET_TRUSTED_PACKET_SEQUENCE_ID, 1); return "trusted_packet_sequence_id";
-    case 6: put_varint_field(p, PACKET_TRUSTED_PID, 1); return "trusted_pid";
-    case 7: put_bytes_field(p, PACKET_TRACE_CONFIG, NULL, 0); return "trace_config";
-    case 8: put_bytes_field(p, PACKET_SYNCHRONIZATION_MARKER, marker, sizeof(marker)); return "synchronization_marker";
+    case 3: pb_bytes(p, PACKET_COMPRESSED_PACKETS, marker, 4); return "compressed_packets";
+    case 4: pb_varint(p, PACKET_TRUSTED_UID, 0); return "trusted_uid";
+    case 5: pb_varint(p, PACKET_TRUSTED_PACKET_SEQUENCE_ID, 1); return "trusted_packet_sequence_id";
+    case 6: pb_varint(p, PACKET_TRUSTED_PID, 1); return "trusted_pid";
+    case 7: pb_bytes(p, PACKET_TRACE_CONFIG, NULL, 0); return "trace_config";
+    case 8: pb_bytes(p, PACKET_SYNCHRONIZATION_MARKER, marker, sizeof(marker)); return "synchronization_marker";
     case 9:
       put_message_with_varint(p, PACKET_SERVICE_EVENT, SERVICE_EVENT_TRACING_STARTED, 1);
       return "service_event";
-    case 10: put_bytes_field(p, PACKET_TRACE_PROVENANCE, NULL, 0); return "trace_provenance";
-    case 11: put_bytes_field(p, PACKET_PROTOVMS, NULL, 0); return "protovms";
+    case 10: pb_bytes(p, PACKET_TRACE_PROVENANCE, NULL, 0); return "trace_provenance";
+    case 11: pb_bytes(p, PACKET_PROTOVMS, NULL, 0); return "protovms";
     case 12:
-      put_varint_field(p, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_OVERWRITE);
+      pb_varint(p, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_OVERWRITE);
       return "previous_packet_dropped_with_a_service_cause";
     case 13: {
       const uint8_t loss = LOSS_PRESENT;
-      put_bytes_field(p, PACKET_PREVIOUS_PACKET_DROPPED, &loss, 1);
+      pb_bytes(p, PACKET_PREVIOUS_PACKET_DROPPED, &loss, 1);
       return "previous_packet_dropped_not_a_varint";
     }
     case 14:
-      put_bytes_field(p, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+      pb_bytes(p, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
       return "length_raised";
     case 15:
-      put_tag(p, PACKET_TIMESTAMP, WIRE_VARINT);
-      put_byte(p, 0x80);
+      pb_put_tag(p, PACKET_TIMESTAMP, PB_VARINT);
+      pb_put_raw(p, truncated, sizeof(truncated));
       return "truncated_varint";
-    case 16: put_tag(p, PACKET_TIMESTAMP, WIRE_START_GROUP); return "group_wire_type";
+    case 16: pb_put_tag(p, PACKET_TIMESTAMP, PB_START_GROUP); return "group_wire_type";
     case 17:
-      put_tag(p, PACKET_TIMESTAMP, WIRE_VARINT);
-      for (int i = 0; i < 10; i++) put_byte(p, 0xff);
-      put_byte(p, 0x01);
+      pb_put_tag(p, PACKET_TIMESTAMP, PB_VARINT);
+      pb_put_raw(p, too_long, sizeof(too_long));
       return "varint_over_10_bytes";
     default: return NULL;
   }
@@ -174,13 +149,14 @@ static const char* forge(struct packet* p, int k) {
 
 // Starts packet `p` in the current chunk as a writer does, writes half of it and dies.
 static void die_mid_packet(struct smb_writer* w, const struct packet* p) {
-  if (w->chunk == NULL || (size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + p->size) {
+  size_t size = pb_size(&p->pb);
+  if (w->chunk == NULL || (size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + size) {
     fprintf(stderr, "hostile_producer: no room to die in\n");
     exit(2);
   }
   memset(w->cursor, 0, SMB_PACKET_HEADER_SIZE);
   smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) + 1));
-  memcpy(w->cursor + SMB_PACKET_HEADER_SIZE, p->bytes, p->size / 2);
+  memcpy(w->cursor + SMB_PACKET_HEADER_SIZE, p->bytes, size / 2);
   raise(SIGKILL);
 }
 
@@ -203,33 +179,38 @@ int main(int argc, char** argv) {
 
   if (die) {
     for (int k = 0; k < 5; k++) write_valid(&w, (uint64_t)(VALID_BASE + k));
-    struct packet last = marked(VALID_BASE + 5);
-    put_bytes_field(&last, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+    struct packet last;
+    mark(&last, VALID_BASE + 5);
+    pb_bytes(&last.pb, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
     die_mid_packet(&w, &last);
   }
   write_valid(&w, VALID_BASE);
   for (int k = 1;; k++) {
-    struct packet p = marked((uint64_t)k);
-    const char* name = forge(&p, k);
+    struct packet p;
+    mark(&p, (uint64_t)k);
+    const char* name = forge(&p.pb, k);
     if (name == NULL) break;
     if (strcmp(name, "length_raised") == 0) {
       // In a fresh chunk, so that the packet is one fragment, contiguous in the SMB.
       smb_writer_flush(&w);
       write_packet(&w, &p);
-      uint8_t* written = w.cursor - p.size;
+      size_t packet_size = pb_size(&p.pb);
+      uint8_t* written = w.cursor - packet_size;
       // The last field is [tag][length 2][2 bytes]: its length now runs 20 bytes past the packet.
-      written[p.size - 1 - sizeof(INSTANT_EVENT)] = (uint8_t)(sizeof(INSTANT_EVENT) + 20);
+      written[packet_size - 1 - sizeof(INSTANT_EVENT)] = (uint8_t)(sizeof(INSTANT_EVENT) + 20);
     } else {
       write_packet(&w, &p);
     }
     printf("forgery %d %s\n", k, name);
     write_valid(&w, (uint64_t)(VALID_BASE + k));
   }
-  struct packet again = marked(SMB_FULL_MARKER - 1);
-  printf("forgery %d %s\n", SMB_FULL_MARKER - 1, forge(&again, 1));
+  struct packet again;
+  mark(&again, SMB_FULL_MARKER - 1);
+  printf("forgery %d %s\n", SMB_FULL_MARKER - 1, forge(&again.pb, 1));
   write_packet(&w, &again);
-  struct packet smb_full = marked(SMB_FULL_MARKER);
-  put_varint_field(&smb_full, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_SMB_FULL);
+  struct packet smb_full;
+  mark(&smb_full, SMB_FULL_MARKER);
+  pb_varint(&smb_full.pb, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_SMB_FULL);
   write_packet(&w, &smb_full);
   write_valid(&w, SMB_FULL_MARKER + 1);
   smb_writer_flush(&w);

@@ -9,161 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-enum {
-  MAX_VARINT = 10,
-  // fds one recvmsg may carry: Perfetto sends at most one per frame, more is a violation.
-  MAX_FDS = 4,
-};
-
-// ---- encoding ----
-
-void pb_init(struct pb* m, uint8_t* buffer, size_t size) {
-  m->start = m->at = buffer;
-  m->end = buffer + size;
-  m->failed = 0;
-}
-
-size_t pb_size(const struct pb* m) { return (size_t)(m->at - m->start); }
-
-static void pb_raw_varint(struct pb* m, uint64_t value) {
-  do {
-    if (m->at == m->end) {
-      m->failed = 1;
-      return;
-    }
-    uint8_t byte = value & 0x7f;
-    value >>= 7;
-    *m->at++ = value != 0 ? (uint8_t)(byte | 0x80) : byte;
-  } while (value != 0);
-}
-
-void pb_varint(struct pb* m, uint32_t field, uint64_t value) {
-  pb_raw_varint(m, (uint64_t)field << 3);
-  pb_raw_varint(m, value);
-}
-
-void pb_bytes(struct pb* m, uint32_t field, const void* data, size_t size) {
-  pb_raw_varint(m, ((uint64_t)field << 3) | PB_BYTES);
-  pb_raw_varint(m, size);
-  if (m->failed || (size_t)(m->end - m->at) < size) {
-    m->failed = 1;
-    return;
-  }
-  if (size > 0) memcpy(m->at, data, size);
-  m->at += size;
-}
-
-void pb_string(struct pb* m, uint32_t field, const char* s) { pb_bytes(m, field, s, strlen(s)); }
-
-uint8_t* pb_begin(struct pb* m, uint32_t field) {
-  pb_raw_varint(m, ((uint64_t)field << 3) | PB_BYTES);
-  if (m->failed || m->end - m->at < PB_SIZE_FIELD) {
-    m->failed = 1;
-    return NULL;
-  }
-  uint8_t* size_field = m->at;
-  m->at += PB_SIZE_FIELD;
-  return size_field;
-}
-
-void pb_put_size(uint8_t* size_field, uint32_t size) {
-  for (int i = 0; i < PB_SIZE_FIELD; i++) {
-    uint8_t byte = (uint8_t)((size >> (7 * i)) & 0x7f);
-    size_field[i] = i < PB_SIZE_FIELD - 1 ? (uint8_t)(byte | 0x80) : byte;
-  }
-}
-
-void pb_end(struct pb* m, uint8_t* size_field) {
-  if (size_field == NULL || m->failed) return;
-  uint32_t size = (uint32_t)(m->at - size_field - PB_SIZE_FIELD);
-  if (size <= PB_MAX_ONE_BYTE_SIZE) {
-    // ProtoZero's compaction: a short message gets a 1-byte size, its bytes moved back.
-    memmove(size_field + 1, size_field + PB_SIZE_FIELD, size);
-    size_field[0] = (uint8_t)size;
-    m->at -= PB_SIZE_FIELD - 1;
-  } else {
-    pb_put_size(size_field, size);
-  }
-}
-
-// ---- decoding ----
-
-void pb_reader_init(struct pb_reader* r, const uint8_t* data, size_t size) {
-  r->at = data;
-  r->end = data + size;
-  r->error = 0;
-}
-
-static int read_varint(struct pb_reader* r, uint64_t* value) {
-  uint64_t v = 0;
-  for (int i = 0; i < MAX_VARINT; i++) {
-    if (r->at == r->end) return -1;
-    uint8_t byte = *r->at++;
-    v |= (uint64_t)(byte & 0x7f) << (7 * i);
-    if ((byte & 0x80) == 0) {
-      *value = v;
-      return 0;
-    }
-  }
-  return -1;
-}
-
-static uint64_t read_le(const uint8_t* p, int n) {
-  uint64_t v = 0;
-  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
-  return v;
-}
-
-int pb_next(struct pb_reader* r, struct pb_field* f) {
-  if (r->error || r->at == r->end) return 0;
-  uint64_t tag;
-  if (read_varint(r, &tag) != 0 || (tag >> 3) == 0 || (tag >> 3) > 0x1fffffff) {
-    r->error = 1;
-    return 0;
-  }
-  f->id = (uint32_t)(tag >> 3);
-  f->type = (uint32_t)(tag & 7);
-  f->value = 0;
-  f->data = NULL;
-  f->size = 0;
-  size_t left;
-  switch (f->type) {
-    case PB_VARINT:
-      if (read_varint(r, &f->value) != 0) r->error = 1;
-      break;
-    case PB_FIXED64:
-    case PB_FIXED32: {
-      int n = f->type == PB_FIXED64 ? 8 : 4;
-      if ((size_t)(r->end - r->at) < (size_t)n) {
-        r->error = 1;
-        break;
-      }
-      f->value = read_le(r->at, n);
-      r->at += n;
-      break;
-    }
-    case PB_BYTES:
-      if (read_varint(r, &f->value) != 0) {
-        r->error = 1;
-        break;
-      }
-      left = (size_t)(r->end - r->at);
-      if (f->value > left) {
-        r->error = 1;
-        break;
-      }
-      f->data = r->at;
-      f->size = (size_t)f->value;
-      r->at += f->size;
-      break;
-    default:
-      // Groups and reserved wire types: Perfetto's messages have none.
-      r->error = 1;
-  }
-  return !r->error;
-}
-
-// ---- the client ----
+// fds one recvmsg may carry: Perfetto sends at most one per frame, more is a violation.
+enum { MAX_FDS = 4 };
 
 int ipc_connect(struct ipc_client* c, const char* name) {
   memset(c, 0, offsetof(struct ipc_client, rx));
@@ -342,7 +189,8 @@ int ipc_receive(struct ipc_client* c, struct ipc_reply* out, int timeout_ms) {
   }
   for (;;) {
     if (c->rx_used >= 4) {
-      uint32_t size = (uint32_t)read_le(c->rx, 4);
+      uint32_t size = (uint32_t)c->rx[0] | (uint32_t)c->rx[1] << 8 | (uint32_t)c->rx[2] << 16 |
+                      (uint32_t)c->rx[3] << 24;
       if (size > sizeof(c->rx) - 4) return IPC_VIOLATION;
       if (c->rx_used >= 4 + (size_t)size) {
         if (decode_frame(c->rx + 4, size, out) != 0) return IPC_VIOLATION;

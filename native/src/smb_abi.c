@@ -1,5 +1,7 @@
 #include "smb_abi.h"
 
+#include "pb.h"
+
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -125,13 +127,6 @@ void smb_writer_init(struct smb_writer* w, struct smb* smb, uint16_t writer_id, 
   w->wait_ms = 10000;
 }
 
-static void put_redundant_varint(uint8_t* p, uint32_t value) {
-  p[0] = (uint8_t)((value & 0x7f) | 0x80);
-  p[1] = (uint8_t)(((value >> 7) & 0x7f) | 0x80);
-  p[2] = (uint8_t)(((value >> 14) & 0x7f) | 0x80);
-  p[3] = (uint8_t)((value >> 21) & 0x7f);
-}
-
 static void sleep_ms(long ms) {
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
   nanosleep(&ts, NULL);
@@ -191,7 +186,7 @@ int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t si
     size_t room = (size_t)(w->end - w->cursor);
     if (room == 0) {
       // The packet goes on in the next chunk: close this fragment, flag both chunks.
-      put_redundant_varint(size_field, (uint32_t)fragment);
+      pb_put_size(size_field, (uint32_t)fragment);
       smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) | (SMB_FLAG_LAST_CONTINUES << SMB_FLAGS_SHIFT)));
       release_chunk(w);
       if (acquire_chunk(w, (uint16_t)(1 | (SMB_FLAG_FIRST_CONTINUES << SMB_FLAGS_SHIFT))) != 0) return -1;
@@ -213,7 +208,7 @@ int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t si
     memmove(size_field + 1, size_field + SMB_PACKET_HEADER_SIZE, fragment);
     w->cursor -= SMB_PACKET_HEADER_SIZE - 1;
   } else {
-    put_redundant_varint(size_field, (uint32_t)fragment);
+    pb_put_size(size_field, (uint32_t)fragment);
   }
   return 0;
 }

@@ -27,6 +27,7 @@
 
 #include "unix_peer.h"
 
+#include "pb.h"
 #include "smb_abi.h"
 
 static uint32_t xorshift32(uint32_t* state) {
@@ -37,14 +38,8 @@ static uint32_t xorshift32(uint32_t* state) {
   return *state = x;
 }
 
-enum { FOR_TESTING_TAG = (900 << 3) | 2, WRAP_HEADER_MAX = 10 };
-
-static size_t put_varint(uint8_t* at, uint32_t value) {
-  size_t n = 0;
-  for (; value >= 0x80; value >>= 7) at[n++] = (uint8_t)(value | 0x80);
-  at[n++] = (uint8_t)value;
-  return n;
-}
+// TracePacket's for_testing field, and the most its tag and a 32-bit size take.
+enum { FOR_TESTING = 900, WRAP_HEADER_MAX = 10 };
 
 static int produce(int sock, struct smb* smb, int wrap, char** argv) {
   uint16_t writer_id = (uint16_t)atoi(argv[0]);
@@ -59,8 +54,13 @@ static int produce(int sock, struct smb* smb, int wrap, char** argv) {
   uint32_t rng = seed == 0 ? 1 : seed;
   for (long k = 0; k < packets; k++) {
     uint32_t size = xorshift32(&rng) % (max_size + 1);
-    size_t header = wrap ? put_varint(packet, FOR_TESTING_TAG) : 0;
-    if (wrap) header += put_varint(packet + header, size);
+    struct pb wrapper;
+    pb_init(&wrapper, packet, WRAP_HEADER_MAX);
+    if (wrap) {
+      pb_put_tag(&wrapper, FOR_TESTING, PB_BYTES);
+      pb_put_varint(&wrapper, size);
+    }
+    size_t header = pb_size(&wrapper);
     uint8_t* data = packet + header;
     for (uint32_t i = 0; i < size; i++) data[i] = (uint8_t)(k * 131 + i * 7 + seed);
     if (smb_writer_write_packet(&w, packet, header + size) != 0) {
@@ -78,23 +78,24 @@ static int produce(int sock, struct smb* smb, int wrap, char** argv) {
 static void print_fragments(const uint8_t* chunk, uint32_t chunk_size, uint32_t page, uint32_t index, uint32_t count) {
   uint32_t pos = SMB_CHUNK_HEADER_SIZE;
   for (uint32_t i = 0; i < count && pos < chunk_size; i++) {
-    uint32_t size = 0;
-    int shift = 0, n = 0;
-    while (n < 4 && pos < chunk_size) {
-      uint8_t b = chunk[pos++];
-      size |= (uint32_t)(b & 0x7f) << shift;
-      shift += 7;
-      n++;
-      if ((b & 0x80) == 0) break;
-    }
-    if (size > chunk_size - pos) {
-      printf("bad-fragment %u %u %u %u\n", page, index, i, size);
+    // A fragment's size is a varint of at most SMB_PACKET_HEADER_SIZE bytes.
+    struct pb_reader r;
+    uint32_t left = chunk_size - pos;
+    pb_reader_init(&r, chunk + pos, left < SMB_PACKET_HEADER_SIZE ? left : SMB_PACKET_HEADER_SIZE);
+    uint64_t size;
+    if (pb_read_varint(&r, &size) != 0) {
+      printf("bad-fragment %u %u %u unterminated-size\n", page, index, i);
       return;
     }
-    printf("fragment %u %u %u %u %u ", page, index, i, pos - SMB_CHUNK_HEADER_SIZE, size);
-    for (uint32_t j = 0; j < size; j++) printf("%02x", chunk[pos + j]);
+    pos += (uint32_t)(r.at - (chunk + pos));
+    if (size > chunk_size - pos) {
+      printf("bad-fragment %u %u %u %llu\n", page, index, i, (unsigned long long)size);
+      return;
+    }
+    printf("fragment %u %u %u %u %u ", page, index, i, pos - SMB_CHUNK_HEADER_SIZE, (uint32_t)size);
+    for (uint32_t j = 0; j < (uint32_t)size; j++) printf("%02x", chunk[pos + j]);
     printf("\n");
-    pos += size;
+    pos += (uint32_t)size;
   }
 }
 

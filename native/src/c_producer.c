@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "c_trace_writer.h"
+#include "ffmtrace_util.h"
 #include "perfetto_ipc.h"
 #include "producer_client.h"
 #include "smb_abi.h"
@@ -129,13 +130,6 @@ static long long boottime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_BOOTTIME, &ts);
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
 }
 
 static void invoke(struct producer* p, const char* method, const struct pb* args, int drop_reply) {

@@ -70,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ffmtrace_util.h"
 #include "heapprofd_client_stack.h"
 #include "heapprofd_wire.h"
 #include "shared_ring_buffer.h"
@@ -121,13 +122,6 @@ static __thread struct {
 static void set_state(int state) {
   atomic_store_explicit(&g_shared.state, state, memory_order_release);
   atomic_fetch_add_explicit(&g_shared.epoch, 1, memory_order_release);
-}
-
-static uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
 }
 
 // Perfetto's sampler, per thread: exponential gaps between samples with the interval for
@@ -442,7 +436,7 @@ static void resync(void) {
   if (t_client.random == 0) {
     uint64_t n = atomic_fetch_add_explicit(&g_threads_seeded, 1, memory_order_relaxed);
     // xorshift's one forbidden state is 0.
-    t_client.random = splitmix64(g_seed + n * 0x9e3779b97f4a7c15ULL) | 1;
+    t_client.random = splitmix64_of(g_seed + n * 0x9e3779b97f4a7c15ULL) | 1;
   }
   t_client.interval = g_shared.interval;
   t_client.limit = g_shared.interval;

@@ -11,6 +11,7 @@
 //
 //   heapprofd_client_bench INTERVAL BATCH
 #define _GNU_SOURCE
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -23,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ffmtrace_util.h"
 #include "heapprofd_wire.h"
 #include "shared_ring_buffer.h"
 #include "unix_peer.h"
@@ -131,8 +133,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s INTERVAL BATCH (run with libffmtrace_heapprofd.so preloaded)\n", argv[0]);
     return 2;
   }
-  g_interval = strtoull(argv[1], NULL, 10);
-  long batch = atol(argv[2]);
+  g_interval = arg_u64(argv[0], "interval", argv[1], UINT64_MAX);
+  long batch = (long)arg_u64(argv[0], "batch", argv[2], LONG_MAX / sizeof(void*));
   void** blocks = calloc((size_t)batch, sizeof(void*));
   char err[256];
   if (srb_create(&g_ring, 8 << 20, err, sizeof(err)) != 0) {

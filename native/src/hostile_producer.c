@@ -26,9 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ffmtrace_util.h"
 #include "pb.h"
 #include "smb_abi.h"
 #include "unix_peer.h"
+
+#define PROGRAM "hostile_producer"
 
 enum {
   LAYOUT = SMB_DIV4,
@@ -166,8 +169,9 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: hostile_producer <socket> <page_size> <smb_size> <writer_id> [forge|die]\n");
     return 2;
   }
-  uint32_t page_size = (uint32_t)strtoul(argv[2], NULL, 10);
-  size_t size = (size_t)strtoull(argv[3], NULL, 10);
+  uint32_t page_size = (uint32_t)arg_u64(PROGRAM, "page size", argv[2], UINT32_MAX);
+  size_t size = (size_t)arg_u64(PROGRAM, "SMB size", argv[3], SIZE_MAX);
+  uint16_t writer_id = (uint16_t)arg_u64(PROGRAM, "writer id", argv[4], UINT16_MAX);
   int sock = peer_connect(argv[1]);
   struct smb smb;
   if (smb_init(&smb, peer_map_received(sock, size), size, page_size) != 0) {
@@ -175,7 +179,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   struct smb_writer w;
-  smb_writer_init(&w, &smb, (uint16_t)atoi(argv[4]), LAYOUT);
+  smb_writer_init(&w, &smb, writer_id, LAYOUT);
 
   if (die) {
     for (int k = 0; k < 5; k++) write_valid(&w, (uint64_t)(VALID_BASE + k));

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "ffmtrace_util.h"
 #include "unix_peer.h"
 
 static void fill(uint8_t* p, size_t size, int seed) {
@@ -35,8 +37,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: memfd_peer receive|send <socket> <size> <seed>\n");
     return 2;
   }
-  size_t size = (size_t)strtoull(argv[3], NULL, 10);
-  int seed = atoi(argv[4]);
+  size_t size = (size_t)arg_u64("memfd_peer", "size", argv[3], SIZE_MAX);
+  int seed = (int)arg_u64("memfd_peer", "seed", argv[4], INT_MAX);
   int sock = peer_connect(argv[2]);
 
   if (strcmp(argv[1], "receive") == 0) {

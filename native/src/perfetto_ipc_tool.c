@@ -22,7 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ffmtrace_util.h"
 #include "perfetto_ipc.h"
+
+#define PROGRAM "perfetto_ipc_tool"
 
 static void print_hex(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < size; i++) printf("%02x", data[i]);
@@ -55,15 +58,18 @@ static uint8_t args[IPC_MAX_FRAME];
 
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "bind") == 0) {
-    size_t n = ipc_encode_bind(frame, sizeof(frame), strtoull(argv[2], NULL, 10), argv[3]);
+    size_t n = ipc_encode_bind(frame, sizeof(frame), arg_u64(PROGRAM, "request id", argv[2], UINT64_MAX), argv[3]);
     print_hex(frame, n);
     printf("\n");
     return n == 0;
   }
   if (argc == 7 && strcmp(argv[1], "invoke") == 0) {
     size_t size = parse_hex(argv[5], args, sizeof(args));
-    size_t n = ipc_encode_invoke(frame, sizeof(frame), strtoull(argv[2], NULL, 10), (uint32_t)strtoul(argv[3], NULL, 10),
-                                 (uint32_t)strtoul(argv[4], NULL, 10), args, size, atoi(argv[6]));
+    uint64_t request_id = arg_u64(PROGRAM, "request id", argv[2], UINT64_MAX);
+    uint32_t service_id = (uint32_t)arg_u64(PROGRAM, "service id", argv[3], UINT32_MAX);
+    uint32_t method_id = (uint32_t)arg_u64(PROGRAM, "method id", argv[4], UINT32_MAX);
+    int drop_reply = (int)arg_u64(PROGRAM, "drop_reply", argv[6], 1);
+    size_t n = ipc_encode_invoke(frame, sizeof(frame), request_id, service_id, method_id, args, size, drop_reply);
     print_hex(frame, n);
     printf("\n");
     return n == 0;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "producer_client.h"
+#include "ffmtrace_util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -199,10 +200,8 @@ int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size) 
 }
 
 int pc_parse_size(const char* text, uint32_t* out) {
-  char* end;
-  errno = 0;
-  unsigned long value = strtoul(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || value == 0 || value > UINT32_MAX) return -1;
-  *out = (uint32_t)value;
+  uint32_t value;
+  if (parse_u32(text, UINT32_MAX, &value) != 0 || value == 0) return -1;
+  *out = value;
   return 0;
 }

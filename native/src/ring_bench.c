@@ -9,6 +9,7 @@
 // Built by native/Makefile (native/target/bin/ring_bench); scripts/ring-bench-c makes and
 // runs it.
 #define _GNU_SOURCE
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -18,6 +19,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "ffmtrace_util.h"
 #include "shared_ring_buffer.h"
 
 #define RING_SIZE (8u << 20)
@@ -135,11 +137,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: ring_bench write-then-read|threads <size> [rounds|seconds]\n");
     return 2;
   }
-  size = strtoul(argv[2], NULL, 10);
-  if (size == 0 || size > RING_SIZE - 8) {
+  uint64_t parsed;
+  if (parse_u64(argv[2], RING_SIZE - 8, &parsed) != 0 || parsed == 0) {
     fprintf(stderr, "ring_bench: size must be 1..%u\n", RING_SIZE - 8);
     return 2;
   }
+  size = (size_t)parsed;
   char error[256];
   if (srb_create(&ring, RING_SIZE, error, sizeof error) != 0) {
     fprintf(stderr, "ring_bench: %s\n", error);
@@ -148,15 +151,15 @@ int main(int argc, char** argv) {
   source = malloc(size);
   for (size_t i = 0; i < size; i++) source[i] = (unsigned char) (i * 31 + 7);
   int threaded = strcmp(argv[1], "threads") == 0;
-  int count = argc > 3 ? atoi(argv[3]) : threaded ? 6 : 20;
-  if (count < 1) {
+  uint64_t count = threaded ? 6 : 20;
+  if (argc > 3 && (parse_u64(argv[3], INT_MAX, &count) != 0 || count < 1)) {
     fprintf(stderr, "ring_bench: rounds or seconds must be at least 1\n");
     return 2;
   }
   if (threaded) {
-    threads(count);
+    threads((int)count);
   } else {
-    write_then_read(count);
+    write_then_read((int)count);
   }
   if (checksum != reads * ((long) source[0] + source[size - 1])) {
     fprintf(stderr, "ring_bench: reader saw wrong bytes\n");

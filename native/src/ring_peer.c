@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ffmtrace_util.h"
 #include "unix_peer.h"
 
 #include "shared_ring_buffer.h"
@@ -110,12 +111,6 @@ static void read_all(srb* b) {
   printf("read %llu\n", (unsigned long long)count);
 }
 
-static uint32_t fnv1a(const uint8_t* p, uint64_t n) {
-  uint32_t h = 2166136261u;
-  for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
-  return h;
-}
-
 static uint64_t xorshift(uint64_t* s) {
   *s ^= *s << 13;
   *s ^= *s >> 7;
@@ -135,7 +130,7 @@ static void stress_write(srb* b, double seconds, uint32_t id, uint64_t seed, uin
     memcpy(r.data, &seq, 4);
     memcpy(r.data + 4, &id, 4);
     for (uint64_t i = 8; i < len - 4; i++) r.data[i] = (uint8_t)xorshift(&state);
-    uint32_t sum = fnv1a(r.data, len - 4);
+    uint32_t sum = fnv1a32(FNV1A32_OFFSET, r.data, len - 4);
     memcpy(r.data + len - 4, &sum, 4);
     srb_end_write(b, &r);
     seq++;
@@ -250,7 +245,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   } else if (strncmp(argv[2], "create:", 7) == 0) {
-    if (srb_create(&b, strtoull(argv[2] + 7, NULL, 10), err, sizeof(err)) != 0) {
+    if (srb_create(&b, arg_u64("ring_peer", "ring size", argv[2] + 7, UINT64_MAX), err, sizeof(err)) != 0) {
       fprintf(stderr, "ring_peer: %s\n", err);
       return 2;
     }
@@ -266,8 +261,9 @@ int main(int argc, char** argv) {
   } else if (strcmp(action, "read-all") == 0) {
     read_all(&b);
   } else if (strcmp(action, "stress-write") == 0 && argc == 8) {
-    stress_write(&b, atof(argv[4]), (uint32_t)atoi(argv[5]), strtoull(argv[6], NULL, 10),
-                 strtoull(argv[7], NULL, 10));
+    stress_write(&b, arg_nonnegative("ring_peer", "seconds", argv[4]),
+                 (uint32_t)arg_u64("ring_peer", "writer id", argv[5], UINT32_MAX),
+                 arg_u64("ring_peer", "seed", argv[6], UINT64_MAX), arg_u64("ring_peer", "max length", argv[7], UINT64_MAX));
   } else if (strcmp(action, "hold-and-die") == 0) {
     if (!srb_lock(&b, 0)) fail("spinlock not acquired", 0, 0);
     printf("holding\n");

@@ -48,11 +48,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ffmtrace_util.h"
 #include "shared_ring_buffer.h"
 
 #define FIXED_FIELDS 24
 #define MIN_RANDOM 8
 #define TAG_BIT 0x80000000u
+#define PROGRAM "ring_stress_writer"
 
 enum { L_COUNTS, L_IN_LOCK, L_POS, L_LEN, L_DROPS, L_STAY, L_STOP, L_WORDS };
 
@@ -75,19 +77,6 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static uint64_t splitmix(uint64_t* s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-static uint32_t fnv1a(const uint8_t* p, uint64_t n) {
-  uint32_t h = 2166136261u;
-  for (uint64_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
-  return h;
-}
-
 static void put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -103,14 +92,14 @@ static int parse(int argc, char** argv, options* o) {
     const char* v = argv[i + 1];
     if (strcmp(f, "--ring") == 0) o->ring = v;
     else if (strcmp(f, "--ledger") == 0) o->ledger = v;
-    else if (strcmp(f, "--writer-id") == 0) o->id = (uint32_t)strtoul(v, NULL, 10);
-    else if (strcmp(f, "--seed") == 0) o->seed = strtoull(v, NULL, 10);
-    else if (strcmp(f, "--rate") == 0) o->rate = atof(v);
-    else if (strcmp(f, "--records") == 0) o->records = strtoull(v, NULL, 10);
-    else if (strcmp(f, "--seconds") == 0) o->seconds = atof(v);
-    else if (strcmp(f, "--max-payload") == 0) o->max_payload = strtoull(v, NULL, 10);
-    else if (strcmp(f, "--hold-lock-us") == 0) o->hold_us = strtoull(v, NULL, 10);
-    else if (strcmp(f, "--hold-every") == 0) o->hold_every = strtoull(v, NULL, 10);
+    else if (strcmp(f, "--writer-id") == 0) o->id = (uint32_t)arg_u64(PROGRAM, f, v, TAG_BIT - 1);
+    else if (strcmp(f, "--seed") == 0) o->seed = arg_u64(PROGRAM, f, v, UINT64_MAX);
+    else if (strcmp(f, "--rate") == 0) o->rate = arg_nonnegative(PROGRAM, f, v);
+    else if (strcmp(f, "--records") == 0) o->records = arg_u64(PROGRAM, f, v, UINT64_MAX);
+    else if (strcmp(f, "--seconds") == 0) o->seconds = arg_nonnegative(PROGRAM, f, v);
+    else if (strcmp(f, "--max-payload") == 0) o->max_payload = arg_u64(PROGRAM, f, v, UINT32_MAX);
+    else if (strcmp(f, "--hold-lock-us") == 0) o->hold_us = arg_u64(PROGRAM, f, v, UINT32_MAX);
+    else if (strcmp(f, "--hold-every") == 0) o->hold_every = arg_u64(PROGRAM, f, v, UINT64_MAX);
     else return 0;
   }
   return argc % 2 == 1 && o->ring && o->ledger && o->id < TAG_BIT && o->hold_every > 0 &&
@@ -159,16 +148,16 @@ int main(int argc, char** argv) {
   double start = now_seconds();
   while ((o.records == 0 || attempted < o.records) && (o.seconds <= 0 || now_seconds() - start < o.seconds) &&
          atomic_load_explicit(&ledger[L_STOP], memory_order_acquire) == 0) {
-    uint64_t len = FIXED_FIELDS + MIN_RANDOM + 4 + splitmix(&state) % (o.max_payload - FIXED_FIELDS - MIN_RANDOM - 3);
+    uint64_t len = FIXED_FIELDS + MIN_RANDOM + 4 + splitmix64(&state) % (o.max_payload - FIXED_FIELDS - MIN_RANDOM - 3);
     put32(record, o.id);
     put32(record + 4, 0);
     put64(record + 8, attempted);
     put64(record + 16, pending);
     for (uint64_t i = FIXED_FIELDS; i < len - 4; i += 8) {
-      uint64_t r = splitmix(&state);
+      uint64_t r = splitmix64(&state);
       memcpy(record + i, &r, len - 4 - i < 8 ? len - 4 - i : 8);
     }
-    put32(record + len - 4, fnv1a(record, len - 4));
+    put32(record + len - 4, fnv1a32(FNV1A32_OFFSET, record, len - 4));
 
     srb_result result = SRB_NO_SPACE;
     srb_record r;

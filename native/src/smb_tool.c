@@ -20,6 +20,7 @@
 // from xorshift32(seed) modulo (max_packet_size + 1) and bytes (k*131 + i*7 + seed).
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 
 #include "unix_peer.h"
 
+#include "ffmtrace_util.h"
 #include "pb.h"
 #include "smb_abi.h"
 
@@ -41,15 +43,18 @@ static uint32_t xorshift32(uint32_t* state) {
 // TracePacket's for_testing field, and the most its tag and a 32-bit size take.
 enum { FOR_TESTING = 900, WRAP_HEADER_MAX = 10 };
 
+#define PROGRAM "smb_tool"
+
 static int produce(int sock, struct smb* smb, int wrap, char** argv) {
-  uint16_t writer_id = (uint16_t)atoi(argv[0]);
-  long packets = atol(argv[1]);
-  uint32_t seed = (uint32_t)strtoul(argv[2], NULL, 10);
-  uint32_t max_size = (uint32_t)strtoul(argv[3], NULL, 10);
-  uint32_t layout = (uint32_t)atoi(argv[4]);
+  uint16_t writer_id = (uint16_t)arg_u64(PROGRAM, "writer id", argv[0], UINT16_MAX);
+  long packets = (long)arg_u64(PROGRAM, "packet count", argv[1], LONG_MAX);
+  uint32_t seed = (uint32_t)arg_u64(PROGRAM, "seed", argv[2], UINT32_MAX);
+  // The packet's buffer takes max_size + 1 bytes more than its wrapper.
+  uint32_t max_size = (uint32_t)arg_u64(PROGRAM, "max packet size", argv[3], UINT32_MAX - WRAP_HEADER_MAX - 1);
+  uint32_t layout = (uint32_t)arg_u64(PROGRAM, "layout", argv[4], SMB_DIV14);
   struct smb_writer w;
   smb_writer_init(&w, smb, writer_id, layout);
-  w.shrink_small_sizes = atoi(argv[5]);
+  w.shrink_small_sizes = (int)arg_u64(PROGRAM, "shrink", argv[5], 1);
   uint8_t* packet = malloc(WRAP_HEADER_MAX + max_size + 1);
   uint32_t rng = seed == 0 ? 1 : seed;
   for (long k = 0; k < packets; k++) {
@@ -125,15 +130,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   int sock = peer_connect(argv[2]);
-  uint32_t page_size = (uint32_t)strtoul(argv[3], NULL, 10);
-  size_t size = (size_t)strtoull(argv[4], NULL, 10);
+  uint32_t page_size = (uint32_t)arg_u64(PROGRAM, "page size", argv[3], UINT32_MAX);
+  size_t size = (size_t)arg_u64(PROGRAM, "SMB size", argv[4], SIZE_MAX);
   struct smb smb;
   if (smb_init(&smb, peer_map_received(sock, size), size, page_size) != 0) {
     fprintf(stderr, "smb_tool: invalid page size %u or SMB size %zu\n", page_size, size);
     return 2;
   }
   if (strcmp(argv[1], "produce") == 0 && (argc == 11 || argc == 12)) {
-    return produce(sock, &smb, argc == 12 && atoi(argv[11]) != 0, argv + 5);
+    return produce(sock, &smb, argc == 12 && arg_u64(PROGRAM, "wrap", argv[11], 1) != 0, argv + 5);
   }
   if (strcmp(argv[1], "scan") == 0 && argc == 5) return scan(sock, &smb);
   fprintf(stderr, "smb_tool: bad arguments\n");

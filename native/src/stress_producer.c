@@ -66,6 +66,7 @@
 #include <unistd.h>
 
 #include "c_trace_writer.h"
+#include "ffmtrace_util.h"
 #include "perfetto_ipc.h"
 #include "producer_client.h"
 #include "smb_abi.h"
@@ -111,9 +112,6 @@ enum {
 
 enum size_class { SMALL, MEDIUM, LARGE, SIZE_CLASSES };
 static const char* const SIZE_NAMES[SIZE_CLASSES] = {"small", "medium", "large"};
-
-static const uint32_t FNV_OFFSET = 2166136261u;
-static const uint32_t FNV_PRIME = 16777619u;
 
 struct options {
   uint32_t producer_id;
@@ -196,20 +194,8 @@ static struct timespec timespec_of(long long ns) {
   return ts;
 }
 
-static uint64_t splitmix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 static uint32_t uniform(struct writer* wr, uint32_t low, uint32_t high) {
   return low + (uint32_t)(splitmix64(&wr->rng) % (high - low + 1));
-}
-
-static uint32_t fnv1a(uint32_t hash, const uint8_t* data, size_t size) {
-  for (size_t i = 0; i < size; i++) hash = (hash ^ data[i]) * FNV_PRIME;
-  return hash;
 }
 
 // ---- requests ----
@@ -364,9 +350,9 @@ static void encode(struct writer* wr, uint64_t counter, int last) {
   fill(wr, wr->strings, bytes);
   uint8_t counter_le[8];
   for (int i = 0; i < 8; i++) counter_le[i] = (uint8_t)(counter >> (8 * i));
-  uint32_t hash = fnv1a(FNV_OFFSET, (const uint8_t*)wr->name, wr->name_size);
-  hash = fnv1a(hash, counter_le, sizeof(counter_le));
-  hash = fnv1a(hash, wr->strings, bytes);
+  uint32_t hash = fnv1a32(FNV1A32_OFFSET, wr->name, wr->name_size);
+  hash = fnv1a32(hash, counter_le, sizeof(counter_le));
+  hash = fnv1a32(hash, wr->strings, bytes);
 
   struct ctw_packet* k = &wr->packet;
   ctw_packet_init(k, wr->bytes, sizeof(wr->bytes));
@@ -580,22 +566,6 @@ static void on_flush(void* producer, uint64_t request_id) { flush(producer, requ
 
 // ---- the command line ----
 
-static int parse_u64(const char* text, uint64_t* out) {
-  char* end;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') return -1;
-  *out = value;
-  return 0;
-}
-
-static int parse_u32(const char* text, uint32_t* out) {
-  uint64_t value;
-  if (parse_u64(text, &value) != 0 || value > UINT32_MAX) return -1;
-  *out = (uint32_t)value;
-  return 0;
-}
-
 // "small:70,medium:25,large:5": weights by name, any of them left out weighing 0.
 static int parse_sizes(const char* text, uint32_t* weights) {
   char copy[128];
@@ -611,7 +581,7 @@ static int parse_sizes(const char* text, uint32_t* weights) {
     int known = 0;
     for (int c = 0; c < SIZE_CLASSES; c++) {
       if (strcmp(item, SIZE_NAMES[c]) != 0) continue;
-      if (parse_u32(colon + 1, &weights[c]) != 0 || weights[c] > 1000000) return -1;
+      if (parse_u32(colon + 1, 1000000, &weights[c]) != 0) return -1;
       known = 1;
     }
     if (!known) return -1;
@@ -636,21 +606,21 @@ static int parse_options(int argc, char** argv, struct options* o) {
     if (v == NULL) return -1;
     i++;
     if (strcmp(flag, "--producer-id") == 0) {
-      if (parse_u32(v, &o->producer_id) != 0) return -1;
+      if (parse_u32(v, UINT32_MAX, &o->producer_id) != 0) return -1;
       has_id = 1;
     } else if (strcmp(flag, "--data-source") == 0) {
       o->data_source = v;
     } else if (strcmp(flag, "--threads") == 0) {
-      if (parse_u64(v, &value) != 0 || value == 0 || value > MAX_THREADS) return -1;
+      if (parse_u64(v, MAX_THREADS, &value) != 0 || value == 0) return -1;
       o->threads = (int)value;
     } else if (strcmp(flag, "--packets-per-writer") == 0) {
-      if (parse_u64(v, &o->packets_per_writer) != 0) return -1;
+      if (parse_u64(v, UINT64_MAX, &o->packets_per_writer) != 0) return -1;
     } else if (strcmp(flag, "--rate") == 0) {
-      if (parse_u32(v, &o->rate) != 0) return -1;
+      if (parse_u32(v, UINT32_MAX, &o->rate) != 0) return -1;
     } else if (strcmp(flag, "--sizes") == 0) {
       if (parse_sizes(v, o->weights) != 0) return -1;
     } else if (strcmp(flag, "--seed") == 0) {
-      if (parse_u64(v, &o->seed) != 0) return -1;
+      if (parse_u64(v, UINT64_MAX, &o->seed) != 0) return -1;
     } else if (strcmp(flag, "--policy") == 0) {
       if (strcmp(v, "drop") != 0 && strcmp(v, "stall") != 0) return -1;
       o->stall = strcmp(v, "stall") == 0;
@@ -661,9 +631,9 @@ static int parse_options(int argc, char** argv, struct options* o) {
     } else if (strcmp(flag, "--page-size") == 0) {
       if (pc_parse_size(v, &o->page_size) != 0) return -1;
     } else if (strcmp(flag, "--hold-commits") == 0) {
-      if (parse_u64(v, &o->hold_commits) != 0) return -1;
+      if (parse_u64(v, UINT64_MAX, &o->hold_commits) != 0) return -1;
     } else if (strcmp(flag, "--die-at-chunk-commit") == 0) {
-      if (parse_u64(v, &o->die_at_chunk_commit) != 0) return -1;
+      if (parse_u64(v, UINT64_MAX, &o->die_at_chunk_commit) != 0) return -1;
     } else {
       return -1;
     }

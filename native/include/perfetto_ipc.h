@@ -44,6 +44,56 @@ enum {
   IPC_REPLY_PROTO = 3,
 };
 
+// ProducerPort's messages (protos/perfetto/ipc/producer_port.proto), the
+// DataSourceDescriptor and DataSourceConfig they carry, and CommitDataRequest
+// (protos/perfetto/common/commit_data_request.proto).
+enum {
+  // InitializeConnectionRequest, and its smb_scraping_mode's values.
+  INIT_PAGE_SIZE_HINT = 1,
+  INIT_SIZE_HINT = 2,
+  INIT_PRODUCER_NAME = 3,
+  INIT_SMB_SCRAPING_MODE = 4,
+  SMB_SCRAPING_UNSPECIFIED = 0,
+  SMB_SCRAPING_ENABLED = 1,
+  // RegisterDataSourceRequest and DataSourceDescriptor.
+  REGISTER_DESCRIPTOR = 1,
+  DESCRIPTOR_NAME = 1,
+  DESCRIPTOR_WILL_NOTIFY_ON_STOP = 2,
+  DESCRIPTOR_PROTOVM_PROGRAM = 10,
+  // RegisterTraceWriterRequest, NotifyDataSourceStarted/StoppedRequest.
+  REGISTER_WRITER_ID = 1,
+  REGISTER_WRITER_TARGET_BUFFER = 2,
+  NOTIFY_DATA_SOURCE_ID = 1,
+  // GetAsyncCommandResponse's commands, and the fields of theirs the producers read.
+  CMD_START_DATA_SOURCE = 1,
+  CMD_STOP_DATA_SOURCE = 2,
+  CMD_SETUP_TRACING = 3,
+  CMD_FLUSH = 5,
+  CMD_SETUP_DATA_SOURCE = 6,
+  START_INSTANCE_ID = 1,
+  START_CONFIG = 2,
+  STOP_INSTANCE_ID = 1,
+  FLUSH_REQUEST_ID = 2,
+  SETUP_TRACING_PAGE_SIZE_KB = 1,
+  // DataSourceConfig.
+  CONFIG_NAME = 1,
+  CONFIG_TARGET_BUFFER = 2,
+  // CommitDataRequest, its ChunksToMove, ChunkToPatch and Patch.
+  COMMIT_CHUNKS_TO_MOVE = 1,
+  COMMIT_CHUNKS_TO_PATCH = 2,
+  COMMIT_FLUSH_REQUEST_ID = 3,
+  MOVE_PAGE = 1,
+  MOVE_CHUNK = 2,
+  MOVE_TARGET_BUFFER = 3,
+  PATCH_TARGET_BUFFER = 1,
+  PATCH_WRITER_ID = 2,
+  PATCH_CHUNK_ID = 3,
+  PATCH_PATCHES = 4,
+  PATCH_HAS_MORE = 5,
+  PATCH_OFFSET = 1,
+  PATCH_DATA = 2,
+};
+
 // ---- the client ----
 
 struct ipc_method {

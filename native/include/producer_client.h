@@ -10,24 +10,6 @@
 #include "perfetto_ipc.h"
 #include "smb_abi.h"
 
-// Producer port messages (protos/perfetto/ipc/producer_port.proto) and DataSourceConfig.
-enum {
-  CMD_START_DATA_SOURCE = 1,
-  CMD_STOP_DATA_SOURCE = 2,
-  CMD_SETUP_TRACING = 3,
-  CMD_FLUSH = 5,
-  CMD_SETUP_DATA_SOURCE = 6,
-  STOP_INSTANCE_ID = 1,
-  FLUSH_REQUEST_ID = 2,
-  REGISTER_WRITER_ID = 1,
-  REGISTER_WRITER_TARGET_BUFFER = 2,
-  NOTIFY_DATA_SOURCE_ID = 1,
-  COMMIT_FLUSH_REQUEST_ID = 3,
-  // InitializeConnectionRequest.smb_scraping_mode.
-  SMB_SCRAPING_UNSPECIFIED = 0,
-  SMB_SCRAPING_ENABLED = 1,
-};
-
 struct pc_options {
   const char* program;      // for messages on stderr
   const char* socket_name;  // a path, or @name

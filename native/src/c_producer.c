@@ -45,6 +45,7 @@
 #include "c_trace_writer.h"
 #include "ffmtrace_util.h"
 #include "perfetto_ipc.h"
+#include "perfetto_trace_fields.h"
 #include "producer_client.h"
 #include "smb_abi.h"
 
@@ -60,41 +61,6 @@ enum {
 
 static const long long DESCRIBE_PERIOD_NS = 1000000000LL;
 static const char DATA_SOURCE[] = "track_event";
-
-// TracePacket, TrackEvent and TrackDescriptor field numbers (Perfetto's trace protos).
-enum {
-  PACKET_TIMESTAMP = 8,
-  PACKET_TRACK_EVENT = 11,
-  PACKET_SEQUENCE_FLAGS = 13,
-  PACKET_TRACK_DESCRIPTOR = 60,
-  PACKET_FIRST_PACKET_ON_SEQUENCE = 87,
-  SEQ_INCREMENTAL_STATE_CLEARED = 1,
-  EVENT_DEBUG_ANNOTATIONS = 4,
-  EVENT_TYPE = 9,
-  EVENT_TRACK_UUID = 11,
-  EVENT_CATEGORIES = 22,
-  EVENT_NAME = 23,
-  EVENT_COUNTER_VALUE = 30,
-  TYPE_SLICE_BEGIN = 1,
-  TYPE_SLICE_END = 2,
-  TYPE_INSTANT = 3,
-  TYPE_COUNTER = 4,
-  TRACK_UUID = 1,
-  TRACK_NAME = 2,
-  TRACK_PROCESS = 3,
-  TRACK_THREAD = 4,
-  TRACK_PARENT_UUID = 5,
-  TRACK_COUNTER = 8,
-  PROCESS_PID = 1,
-  PROCESS_NAME = 6,
-  THREAD_PID = 1,
-  THREAD_TID = 2,
-  THREAD_NAME = 5,
-  COUNTER_UNIT = 3,
-  UNIT_TIME_NS = 1,
-  ANNOTATION_STRING_VALUE = 6,
-  ANNOTATION_NAME = 10,
-};
 
 // The tick annotation's bytes (--tick-bytes), all 'x'.
 static uint8_t tick_payload[TICK_BYTES_MAX];
@@ -217,15 +183,15 @@ static void event_packet(struct packet* k, long long timestamp, int type, uint64
   packet_init(k);
   pb_varint(&k->k.pb, PACKET_TIMESTAMP, (uint64_t)timestamp);
   ctw_nest_begin(&k->k, PACKET_TRACK_EVENT);
-  pb_varint(&k->k.pb, EVENT_TYPE, (uint64_t)type);
-  pb_varint(&k->k.pb, EVENT_TRACK_UUID, track);
+  pb_varint(&k->k.pb, TRACK_EVENT_TYPE, (uint64_t)type);
+  pb_varint(&k->k.pb, TRACK_EVENT_TRACK_UUID, track);
   if (name != NULL) {
-    pb_string(&k->k.pb, EVENT_CATEGORIES, "c");
-    pb_string(&k->k.pb, EVENT_NAME, name);
+    pb_string(&k->k.pb, TRACK_EVENT_CATEGORIES, "c");
+    pb_string(&k->k.pb, TRACK_EVENT_NAME, name);
   }
-  if (type == TYPE_COUNTER) pb_varint(&k->k.pb, EVENT_COUNTER_VALUE, (uint64_t)counter_value);
+  if (type == TRACK_EVENT_TYPE_COUNTER) pb_varint(&k->k.pb, TRACK_EVENT_COUNTER_VALUE, (uint64_t)counter_value);
   if (payload != NULL) {
-    ctw_nest_begin(&k->k, EVENT_DEBUG_ANNOTATIONS);
+    ctw_nest_begin(&k->k, TRACK_EVENT_DEBUG_ANNOTATIONS);
     pb_string(&k->k.pb, ANNOTATION_NAME, "payload");
     pb_bytes(&k->k.pb, ANNOTATION_STRING_VALUE, payload, payload_size);
     ctw_nest_end(&k->k);
@@ -246,18 +212,18 @@ static uint32_t step(uint32_t seed) {
 
 static void iterate(struct producer* p, long iteration) {
   struct packet k[6];
-  event_packet(&k[0], boottime_ns(), TYPE_SLICE_BEGIN, p->thread_uuid, "c work", 0, NULL, 0);
+  event_packet(&k[0], boottime_ns(), TRACK_EVENT_TYPE_SLICE_BEGIN, p->thread_uuid, "c work", 0, NULL, 0);
   long long step_start = boottime_ns();
-  event_packet(&k[1], step_start, TYPE_SLICE_BEGIN, p->thread_uuid, "c step", 0, NULL, 0);
+  event_packet(&k[1], step_start, TRACK_EVENT_TYPE_SLICE_BEGIN, p->thread_uuid, "c step", 0, NULL, 0);
   volatile uint32_t sink = step((uint32_t)iteration);
   (void)sink;
   long long step_end = boottime_ns();
-  event_packet(&k[2], step_end, TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
-  event_packet(&k[3], boottime_ns(), TYPE_INSTANT, p->thread_uuid, "c tick", 0,
+  event_packet(&k[2], step_end, TRACK_EVENT_TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
+  event_packet(&k[3], boottime_ns(), TRACK_EVENT_TYPE_INSTANT, p->thread_uuid, "c tick", 0,
                p->tick_bytes > 0 ? tick_payload : NULL, p->tick_bytes);
   long long end = boottime_ns();
-  event_packet(&k[4], end, TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
-  event_packet(&k[5], end, TYPE_COUNTER, p->counter_uuid, NULL, step_end - step_start, NULL, 0);
+  event_packet(&k[4], end, TRACK_EVENT_TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
+  event_packet(&k[5], end, TRACK_EVENT_TYPE_COUNTER, p->counter_uuid, NULL, step_end - step_start, NULL, 0);
   if (write_packets(p, k, 6) != 0) p->dropped++;
 }
 

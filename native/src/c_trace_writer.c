@@ -1,25 +1,9 @@
 #define _GNU_SOURCE
 #include "c_trace_writer.h"
+#include "perfetto_ipc.h"
 
 #include <string.h>
 #include <time.h>
-
-// CommitDataRequest's fields (protos/perfetto/common/commit_data_request.proto).
-enum {
-  COMMIT_CHUNKS_TO_MOVE = 1,
-  COMMIT_CHUNKS_TO_PATCH = 2,
-  COMMIT_FLUSH_REQUEST_ID = 3,
-  MOVE_PAGE = 1,
-  MOVE_CHUNK = 2,
-  MOVE_TARGET_BUFFER = 3,
-  PATCH_TARGET_BUFFER = 1,
-  PATCH_WRITER_ID = 2,
-  PATCH_CHUNK_ID = 3,
-  PATCH_PATCHES = 4,
-  PATCH_HAS_MORE = 5,
-  PATCH_OFFSET = 1,
-  PATCH_DATA = 2,
-};
 
 enum {
   // Scans of the SMB before a writer that does not wait gives up: the service may be

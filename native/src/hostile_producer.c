@@ -28,6 +28,7 @@
 
 #include "ffmtrace_util.h"
 #include "pb.h"
+#include "perfetto_trace_fields.h"
 #include "smb_abi.h"
 #include "unix_peer.h"
 
@@ -38,31 +39,6 @@ enum {
   PACKET_BYTES = 128,
   VALID_BASE = 1000,
   SMB_FULL_MARKER = 2000,
-};
-
-// Perfetto's TracePacket field numbers.
-enum {
-  PACKET_TRUSTED_UID = 3,
-  PACKET_TIMESTAMP = 8,
-  PACKET_TRUSTED_PACKET_SEQUENCE_ID = 10,
-  PACKET_TRACK_EVENT = 11,
-  PACKET_TRACE_CONFIG = 33,
-  PACKET_TRACE_STATS = 35,
-  PACKET_SYNCHRONIZATION_MARKER = 36,
-  PACKET_PREVIOUS_PACKET_DROPPED = 42,
-  PACKET_COMPRESSED_PACKETS = 50,
-  PACKET_SERVICE_EVENT = 69,
-  PACKET_TRUSTED_PID = 79,
-  PACKET_MACHINE_ID = 98,
-  PACKET_TRACE_PROVENANCE = 124,
-  PACKET_PROTOVMS = 125,
-  EVENT_TYPE = 9,
-  TYPE_INSTANT = 3,
-  STATS_INVALID_PACKETS = 10,
-  SERVICE_EVENT_TRACING_STARTED = 2,
-  LOSS_PRESENT = 1,
-  LOSS_OVERWRITE = 64,
-  LOSS_SMB_FULL = 256,
 };
 
 struct packet {
@@ -76,7 +52,7 @@ static void mark(struct packet* p, uint64_t timestamp) {
   pb_varint(&p->pb, PACKET_TIMESTAMP, timestamp);
 }
 
-static const uint8_t INSTANT_EVENT[] = {EVENT_TYPE << 3, TYPE_INSTANT};
+static const uint8_t INSTANT_EVENT[] = {TRACK_EVENT_TYPE << 3 | PB_VARINT, TRACK_EVENT_TYPE_INSTANT};
 
 static void write_packet(struct smb_writer* w, const struct packet* p) {
   if (p->pb.failed) {
@@ -114,7 +90,7 @@ static const char* forge(struct pb* p, int k) {
   static const uint8_t too_long[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
   switch (k) {
     case 1: pb_varint(p, PACKET_MACHINE_ID, 7); return "machine_id";
-    case 2: put_message_with_varint(p, PACKET_TRACE_STATS, STATS_INVALID_PACKETS, 0); return "trace_stats";
+    case 2: put_message_with_varint(p, PACKET_TRACE_STATS, TRACE_STATS_INVALID_PACKETS, 0); return "trace_stats";
     case 3: pb_bytes(p, PACKET_COMPRESSED_PACKETS, marker, 4); return "compressed_packets";
     case 4: pb_varint(p, PACKET_TRUSTED_UID, 0); return "trusted_uid";
     case 5: pb_varint(p, PACKET_TRUSTED_PACKET_SEQUENCE_ID, 1); return "trusted_packet_sequence_id";

@@ -10,22 +10,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum {
-  INIT_PAGE_SIZE_HINT = 1,
-  INIT_SIZE_HINT = 2,
-  INIT_PRODUCER_NAME = 3,
-  INIT_SMB_SCRAPING_MODE = 4,
-  REGISTER_DESCRIPTOR = 1,
-  DESCRIPTOR_NAME = 1,
-  DESCRIPTOR_WILL_NOTIFY_ON_STOP = 2,
-  DESCRIPTOR_PROTOVM_PROGRAM = 10,
-  START_INSTANCE_ID = 1,
-  START_CONFIG = 2,
-  CONFIG_NAME = 1,
-  CONFIG_TARGET_BUFFER = 2,
-  SETUP_TRACING_PAGE_SIZE_KB = 1,
-};
-
 int pc_connect(struct ipc_client* c, const struct pc_options* o, uint64_t* stream) {
   if (ipc_connect(c, o->socket_name) != 0) {
     fprintf(stderr, "%s: cannot connect to %s: %s\n", o->program, o->socket_name, strerror(errno));

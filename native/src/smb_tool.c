@@ -30,6 +30,7 @@
 
 #include "ffmtrace_util.h"
 #include "pb.h"
+#include "perfetto_trace_fields.h"
 #include "smb_abi.h"
 
 static uint32_t xorshift32(uint32_t* state) {
@@ -40,8 +41,8 @@ static uint32_t xorshift32(uint32_t* state) {
   return *state = x;
 }
 
-// TracePacket's for_testing field, and the most its tag and a 32-bit size take.
-enum { FOR_TESTING = 900, WRAP_HEADER_MAX = 10 };
+// The most a for_testing field's tag and a 32-bit size take.
+enum { WRAP_HEADER_MAX = 10 };
 
 #define PROGRAM "smb_tool"
 
@@ -62,7 +63,7 @@ static int produce(int sock, struct smb* smb, int wrap, char** argv) {
     struct pb wrapper;
     pb_init(&wrapper, packet, WRAP_HEADER_MAX);
     if (wrap) {
-      pb_put_tag(&wrapper, FOR_TESTING, PB_BYTES);
+      pb_put_tag(&wrapper, PACKET_FOR_TESTING, PB_BYTES);
       pb_put_varint(&wrapper, size);
     }
     size_t header = pb_size(&wrapper);

@@ -68,6 +68,7 @@
 #include "c_trace_writer.h"
 #include "ffmtrace_util.h"
 #include "perfetto_ipc.h"
+#include "perfetto_trace_fields.h"
 #include "producer_client.h"
 #include "smb_abi.h"
 
@@ -93,22 +94,6 @@ enum {
 };
 
 static const long long LAST_PACKET_WAIT_NS = 1000000000LL;
-
-// TracePacket, TestEvent and TestPayload fields (Perfetto's trace protos).
-enum {
-  PACKET_TIMESTAMP = 8,
-  PACKET_PREVIOUS_PACKET_DROPPED = 42,
-  PACKET_FOR_TESTING = 900,
-  EVENT_STR = 1,
-  EVENT_SEQ_VALUE = 2,
-  EVENT_COUNTER = 3,
-  EVENT_IS_LAST = 4,
-  EVENT_PAYLOAD = 5,
-  PAYLOAD_STR = 1,
-  PAYLOAD_NESTED = 2,
-  // Perfetto's DataLossReason PRESENT | SMB_FULL, as the Java TraceWriter reports a drop.
-  SMB_FULL_LOSS = 1 | 256,
-};
 
 enum size_class { SMALL, MEDIUM, LARGE, SIZE_CLASSES };
 static const char* const SIZE_NAMES[SIZE_CLASSES] = {"small", "medium", "large"};
@@ -223,7 +208,7 @@ static void send_request(struct stress* s, const char* method, const struct pb* 
 // Whether a commit moves a chunk: c_trace_writer puts chunks_to_move (field 1, length-
 // delimited) first when it has one.
 static int moves_chunk(const struct pb* request) {
-  return pb_size(request) > 0 && request->start[0] == (1 << 3 | 2);
+  return pb_size(request) > 0 && request->start[0] == (COMMIT_CHUNKS_TO_MOVE << 3 | PB_BYTES);
 }
 
 static void send_commit(void* context, const struct pb* request, int flush) {
@@ -331,12 +316,12 @@ static int encode_node(struct writer* wr, int i, size_t* at) {
   const struct node* n = &wr->nodes[i];
   for (uint32_t j = 0; j < n->strings; j++) {
     size_t size = n->bytes / n->strings + (j < n->bytes % n->strings);
-    pb_bytes(&k->pb, PAYLOAD_STR, wr->strings + *at, size);
+    pb_bytes(&k->pb, TEST_PAYLOAD_STR, wr->strings + *at, size);
     *at += size;
   }
   int next = i + 1;
   for (uint32_t c = 0; c < n->children; c++) {
-    ctw_nest_begin(k, PAYLOAD_NESTED);
+    ctw_nest_begin(k, TEST_PAYLOAD_NESTED);
     next = encode_node(wr, next, at);
     ctw_nest_end(k);
   }
@@ -357,13 +342,13 @@ static void encode(struct writer* wr, uint64_t counter, int last) {
   struct ctw_packet* k = &wr->packet;
   ctw_packet_init(k, wr->bytes, sizeof(wr->bytes));
   pb_varint(&k->pb, PACKET_TIMESTAMP, (uint64_t)clock_ns(CLOCK_BOOTTIME));
-  if (wr->previous_dropped) pb_varint(&k->pb, PACKET_PREVIOUS_PACKET_DROPPED, SMB_FULL_LOSS);
+  if (wr->previous_dropped) pb_varint(&k->pb, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_SMB_FULL);
   ctw_nest_begin(k, PACKET_FOR_TESTING);
-  pb_bytes(&k->pb, EVENT_STR, wr->name, wr->name_size);
-  pb_varint(&k->pb, EVENT_COUNTER, counter);
-  pb_varint(&k->pb, EVENT_SEQ_VALUE, hash);
-  if (last) pb_varint(&k->pb, EVENT_IS_LAST, 1);
-  ctw_nest_begin(k, EVENT_PAYLOAD);
+  pb_bytes(&k->pb, TEST_EVENT_STR, wr->name, wr->name_size);
+  pb_varint(&k->pb, TEST_EVENT_COUNTER, counter);
+  pb_varint(&k->pb, TEST_EVENT_SEQ_VALUE, hash);
+  if (last) pb_varint(&k->pb, TEST_EVENT_IS_LAST, 1);
+  ctw_nest_begin(k, TEST_EVENT_PAYLOAD);
   size_t at = 0;
   encode_node(wr, 0, &at);
   ctw_nest_end(k);

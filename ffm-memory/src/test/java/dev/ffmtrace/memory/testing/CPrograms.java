@@ -17,6 +17,12 @@ import java.util.stream.Stream;
  * {@code make -C <repository>/native <name>}.
  */
 public final class CPrograms {
+    /**
+     * The status a program of {@link #sanitized} ends with when a sanitizer finds a bug
+     * ({@code native/src/sanitizer_options.c}); none of the programs exits with it itself.
+     */
+    public static final int SANITIZER_FINDING = 66;
+
     private CPrograms() {
     }
 
@@ -25,13 +31,37 @@ public final class CPrograms {
      * {@code "smb_tool"}), made first if it is missing or out of date.
      */
     public static Path program(String name) {
+        return built(Path.of("bin", name), name);
+    }
+
+    /**
+     * The path of program {@code name} built with AddressSanitizer and
+     * UndefinedBehaviorSanitizer ({@code make -C native asan/<name>}, into
+     * {@code native/target/asan/bin}), made first if it is missing or out of date. A
+     * finding ends it with {@link #SANITIZER_FINDING}, its report on its standard error.
+     */
+    public static Path sanitized(String name) {
+        return built(Path.of("asan", "bin", name), "asan/" + name);
+    }
+
+    /**
+     * The path of program {@code name} built with ThreadSanitizer ({@code make -C native
+     * tsan/<name>}, into {@code native/target/tsan/bin}), made first if it is missing or out
+     * of date. A data race ends it with {@link #SANITIZER_FINDING}.
+     */
+    public static Path threadSanitized(String name) {
+        return built(Path.of("tsan", "bin", name), "tsan/" + name);
+    }
+
+    /** {@code native/target/<binary>}, made with {@code make -C native <target>} if out of date. */
+    private static Path built(Path relative, String target) {
         Path nativeDir = nativeDir();
-        Path binary = nativeDir.resolve("target").resolve("bin").resolve(name);
+        Path binary = nativeDir.resolve("target").resolve(relative);
         if (!upToDate(binary, nativeDir)) {
-            make(nativeDir, name);
+            make(nativeDir, target);
         }
         if (!Files.isExecutable(binary)) {
-            throw new IllegalStateException("make -C " + nativeDir + " " + name + " made no " + binary);
+            throw new IllegalStateException("make -C " + nativeDir + " " + target + " made no " + binary);
         }
         return binary;
     }
@@ -77,8 +107,8 @@ public final class CPrograms {
         }
     }
 
-    private static void make(Path nativeDir, String name) {
-        List<String> command = List.of("make", "-C", nativeDir.toString(), name);
+    private static void make(Path nativeDir, String target) {
+        List<String> command = List.of("make", "-C", nativeDir.toString(), target);
         String commandLine = String.join(" ", command);
         try {
             Process make = new ProcessBuilder(command).redirectErrorStream(true).start();

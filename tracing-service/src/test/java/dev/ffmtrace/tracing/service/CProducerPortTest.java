@@ -29,6 +29,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The C producer ({@code native/src/c_producer.c}) through a {@link ProducerPort}: Perfetto's
@@ -65,11 +67,15 @@ class CProducerPortTest {
     }
 
     private static Peers.Peer startProducer(ProducerPort port, String name, String... options) {
+        return startProducer(CPrograms.program("ffmtrace-c-producer"), port, name, options);
+    }
+
+    private static Peers.Peer startProducer(Path program, ProducerPort port, String name, String... options) {
         List<String> args = new ArrayList<>(List.of("--name", name, "--page-size", "4096",
                 "--smb-size", Integer.toString(1 << 20)));
         args.addAll(List.of(options));
         args.add(port.address().toString());
-        return Peers.startNative(CPrograms.program("ffmtrace-c-producer"), args.toArray(String[]::new));
+        return Peers.startNative(program, args.toArray(String[]::new));
     }
 
     private static byte[] trace(TracingSession session) throws IOException {
@@ -133,13 +139,21 @@ class CProducerPortTest {
         return new long[] {Long.parseLong(report.group(1)), Long.parseLong(report.group(2))};
     }
 
-    @Test
-    void fragmentedPatchedPacketsFlushesAndTheStopAllArriveWhole() throws Exception {
+    /**
+     * Also with the producer built with ASan and UBSan, whose findings end it with
+     * {@link CPrograms#SANITIZER_FINDING} (its report then fails on that status): the
+     * producer's whole path, the service's commands decoded, packets written across chunks
+     * and patched, flushes and the stop, under the sanitizers.
+     */
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void fragmentedPatchedPacketsFlushesAndTheStopAllArriveWhole(boolean sanitized) throws Exception {
+        Path program = sanitized ? CPrograms.sanitized("ffmtrace-c-producer") : CPrograms.program("ffmtrace-c-producer");
         Peers.Peer peer = null;
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, address())) {
             TracingSession session = service.startSession(config());
-            peer = startProducer(port, "c-port-test", "--tick-bytes", TICK_BYTES);
+            peer = startProducer(program, port, "c-port-test", "--tick-bytes", TICK_BYTES);
             Await.until("the C producer has committed 100 chunks", () -> port.chunksMoved() >= 100);
             for (int i = 0; i < 3; i++) {
                 assertTrue(session.flush(Duration.ofSeconds(20)), "flush " + i + " acknowledged before its timeout");

@@ -31,6 +31,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The C stress producer ({@code native/src/stress_producer.c}) through a {@link ProducerPort}:
@@ -75,12 +77,16 @@ class StressProducerPortTest {
     }
 
     private static Peers.Peer startProducer(ProducerPort port, Path ledger, int threads, String... options) {
+        return startProducer(CPrograms.program("ffmtrace-stress-producer"), port, ledger, threads, options);
+    }
+
+    private static Peers.Peer startProducer(Path program, ProducerPort port, Path ledger, int threads, String... options) {
         List<String> args = new ArrayList<>(List.of("--producer-id", Integer.toString(PRODUCER_ID), "--data-source",
                 DATA_SOURCE, "--threads", Integer.toString(threads), "--seed", "42", "--ledger", ledger.toString(),
                 "--page-size", "4096"));
         args.addAll(List.of(options));
         args.add(port.address().toString());
-        return Peers.startNative(CPrograms.program("ffmtrace-stress-producer"), args.toArray(String[]::new));
+        return Peers.startNative(program, args.toArray(String[]::new));
     }
 
     private static Path ledger(Path dir) throws Exception {
@@ -275,15 +281,24 @@ class StressProducerPortTest {
         assertEquals(0, port.abiViolations());
     }
 
-    @Test
-    void underStallFourWritersLoseNothingAndStopWithALastPacket(@TempDir Path dir) throws Exception {
+    /**
+     * Also with the producer built with ThreadSanitizer, whose finding of a data race
+     * between the writer threads, the command loop and the commits ends it with
+     * {@link CPrograms#SANITIZER_FINDING} (its report then fails on that status).
+     */
+    @ParameterizedTest(name = "thread-sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void underStallFourWritersLoseNothingAndStopWithALastPacket(boolean threadSanitized, @TempDir Path dir)
+            throws Exception {
+        Path program = threadSanitized ? CPrograms.threadSanitized("ffmtrace-stress-producer")
+                : CPrograms.program("ffmtrace-stress-producer");
         Path ledger = ledger(dir);
         Peers.Peer peer = null;
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, address())) {
             TracingSession session = service.startSession(config());
             // A small SMB, so that writers wait for chunks and large packets span many.
-            peer = startProducer(port, ledger, "--policy", "stall", "--rate", "1000", "--smb-size",
+            peer = startProducer(program, port, ledger, THREADS, "--policy", "stall", "--rate", "1000", "--smb-size",
                     Integer.toString(64 * 1024));
             Await.until("every writer has written 1000 packets",
                     () -> Arrays.stream(readLedger(ledger)).allMatch(n -> n >= 1000));

@@ -166,69 +166,131 @@ public final class Native {
     private static final ValueLayout.OfLong C_LONG = ValueLayout.JAVA_LONG;
     private static final AddressLayout C_POINTER = ValueLayout.ADDRESS;
 
-    private static final MethodHandle MEMFD_CREATE = downcall("memfd_create",
-            FunctionDescriptor.of(C_INT, C_POINTER, C_INT));
-    private static final MethodHandle OPEN = downcall("open",
-            FunctionDescriptor.of(C_INT, C_POINTER, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle UNLINK = downcall("unlink",
-            FunctionDescriptor.of(C_INT, C_POINTER));
-    private static final MethodHandle CLOSE = downcall("close",
-            FunctionDescriptor.of(C_INT, C_INT));
-    private static final MethodHandle FTRUNCATE = downcall("ftruncate",
-            FunctionDescriptor.of(C_INT, C_INT, C_LONG));
-    private static final MethodHandle FCNTL_INT = downcall("fcntl",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle PREAD = downcall("pread",
-            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_LONG));
-    private static final MethodHandle FSTAT = downcall("fstat",
-            FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
-    private static final MethodHandle MMAP = downcall("mmap",
-            FunctionDescriptor.of(C_POINTER, C_POINTER, C_LONG, C_INT, C_INT, C_INT, C_LONG));
-    private static final MethodHandle MUNMAP = downcall("munmap",
-            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG));
-    private static final MethodHandle SOCKET = downcall("socket",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
-    private static final MethodHandle BIND = downcall("bind",
-            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
-    private static final MethodHandle LISTEN = downcall("listen",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT));
-    private static final MethodHandle ACCEPT4 = downcall("accept4",
-            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER, C_INT));
-    private static final MethodHandle CONNECT = downcall("connect",
-            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
-    private static final MethodHandle WRITE = downcall("write",
-            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG));
-    private static final MethodHandle SEND = downcall("send",
-            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_INT));
-    private static final MethodHandle SENDMSG = downcall("sendmsg",
-            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
-    private static final MethodHandle RECVMSG = downcall("recvmsg",
-            FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
-    private static final MethodHandle GETSOCKOPT = downcall("getsockopt",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_POINTER));
-    private static final MethodHandle SETSOCKOPT = downcall("setsockopt",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_INT));
-    private static final MethodHandle GETSOCKNAME = downcall("getsockname",
-            FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER));
-    private static final MethodHandle SHUTDOWN = downcall("shutdown",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT));
-    private static final MethodHandle KILL = downcall("kill",
-            FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    // A handle per class, linked on its first call: linking costs about 10 ms of a fresh JVM
+    // each, and most processes (a jcstress fork, a command-line run) call a few of them.
+    private static final class MemfdCreate {
+        static final MethodHandle CALL = downcall("memfd_create",
+                FunctionDescriptor.of(C_INT, C_POINTER, C_INT));
+    }
+    private static final class Open {
+        static final MethodHandle CALL = downcall("open",
+                FunctionDescriptor.of(C_INT, C_POINTER, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    }
+    private static final class Unlink {
+        static final MethodHandle CALL = downcall("unlink",
+                FunctionDescriptor.of(C_INT, C_POINTER));
+    }
+    private static final class Close {
+        static final MethodHandle CALL = downcall("close",
+                FunctionDescriptor.of(C_INT, C_INT));
+    }
+    private static final class Ftruncate {
+        static final MethodHandle CALL = downcall("ftruncate",
+                FunctionDescriptor.of(C_INT, C_INT, C_LONG));
+    }
+    private static final class FcntlInt {
+        static final MethodHandle CALL = downcall("fcntl",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT), Linker.Option.firstVariadicArg(2));
+    }
+    private static final class Pread {
+        static final MethodHandle CALL = downcall("pread",
+                FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_LONG));
+    }
+    private static final class Fstat {
+        static final MethodHandle CALL = downcall("fstat",
+                FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
+    }
+    private static final class Mmap {
+        static final MethodHandle CALL = downcall("mmap",
+                FunctionDescriptor.of(C_POINTER, C_POINTER, C_LONG, C_INT, C_INT, C_INT, C_LONG));
+    }
+    private static final class Munmap {
+        static final MethodHandle CALL = downcall("munmap",
+                FunctionDescriptor.of(C_INT, C_POINTER, C_LONG));
+    }
+    private static final class Socket {
+        static final MethodHandle CALL = downcall("socket",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT));
+    }
+    private static final class Bind {
+        static final MethodHandle CALL = downcall("bind",
+                FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
+    }
+    private static final class Listen {
+        static final MethodHandle CALL = downcall("listen",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    }
+    private static final class Accept4 {
+        static final MethodHandle CALL = downcall("accept4",
+                FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER, C_INT));
+    }
+    private static final class Connect {
+        static final MethodHandle CALL = downcall("connect",
+                FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_INT));
+    }
+    private static final class Write {
+        static final MethodHandle CALL = downcall("write",
+                FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG));
+    }
+    private static final class Send {
+        static final MethodHandle CALL = downcall("send",
+                FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_LONG, C_INT));
+    }
+    private static final class Sendmsg {
+        static final MethodHandle CALL = downcall("sendmsg",
+                FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
+    }
+    private static final class Recvmsg {
+        static final MethodHandle CALL = downcall("recvmsg",
+                FunctionDescriptor.of(C_LONG, C_INT, C_POINTER, C_INT));
+    }
+    private static final class Getsockopt {
+        static final MethodHandle CALL = downcall("getsockopt",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_POINTER));
+    }
+    private static final class Setsockopt {
+        static final MethodHandle CALL = downcall("setsockopt",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT, C_INT, C_POINTER, C_INT));
+    }
+    private static final class Getsockname {
+        static final MethodHandle CALL = downcall("getsockname",
+                FunctionDescriptor.of(C_INT, C_INT, C_POINTER, C_POINTER));
+    }
+    private static final class Shutdown {
+        static final MethodHandle CALL = downcall("shutdown",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    }
+    private static final class Kill {
+        static final MethodHandle CALL = downcall("kill",
+                FunctionDescriptor.of(C_INT, C_INT, C_INT));
+    }
     // glibc's syscall(2) reads every argument as a long.
-    private static final MethodHandle SYSCALL_2 = downcall("syscall",
-            FunctionDescriptor.of(C_LONG, C_LONG, C_LONG, C_LONG), Linker.Option.firstVariadicArg(1));
-    private static final MethodHandle POLL = downcall("poll",
-            FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_INT));
-    private static final MethodHandle CLOCK_GETTIME = downcall("clock_gettime",
-            FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
-    private static final MethodHandle GETTID = downcall("gettid",
-            FunctionDescriptor.of(C_INT));
-    private static final MethodHandle GETUID = downcall("getuid",
-            FunctionDescriptor.of(C_INT));
+    private static final class Syscall2 {
+        static final MethodHandle CALL = downcall("syscall",
+                FunctionDescriptor.of(C_LONG, C_LONG, C_LONG, C_LONG), Linker.Option.firstVariadicArg(1));
+    }
+    private static final class Poll {
+        static final MethodHandle CALL = downcall("poll",
+                FunctionDescriptor.of(C_INT, C_POINTER, C_LONG, C_INT));
+    }
+    private static final class ClockGettime {
+        static final MethodHandle CALL = downcall("clock_gettime",
+                FunctionDescriptor.of(C_INT, C_INT, C_POINTER));
+    }
+    private static final class Gettid {
+        static final MethodHandle CALL = downcall("gettid",
+                FunctionDescriptor.of(C_INT));
+    }
+    private static final class Getuid {
+        static final MethodHandle CALL = downcall("getuid",
+                FunctionDescriptor.of(C_INT));
+    }
     private static final MethodHandle SYSCONF = LINKER.downcallHandle(symbol("sysconf"),
             FunctionDescriptor.of(C_LONG, C_INT));
-    private static final MethodHandle STRERROR = LINKER.downcallHandle(symbol("strerror"),
-            FunctionDescriptor.of(C_POINTER, C_INT));
+    private static final class Strerror {
+        static final MethodHandle CALL = LINKER.downcallHandle(symbol("strerror"),
+                FunctionDescriptor.of(C_POINTER, C_INT));
+    }
 
     private static final int SC_PAGESIZE = 30;
     private static final long PAGE_SIZE = sysconf(SC_PAGESIZE);
@@ -249,7 +311,7 @@ public final class Native {
     public static int memfdCreate(String name, int flags) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = CAPTURE.get();
-            int fd = (int) MEMFD_CREATE.invokeExact(state, arena.allocateFrom(name), flags);
+            int fd = (int) MemfdCreate.CALL.invokeExact(state, arena.allocateFrom(name), flags);
             if (fd < 0) {
                 throw failure("memfd_create(\"" + name + "\")", state);
             }
@@ -262,7 +324,7 @@ public final class Native {
     public static int open(String path, int flags, int mode) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = CAPTURE.get();
-            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(path), flags, mode);
+            int fd = (int) Open.CALL.invokeExact(state, arena.allocateFrom(path), flags, mode);
             if (fd < 0) {
                 throw failure("open(\"" + path + "\")", state);
             }
@@ -275,7 +337,7 @@ public final class Native {
     public static void unlink(String path) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = CAPTURE.get();
-            if ((int) UNLINK.invokeExact(state, arena.allocateFrom(path)) < 0) {
+            if ((int) Unlink.CALL.invokeExact(state, arena.allocateFrom(path)) < 0) {
                 throw failure("unlink(\"" + path + "\")", state);
             }
         } catch (Throwable t) {
@@ -287,7 +349,7 @@ public final class Native {
     public static void close(int fd) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) CLOSE.invokeExact(state, fd) < 0 && errno(state) != EINTR) {
+            if ((int) Close.CALL.invokeExact(state, fd) < 0 && errno(state) != EINTR) {
                 throw failure("close(" + fd + ")", state);
             }
         } catch (Throwable t) {
@@ -298,7 +360,7 @@ public final class Native {
     public static void ftruncate(int fd, long size) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) FTRUNCATE.invokeExact(state, fd, size) < 0) {
+            if ((int) Ftruncate.CALL.invokeExact(state, fd, size) < 0) {
                 throw failure("ftruncate(" + fd + ", " + size + ")", state);
             }
         } catch (Throwable t) {
@@ -310,7 +372,7 @@ public final class Native {
     public static int fcntl(int fd, int cmd, int arg) {
         try {
             MemorySegment state = CAPTURE.get();
-            int result = (int) FCNTL_INT.invokeExact(state, fd, cmd, arg);
+            int result = (int) FcntlInt.CALL.invokeExact(state, fd, cmd, arg);
             if (result < 0) {
                 throw failure("fcntl(" + fd + ", " + cmd + ")", state);
             }
@@ -330,7 +392,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             while (true) {
-                long read = (long) PREAD.invokeExact(state, fd, buffer, length, offset);
+                long read = (long) Pread.CALL.invokeExact(state, fd, buffer, length, offset);
                 if (read >= 0) {
                     return read;
                 }
@@ -355,7 +417,7 @@ public final class Native {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment state = CAPTURE.get();
             MemorySegment buf = arena.allocate(STAT.size(), 8);
-            if ((int) FSTAT.invokeExact(state, fd, buf) < 0) {
+            if ((int) Fstat.CALL.invokeExact(state, fd, buf) < 0) {
                 throw failure("fstat(" + fd + ")", state);
             }
             return new FileStatus(buf.get(C_INT, STAT.modeOffset()), buf.get(C_LONG, STAT.sizeOffset()),
@@ -369,7 +431,7 @@ public final class Native {
     public static long mmap(long hint, long length, int prot, int flags, int fd, long offset) {
         try {
             MemorySegment state = CAPTURE.get();
-            MemorySegment address = (MemorySegment) MMAP.invokeExact(state,
+            MemorySegment address = (MemorySegment) Mmap.CALL.invokeExact(state,
                     MemorySegment.ofAddress(hint), length, prot, flags, fd, offset);
             if (address.address() == -1L) {
                 throw failure("mmap(length=" + length + ", fd=" + fd + ", offset=" + offset + ")", state);
@@ -383,7 +445,7 @@ public final class Native {
     public static void munmap(long address, long length) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) MUNMAP.invokeExact(state, MemorySegment.ofAddress(address), length) < 0) {
+            if ((int) Munmap.CALL.invokeExact(state, MemorySegment.ofAddress(address), length) < 0) {
                 throw failure("munmap(length=" + length + ")", state);
             }
         } catch (Throwable t) {
@@ -394,7 +456,7 @@ public final class Native {
     public static int socket(int domain, int type, int protocol) {
         try {
             MemorySegment state = CAPTURE.get();
-            int fd = (int) SOCKET.invokeExact(state, domain, type, protocol);
+            int fd = (int) Socket.CALL.invokeExact(state, domain, type, protocol);
             if (fd < 0) {
                 throw failure("socket", state);
             }
@@ -407,7 +469,7 @@ public final class Native {
     public static void bind(int fd, MemorySegment address, int addressLength, String description) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) BIND.invokeExact(state, fd, address, addressLength) < 0) {
+            if ((int) Bind.CALL.invokeExact(state, fd, address, addressLength) < 0) {
                 throw failure("bind(" + description + ")", state);
             }
         } catch (Throwable t) {
@@ -418,7 +480,7 @@ public final class Native {
     public static void listen(int fd, int backlog) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) LISTEN.invokeExact(state, fd, backlog) < 0) {
+            if ((int) Listen.CALL.invokeExact(state, fd, backlog) < 0) {
                 throw failure("listen", state);
             }
         } catch (Throwable t) {
@@ -431,7 +493,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             while (true) {
-                int client = (int) ACCEPT4.invokeExact(state, fd, MemorySegment.NULL, MemorySegment.NULL, flags);
+                int client = (int) Accept4.CALL.invokeExact(state, fd, MemorySegment.NULL, MemorySegment.NULL, flags);
                 if (client >= 0) {
                     return client;
                 }
@@ -447,7 +509,7 @@ public final class Native {
     public static void connect(int fd, MemorySegment address, int addressLength, String description) {
         try {
             MemorySegment state = CAPTURE.get();
-            while ((int) CONNECT.invokeExact(state, fd, address, addressLength) < 0) {
+            while ((int) Connect.CALL.invokeExact(state, fd, address, addressLength) < 0) {
                 if (errno(state) != EINTR) {
                     throw failure("connect(" + description + ")", state);
                 }
@@ -462,7 +524,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             while (true) {
-                long written = (long) WRITE.invokeExact(state, fd, buffer, length);
+                long written = (long) Write.CALL.invokeExact(state, fd, buffer, length);
                 if (written >= 0) {
                     return written;
                 }
@@ -483,7 +545,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             while (true) {
-                long sent = (long) SEND.invokeExact(state, fd, buffer, length, flags);
+                long sent = (long) Send.CALL.invokeExact(state, fd, buffer, length, flags);
                 if (sent >= 0) {
                     return sent;
                 }
@@ -505,7 +567,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             while (true) {
-                long sent = (long) SENDMSG.invokeExact(state, fd, message, flags);
+                long sent = (long) Sendmsg.CALL.invokeExact(state, fd, message, flags);
                 if (sent >= 0) {
                     return sent;
                 }
@@ -526,7 +588,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             while (true) {
-                long received = (long) RECVMSG.invokeExact(state, fd, message, flags);
+                long received = (long) Recvmsg.CALL.invokeExact(state, fd, message, flags);
                 if (received >= 0) {
                     return received;
                 }
@@ -542,7 +604,7 @@ public final class Native {
     public static void getsockopt(int fd, int level, int option, MemorySegment value, MemorySegment length) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) GETSOCKOPT.invokeExact(state, fd, level, option, value, length) < 0) {
+            if ((int) Getsockopt.CALL.invokeExact(state, fd, level, option, value, length) < 0) {
                 throw failure("getsockopt(" + level + ", " + option + ")", state);
             }
         } catch (Throwable t) {
@@ -556,7 +618,7 @@ public final class Native {
             MemorySegment state = CAPTURE.get();
             MemorySegment boxed = arena.allocate(C_INT);
             boxed.set(C_INT, 0, value);
-            if ((int) SETSOCKOPT.invokeExact(state, fd, level, option, boxed, 4) < 0) {
+            if ((int) Setsockopt.CALL.invokeExact(state, fd, level, option, boxed, 4) < 0) {
                 throw failure("setsockopt(" + level + ", " + option + ")", state);
             }
         } catch (Throwable t) {
@@ -570,7 +632,7 @@ public final class Native {
             MemorySegment state = CAPTURE.get();
             MemorySegment length = arena.allocate(C_INT);
             length.set(C_INT, 0, (int) Math.min(address.byteSize(), SOCKADDR_STORAGE_SIZE));
-            if ((int) GETSOCKNAME.invokeExact(state, fd, address, length) < 0) {
+            if ((int) Getsockname.CALL.invokeExact(state, fd, address, length) < 0) {
                 throw failure("getsockname", state);
             }
         } catch (Throwable t) {
@@ -581,7 +643,7 @@ public final class Native {
     /** {@code shutdown(2)}; ENOTCONN and friends are ignored, the caller closes next. */
     public static void shutdownQuietly(int fd, int how) {
         try {
-            int _ = (int) SHUTDOWN.invokeExact(CAPTURE.get(), fd, how);
+            int _ = (int) Shutdown.CALL.invokeExact(CAPTURE.get(), fd, how);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -591,7 +653,7 @@ public final class Native {
     public static boolean processExists(int pid) {
         try {
             MemorySegment state = CAPTURE.get();
-            if ((int) KILL.invokeExact(state, pid, 0) == 0) {
+            if ((int) Kill.CALL.invokeExact(state, pid, 0) == 0) {
                 return true;
             }
             int errno = errno(state);
@@ -616,7 +678,7 @@ public final class Native {
     public static int pidfdOpen(int pid) {
         try {
             MemorySegment state = CAPTURE.get();
-            long fd = (long) SYSCALL_2.invokeExact(state, SYS_PIDFD_OPEN, (long) pid, 0L);
+            long fd = (long) Syscall2.CALL.invokeExact(state, SYS_PIDFD_OPEN, (long) pid, 0L);
             return fd >= 0 ? (int) fd : -errno(state);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -636,7 +698,7 @@ public final class Native {
                 pollfd.set(C_INT, 0, fd);
                 pollfd.set(C_SHORT, POLLFD_EVENTS_OFFSET, POLLIN);
                 pollfd.set(C_SHORT, POLLFD_REVENTS_OFFSET, (short) 0);
-                int ready = (int) POLL.invokeExact(state, pollfd, 1L, 0);
+                int ready = (int) Poll.CALL.invokeExact(state, pollfd, 1L, 0);
                 if (ready >= 0) {
                     short revents = pollfd.get(C_SHORT, POLLFD_REVENTS_OFFSET);
                     return ready > 0 && (revents & (POLLIN | POLLHUP)) != 0;
@@ -665,7 +727,7 @@ public final class Native {
                 pollfd.set(C_SHORT, POLLFD_EVENTS_OFFSET, POLLOUT);
                 pollfd.set(C_SHORT, POLLFD_REVENTS_OFFSET, (short) 0);
                 int wait = (int) Math.max(0, Math.min(Integer.MAX_VALUE, (deadline - System.nanoTime()) / 1_000_000));
-                int ready = (int) POLL.invokeExact(state, pollfd, 1L, wait);
+                int ready = (int) Poll.CALL.invokeExact(state, pollfd, 1L, wait);
                 if (ready >= 0) {
                     short revents = pollfd.get(C_SHORT, POLLFD_REVENTS_OFFSET);
                     return ready > 0 && (revents & (POLLOUT | POLLERR | POLLHUP)) != 0;
@@ -684,7 +746,7 @@ public final class Native {
         try {
             MemorySegment state = CAPTURE.get();
             MemorySegment scratch = TIMESPEC.get();
-            if ((int) CLOCK_GETTIME.invokeExact(state, clock, scratch) < 0) {
+            if ((int) ClockGettime.CALL.invokeExact(state, clock, scratch) < 0) {
                 throw failure("clock_gettime(" + clock + ")", state);
             }
             return scratch.get(C_LONG, 0) * 1_000_000_000L + scratch.get(C_LONG, 8);
@@ -696,7 +758,7 @@ public final class Native {
     /** The calling thread's kernel thread id (what the Perfetto UI shows as tid). */
     public static int gettid() {
         try {
-            return (int) GETTID.invokeExact(CAPTURE.get());
+            return (int) Gettid.CALL.invokeExact(CAPTURE.get());
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -704,7 +766,7 @@ public final class Native {
 
     public static int getuid() {
         try {
-            return (int) GETUID.invokeExact(CAPTURE.get());
+            return (int) Getuid.CALL.invokeExact(CAPTURE.get());
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -718,7 +780,7 @@ public final class Native {
     /** {@code strerror(errno)}. */
     public static String strerror(int errno) {
         try {
-            MemorySegment message = (MemorySegment) STRERROR.invokeExact(errno);
+            MemorySegment message = (MemorySegment) Strerror.CALL.invokeExact(errno);
             return message.reinterpret(Long.MAX_VALUE).getString(0);
         } catch (Throwable t) {
             throw rethrow(t);

@@ -74,7 +74,9 @@ import java.util.function.Consumer;
  * <p>This class keeps the session's lifecycle: its state, timers, flushes and stop. The
  * readback is {@link TraceReadback}'s, the {@code service_event} log
  * {@link ServiceEventLog}'s, the triggers' bookkeeping {@link SessionTriggers}', and its
- * timed work runs off the timer ({@link OffTimerTask}).
+ * timed work runs off the timer ({@link OffTimerTask}). It stays over 600 lines because
+ * it is also the session's whole public face (flushes, readbacks, snapshots, clones,
+ * stats, triggers, listeners), each of which hands the work on after checking the state.
  */
 public final class TracingSession implements AutoCloseable {
     /** The sequence of the packets the service writes itself; producers' sequences start at {@code 1 << 16}. */

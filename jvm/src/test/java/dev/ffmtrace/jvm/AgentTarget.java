@@ -7,12 +7,26 @@ import java.time.Duration;
  * The program {@link JvmAgentTest} runs under the agent. It traces nothing itself; it
  * only waits (through the SDK the agent set up) for the session to reach it (its
  * track_event and jvm data sources both started), collects
- * twice and sleeps, says so on stdout, and stays until the session has stopped; or, given
- * {@code exit}, exits at once while the session still runs.
+ * twice, sleeps and allocates, says so on stdout, and stays until the session has stopped;
+ * or, given {@code exit}, exits at once while the session still runs.
  */
 public final class AgentTarget {
     static final int GCS = 2;
     static final long SLEEP_MILLIS = 30;
+    /**
+     * How long it allocates at least. JFR samples allocations at most 150 times a second,
+     * in windows of 20 ms, so a program that allocates little while the session runs may
+     * leave no sample at all: this spans several windows, with allocations in each.
+     */
+    static final long ALLOCATE_MILLIS = 200;
+    /** Allocations of at least this many, whatever the time. */
+    static final int ALLOCATIONS = 64;
+    /** Keeps the latest allocation reachable, so it is not optimised away. */
+    static volatile Allocated[] kept;
+
+    /** The class whose arrays the heap profile must show: arrays of 128 K references, each allocated outside a TLAB. */
+    static final class Allocated {
+    }
 
     private AgentTarget() {
     }
@@ -28,6 +42,10 @@ public final class AgentTarget {
             System.gc();
         }
         Thread.sleep(SLEEP_MILLIS);
+        long deadline = System.nanoTime() + ALLOCATE_MILLIS * 1_000_000;
+        for (int i = 0; i < ALLOCATIONS || System.nanoTime() < deadline; i++) {
+            kept = new Allocated[128 * 1024];
+        }
         System.out.println("worked");
         System.out.flush();
         if (args.length > 0 && args[0].equals("exit")) {

@@ -1,0 +1,197 @@
+package dev.ffmtrace.bench;
+
+import dev.ffmtrace.ipc.IpcHost;
+import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.consumer.ConsumerConnection;
+import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.InvalidConfigException;
+import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.SessionConfig;
+import dev.ffmtrace.tracing.service.TracingService;
+import dev.ffmtrace.tracing.service.TracingSession;
+import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
+import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
+import dev.ffmtrace.tracing.smb.TraceWriter;
+import java.io.IOException;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.ByteBuffer;
+import java.nio.channels.WritableByteChannel;
+import java.util.Arrays;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.AuxCounters;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * A session's buffer read back, as a trace: a 4 MiB ring buffer full of 1 KiB packets
+ * from one writer, read without consuming it. {@code snapshot} writes it to a channel
+ * that drops the bytes ({@link TracingSession#writeSnapshot}: the buffer cloned under its
+ * lock, each packet validated, given its trusted fields and framed). {@code
+ * cloneAndReadBuffers} gets it over Perfetto's consumer IPC on a real Unix socket, as
+ * {@code perfetto --clone} does: CloneSession, then ReadBuffers, whose replies the service
+ * cuts into slices and this thread's {@link ConsumerConnection} glues into a trace. The
+ * {@code bytes} column is the trace's bytes per second; the allocation column of
+ * {@code cloneAndReadBuffers} includes the client's copy of the whole trace.
+ */
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(value = 1, jvmArgsAppend = "--enable-native-access=ALL-UNNAMED")
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class ReadbackBenchmark {
+    private static final String DATA_SOURCE = "bench";
+    private static final long TIMEOUT_MS = 30_000;
+    private static final int BUFFER_KB = 4096;
+    private static final int PAYLOAD = 1000;
+
+    /** Bytes read, reported by JMH as bytes per second. */
+    @State(Scope.Thread)
+    @AuxCounters(AuxCounters.Type.OPERATIONS)
+    public static class Throughput {
+        public long bytes;
+
+        @Setup(Level.Iteration)
+        public void clear() {
+            bytes = 0;
+        }
+    }
+
+    /** Counts what it is given and keeps none of it. */
+    static final class Discard implements WritableByteChannel {
+        long written;
+
+        @Override
+        public int write(ByteBuffer source) {
+            int length = source.remaining();
+            source.position(source.limit());
+            written += length;
+            return length;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    /** A session of the in-process service, started directly and full. */
+    @State(Scope.Benchmark)
+    public static class Local {
+        TracingService service;
+        TracingSession session;
+        final Discard discard = new Discard();
+
+        @Setup(Level.Trial)
+        public void setUp() throws Exception {
+            service = new TracingService();
+            DataSource source = service.connectProducer(ProducerOptions.of("bench").withSmbSize(1 << 20))
+                    .registerDataSource(DATA_SOURCE);
+            session = service.startSession(config());
+            fill(source);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            session.close();
+            service.close();
+        }
+    }
+
+    /** A session a consumer started over IPC, full, and a second consumer that clones it. */
+    @State(Scope.Benchmark)
+    public static class OverIpc {
+        TracingService service;
+        ConsumerPort port;
+        IpcHost host;
+        ConsumerConnection owner;
+        ConsumerConnection cloner;
+
+        @Setup(Level.Trial)
+        public void setUp() throws Exception {
+            service = new TracingService();
+            port = new ConsumerPort(service, "bench");
+            host = IpcHost.listen(UnixAddress.abstractName("ffmtrace-bench-readback-" + System.nanoTime()));
+            if (!host.exposeService(port.descriptor())) {
+                throw new IllegalStateException("the consumer port is not exposed");
+            }
+            DataSource source = service.connectProducer(ProducerOptions.of("bench").withSmbSize(1 << 20))
+                    .registerDataSource(DATA_SOURCE);
+            owner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+            cloner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+            owner.enableTracing(config().traceConfig().toArray(ValueLayout.JAVA_BYTE), -1);
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
+            while (!source.isStarted()) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the data source did not start");
+                }
+                Thread.onSpinWait();
+            }
+            fill(source);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            cloner.close();
+            owner.close();
+            host.close();
+            port.close();
+            service.close();
+        }
+    }
+
+    static SessionConfig config() throws InvalidConfigException {
+        return SessionConfig.builder().buffer(BUFFER_KB, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE).build();
+    }
+
+    /** Twice the buffer's size in packets: it wraps, and holds whole chunks of packets from then on. */
+    static void fill(DataSource source) {
+        byte[] payload = new byte[PAYLOAD];
+        Arrays.fill(payload, (byte) 'x');
+        String text = new String(payload, StandardCharsets.US_ASCII);
+        try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
+            for (int i = 0; i < 2 * BUFFER_KB; i++) {
+                TracePacket packet = writer.newTracePacket();
+                packet.setTimestamp(i + 1);
+                packet.setForTesting().setStr(text);
+                writer.finishTracePacket();
+            }
+        }
+    }
+
+    @Benchmark
+    public long snapshot(Local local, Throughput throughput) throws IOException {
+        long before = local.discard.written;
+        local.session.writeSnapshot(local.discard);
+        long bytes = local.discard.written - before;
+        throughput.bytes += bytes;
+        return bytes;
+    }
+
+    @Benchmark
+    public int cloneAndReadBuffers(OverIpc ipc, Throughput throughput) throws InterruptedException {
+        ConsumerConnection.Cloned cloned = ipc.cloner.cloneSession(1, TIMEOUT_MS);
+        if (!cloned.success()) {
+            throw new IllegalStateException(cloned.error());
+        }
+        byte[] trace = ipc.cloner.readBuffers(TIMEOUT_MS);
+        throughput.bytes += trace.length;
+        return trace.length;
+    }
+}

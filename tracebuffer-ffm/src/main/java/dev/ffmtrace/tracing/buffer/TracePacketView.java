@@ -1,5 +1,6 @@
 package dev.ffmtrace.tracing.buffer;
 
+import dev.ffmtrace.memory.Layouts;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.Objects;
@@ -30,6 +31,24 @@ public final class TracePacketView {
 
     /** An empty view, for a read of the buffer to point at a packet. */
     public TracePacketView() {
+    }
+
+    /**
+     * A view of a packet held in {@code buffer} as the ranges {@code offsets[i]},
+     * {@code sizes[i]}, of no sequence: for code that checks packets as a read hands them
+     * over, given packets from elsewhere.
+     */
+    public static TracePacketView ofFragments(MemorySegment buffer, long[] offsets, int[] sizes) {
+        if (offsets.length != sizes.length) {
+            throw new IllegalArgumentException(offsets.length + " offsets for " + sizes.length + " sizes");
+        }
+        TracePacketView view = new TracePacketView();
+        view.reset(buffer);
+        for (int i = 0; i < offsets.length; i++) {
+            Objects.checkFromIndexSize(offsets[i], sizes[i], buffer.byteSize());
+            view.addFragment(offsets[i], sizes[i]);
+        }
+        return view;
     }
 
     /** The segment the fragment offsets refer to. */
@@ -64,6 +83,15 @@ public final class TracePacketView {
         long at = dstOffset;
         for (int i = 0; i < fragmentCount; i++) {
             MemorySegment.copy(buffer, fragmentOffsets[i], dst, at, fragmentSizes[i]);
+            at += fragmentSizes[i];
+        }
+    }
+
+    /** Copies the packet's bytes, fragments joined, to {@code dst} at {@code dstOffset}. */
+    public void copyTo(byte[] dst, int dstOffset) {
+        int at = dstOffset;
+        for (int i = 0; i < fragmentCount; i++) {
+            MemorySegment.copy(buffer, Layouts.BYTE, fragmentOffsets[i], dst, at, fragmentSizes[i]);
             at += fragmentSizes[i];
         }
     }

@@ -1,10 +1,9 @@
 package dev.ffmtrace.tracing.service;
 
+import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.protozero.ProtoDecoder;
-import dev.ffmtrace.protozero.ProtoField;
 import dev.ffmtrace.protozero.ProtoWire;
-import java.lang.foreign.MemorySegment;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
 
 /**
  * The check every packet a producer wrote passes before the service writes it into a
@@ -19,10 +18,12 @@ import java.lang.foreign.MemorySegment;
  * {@code DATA_LOSS_PRESENT}); the causes the service's buffer finds are the service's.
  *
  * <p>Only the top level is checked, as Perfetto does: nested messages are the trace
- * reader's to parse. The parse is {@link ProtoDecoder}'s, a little stricter than
- * Perfetto's: a field id of 0 or above protobuf's 2^29 - 1 fails too. The packet is the
- * service's own copy, so it cannot change while it is checked. One instance per reading
- * thread: it reuses its decoder.
+ * reader's to parse. The rules are {@link dev.ffmtrace.protozero.ProtoDecoder}'s, a
+ * little stricter than Perfetto's: a field id of 0 or above protobuf's 2^29 - 1 fails
+ * too. The packet is checked where the buffer holds it, fragments and all, so that a
+ * readback copies it once, after the check: the buffer is the service's own memory,
+ * read under its lock, so the packet cannot change while it is checked. One instance per
+ * reading thread.
  */
 final class PacketValidator {
     /** {@link #validate}: the packet must be dropped and counted. */
@@ -31,6 +32,8 @@ final class PacketValidator {
     static final int LOSS_PRESENT = TracePacket.DataLossReason.DATA_LOSS_PRESENT.number();
     /** A producer's writer dropped packets because its SMB had no free chunk. */
     static final int LOSS_SMB_FULL = TracePacket.DataLossReason.DATA_LOSS_SMB_FULL.number();
+    /** {@link #readVarInt}: the packet ends before the varint does, or it runs past ten bytes. */
+    private static final long MALFORMED = -1;
 
     /** Top-level fields only the service writes: Perfetto's PacketStreamValidator forbids these. */
     private static final boolean[] SERVICE_ONLY = serviceOnly(
@@ -46,7 +49,13 @@ final class PacketValidator {
             TracePacket.TRACE_PROVENANCE_FIELD_NUMBER,
             TracePacket.PROTOVMS_FIELD_NUMBER);
 
-    private final ProtoDecoder decoder = new ProtoDecoder();
+    /** The packet being checked, and the fragment {@link #byteAt} read last: its index and its first byte's place in the packet. */
+    private TracePacketView packet;
+    private int fragment;
+    private long fragmentStart;
+    private long fragmentEnd;
+    /** The value of the varint {@link #readVarInt} read last. */
+    private long varIntValue;
 
     private static boolean[] serviceOnly(int... fieldIds) {
         int max = 0;
@@ -61,34 +70,98 @@ final class PacketValidator {
     }
 
     /** Whether a producer may not write top-level field {@code fieldId}. */
-    private static boolean isServiceOnly(int fieldId) {
-        return fieldId < SERVICE_ONLY.length && SERVICE_ONLY[fieldId];
+    private static boolean isServiceOnly(long fieldId) {
+        return fieldId < SERVICE_ONLY.length && SERVICE_ONLY[(int) fieldId];
     }
 
     /**
-     * Checks the {@code size} bytes at the start of {@code packet}.
+     * Checks the packet {@code view} points at, across its fragments.
      *
      * @return {@link #INVALID}, or the loss bits of the producer's own
      *         {@code previous_packet_dropped} fields, or-ed (0 if it wrote none)
      */
-    int validate(MemorySegment packet, long size) {
-        decoder.reset(packet, 0, size);
+    int validate(TracePacketView view) {
+        packet = view;
+        fragment = 0;
+        fragmentStart = 0;
+        fragmentEnd = view.fragmentCount() == 0 ? 0 : view.fragmentSize(0);
+        long size = view.size();
+        long position = 0;
         int producerLoss = 0;
-        while (decoder.next()) {
-            ProtoField field = decoder.field();
-            int id = field.id();
-            if (isServiceOnly(id)) {
+        while (position < size) {
+            position = readVarInt(position, size);
+            if (position == MALFORMED) {
                 return INVALID;
             }
-            if (id == TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER) {
-                // Another wire type would be read as a packed value by protobuf parsers.
-                if (field.wireType() != ProtoWire.WIRE_TYPE_VARINT || !isProducerLoss(field.asLong())) {
-                    return INVALID;
+            long id = varIntValue >>> 3;
+            int wireType = (int) varIntValue & 7;
+            if (id == 0 || id > ProtoWire.MAX_FIELD_ID || isServiceOnly(id)) {
+                return INVALID;
+            }
+            switch (wireType) {
+                case ProtoWire.WIRE_TYPE_VARINT -> {
+                    position = readVarInt(position, size);
+                    if (position == MALFORMED) {
+                        return INVALID;
+                    }
+                    if (id == TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER) {
+                        if (!isProducerLoss(varIntValue)) {
+                            return INVALID;
+                        }
+                        producerLoss |= (int) varIntValue;
+                    }
                 }
-                producerLoss |= (int) field.asLong();
+                case ProtoWire.WIRE_TYPE_LENGTH_DELIMITED -> {
+                    position = readVarInt(position, size);
+                    if (position == MALFORMED || Long.compareUnsigned(varIntValue, size - position) > 0) {
+                        return INVALID;
+                    }
+                    position += varIntValue;
+                }
+                case ProtoWire.WIRE_TYPE_FIXED64 -> position = skipFixed(position, Long.BYTES, size);
+                case ProtoWire.WIRE_TYPE_FIXED32 -> position = skipFixed(position, Integer.BYTES, size);
+                default -> position = MALFORMED;
+            }
+            // Another wire type would be read as a packed value by protobuf parsers.
+            if (position == MALFORMED
+                    || (id == TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER && wireType != ProtoWire.WIRE_TYPE_VARINT)) {
+                return INVALID;
             }
         }
-        return decoder.hasError() ? INVALID : producerLoss;
+        return producerLoss;
+    }
+
+    private static long skipFixed(long position, int bytes, long size) {
+        return size - position < bytes ? MALFORMED : position + bytes;
+    }
+
+    /** Reads the varint at {@code position} into {@link #varIntValue}; returns where it ends, or {@link #MALFORMED}. */
+    private long readVarInt(long position, long size) {
+        long p = position;
+        long result = 0;
+        // Ten bytes carry the 64 bits; bits past the 64th are dropped, as protozero does.
+        for (int shift = 0; shift < 7 * ProtoWire.MAX_VARINT_SIZE; shift += 7) {
+            if (p >= size) {
+                return MALFORMED;
+            }
+            byte b = byteAt(p++);
+            result |= (long) (b & 0x7F) << shift;
+            if (b >= 0) {
+                varIntValue = result;
+                return p;
+            }
+        }
+        return MALFORMED;
+    }
+
+    /** The packet's byte at {@code position}, at or after the last one read. */
+    private byte byteAt(long position) {
+        while (position >= fragmentEnd) {
+            fragment++;
+            fragmentStart = fragmentEnd;
+            fragmentEnd += packet.fragmentSize(fragment);
+        }
+        return packet.buffer().get(Layouts.BYTE, packet.fragmentOffset(fragment) + (position - fragmentStart));
     }
 
     /** No loss, or a loss a producer can know of: PRESENT, alone or with SMB_FULL. */

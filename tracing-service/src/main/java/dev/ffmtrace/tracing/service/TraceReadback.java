@@ -1,6 +1,5 @@
 package dev.ffmtrace.tracing.service;
 
-import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TracingServiceEvent;
 import dev.ffmtrace.protozero.ProtoWire;
@@ -9,7 +8,6 @@ import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import dev.ffmtrace.tracing.buffer.TracePacketView;
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -67,8 +65,6 @@ final class TraceReadback {
     private byte[] initialClockSnapshot;
     private boolean initialPacketsWritten;
     private boolean remoteClockSyncWritten;
-    private byte[] packetBytes = new byte[4096];
-    private MemorySegment packetSegment = MemorySegment.ofArray(packetBytes);
     /** The packet's tag and length, and the trusted fields appended to it. */
     private final byte[] header = new byte[1 + 5];
     private final byte[] trailer = new byte[64];
@@ -286,19 +282,9 @@ final class TraceReadback {
      * sink (it is then lost, as in Perfetto, and the sink is full); returns whether it did.
      */
     private boolean stagePacket(ReadState state, TraceSink sink) {
-        int size = (int) view.size();
-        if (packetBytes.length < size) {
-            packetBytes = new byte[Math.max(size, packetBytes.length * 2)];
-            packetSegment = MemorySegment.ofArray(packetBytes);
-        }
-        int at = 0;
-        for (int i = 0; i < view.fragmentCount(); i++) {
-            MemorySegment.copy(view.buffer(), Layouts.BYTE, view.fragmentOffset(i), packetBytes, at, view.fragmentSize(i));
-            at += view.fragmentSize(i);
-        }
         int sequenceId = sequenceId(view.producerId(), view.writerId());
         int loss = view.previousPacketDroppedReasons();
-        int producerLoss = validator.validate(packetSegment, size);
+        int producerLoss = validator.validate(view);
         if (producerLoss == PacketValidator.INVALID) {
             state.invalidPackets++;
             state.pendingLoss.merge(sequenceId, loss | PacketValidator.LOSS_PRESENT, (a, b) -> a | b);
@@ -325,6 +311,7 @@ final class TraceReadback {
             trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,
                     Integer.toUnsignedLong(loss | producerLoss));
         }
+        int size = (int) view.size();
         int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
                 size + trailerSize);
         int encoded = headerSize + size + trailerSize;
@@ -335,7 +322,7 @@ final class TraceReadback {
             staging = Arrays.copyOf(staging, Math.max(staging.length * 2, stagingSize + encoded));
         }
         System.arraycopy(header, 0, staging, stagingSize, headerSize);
-        System.arraycopy(packetBytes, 0, staging, stagingSize + headerSize, size);
+        view.copyTo(staging, stagingSize + headerSize);
         System.arraycopy(trailer, 0, staging, stagingSize + headerSize + size, trailerSize);
         stagingSize += encoded;
         return true;

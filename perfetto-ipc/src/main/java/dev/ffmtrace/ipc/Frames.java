@@ -80,12 +80,12 @@ final class Frames {
      */
     static byte[] invokeMethodReply(long requestId, boolean success, boolean hasMore, byte[] replyProto) {
         HeapBuffered<IPCFrame> frame = newFrame();
-        writeInvokeMethodReply(frame.get(), requestId, success, hasMore, replyProto);
+        writeInvokeMethodReply(frame.get(), requestId, success, hasMore, replyProto, replyProto.length);
         return withHeader(frame);
     }
 
     static void writeInvokeMethodReply(IPCFrame frame, long requestId, boolean success, boolean hasMore,
-                                       byte[] replyProto) {
+                                       byte[] replyProto, int length) {
         frame.setRequestId(requestId);
         IPCFrame.InvokeMethodReply reply = frame.setMsgInvokeMethodReply();
         if (success) {
@@ -93,7 +93,7 @@ final class Frames {
         }
         reply.setHasMore(hasMore);
         if (success) {
-            reply.setReplyProto(replyProto);
+            reply.appendBytes(IPCFrame.InvokeMethodReply.REPLY_PROTO_FIELD_NUMBER, replyProto, 0, length);
         }
     }
 

@@ -117,12 +117,23 @@ public final class Invocation {
      * @throws IllegalArgumentException if the frame would exceed Perfetto's size limit
      */
     public void reply(byte[] replyProto, boolean hasMore, int fd) {
-        connection.reply(this, true, hasMore, replyProto, fd, false);
+        connection.reply(this, true, hasMore, replyProto, replyProto.length, fd, false);
+    }
+
+    /**
+     * A successful reply of {@code replyProto[0, length)}, which the caller may reuse once
+     * this returns: for a stream of replies from one array.
+     *
+     * @throws IllegalStateException after the last reply
+     * @throws IllegalArgumentException if the frame would exceed Perfetto's size limit
+     */
+    public void reply(byte[] replyProto, int length, boolean hasMore) {
+        connection.reply(this, true, hasMore, replyProto, length, -1, false);
     }
 
     /** Ends the invocation without a result (Perfetto's Deferred::Reject). */
     public void fail() {
-        connection.reply(this, false, false, NO_BYTES, -1, false);
+        connection.reply(this, false, false, NO_BYTES, 0, -1, false);
     }
 
     /**
@@ -130,7 +141,7 @@ public final class Invocation {
      * a thread the handler handed the invocation to.
      */
     public void failIfOpen() {
-        connection.reply(this, false, false, NO_BYTES, -1, true);
+        connection.reply(this, false, false, NO_BYTES, 0, -1, true);
     }
 
     /** Closes the received descriptor if the handler did not take it. */

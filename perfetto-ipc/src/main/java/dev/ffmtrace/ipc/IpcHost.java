@@ -501,14 +501,15 @@ public final class IpcHost implements AutoCloseable {
          * @throws IllegalStateException after the last reply, unless {@code ifOpen}
          * @throws IllegalArgumentException if the frame would exceed Perfetto's size limit
          */
-        void reply(Invocation invocation, boolean success, boolean hasMore, byte[] replyProto, int fd,
-                   boolean ifOpen) {
+        void reply(Invocation invocation, boolean success, boolean hasMore, byte[] replyProto, int replyLength,
+                   int fd, boolean ifOpen) {
             synchronized (sendLock) {
                 if (invocation.dropReply()) {
                     invocation.finish(hasMore, ifOpen);
                     return;
                 }
-                Frames.writeInvokeMethodReply(replies.begin(), invocation.requestId(), success, hasMore, replyProto);
+                Frames.writeInvokeMethodReply(replies.begin(), invocation.requestId(), success, hasMore, replyProto,
+                        replyLength);
                 int length = replies.end();
                 if (!invocation.finish(hasMore, ifOpen) || socketClosed) {
                     return;

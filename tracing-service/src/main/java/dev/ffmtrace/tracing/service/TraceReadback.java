@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.channels.WritableByteChannel;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,14 +19,14 @@ import java.util.function.Supplier;
 
 /**
  * A session's readback: its buffers into a trace ({@link TracingSession} describes the
- * trace), consuming ({@link #consume}) or from read-only clones ({@link #copy}). Packets
- * are copied out of a buffer under the buffer's lock, a bounded batch at a time, and
- * written to the sink without it: a slow output never stalls the producers' commits.
+ * trace), consuming ({@link #consume}) or from read-only clones ({@link #copy}). Each
+ * packet is checked where the buffer holds it and handed to a {@link ReadbackSink} under
+ * the buffer's lock, which copies it once, a bounded batch at a time; the sink writes
+ * the batch after the lock is released: a slow output never stalls the producers' commits.
  * Not thread-safe: the session runs one readback at a time.
  */
 final class TraceReadback {
-    private static final int TRACE_PACKET_TAG = 0x0a;
-    /** Bytes of packets copied out of a buffer per turn of its lock. */
+    /** Bytes of packets handed to a sink per turn of a buffer's lock. */
     private static final int STAGING_BATCH = 1 << 20;
 
     /**
@@ -65,11 +64,8 @@ final class TraceReadback {
     private byte[] initialClockSnapshot;
     private boolean initialPacketsWritten;
     private boolean remoteClockSyncWritten;
-    /** The packet's tag and length, and the trusted fields appended to it. */
-    private final byte[] header = new byte[1 + 5];
+    /** The trusted fields appended to a packet. */
     private final byte[] trailer = new byte[64];
-    private byte[] staging = new byte[64 << 10];
-    private int stagingSize;
 
     TraceReadback(TracingService service, SessionConfig config, List<ServiceBuffer> buffers, ServiceEventLog events,
                   SessionTriggers triggers, Supplier<List<TraceBufferStats>> stats, LongSupplier chunksDiscarded) {
@@ -101,12 +97,12 @@ final class TraceReadback {
      *
      * @return the number of producers' packets written
      */
-    long consume(TraceSink sink) throws IOException {
+    long consume(ReadbackSink sink) throws IOException {
         if (initialClockSnapshot != null) {
-            sink.write(initialClockSnapshot);
+            sink.appendFramed(initialClockSnapshot);
             initialClockSnapshot = null;
         }
-        sink.write(ServicePackets.clockSnapshot());
+        sink.appendFramed(ServicePackets.clockSnapshot());
         boolean first = !initialPacketsWritten;
         if (first) {
             List<long[]> sequences = new ArrayList<>();
@@ -122,7 +118,7 @@ final class TraceReadback {
             initialPacketsWritten = true;
         }
         for (byte[] packet : triggers.takeUnwrittenPackets()) {
-            sink.write(packet);
+            sink.appendFramed(packet);
         }
         writeEvents(sink);
         writeRemoteClockSyncOnce(sink);
@@ -149,47 +145,48 @@ final class TraceReadback {
                 } finally {
                     buffer.lock.unlock();
                 }
-                more = stagingSize >= STAGING_BATCH;
-                sink.write(staging, stagingSize);
+                more = sink.pending() >= STAGING_BATCH;
+                sink.flush();
             }
         }
         events.record(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
         writeEvents(sink);
-        sink.write(ServicePackets.stats(stats.get(), chunksDiscarded.getAsLong(), consuming.invalidPackets,
+        sink.appendFramed(ServicePackets.stats(stats.get(), chunksDiscarded.getAsLong(), consuming.invalidPackets,
                 service.producerCounts()));
+        sink.flush();
         return packets;
     }
 
-    private void writeInitialPackets(TraceSink sink, long msb, long lsb, List<long[]> sequences) throws IOException {
-        sink.write(ServicePackets.traceConfig(config));
-        sink.write(ServicePackets.traceUuid(msb, lsb));
-        sink.write(ServicePackets.traceProvenance(sequences));
-        sink.write(ServicePackets.systemInfo());
+    private void writeInitialPackets(ReadbackSink sink, long msb, long lsb, List<long[]> sequences) throws IOException {
+        sink.appendFramed(ServicePackets.traceConfig(config));
+        sink.appendFramed(ServicePackets.traceUuid(msb, lsb));
+        sink.appendFramed(ServicePackets.traceProvenance(sequences));
+        sink.appendFramed(ServicePackets.systemInfo());
         for (byte[] packet : service.relays().systemInfoPackets()) {
-            sink.write(packet);
+            sink.appendFramed(packet);
         }
     }
 
     /** The remote machines' clock exchanges, once per session: at its first readback while any relay is connected. */
-    private void writeRemoteClockSyncOnce(TraceSink sink) throws IOException {
+    private void writeRemoteClockSyncOnce(ReadbackSink sink) throws IOException {
         if (remoteClockSyncWritten || service.relays().isEmpty()) {
             return;
         }
         for (byte[] packet : service.relays().clockSyncPackets()) {
-            sink.write(packet);
+            sink.appendFramed(packet);
         }
         remoteClockSyncWritten = true;
     }
 
-    private static void writeIfAny(TraceSink sink, byte[] packet) throws IOException {
+    private static void writeIfAny(ReadbackSink sink, byte[] packet) throws IOException {
         if (packet != null) {
-            sink.write(packet);
+            sink.appendFramed(packet);
         }
     }
 
-    private void writeEvents(TraceSink sink) throws IOException {
+    private void writeEvents(ReadbackSink sink) throws IOException {
         for (byte[] event : events.takeUnwritten()) {
-            sink.write(event);
+            sink.appendFramed(event);
         }
     }
 
@@ -202,7 +199,7 @@ final class TraceReadback {
      * @return the number of producers' packets written
      */
     long copy(WritableByteChannel out, List<byte[]> triggerPackets, TriggerHit cloneTrigger) throws IOException {
-        TraceSink sink = new TraceSink(out, Long.MAX_VALUE);
+        ReadbackSink sink = new TraceSink(out, Long.MAX_VALUE);
         try (Arena arena = Arena.ofConfined()) {
             List<TraceBufferV2> clones = new ArrayList<>();
             List<TraceBufferStats> clonedStats = new ArrayList<>();
@@ -217,7 +214,7 @@ final class TraceReadback {
                     buffer.lock.unlock();
                 }
             }
-            sink.write(ServicePackets.clockSnapshot());
+            sink.appendFramed(ServicePackets.clockSnapshot());
             UUID uuid = UUID.randomUUID();
             List<long[]> sequences = new ArrayList<>();
             ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
@@ -227,13 +224,13 @@ final class TraceReadback {
             }
             writeInitialPackets(sink, uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), sequences);
             if (cloneTrigger != null) {
-                sink.write(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
+                sink.appendFramed(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
             }
             for (byte[] packet : triggerPackets) {
-                sink.write(packet);
+                sink.appendFramed(packet);
             }
             for (byte[] event : events.milestones()) {
-                sink.write(event);
+                sink.appendFramed(event);
             }
             writeIfAny(sink, protoVms.toByteArray());
             // The clones' packets are read again by consuming reads: the copy counts on a state of its own.
@@ -243,28 +240,27 @@ final class TraceReadback {
                 boolean more = true;
                 while (more) {
                     packets += stage(clone, copying, sink);
-                    more = stagingSize >= STAGING_BATCH;
-                    sink.write(staging, stagingSize);
+                    more = sink.pending() >= STAGING_BATCH;
+                    sink.flush();
                 }
             }
-            sink.write(ServicePackets.stats(clonedStats, chunksDiscarded, copying.invalidPackets,
+            sink.appendFramed(ServicePackets.stats(clonedStats, chunksDiscarded, copying.invalidPackets,
                     service.producerCounts()));
+            sink.flush();
             return packets;
         }
     }
 
     /**
-     * Copies packets of {@code buffer} into {@link #staging}, up to about
-     * {@link #STAGING_BATCH} bytes and as long as they fit {@code sink}. The buffer may
-     * hold more when the batch filled: {@code stagingSize >= STAGING_BATCH}.
+     * Hands packets of {@code buffer} to {@code sink} until about {@link #STAGING_BATCH}
+     * bytes wait in it, or it is full. The buffer may hold more when the batch filled.
      *
-     * @return the number of packets staged
+     * @return the number of packets handed
      */
-    private int stage(TraceBufferV2 buffer, ReadState state, TraceSink sink) {
-        stagingSize = 0;
+    private int stage(TraceBufferV2 buffer, ReadState state, ReadbackSink sink) {
         int staged = 0;
         buffer.beginRead();
-        while (stagingSize < STAGING_BATCH) {
+        while (sink.pending() < STAGING_BATCH) {
             if (!buffer.readNextTracePacket(view)) {
                 break;
             }
@@ -278,10 +274,11 @@ final class TraceReadback {
     }
 
     /**
-     * Stages the packet in {@link #view} unless it fails validation or does not fit the
-     * sink (it is then lost, as in Perfetto, and the sink is full); returns whether it did.
+     * Hands the packet in {@link #view} to the sink with its trusted fields unless it fails
+     * validation or does not fit the sink (it is then lost, as in Perfetto, and the sink is
+     * full); returns whether it did.
      */
-    private boolean stagePacket(ReadState state, TraceSink sink) {
+    private boolean stagePacket(ReadState state, ReadbackSink sink) {
         int sequenceId = sequenceId(view.producerId(), view.writerId());
         int loss = view.previousPacketDroppedReasons();
         int producerLoss = validator.validate(view);
@@ -311,21 +308,7 @@ final class TraceReadback {
             trailerSize = putTagAndVarint(trailer, trailerSize, TracePacket.PREVIOUS_PACKET_DROPPED_FIELD_NUMBER,
                     Integer.toUnsignedLong(loss | producerLoss));
         }
-        int size = (int) view.size();
-        int headerSize = ProtoWire.writeVarInt(header, ProtoWire.writeVarInt(header, 0, TRACE_PACKET_TAG),
-                size + trailerSize);
-        int encoded = headerSize + size + trailerSize;
-        if (!sink.fits((long) stagingSize + encoded)) {
-            return false;
-        }
-        if (staging.length - stagingSize < encoded) {
-            staging = Arrays.copyOf(staging, Math.max(staging.length * 2, stagingSize + encoded));
-        }
-        System.arraycopy(header, 0, staging, stagingSize, headerSize);
-        view.copyTo(staging, stagingSize + headerSize);
-        System.arraycopy(trailer, 0, staging, stagingSize + headerSize + size, trailerSize);
-        stagingSize += encoded;
-        return true;
+        return sink.append(view, trailer, trailerSize);
     }
 
     /** The trusted sequence id of a producer's writer: unique within the service. */

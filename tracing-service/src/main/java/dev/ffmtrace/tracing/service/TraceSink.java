@@ -1,23 +1,33 @@
 package dev.ffmtrace.tracing.service;
 
+import dev.ffmtrace.protozero.ProtoWire;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
+import java.util.Arrays;
 
 /**
- * Where a readback writes: a channel, and the bytes written to it so far. With a limit
- * ({@code max_file_size_bytes}) it refuses, as Perfetto's service does, any write that
+ * A readback into a channel, as a {@code Trace}: each packet framed as its field 1, a
+ * batch staged in one array and written at {@link #flush}. With a limit
+ * ({@code max_file_size_bytes}) it refuses, as Perfetto's service does, any packet that
  * would bring the total to the limit or past it, and stays full from then on. A write
  * that fails breaks the sink: later ones fail at once (an output that timed out is not
  * waited for again by the stop's last readback), and what the failed one wrote of its
  * bytes is unknown.
  */
-final class TraceSink {
+final class TraceSink implements ReadbackSink {
+    private static final int TRACE_PACKET_TAG = 0x0a;
+
     private final WritableByteChannel channel;
     private final long limit;
     private long written;
     private boolean full;
     private IOException failure;
+    private byte[] staging = new byte[64 << 10];
+    /** {@link #staging} for the channel; made again when it grows. */
+    private ByteBuffer stagingBuffer = ByteBuffer.wrap(staging);
+    private int staged;
 
     /** @param limit the size the output must stay below; {@link Long#MAX_VALUE} for none */
     TraceSink(WritableByteChannel channel, long limit) {
@@ -25,28 +35,64 @@ final class TraceSink {
         this.limit = limit;
     }
 
-    /** Whether {@code bytes} more can be written; false marks the sink full for good. */
-    boolean fits(long bytes) {
-        if (!full && written + bytes >= limit) {
+    /** Whether {@code bytes} more fit after what is staged; false marks the sink full for good. */
+    private boolean fits(int bytes) {
+        if (!full && written + staged + bytes >= limit) {
             full = true;
         }
         return !full;
     }
 
-    /** Whether a write was refused for the limit. */
-    boolean isFull() {
+    @Override
+    public void appendFramed(byte[] packet) {
+        if (packet.length > 0 && fits(packet.length)) {
+            System.arraycopy(packet, 0, reserve(packet.length), staged, packet.length);
+            staged += packet.length;
+        }
+    }
+
+    @Override
+    public boolean append(TracePacketView packet, byte[] trailer, int trailerSize) {
+        int size = (int) packet.size() + trailerSize;
+        int encoded = 1 + ProtoWire.varIntSize(size) + size;
+        if (!fits(encoded)) {
+            return false;
+        }
+        byte[] into = reserve(encoded);
+        int at = ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, staged, TRACE_PACKET_TAG), size);
+        packet.copyTo(into, at);
+        System.arraycopy(trailer, 0, into, at + size - trailerSize, trailerSize);
+        staged += encoded;
+        return true;
+    }
+
+    private byte[] reserve(int bytes) {
+        if (staging.length - staged < bytes) {
+            staging = Arrays.copyOf(staging, Math.max(staging.length * 2, staged + bytes));
+            stagingBuffer = ByteBuffer.wrap(staging);
+        }
+        return staging;
+    }
+
+    @Override
+    public boolean isFull() {
         return full;
     }
 
-    /** Writes all of {@code bytes[0, length)}, unless it does not {@linkplain #fits fit}. */
-    void write(byte[] bytes, int length) throws IOException {
+    @Override
+    public long pending() {
+        return staged;
+    }
+
+    @Override
+    public void flush() throws IOException {
         if (failure != null) {
             throw new IOException("the output failed before: " + failure.getMessage(), failure);
         }
-        if (length == 0 || !fits(length)) {
+        if (staged == 0) {
             return;
         }
-        ByteBuffer buffer = ByteBuffer.wrap(bytes, 0, length);
+        ByteBuffer buffer = stagingBuffer.clear().limit(staged);
         try {
             while (buffer.hasRemaining()) {
                 channel.write(buffer);
@@ -54,11 +100,9 @@ final class TraceSink {
         } catch (IOException e) {
             failure = e;
             throw e;
+        } finally {
+            staged = 0;
         }
-        written += length;
-    }
-
-    void write(byte[] bytes) throws IOException {
-        write(bytes, bytes.length);
+        written += buffer.limit();
     }
 }

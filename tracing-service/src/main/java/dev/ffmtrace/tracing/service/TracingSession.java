@@ -549,10 +549,20 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets written
      */
     public long writeTrace(WritableByteChannel out) throws IOException {
+        return writeTrace(new TraceSink(out, Long.MAX_VALUE));
+    }
+
+    /**
+     * {@link #writeTrace(WritableByteChannel)} into a {@link ReadbackSink} of the caller's:
+     * for an output that takes packets, not a {@code Trace}'s bytes.
+     *
+     * @return the number of producers' packets handed to the sink
+     */
+    public long writeTrace(ReadbackSink sink) throws IOException {
         checkOpen("writeTrace");
         readbackLock.lock();
         try {
-            return readBack(new TraceSink(out, Long.MAX_VALUE));
+            return readBack(sink);
         } finally {
             readbackLock.unlock();
         }
@@ -599,7 +609,7 @@ public final class TracingSession implements AutoCloseable {
     }
 
     /** One consuming readback into {@code sink}, none while the session waits for its trigger; under {@link #readbackLock}. */
-    private long readBack(TraceSink sink) throws IOException {
+    private long readBack(ReadbackSink sink) throws IOException {
         return waitsForTrigger() ? 0 : readback.consume(sink);
     }
 

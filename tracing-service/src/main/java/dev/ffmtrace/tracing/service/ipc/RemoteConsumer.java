@@ -92,6 +92,8 @@ final class RemoteConsumer {
     private byte[] clone;
     /** What {@link #clone} holds, or is reserved while it is made, for other consumers' admission; 0 without one. */
     private volatile long cloneBytes;
+    /** ReadBuffers' reply arrays, kept for the next ReadBuffers; the worker's. */
+    private ReadBuffersReplies readBuffersReplies;
     /** Requests queued on the worker and not started. */
     private final AtomicInteger pendingRequests = new AtomicInteger();
 
@@ -367,26 +369,31 @@ final class RemoteConsumer {
             // free before the last reply goes: a consumer that has read it may clone again.
             byte[] trace = clone;
             dropClone();
-            TracePackets.cutIntoSlices(trace, (reply, last) -> {
-                if (last) {
-                    invocation.reply(reply);
-                } else {
-                    invocation.replyMore(reply);
-                }
-            });
+            ReadBuffersReplies replies = readBuffersReplies(invocation);
+            replies.appendFramed(trace);
+            replies.finish();
             return;
         }
         if (current == null || current.config().writeIntoFile() || current.isClosed()) {
             invocation.reply(new byte[0]);
             return;
         }
-        TracePackets.SliceWriter replies = TracePackets.replies(invocation);
+        ReadBuffersReplies replies = readBuffersReplies(invocation);
         try {
             current.writeTrace(replies);
         } catch (IOException | RuntimeException e) {
             // The consumer sees the end of the data; what was read is lost, as when a readback fails in Perfetto.
         }
         replies.finish();
+    }
+
+    /** The consumer's reply arrays, made on its first ReadBuffers, for the replies of {@code invocation}. */
+    private ReadBuffersReplies readBuffersReplies(Invocation invocation) {
+        if (readBuffersReplies == null) {
+            readBuffersReplies = new ReadBuffersReplies();
+        }
+        readBuffersReplies.begin((reply, length, last) -> invocation.reply(reply, length, !last));
+        return readBuffersReplies;
     }
 
     void freeBuffers(Invocation invocation) {

@@ -3,7 +3,6 @@ package dev.ffmtrace.tracing.service.ipc;
 import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.tracing.consumer.TraceAssembler;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -376,42 +375,54 @@ class ConsumerPortTest {
         trace.get().addPacket().appendBytes(TracePacket.SYNCHRONIZATION_MARKER_FIELD_NUMBER, big);
         trace.get().addPacket().setTimestamp(3);
         byte[] bytes = trace.toByteArray();
-        List<byte[]> replies = new ArrayList<>();
-        TraceAssembler glued = new TraceAssembler();
-        TracePackets.cutIntoSlices(bytes, (reply, last) -> {
-            assertTrue(reply.length <= ConsumerPort.MAX_READ_REPLY, "each reply fits an IPC frame");
-            replies.add(reply);
-            dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
-                    new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
-            response.reset(MemorySegment.ofArray(reply));
-            glued.append(response);
-        });
-        assertEquals(3, replies.size(), "the big packet's 64 KiB slices spread over three replies");
-        // ProtoZero writes a nested message's size in a fixed 4-byte varint; glued packets get the shortest one.
         List<byte[]> expected = packets(bytes);
-        List<byte[]> actual = packets(glued.toByteArray());
-        assertEquals(3, actual.size());
-        for (int i = 0; i < 3; i++) {
-            assertArrayEquals(expected.get(i), actual.get(i));
-        }
 
-        // Written in pieces that split packets anywhere, the same packets come out.
-        TraceAssembler pieces = new TraceAssembler();
-        TracePackets.SliceWriter writer = new TracePackets.SliceWriter((reply, last) -> {
+        // The service's own packets, framed as a Trace.
+        List<Integer> replyLengths = new ArrayList<>();
+        TraceAssembler glued = new TraceAssembler();
+        ReadBuffersReplies replies = new ReadBuffersReplies();
+        replies.begin(gluingInto(glued, replyLengths));
+        replies.appendFramed(bytes);
+        replies.finish();
+        assertEquals(3, replyLengths.size(), "the big packet's 64 KiB slices spread over three replies");
+        // ProtoZero writes a nested message's size in a fixed 4-byte varint; glued packets get the shortest one.
+        assertEquals(toHex(expected), toHex(packets(glued.toByteArray())));
+
+        // A producer's packets, read from a buffer in fragments, with the service's trailer: the
+        // same instance, reused, cuts them anywhere a slice ends.
+        byte[] trailer = {0x18, 0x05};
+        TraceAssembler fromFragments = new TraceAssembler();
+        replies.begin(gluingInto(fromFragments, new ArrayList<>()));
+        List<byte[]> withTrailers = new ArrayList<>();
+        for (byte[] packet : expected) {
+            MemorySegment buffer = MemorySegment.ofArray(packet);
+            long[] offsets = {0, packet.length / 3, packet.length / 2};
+            int[] sizes = {packet.length / 3, packet.length / 2 - packet.length / 3, packet.length - packet.length / 2};
+            replies.append(dev.ffmtrace.tracing.buffer.TracePacketView.ofFragments(buffer, offsets, sizes), trailer,
+                    trailer.length);
+            replies.flush();
+            byte[] whole = Arrays.copyOf(packet, packet.length + trailer.length);
+            System.arraycopy(trailer, 0, whole, packet.length, trailer.length);
+            withTrailers.add(whole);
+        }
+        replies.finish();
+        assertEquals(toHex(withTrailers), toHex(packets(fromFragments.toByteArray())));
+    }
+
+    private static ReadBuffersReplies.ReplyTarget gluingInto(TraceAssembler glued, List<Integer> lengths) {
+        return (reply, length, last) -> {
+            assertTrue(length <= ConsumerPort.MAX_READ_REPLY, "each reply fits an IPC frame");
+            lengths.add(length);
             dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder response =
                     new dev.ffmtrace.perfetto.protos.ReadBuffersResponse.Decoder();
-            response.reset(MemorySegment.ofArray(reply));
-            pieces.append(response);
-        });
-        for (int at = 0; at < bytes.length; at += 7777) {
-            writer.write(java.nio.ByteBuffer.wrap(bytes, at, Math.min(7777, bytes.length - at)));
-        }
-        writer.finish();
-        List<byte[]> fromPieces = packets(pieces.toByteArray());
-        assertEquals(3, fromPieces.size());
-        for (int i = 0; i < 3; i++) {
-            assertArrayEquals(expected.get(i), fromPieces.get(i));
-        }
+            response.reset(MemorySegment.ofArray(reply).asSlice(0, length));
+            assertFalse(response.hasError());
+            glued.append(response);
+        };
+    }
+
+    private static List<String> toHex(List<byte[]> packets) {
+        return packets.stream().map(java.util.HexFormat.of()::formatHex).toList();
     }
 
     static List<byte[]> packets(byte[] trace) {

@@ -1,0 +1,38 @@
+package dev.ffmtrace.tracing.service;
+
+import dev.ffmtrace.tracing.buffer.TracePacketView;
+import java.io.IOException;
+
+/**
+ * Where a session's readback hands its packets, a bounded batch at a time: a trace file,
+ * a consumer's ReadBuffers replies. The readback calls {@link #append} under a buffer's
+ * lock, where the sink copies the packet out of the buffer (its one copy) in the form
+ * its output wants, and {@link #flush} after the lock is released, where the sink does
+ * its I/O: a slow output never stalls the producers' commits. One thread at a time calls
+ * a sink.
+ */
+public interface ReadbackSink {
+    /**
+     * Takes one packet the service wrote itself, framed as a {@code Trace}'s packet field
+     * (tag and length first); refused, and the sink full from then on, if it does not fit.
+     */
+    void appendFramed(byte[] packet);
+
+    /**
+     * Takes a producer's packet: the bytes {@code packet} points at, then
+     * {@code trailer[0, trailerSize)}, the fields the service vouches for. Called under the
+     * buffer's lock: copies and returns, never blocks.
+     *
+     * @return false if it does not fit; the sink is then full
+     */
+    boolean append(TracePacketView packet, byte[] trailer, int trailerSize);
+
+    /** Whether a packet was refused for a size limit: a readback stops there. */
+    boolean isFull();
+
+    /** Bytes taken since the last {@link #flush}: a readback's batch ends past its size. */
+    long pending();
+
+    /** Hands what was taken on to the output. */
+    void flush() throws IOException;
+}

@@ -1,0 +1,200 @@
+package dev.ffmtrace.tracing.service.ipc;
+
+import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.perfetto.protos.ReadBuffersResponse;
+import dev.ffmtrace.protozero.ProtoWire;
+import dev.ffmtrace.protozero.VarIntReader;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
+import dev.ffmtrace.tracing.service.ReadbackSink;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A readback as ReadBuffers replies: each packet's bytes (without a {@code Trace}'s
+ * framing) cut into slices of at most {@link ConsumerPort#MAX_SLICE}, the last one
+ * marked, encoded straight into reply arrays as {@code ReadBuffersResponse.slices}. A
+ * reply closes when the next slice would take it past {@link ConsumerPort#MAX_READ_REPLY}
+ * by Perfetto's estimate (16 bytes of overhead a slice); {@link #flush} sends the closed
+ * ones, {@link #finish} the open one as the last. The arrays are reused from one reply to
+ * the next, and from one ReadBuffers to the next: a consumer keeps one instance.
+ *
+ * <pre>
+ *   ReadBuffersResponse reply, per slice:
+ *   +------+----------------+------+-----------+-------------+------+------+
+ *   | 0x12 | slice length   | 0x0a | data size | data        | 0x10 | last |
+ *   |      | 4-byte varint  |      | varint    | (the bytes) |      | 0/1  |
+ *   +------+----------------+------+-----------+-------------+------+------+
+ * </pre>
+ */
+final class ReadBuffersReplies implements ReadbackSink {
+    /** Where the replies go, in order; the last one says so. */
+    @FunctionalInterface
+    interface ReplyTarget {
+        void send(byte[] reply, int length, boolean last);
+    }
+
+    private static final int SLICES_TAG = (int) ProtoWire.makeTag(ReadBuffersResponse.SLICES_FIELD_NUMBER,
+            ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
+    private static final int DATA_TAG = (int) ProtoWire.makeTag(ReadBuffersResponse.Slice.DATA_FIELD_NUMBER,
+            ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
+    private static final int LAST_TAG = (int) ProtoWire.makeTag(
+            ReadBuffersResponse.Slice.LAST_SLICE_FOR_PACKET_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    /** Perfetto's estimate of a slice's bytes beyond its data. */
+    private static final int SLICE_OVERHEAD = 16;
+    private static final int TRACE_PACKET_TAG = 0x0a;
+
+    private final VarIntReader varInt = new VarIntReader();
+    /** Replies full and not sent yet, their lengths, and arrays sent and free again. */
+    private final List<byte[]> closed = new ArrayList<>();
+    private int[] closedLengths = new int[8];
+    private final List<byte[]> free = new ArrayList<>();
+    private ReplyTarget target;
+    private byte[] open;
+    private int openLength;
+    private long openEstimate;
+    private long pending;
+
+    /** Starts the replies of one ReadBuffers, sent to {@code target}. */
+    void begin(ReplyTarget replies) {
+        target = replies;
+        open = take();
+        openLength = 0;
+        openEstimate = 0;
+        pending = 0;
+    }
+
+    @Override
+    public void appendFramed(byte[] packet) {
+        int at = 0;
+        // The service's own packets: a Trace's packet fields, one or more.
+        while (at < packet.length && packet[at] == TRACE_PACKET_TAG) {
+            int end = varInt.read(packet, at + 1, packet.length);
+            if (end < 0 || varInt.value() > packet.length - end) {
+                return;
+            }
+            int size = (int) varInt.value();
+            appendSlices(null, packet, end, size);
+            at = end + size;
+        }
+    }
+
+    @Override
+    public boolean append(TracePacketView packet, byte[] trailer, int trailerSize) {
+        appendSlices(packet, trailer, 0, trailerSize);
+        return true;
+    }
+
+    /** A packet made of {@code view}'s bytes (none if null), then {@code tail[tailOffset, +tailSize)}, as slices. */
+    private void appendSlices(TracePacketView view, byte[] tail, int tailOffset, int tailSize) {
+        long size = (view == null ? 0 : view.size()) + tailSize;
+        long offset = 0;
+        do {
+            int data = (int) Math.min(size - offset, ConsumerPort.MAX_SLICE);
+            long estimate = data + SLICE_OVERHEAD;
+            if (openEstimate > 0 && openEstimate + estimate > ConsumerPort.MAX_READ_REPLY) {
+                close();
+            }
+            openEstimate += estimate;
+            boolean last = offset + data == size;
+            int sliceLength = 1 + ProtoWire.varIntSize(data) + data + 2;
+            byte[] into = open;
+            int at = openLength;
+            into[at++] = (byte) SLICES_TAG;
+            at = putRedundantVarInt(into, at, sliceLength);
+            into[at++] = (byte) DATA_TAG;
+            at = ProtoWire.writeVarInt(into, at, data);
+            copy(view, tail, tailOffset, offset, data, into, at);
+            at += data;
+            into[at++] = (byte) LAST_TAG;
+            into[at++] = (byte) (last ? 1 : 0);
+            pending += at - openLength;
+            openLength = at;
+            offset += data;
+        } while (offset < size);
+    }
+
+    /** Copies bytes {@code [from, from + length)} of the packet made of {@code view} then the tail to {@code into} at {@code at}. */
+    private static void copy(TracePacketView view, byte[] tail, int tailOffset, long from, int length, byte[] into,
+                             int at) {
+        long viewSize = view == null ? 0 : view.size();
+        if (from == 0 && length >= viewSize && view != null) {
+            view.copyTo(into, at);
+        } else if (from < viewSize) {
+            long fragmentStart = 0;
+            long end = Math.min(viewSize, from + length);
+            for (int i = 0; i < view.fragmentCount() && fragmentStart < end; i++) {
+                long fragmentEnd = fragmentStart + view.fragmentSize(i);
+                long copyFrom = Math.max(from, fragmentStart);
+                long copyTo = Math.min(end, fragmentEnd);
+                if (copyFrom < copyTo) {
+                    MemorySegment.copy(view.buffer(), Layouts.BYTE,
+                            view.fragmentOffset(i) + (copyFrom - fragmentStart), into,
+                            at + (int) (copyFrom - from), (int) (copyTo - copyFrom));
+                }
+                fragmentStart = fragmentEnd;
+            }
+        }
+        long tailFrom = Math.max(from, viewSize);
+        long tailTo = from + length;
+        if (tailFrom < tailTo) {
+            System.arraycopy(tail, tailOffset + (int) (tailFrom - viewSize), into, at + (int) (tailFrom - from),
+                    (int) (tailTo - tailFrom));
+        }
+    }
+
+    private static int putRedundantVarInt(byte[] into, int at, int value) {
+        into[at] = (byte) (value & 0x7f | 0x80);
+        into[at + 1] = (byte) (value >>> 7 & 0x7f | 0x80);
+        into[at + 2] = (byte) (value >>> 14 & 0x7f | 0x80);
+        into[at + 3] = (byte) (value >>> 21 & 0x7f);
+        return at + ProtoWire.MESSAGE_LENGTH_FIELD_SIZE;
+    }
+
+    private void close() {
+        if (closed.size() == closedLengths.length) {
+            closedLengths = Arrays.copyOf(closedLengths, closedLengths.length * 2);
+        }
+        closedLengths[closed.size()] = openLength;
+        closed.add(open);
+        open = take();
+        openLength = 0;
+        openEstimate = 0;
+    }
+
+    private byte[] take() {
+        return free.isEmpty() ? new byte[ConsumerPort.MAX_READ_REPLY] : free.removeLast();
+    }
+
+    @Override
+    public boolean isFull() {
+        return false;
+    }
+
+    @Override
+    public long pending() {
+        return pending;
+    }
+
+    /** Sends the replies that are full. */
+    @Override
+    public void flush() {
+        for (int i = 0; i < closed.size(); i++) {
+            target.send(closed.get(i), closedLengths[i], false);
+            free.add(closed.get(i));
+        }
+        closed.clear();
+        pending = openLength;
+    }
+
+    /** Sends what is left, the open reply (perhaps empty) as the last; the instance is then ready for {@link #begin}. */
+    void finish() {
+        flush();
+        byte[] last = open;
+        open = null;
+        target.send(last, openLength, true);
+        free.add(last);
+        target = null;
+    }
+}

@@ -160,7 +160,7 @@ final class ServicePackets {
             for (long key : sequences) {
                 int producerId = (int) (key >>> 32);
                 TraceProvenance.Sequence sequence = buffer.addSequences();
-                sequence.setId(TraceReadback.sequenceId(producerId, (int) key));
+                sequence.setId(PacketHandoff.sequenceId(producerId, (int) key));
                 sequence.setProducerId(producerId);
             }
         }

@@ -261,7 +261,7 @@ public final class TracingSession implements AutoCloseable {
      * Who clones a CLONE_SNAPSHOT session: told of each of its triggers once the
      * trigger's {@code stop_delay_ms} passed, on a thread of its own (no lock held), as
      * Perfetto's service tells the session's consumer (its CloneTriggerHit event). The
-     * session's consuming reads return nothing; only clones ({@link #writeClone}) read it.
+     * session's consuming reads return nothing; only clones ({@link #cloneSession}) read it.
      */
     public void onCloneTrigger(Consumer<TriggerHit> listener) {
         cloneTriggerListener = Objects.requireNonNull(listener, "listener");
@@ -583,26 +583,28 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets written
      */
     public long writeSnapshot(WritableByteChannel out) throws IOException {
-        return writeCopy(out, triggers.allPackets(), null);
+        try (SessionClone snapshot = cloneBuffers(triggers.allPackets(), null, "writeSnapshot")) {
+            return snapshot.write(new TraceSink(out, Long.MAX_VALUE));
+        }
     }
 
     /**
-     * {@link #writeSnapshot} as Perfetto's CloneSession makes a clone: the triggers the
-     * session received move into the clone (the session keeps none), and a clone made
-     * for a CLONE_SNAPSHOT trigger says so in a {@code clone_snapshot_trigger} packet.
+     * A clone of what the buffers hold now, as Perfetto's CloneSession makes one: each
+     * buffer cloned read-only under its lock, the triggers the session received moved into
+     * the clone (the session keeps none), and for a CLONE_SNAPSHOT trigger a
+     * {@code clone_snapshot_trigger} packet saying so. The caller writes it and closes it.
      *
      * @param cloneTrigger the trigger the clone is made for, or null
      */
-    public long writeClone(WritableByteChannel out, TriggerHit cloneTrigger) throws IOException {
-        return writeCopy(out, triggers.takeAllPackets(), cloneTrigger);
+    public SessionClone cloneSession(TriggerHit cloneTrigger) {
+        return cloneBuffers(triggers.takeAllPackets(), cloneTrigger, "cloneSession");
     }
 
-    private long writeCopy(WritableByteChannel out, List<byte[]> triggerPackets, TriggerHit cloneTrigger)
-            throws IOException {
-        checkOpen("writeSnapshot");
+    private SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger, String operation) {
+        checkOpen(operation);
         readbackLock.lock();
         try {
-            return readback.copy(out, triggerPackets, cloneTrigger);
+            return readback.cloneBuffers(triggerPackets, cloneTrigger);
         } finally {
             readbackLock.unlock();
         }

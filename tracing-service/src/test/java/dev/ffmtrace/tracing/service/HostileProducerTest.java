@@ -147,7 +147,7 @@ class HostileProducerTest {
                 assertEquals(String.join("\n", expectedLines) + "\n", forged);
             }
             session.flush();
-            int sequenceId = TraceReadback.sequenceId(producer.id(), WRITER);
+            int sequenceId = PacketHandoff.sequenceId(producer.id(), WRITER);
             long invalid = FORGERIES.size() + 1;
             List<byte[]> expected = new ArrayList<>();
             expected.add(withTrustedFields(valid(1000), identity, sequenceId, 0));

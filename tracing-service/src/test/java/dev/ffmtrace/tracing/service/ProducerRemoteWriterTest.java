@@ -150,14 +150,14 @@ class ProducerRemoteWriterTest {
                     assertFalse(trusted.hasError());
                     assertEquals(credentials.pid(), trusted.trustedPid());
                     assertEquals(credentials.uid(), trusted.trustedUid());
-                    assertEquals(TraceReadback.sequenceId(producer.id(), REMOTE_WRITER), trusted.trustedPacketSequenceId());
+                    assertEquals(PacketHandoff.sequenceId(producer.id(), REMOTE_WRITER), trusted.trustedPacketSequenceId());
                     assertEquals(0, trusted.previousPacketDropped(), "packet " + i);
                 }
                 TracePacket.Decoder decoded = new TracePacket.Decoder();
                 for (int j = 0; j < local; j++) {
                     decoded.reset(MemorySegment.ofArray(raw.get(expected.size() + j)));
                     assertEquals(j, decoded.timestamp());
-                    assertNotEquals(TraceReadback.sequenceId(producer.id(), REMOTE_WRITER), decoded.trustedPacketSequenceId());
+                    assertNotEquals(PacketHandoff.sequenceId(producer.id(), REMOTE_WRITER), decoded.trustedPacketSequenceId());
                 }
                 assertEquals(0, producer.abiViolations(), "the in-process writer's commits found their chunks");
                 assertEquals(0, session.stats().stream().mapToLong(TraceBufferStats::abiViolations).sum());

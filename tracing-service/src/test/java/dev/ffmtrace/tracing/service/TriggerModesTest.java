@@ -228,13 +228,17 @@ class TriggerModesTest {
             assertFalse(session.isStopped());
 
             ByteArrayOutputStream clone = new ByteArrayOutputStream();
-            session.writeClone(Channels.newChannel(clone), hit);
+            try (SessionClone taken = session.cloneSession(hit)) {
+                taken.write(new TraceSink(Channels.newChannel(clone), Long.MAX_VALUE));
+            }
             assertEquals(100, events(clone.toByteArray()));
             assertEquals(List.of("snap"), TriggersTest.triggersIn(clone.toByteArray()).stream()
                     .map(TriggersTest.Seen::name).toList());
             assertEquals(1, cloneSnapshotTriggers(clone.toByteArray()));
             ByteArrayOutputStream again = new ByteArrayOutputStream();
-            session.writeClone(Channels.newChannel(again), null);
+            try (SessionClone taken = session.cloneSession(null)) {
+                taken.write(new TraceSink(Channels.newChannel(again), Long.MAX_VALUE));
+            }
             assertEquals(100, events(again.toByteArray()), "a clone does not consume");
             assertEquals(List.of(), TriggersTest.triggersIn(again.toByteArray()), "the first clone took the triggers");
             assertEquals(0, cloneSnapshotTriggers(again.toByteArray()));

@@ -20,14 +20,13 @@ import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.Guardrails;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
+import dev.ffmtrace.tracing.service.SessionClone;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.service.TriggerHit;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.Channels;
 import java.time.Duration;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -89,7 +88,7 @@ final class RemoteConsumer {
     /** The session whose stop the consumer was told of: a session stops once. */
     private TracingSession stopNotified;
     /** The trace of a session cloned by CloneSession, until ReadBuffers takes it or FreeBuffers drops it. */
-    private byte[] clone;
+    private SessionClone clone;
     /** What {@link #clone} holds, or is reserved while it is made, for other consumers' admission; 0 without one. */
     private volatile long cloneBytes;
     /** ReadBuffers' reply arrays, kept for the next ReadBuffers; the worker's. */
@@ -367,10 +366,16 @@ final class RemoteConsumer {
         if (current == null && clone != null) {
             // A clone is read once, as a stopped session's buffers are. Its place is
             // free before the last reply goes: a consumer that has read it may clone again.
-            byte[] trace = clone;
-            dropClone();
+            SessionClone taken = clone;
+            clone = null;
             ReadBuffersReplies replies = readBuffersReplies(invocation);
-            replies.appendFramed(trace);
+            try (taken) {
+                taken.write(replies);
+            } catch (IOException | RuntimeException e) {
+                // The consumer sees the end of the data, as when a readback fails in Perfetto.
+            } finally {
+                cloneBytes = 0;
+            }
             replies.finish();
             return;
         }
@@ -515,13 +520,12 @@ final class RemoteConsumer {
         if (refused != null) {
             return refused;
         }
-        ByteArrayOutputStream trace = new ByteArrayOutputStream();
         try {
             if (!source.isStopped()) {
                 source.flush(Duration.ofMillis(DEFAULT_FLUSH_TIMEOUT_MS));
             }
-            source.writeClone(Channels.newChannel(trace), cloneTrigger(request));
-        } catch (IOException | RuntimeException e) {
+            clone = source.cloneSession(cloneTrigger(request));
+        } catch (RuntimeException e) {
             cloneBytes = 0;
             return "session not found";
         } catch (InterruptedException e) {
@@ -529,9 +533,9 @@ final class RemoteConsumer {
             cloneBytes = 0;
             return "session not found";
         }
-        clone = trace.toByteArray();
-        cloneBytes = Math.max(1, clone.length);
-        TracePackets.traceUuid(clone, uuid);
+        cloneBytes = Math.max(1, clone.memoryBytes());
+        uuid[0] = clone.uuidMsb();
+        uuid[1] = clone.uuidLsb();
         return null;
     }
 
@@ -546,7 +550,10 @@ final class RemoteConsumer {
     }
 
     private void dropClone() {
-        clone = null;
+        if (clone != null) {
+            clone.close();
+            clone = null;
+        }
         cloneBytes = 0;
     }
 

@@ -15,7 +15,7 @@ import java.lang.invoke.VarHandle;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.locks.LockSupport;
+import java.util.function.LongSupplier;
 
 /**
  * heapprofd's SharedRingBuffer: a multi-writer, single-reader FIFO of length-prefixed
@@ -50,41 +50,8 @@ import java.util.concurrent.locks.LockSupport;
  * an access outside the mapping.
  *
  * <h2>Dead lock holders</h2>
- * Perfetto's spinlock stays held for good when its holder dies, and every later try costs
- * its writer about a second. Here the holder writes who it is into bytes 2..7 (Perfetto's
- * padding) in the same compare-and-set that takes the lock: its pid, and the slot of its
- * PID namespace in a table ffmtrace keeps after Perfetto's metadata (see
- * {@code SharedRingBufferDescriptor}); it clears both before releasing. (A peer that
- * exchanges the lock byte and then stores the two, like the C library of the tests, works
- * too, with a short window of no recorded holder.) A waiter checks, at each of its sleeps,
- * whether the recorded holder has exited; if it has and it is still recorded after the
- * check, it died holding the lock, and the waiter <em>poisons</em> the lock and fails, in
- * either {@link LockMode}. Poisoning rather than taking the lock over is deliberate: the dead
- * holder may have stopped half-way through {@code beginWrite}, leaving a reserved record
- * that will never be committed, so the reader could never get past it anyway; a poisoned
- * lock makes every later attempt, by ffmtrace or by Perfetto's C++, fail at once instead of
- * after a second, which is the clean way to end the session.
- *
- * <p><b>Exited</b> means gone or a zombie: a process killed but not yet reaped by its parent
- * still answers {@code kill(pid, 0)}, and a parent that never reaps would otherwise keep a
- * {@link LockMode#BLOCKING} waiter waiting for good. The waiter asks with a pidfd
- * ({@code pidfd_open}, then {@code poll}), which turns readable when its process exits,
- * reaped or not, whoever the parent is, and which needs no {@code /proc}. Where pidfds are
- * missing (Linux before 5.3) or filtered, only a holder that no longer exists is found dead.
- *
- * <p><b>PID namespaces.</b> A pid is a number in its process's PID namespace; the same
- * number names another process, or none, in another namespace, so a waiter that read it
- * there could judge a live holder dead. So every process that maps the buffer enters the
- * id of its PID namespace (the inode of {@code /proc/self/ns/pid}) in the table, once, and
- * a holder records its namespace's slot next to its pid, in the same atomic step: a waiter
- * looks at the pid only when the slot is its own namespace's. A holder of another
- * namespace is never judged, and the lock behaves there as Perfetto's does: a
- * {@link LockMode#TRY} wait gives up after about a second, a BLOCKING one waits. The same
- * goes for a holder whose namespace could not be recorded (no {@code /proc}, a full table),
- * for one that is one of our own threads, a Perfetto peer (which records no holder), or a
- * peer that died between taking the lock and recording itself. A peer can write anything
- * into the metadata page, but at worst that makes a waiter poison the lock, which such a
- * peer can do anyway.
+ * A holder that dies with the spinlock held is found by the next waiter, which then
+ * poisons the lock rather than waiting for good: see {@link RingSpinlock}.
  *
  * <h2>Uncommitted records</h2>
  * A committed zero-length record cannot be told from a reserved one, and it blocks
@@ -181,14 +148,6 @@ public final class SharedRingBuffer implements AutoCloseable {
     }
 
     /** Perfetto's ScopedSpinlock: tries per sleep, sleeps before giving up, and the sleep. */
-    static final int LOCK_ATTEMPTS_PER_SLEEP = 1024;
-    static final int LOCK_SLEEPS = 1000;
-    static final long LOCK_SLEEP_MICROS = 1000;
-
-    /** In the first 8 bytes read as one little-endian long: the locked and poisoned bytes, then the holder. */
-    private static final long LOCK_AND_POISON_MASK = 0xFFFFL;
-    private static final int HOLDER_SHIFT = 8 * SPINLOCK_HOLDER_NAMESPACE_OFFSET;
-
     private static final String MEMFD_NAME = "heapprofd_ringbuf";
     private static final long DEFAULT_UNCOMMITTED_TIMEOUT_NANOS = 5_000_000_000L;
     private static final long MAX_HAND_BACK_BATCH = 64 * 1024;
@@ -206,10 +165,7 @@ public final class SharedRingBuffer implements AutoCloseable {
     private final MemorySegment ring;
     private final long size;
     private final long mask;
-    private final int pid = Os.pid();
-    /** Our PID namespace's slot in the metadata page's table (1-based), 0 if it could not be recorded. */
-    private final int namespaceSlot;
-    /** The locked byte set, our namespace's slot in bytes 2..3 and our pid in bytes 4..7. */
+    /** The spinlock's first 8 bytes while we hold it: {@link RingSpinlock#lockedBy}. */
     private final long lockedByUs;
 
     /**
@@ -221,6 +177,8 @@ public final class SharedRingBuffer implements AutoCloseable {
     private final LockHolder lockHolder = new LockHolder();
     /** Set by the reader; where and since when a record stays uncommitted is kept in its cursor. */
     private long uncommittedTimeoutNanos = DEFAULT_UNCOMMITTED_TIMEOUT_NANOS;
+    /** The reader's clock for that timeout: System.nanoTime, or a test's. */
+    private LongSupplier readerClock = System::nanoTime;
     private final long handBackBatch;
     /** The reader's own state, allocated after the fields above that writers read on every record. */
     private final ReaderCursor cursor = new ReaderCursor();
@@ -232,29 +190,7 @@ public final class SharedRingBuffer implements AutoCloseable {
         this.size = size;
         this.mask = size - 1;
         this.handBackBatch = Math.min(size / 16, MAX_HAND_BACK_BATCH);
-        this.namespaceSlot = registerPidNamespace(metadata);
-        this.lockedByUs = 1L | ((long) namespaceSlot << HOLDER_SHIFT) | ((long) pid << 32);
-    }
-
-    /**
-     * Our PID namespace's slot in the table after Perfetto's metadata: the first entry that
-     * holds its id, or the first free one, claimed with a compare-and-set. Entries are set once
-     * and never changed, so every process of one namespace finds the same slot. 0 when the id
-     * is unknown or the table is full (or filled with garbage by a peer): our holds are then
-     * never judged, and we judge nobody's.
-     */
-    private static int registerPidNamespace(MemorySegment meta) {
-        long namespace = Os.pidNamespaceId();
-        if (namespace == 0) {
-            return 0;
-        }
-        for (int i = 0; i < PID_NAMESPACE_SLOTS; i++) {
-            long seen = compareAndExchangeLong(meta, PID_NAMESPACES_OFFSET + 8L * i, 0, namespace);
-            if (seen == 0 || seen == namespace) {
-                return i + 1;
-            }
-        }
-        return 0;
+        this.lockedByUs = RingSpinlock.lockedBy(RingSpinlock.registerPidNamespace(metadata), Os.pid());
     }
 
     /**
@@ -265,7 +201,7 @@ public final class SharedRingBuffer implements AutoCloseable {
      *         a multiple of the page size, at least one page)
      */
     public static SharedRingBuffer create(long ringSize) {
-        return map(MemoryFile.create(MEMFD_NAME, fileSizeFor(ringSize)));
+        return map(MemoryFile.create(MEMFD_NAME, RingSizes.fileSizeFor(ringSize)));
     }
 
     /**
@@ -314,7 +250,7 @@ public final class SharedRingBuffer implements AutoCloseable {
 
     private static SharedRingBuffer mapChecked(MemoryFile file) {
         try {
-            checkFileSize(file.size());
+            RingSizes.checkFileSize(file.size());
         } catch (IllegalArgumentException e) {
             file.close();
             throw e;
@@ -331,33 +267,9 @@ public final class SharedRingBuffer implements AutoCloseable {
      */
     public static SharedRingBuffer allocate(long ringSize, Arena arena) {
         long page = Os.pageSize();
-        fileSizeFor(ringSize);
+        RingSizes.fileSizeFor(ringSize);
         MemorySegment memory = arena.allocate(page + 2 * ringSize, page);
         return new SharedRingBuffer(null, memory.asSlice(0, page), memory.asSlice(page, 2 * ringSize), ringSize);
-    }
-
-    /** One page of metadata plus the ring, checked as Perfetto checks it. */
-    private static long fileSizeFor(long ringSize) {
-        long page = Os.pageSize();
-        if (ringSize > Long.MAX_VALUE / 4 || !isValidRingSize(ringSize, page)) {
-            throw new IllegalArgumentException("SharedRingBuffer ring size is invalid (" + ringSize
-                    + "): it must be a power of two and a multiple of the page size (" + page + ")");
-        }
-        return ringSize + page;
-    }
-
-    private static void checkFileSize(long fileSize) {
-        long page = Os.pageSize();
-        if (!isValidRingSize(fileSize - page, page)) {
-            throw new IllegalArgumentException("SharedRingBuffer size is invalid (" + fileSize
-                    + "): the file must be one page (" + page + ") of metadata plus a ring whose size is"
-                    + " a power of two and a multiple of the page size");
-        }
-    }
-
-    /** Perfetto's rule: at least one page, a whole number of pages, and a power of two. */
-    private static boolean isValidRingSize(long ringSize, long page) {
-        return ringSize >= page && ringSize % page == 0 && (ringSize & (ringSize - 1)) == 0;
     }
 
     private static SharedRingBuffer map(MemoryFile file) {
@@ -399,112 +311,34 @@ public final class SharedRingBuffer implements AutoCloseable {
      * Takes the spinlock, as Perfetto's {@code AcquireLock}: a poisoned lock fails at once;
      * otherwise one attempt, then the slow path of {@code mode}. On failure failed_spinlocks
      * is incremented; the time spent asleep (1000 µs a sleep, as Perfetto counts it) is added
-     * to client_spinlock_blocked_us. A holder found dead poisons the lock (see the class
-     * comment).
+     * to client_spinlock_blocked_us. A holder found dead poisons the lock (see
+     * {@link RingSpinlock}).
      *
      * @return whether the caller now holds the lock and must {@link #unlock} it
      */
     public boolean lock(LockMode mode) {
-        // Perfetto's fast path is one exchange. Expecting the free lock's usual word (all
-        // zero: no holder, no padding written) takes it with one compare-and-set; a load
-        // first would fetch the cache line shared and then need a second trip to own it.
-        long word = compareAndExchangeLong(meta, SPINLOCK_LOCKED_OFFSET, 0, lockedByUs);
-        if (word == 0 || acquireFrom(word) || lockSlow(mode)) {
+        MemorySegment meta = this.meta;
+        long lockedBy = lockedByUs;
+        if (RingSpinlock.tryLock(meta, lockedBy) || RingSpinlock.lockSlow(meta, lockedBy, mode)) {
             lockHolder.thread = Thread.currentThread();
             return true;
         }
         return false;
     }
 
-    /** One attempt of the slow path: a relaxed load, then {@link #acquireFrom}, as Perfetto tests before it exchanges. */
-    private boolean tryAcquire() {
-        return acquireFrom(getLongOpaque(meta, SPINLOCK_LOCKED_OFFSET));
-    }
-
-    /**
-     * If {@code word}, the first 8 bytes as last seen, is neither locked nor poisoned, a
-     * compare-and-set that sets the locked byte and writes us as the holder (namespace slot
-     * and pid) in the same atomic step; the poisoned byte is 0 in both. Perfetto exchanges the
-     * locked byte alone; a CAS of the enclosing word is the same acquisition to a peer that
-     * does (the AtomicSegment byte RMWs work the same way), and it leaves no moment in which
-     * the lock is held with no holder recorded.
-     */
-    private boolean acquireFrom(long word) {
-        return (word & LOCK_AND_POISON_MASK) == 0 && compareAndSetLong(meta, SPINLOCK_LOCKED_OFFSET, word, lockedByUs);
-    }
-
-    private boolean lockSlow(LockMode mode) {
-        long sleeps = 0;
-        boolean locked = false;
-        if (getByteOpaque(meta, SPINLOCK_POISONED_OFFSET) == 0) {
-            long limit = (long) LOCK_ATTEMPTS_PER_SLEEP * LOCK_SLEEPS;
-            for (long attempt = 1; mode == LockMode.BLOCKING || attempt < limit; attempt++) {
-                if (tryAcquire()) {
-                    locked = true;
-                    break;
-                }
-                if ((attempt & (LOCK_ATTEMPTS_PER_SLEEP - 1)) == 0) {
-                    if (getByteOpaque(meta, SPINLOCK_POISONED_OFFSET) != 0) {
-                        break;
-                    }
-                    if (holderDied()) {
-                        poisonSpinlock();
-                        break;
-                    }
-                    LockSupport.parkNanos(LOCK_SLEEP_MICROS * 1000);
-                    sleeps++;
-                } else {
-                    Thread.onSpinWait();
-                }
-            }
-        }
-        if (sleeps > 0) {
-            getAndAddLong(meta, CLIENT_SPINLOCK_BLOCKED_US_OFFSET, sleeps * LOCK_SLEEP_MICROS);
-        }
-        if (!locked) {
-            getAndAddLong(meta, FAILED_SPINLOCKS_OFFSET, 1);
-        }
-        return locked;
-    }
-
-    /**
-     * Whether the lock is held by a process of our PID namespace that has exited (gone, or a
-     * zombie not yet reaped). The holder's slot and pid are read in one load, so they are one
-     * holder's; a pid of another namespace (another slot) would name another process here and
-     * is not looked at. A holder clears itself before releasing, so one still recorded,
-     * unchanged, after its process was found exited died holding the lock (a pid reused since
-     * then only delays the verdict).
-     */
-    private boolean holderDied() {
-        long word = getLongVolatile(meta, SPINLOCK_LOCKED_OFFSET);
-        int holder = (int) (word >>> 32);
-        int slot = (int) (word >>> HOLDER_SHIFT) & 0xFFFF;
-        if (namespaceSlot == 0 || slot != namespaceSlot || holder <= 0 || holder == pid) {
-            return false;
-        }
-        if (!Os.processExited(holder)) {
-            return false;
-        }
-        long now = getLongVolatile(meta, SPINLOCK_LOCKED_OFFSET);
-        return (now & 0xFF) != 0 && now >>> HOLDER_SHIFT == word >>> HOLDER_SHIFT;
-    }
-
-    /** Releases the spinlock: clears the holder thread, pid and namespace slot, then a release store of 0. */
+    /** Releases the spinlock: clears the holder thread, then {@link RingSpinlock#unlock}. */
     public void unlock() {
         lockHolder.thread = null;
-        MemorySegment meta = this.meta;
-        putIntOpaque(meta, SPINLOCK_HOLDER_PID_OFFSET, 0);
-        putShortOpaque(meta, SPINLOCK_HOLDER_NAMESPACE_OFFSET, (short) 0);
-        putByteRelease(meta, SPINLOCK_LOCKED_OFFSET, (byte) 0);
+        RingSpinlock.unlock(meta);
     }
 
     /** Perfetto's {@code PoisonSpinlock}: every later {@link #lock} fails at once, in both processes. */
     public void poisonSpinlock() {
-        putByteOpaque(meta, SPINLOCK_POISONED_OFFSET, (byte) 1);
+        RingSpinlock.poison(meta);
     }
 
     public boolean isSpinlockPoisoned() {
-        return getByteOpaque(meta, SPINLOCK_POISONED_OFFSET) != 0;
+        return RingSpinlock.isPoisoned(meta);
     }
 
     // ---- writer ----
@@ -802,8 +636,13 @@ public final class SharedRingBuffer implements AutoCloseable {
         uncommittedTimeoutNanos = timeout.toNanos();
     }
 
+    /** Times {@link #uncommittedRecordTimeout} with {@code nanoClock}: a test's clock, which it moves itself. */
+    void readerClock(LongSupplier nanoClock) {
+        readerClock = nanoClock;
+    }
+
     private ReadResult uncommitted(ReaderCursor cursor, long readPos) {
-        long now = System.nanoTime();
+        long now = readerClock.getAsLong();
         if (cursor.stalledPosition != readPos) {
             cursor.stalledPosition = readPos;
             cursor.stalledSinceNanos = now;

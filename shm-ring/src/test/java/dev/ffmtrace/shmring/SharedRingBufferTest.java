@@ -29,6 +29,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -452,30 +453,35 @@ class SharedRingBufferTest {
     }
 
     @Test
-    void aCommittedZeroLengthRecordIsReportedCorruptOnceTheTimeoutPasses() throws InterruptedException {
+    void aCommittedZeroLengthRecordIsReportedCorruptOnceTheTimeoutPasses() {
+        AtomicLong now = new AtomicLong();
+        buffer.readerClock(now::get);
         buffer.uncommittedRecordTimeout(Duration.ofMillis(30));
         positions(0, 8);
         assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
-        Thread.sleep(60);
+        now.addAndGet(Duration.ofMillis(30).toNanos());
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot), "at the timeout, not past it");
+        now.addAndGet(1);
         assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
         assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
         SharedRingBuffer.Stats stats = buffer.stats();
-        assertEquals(1, stats.numReadsNodata());
+        assertEquals(2, stats.numReadsNodata());
         assertEquals(2, stats.numReadsCorrupt());
     }
 
     @Test
-    void aSlowWriterIsWaitedForUntilTheTimeoutAndReadWhenItCommits() throws InterruptedException {
-        // Waited for however long the reads take apart, then the timeout shortened and passed.
-        buffer.uncommittedRecordTimeout(Duration.ofHours(1));
+    void aSlowWriterIsWaitedForUntilTheTimeoutAndReadWhenItCommits() {
+        AtomicLong now = new AtomicLong();
+        buffer.readerClock(now::get);
+        buffer.uncommittedRecordTimeout(Duration.ofMillis(30));
         assertTrue(buffer.lock(LockMode.TRY));
         RecordSlot writer = buffer.newSlot();
         assertEquals(WriteResult.OK, buffer.beginWrite(writer, 12));
         buffer.unlock();
         assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
-        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot));
-        buffer.uncommittedRecordTimeout(Duration.ofMillis(30));
-        Thread.sleep(60);
+        now.addAndGet(Duration.ofMillis(20).toNanos());
+        assertEquals(ReadResult.NO_DATA, buffer.beginRead(slot), "waited for within the timeout");
+        now.addAndGet(Duration.ofMillis(20).toNanos());
         assertEquals(ReadResult.CORRUPT, buffer.beginRead(slot));
         buffer.endWrite(writer);
         assertEquals(ReadResult.OK, buffer.beginRead(slot));

@@ -70,6 +70,12 @@ import java.util.function.LongSupplier;
  * and counted corrupt). {@link #beginWrite} must be called by the thread that took the
  * spinlock through the same buffer object, and throws otherwise; {@link #stats()} expects
  * the caller to hold it, as Perfetto's does.
+ *
+ * <p>At about 800 lines, half of them comments, this class holds the protocol's two sides
+ * and its public types: the writer's and the reader's paths check the same positions'
+ * invariants, update the same stats and must see the same fields in locals to stay small
+ * enough to inline. The spinlock ({@link RingSpinlock}), the size rules, the reader's
+ * cursor and the slots live in classes of their own.
  */
 public final class SharedRingBuffer implements AutoCloseable {
     /** How {@link #lock} waits for a held spinlock. */

@@ -88,10 +88,11 @@ static long long monotonic_ns(void) {
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-// One scan of the SMB for a free chunk, from the page after the last one found.
+// One scan of the SMB for a free chunk, from the page of the last one found. As Perfetto's
+// arbiter (and SharedMemoryArbiter) does, it partitions a free page with the writer's
+// layout and takes a free chunk of any page, whatever layout another writer gave it.
 static uint8_t* try_acquire(struct ctw_writer* w, uint16_t packets, uint32_t* page_out, uint32_t* index_out) {
   uint32_t pages = w->smb->num_pages;
-  uint32_t per_page = smb_chunks_per_layout(w->layout);
   for (uint32_t k = 0; k < pages; k++) {
     uint32_t page = (w->next_page + k) % pages;
     uint32_t bitmap = smb_page_bitmap(w->smb, page);
@@ -99,8 +100,7 @@ static uint8_t* try_acquire(struct ctw_writer* w, uint16_t packets, uint32_t* pa
       smb_try_partition_page(w->smb, page, w->layout);
       bitmap = smb_page_bitmap(w->smb, page);
     }
-    if (smb_layout_of(bitmap) != w->layout) continue;
-    for (uint32_t i = 0; i < per_page; i++) {
+    for (uint32_t i = 0; i < smb_chunks_per_layout(smb_layout_of(bitmap)); i++) {
       if (smb_chunk_state_of(bitmap, i) != SMB_FREE) continue;
       uint8_t* c = smb_try_acquire_chunk_for_writing(w->smb, page, i, w->next_chunk_id, w->writer_id, packets);
       if (c != NULL) {
@@ -137,7 +137,8 @@ static void hold(struct ctw_writer* w, uint8_t* chunk, uint32_t page, uint32_t i
   w->chunk_index = index;
   w->chunk_id = w->next_chunk_id++;
   w->cursor = chunk + SMB_CHUNK_HEADER_SIZE;
-  w->end = w->cursor + ctw_payload_size(w);
+  // The page's layout stays while this chunk is not free.
+  w->end = chunk + smb_chunk_size(w->smb->page_size, smb_layout_of(smb_page_bitmap(w->smb, page)));
 }
 
 // ---- commits ----

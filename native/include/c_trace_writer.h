@@ -1,6 +1,6 @@
-// A trace writer of the C producers (c_producer.c, stress_producer.c): packets written
-// into a Perfetto SMB as Perfetto's TraceWriter writes them, and the CommitData requests
-// that hand the chunks and patches to the service.
+// The SMB writer of every C program here (c_producer.c, stress_producer.c, smb_tool.c,
+// hostile_producer.c): packets written into a Perfetto SMB as Perfetto's TraceWriter
+// writes them, and the CommitData requests that hand the chunks and patches to the service.
 //
 // A packet is encoded first (struct ctw_packet: protobuf bytes whose submessages have
 // 4-byte size fields, with where each one is), then copied into chunks. A packet that
@@ -9,6 +9,9 @@
 // patches) and sent later as CommitData patches, with has_more_patches while another is
 // pending for that chunk. Each chunk the writer completes is committed at once
 // (chunks_to_move), and patches once the packet that needed them is written.
+//
+// A writer without a send function commits nothing: the service finds its complete
+// chunks by scanning the SMB, and its packets keep their size fields in place.
 //
 // A writer belongs to one thread; writers of other threads share the SMB through its
 // atomic chunk states only. The commits go through the caller's send function, which
@@ -69,11 +72,14 @@ struct ctw_writer {
   uint32_t layout;
   uint16_t writer_id;
   uint32_t target_buffer;
-  ctw_send_fn send;
+  ctw_send_fn send;  // NULL: no commits
   void* context;
   // How long a packet waits for a free chunk: 0 not at all, <0 until *cancel is set.
   long long wait_ns;
   const atomic_int* cancel;  // may be NULL
+  // Writes a packet's last fragment under PB_MAX_ONE_BYTE_SIZE bytes with a 1-byte size,
+  // as smb_tool's tests ask.
+  int shrink_small_sizes;
   // The chunk held, if any.
   uint8_t* chunk;
   uint32_t page, chunk_index, chunk_id, next_chunk_id;

@@ -4,6 +4,7 @@
 // Javadoc draws the layout): pages with an 8-byte header holding an atomic bitmap of
 // 2-bit chunk states and a 3-bit layout; chunks with an 8-byte header (chunk id,
 // writer id, packets word of 10-bit count and 3 flags); packets as [size varint][bytes].
+// The one writer over it is c_trace_writer.h.
 #ifndef FFMTRACE_SMB_ABI_H_
 #define FFMTRACE_SMB_ABI_H_
 
@@ -66,25 +67,5 @@ uint32_t smb_chunk_id(const uint8_t* chunk);
 uint16_t smb_writer_id(const uint8_t* chunk);
 uint16_t smb_packets(const uint8_t* chunk);  // acquire
 void smb_set_packets(uint8_t* chunk, uint16_t packets);  // release
-
-// A producer's writer: packets of any size, fragmented over as many chunks as needed.
-struct smb_writer {
-  struct smb* smb;
-  uint16_t writer_id;
-  uint32_t layout;
-  uint32_t next_chunk_id;
-  int shrink_small_sizes;  // write a final fragment under 127 bytes with a 1-byte size
-  uint8_t* chunk;          // NULL when no chunk is held
-  uint32_t page, chunk_index;
-  uint8_t* cursor;
-  uint8_t* end;
-  uint32_t wait_ms;        // how long to wait for a free chunk before giving up
-};
-
-void smb_writer_init(struct smb_writer* w, struct smb* smb, uint16_t writer_id, uint32_t layout);
-// Returns 0, or -1 if no free chunk came within wait_ms.
-int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t size);
-// Releases the current chunk as complete.
-void smb_writer_flush(struct smb_writer* w);
 
 #endif  // FFMTRACE_SMB_ABI_H_

@@ -184,7 +184,7 @@ void ctw_commit(struct ctw_writer* w, int flush, uint64_t flush_id) {
   memmove(w->patches, w->patches + sent, (size_t)(w->patch_count - sent) * sizeof(struct ctw_patch));
   w->patch_count -= sent;
   if (flush) pb_varint(&request, COMMIT_FLUSH_REQUEST_ID, flush_id);
-  if (any) w->send(w->context, &request, flush);
+  if (any && w->send != NULL) w->send(w->context, &request, flush);
 }
 
 // Commits the patches that are done, keeping the chunk held.
@@ -233,8 +233,9 @@ static int next_fragment(struct ctw_writer* w, const struct ctw_packet* k, uint8
   for (int i = 0; i < k->span_count; i++) {
     size_t at = k->spans[i].size_at;
     if (at < fragment_pos || at >= pos || k->spans[i].end <= pos) continue;
-    // With the patch list full the size stays in place: it is already the right one.
-    if (w->patch_count == CTW_MAX_PATCHES) continue;
+    // Without commits, or with the patch list full, the size stays in place: it is
+    // already the right one.
+    if (w->send == NULL || w->patch_count == CTW_MAX_PATCHES) continue;
     uint8_t* field = *fragment + (at - fragment_pos);
     struct ctw_patch* patch = &w->patches[w->patch_count++];
     patch->chunk_id = w->chunk_id;
@@ -291,7 +292,15 @@ int ctw_write_packet(struct ctw_writer* w, const struct ctw_packet* k) {
       if (w->patches[i].pending && w->patches[i].done_at <= pos) w->patches[i].pending = 0;
     }
   }
-  pb_put_size(header, (uint32_t)(w->cursor - fragment));
+  size_t last = (size_t)(w->cursor - fragment);
+  if (w->shrink_small_sizes && last < PB_MAX_ONE_BYTE_SIZE) {
+    // A 1-byte size, the fragment moved back next to it.
+    header[0] = (uint8_t)last;
+    memmove(header + 1, fragment, last);
+    w->cursor -= SMB_PACKET_HEADER_SIZE - 1;
+  } else {
+    pb_put_size(header, (uint32_t)last);
+  }
   // The patches this packet completed go now rather than with the next chunk, so that a
   // producer killed between packets leaves no chunk waiting for patches in the service.
   if (w->patch_count > 0 && !w->patches[0].pending) commit_patches(w);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "c_trace_writer.h"
 #include "ffmtrace_util.h"
 #include "pb.h"
 #include "perfetto_trace_fields.h"
@@ -41,34 +42,37 @@ enum {
   SMB_FULL_MARKER = 2000,
 };
 
+// How long a packet waits for the service to free a chunk.
+static const long long WAIT_NS = 10000000000LL;
+
 struct packet {
   uint8_t bytes[PACKET_BYTES];
-  struct pb pb;
+  struct ctw_packet k;
 };
 
 // Starts a packet with its marker timestamp.
 static void mark(struct packet* p, uint64_t timestamp) {
-  pb_init(&p->pb, p->bytes, sizeof(p->bytes));
-  pb_varint(&p->pb, PACKET_TIMESTAMP, timestamp);
+  ctw_packet_init(&p->k, p->bytes, sizeof(p->bytes));
+  pb_varint(&p->k.pb, PACKET_TIMESTAMP, timestamp);
 }
 
 static const uint8_t INSTANT_EVENT[] = {TRACK_EVENT_TYPE << 3 | PB_VARINT, TRACK_EVENT_TYPE_INSTANT};
 
-static void write_packet(struct smb_writer* w, const struct packet* p) {
-  if (p->pb.failed) {
+static void write_packet(struct ctw_writer* w, const struct packet* p) {
+  if (p->k.pb.failed) {
     fprintf(stderr, "hostile_producer: packet buffer too small\n");
     exit(2);
   }
-  if (smb_writer_write_packet(w, p->bytes, pb_size(&p->pb)) != 0) {
+  if (ctw_write_packet(w, &p->k) != 0) {
     fprintf(stderr, "hostile_producer: no free chunk\n");
     exit(2);
   }
 }
 
-static void write_valid(struct smb_writer* w, uint64_t timestamp) {
+static void write_valid(struct ctw_writer* w, uint64_t timestamp) {
   struct packet p;
   mark(&p, timestamp);
-  pb_bytes(&p.pb, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+  pb_bytes(&p.k.pb, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
   write_packet(w, &p);
 }
 
@@ -127,8 +131,8 @@ static const char* forge(struct pb* p, int k) {
 }
 
 // Starts packet `p` in the current chunk as a writer does, writes half of it and dies.
-static void die_mid_packet(struct smb_writer* w, const struct packet* p) {
-  size_t size = pb_size(&p->pb);
+static void die_mid_packet(struct ctw_writer* w, const struct packet* p) {
+  size_t size = pb_size(&p->k.pb);
   if (w->chunk == NULL || (size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + size) {
     fprintf(stderr, "hostile_producer: no room to die in\n");
     exit(2);
@@ -154,27 +158,28 @@ int main(int argc, char** argv) {
     fprintf(stderr, "hostile_producer: invalid page size %u or SMB size %zu\n", page_size, size);
     return 2;
   }
-  struct smb_writer w;
-  smb_writer_init(&w, &smb, writer_id, LAYOUT);
+  struct ctw_writer w;
+  ctw_writer_init(&w, &smb, LAYOUT, writer_id, NULL, NULL, 0);
+  w.wait_ns = WAIT_NS;
 
   if (die) {
     for (int k = 0; k < 5; k++) write_valid(&w, (uint64_t)(VALID_BASE + k));
     struct packet last;
     mark(&last, VALID_BASE + 5);
-    pb_bytes(&last.pb, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
+    pb_bytes(&last.k.pb, PACKET_TRACK_EVENT, INSTANT_EVENT, sizeof(INSTANT_EVENT));
     die_mid_packet(&w, &last);
   }
   write_valid(&w, VALID_BASE);
   for (int k = 1;; k++) {
     struct packet p;
     mark(&p, (uint64_t)k);
-    const char* name = forge(&p.pb, k);
+    const char* name = forge(&p.k.pb, k);
     if (name == NULL) break;
     if (strcmp(name, "length_raised") == 0) {
       // In a fresh chunk, so that the packet is one fragment, contiguous in the SMB.
-      smb_writer_flush(&w);
+      ctw_commit(&w, 0, 0);
       write_packet(&w, &p);
-      size_t packet_size = pb_size(&p.pb);
+      size_t packet_size = pb_size(&p.k.pb);
       uint8_t* written = w.cursor - packet_size;
       // The last field is [tag][length 2][2 bytes]: its length now runs 20 bytes past the packet.
       written[packet_size - 1 - sizeof(INSTANT_EVENT)] = (uint8_t)(sizeof(INSTANT_EVENT) + 20);
@@ -186,14 +191,14 @@ int main(int argc, char** argv) {
   }
   struct packet again;
   mark(&again, SMB_FULL_MARKER - 1);
-  printf("forgery %d %s\n", SMB_FULL_MARKER - 1, forge(&again.pb, 1));
+  printf("forgery %d %s\n", SMB_FULL_MARKER - 1, forge(&again.k.pb, 1));
   write_packet(&w, &again);
   struct packet smb_full;
   mark(&smb_full, SMB_FULL_MARKER);
-  pb_varint(&smb_full.pb, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_SMB_FULL);
+  pb_varint(&smb_full.k.pb, PACKET_PREVIOUS_PACKET_DROPPED, LOSS_PRESENT | LOSS_SMB_FULL);
   write_packet(&w, &smb_full);
   write_valid(&w, SMB_FULL_MARKER + 1);
-  smb_writer_flush(&w);
+  ctw_commit(&w, 0, 0);
   fflush(stdout);
   return 0;
 }

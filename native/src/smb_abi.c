@@ -1,11 +1,6 @@
 #include "smb_abi.h"
 
-#include "pb.h"
-
-#include <sched.h>
 #include <stdatomic.h>
-#include <string.h>
-#include <time.h>
 
 enum { MAX_ATTEMPTS = 64 };
 
@@ -115,100 +110,4 @@ uint16_t smb_packets(const uint8_t* chunk) {
 
 void smb_set_packets(uint8_t* chunk, uint16_t packets) {
   atomic_store_explicit((_Atomic uint16_t*)(chunk + 6), packets, memory_order_release);
-}
-
-// ---- writer ----
-
-void smb_writer_init(struct smb_writer* w, struct smb* smb, uint16_t writer_id, uint32_t layout) {
-  memset(w, 0, sizeof(*w));
-  w->smb = smb;
-  w->writer_id = writer_id;
-  w->layout = layout;
-  w->wait_ms = 10000;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-// Acquires a free chunk anywhere in the SMB, partitioning free pages as needed.
-static int acquire_chunk(struct smb_writer* w, uint16_t packets) {
-  for (uint32_t waited = 0;; waited++) {
-    for (uint32_t page = 0; page < w->smb->num_pages; page++) {
-      smb_try_partition_page(w->smb, page, w->layout);
-      uint32_t bitmap = smb_page_bitmap(w->smb, page);
-      uint32_t layout = smb_layout_of(bitmap);
-      for (uint32_t i = 0; i < smb_chunks_per_layout(layout); i++) {
-        if (smb_chunk_state_of(bitmap, i) != SMB_FREE) continue;
-        uint8_t* c = smb_try_acquire_chunk_for_writing(w->smb, page, i, w->next_chunk_id, w->writer_id, packets);
-        if (c != NULL) {
-          w->next_chunk_id++;
-          w->chunk = c;
-          w->page = page;
-          w->chunk_index = i;
-          w->cursor = c + SMB_CHUNK_HEADER_SIZE;
-          w->end = c + smb_chunk_size(w->smb->page_size, layout);
-          return 0;
-        }
-      }
-    }
-    if (waited >= w->wait_ms) return -1;
-    if (waited < 32) {
-      sched_yield();
-    } else {
-      sleep_ms(1);
-    }
-  }
-}
-
-static void release_chunk(struct smb_writer* w) {
-  if (w->chunk == NULL) return;
-  smb_release_chunk_as_complete(w->smb, w->page, w->chunk_index);
-  w->chunk = NULL;
-}
-
-void smb_writer_flush(struct smb_writer* w) { release_chunk(w); }
-
-int smb_writer_write_packet(struct smb_writer* w, const uint8_t* data, size_t size) {
-  // A packet starts in a chunk with room for its size field and at least one byte,
-  // and with fewer than the maximum number of packets counted.
-  if (w->chunk != NULL && ((size_t)(w->end - w->cursor) < SMB_PACKET_HEADER_SIZE + 1 ||
-                           smb_packet_count_of(smb_packets(w->chunk)) >= SMB_MAX_PACKET_COUNT - 1)) {
-    release_chunk(w);
-  }
-  if (w->chunk == NULL && acquire_chunk(w, 0) != 0) return -1;
-  uint8_t* size_field = w->cursor;
-  w->cursor += SMB_PACKET_HEADER_SIZE;
-  smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) + 1));
-  size_t fragment = 0;
-  while (size > 0) {
-    size_t room = (size_t)(w->end - w->cursor);
-    if (room == 0) {
-      // The packet goes on in the next chunk: close this fragment, flag both chunks.
-      pb_put_size(size_field, (uint32_t)fragment);
-      smb_set_packets(w->chunk, (uint16_t)(smb_packets(w->chunk) | (SMB_FLAG_LAST_CONTINUES << SMB_FLAGS_SHIFT)));
-      release_chunk(w);
-      if (acquire_chunk(w, (uint16_t)(1 | (SMB_FLAG_FIRST_CONTINUES << SMB_FLAGS_SHIFT))) != 0) return -1;
-      size_field = w->cursor;
-      w->cursor += SMB_PACKET_HEADER_SIZE;
-      fragment = 0;
-      continue;
-    }
-    size_t n = size < room ? size : room;
-    memcpy(w->cursor, data, n);
-    w->cursor += n;
-    data += n;
-    size -= n;
-    fragment += n;
-  }
-  if (w->shrink_small_sizes && fragment < 127) {
-    // As Perfetto's writer does: a 1-byte size, the payload moved back by 3 bytes.
-    size_field[0] = (uint8_t)fragment;
-    memmove(size_field + 1, size_field + SMB_PACKET_HEADER_SIZE, fragment);
-    w->cursor -= SMB_PACKET_HEADER_SIZE - 1;
-  } else {
-    pb_put_size(size_field, (uint32_t)fragment);
-  }
-  return 0;
 }

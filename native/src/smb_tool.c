@@ -28,6 +28,7 @@
 
 #include "unix_peer.h"
 
+#include "c_trace_writer.h"
 #include "ffmtrace_util.h"
 #include "pb.h"
 #include "perfetto_trace_fields.h"
@@ -44,6 +45,9 @@ static uint32_t xorshift32(uint32_t* state) {
 // The most a for_testing field's tag and a 32-bit size take.
 enum { WRAP_HEADER_MAX = 10 };
 
+// How long a packet waits for the reader to free a chunk.
+static const long long WAIT_NS = 10000000000LL;
+
 #define PROGRAM "smb_tool"
 
 static int produce(int sock, struct smb* smb, int wrap, char** argv) {
@@ -53,28 +57,33 @@ static int produce(int sock, struct smb* smb, int wrap, char** argv) {
   // The packet's buffer takes max_size + 1 bytes more than its wrapper.
   uint32_t max_size = (uint32_t)arg_u64(PROGRAM, "max packet size", argv[3], UINT32_MAX - WRAP_HEADER_MAX - 1);
   uint32_t layout = (uint32_t)arg_u64(PROGRAM, "layout", argv[4], SMB_DIV14);
-  struct smb_writer w;
-  smb_writer_init(&w, smb, writer_id, layout);
+  // Packets without commits: the reader scans the SMB for complete chunks.
+  struct ctw_writer w;
+  ctw_writer_init(&w, smb, layout, writer_id, NULL, NULL, 0);
+  w.wait_ns = WAIT_NS;
   w.shrink_small_sizes = (int)arg_u64(PROGRAM, "shrink", argv[5], 1);
-  uint8_t* packet = malloc(WRAP_HEADER_MAX + max_size + 1);
+  size_t capacity = WRAP_HEADER_MAX + max_size + 1;
+  uint8_t* packet = malloc(capacity);
+  uint8_t* data = malloc(max_size + 1);
+  if (packet == NULL || data == NULL) peer_die("malloc");
   uint32_t rng = seed == 0 ? 1 : seed;
   for (long k = 0; k < packets; k++) {
     uint32_t size = xorshift32(&rng) % (max_size + 1);
-    struct pb wrapper;
-    pb_init(&wrapper, packet, WRAP_HEADER_MAX);
+    struct ctw_packet p;
+    ctw_packet_init(&p, packet, capacity);
     if (wrap) {
-      pb_put_tag(&wrapper, PACKET_FOR_TESTING, PB_BYTES);
-      pb_put_varint(&wrapper, size);
+      pb_put_tag(&p.pb, PACKET_FOR_TESTING, PB_BYTES);
+      pb_put_varint(&p.pb, size);
     }
-    size_t header = pb_size(&wrapper);
-    uint8_t* data = packet + header;
     for (uint32_t i = 0; i < size; i++) data[i] = (uint8_t)(k * 131 + i * 7 + seed);
-    if (smb_writer_write_packet(&w, packet, header + size) != 0) {
+    pb_put_raw(&p.pb, data, size);
+    if (ctw_write_packet(&w, &p) != 0) {
       fprintf(stderr, "smb_tool: no free chunk for packet %ld\n", k);
       return 2;
     }
   }
-  smb_writer_flush(&w);
+  ctw_commit(&w, 0, 0);
+  free(data);
   free(packet);
   if (send(sock, "D", 1, MSG_NOSIGNAL) != 1) peer_die("send");
   return 0;

@@ -25,8 +25,9 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.List;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A producer in another process ({@code native/src/hostile_producer.c}) writes packets
@@ -45,12 +46,6 @@ class HostileProducerTest {
             "service_event", "trace_provenance", "protovms", "previous_packet_dropped_with_a_service_cause",
             "previous_packet_dropped_not_a_varint", "length_raised", "truncated_varint", "group_wire_type",
             "varint_over_10_bytes");
-    private static Path program;
-
-    @BeforeAll
-    static void build() {
-        program = CPrograms.program("hostile_producer");
-    }
 
     /** A valid packet of hostile_producer: the timestamp, then an instant TrackEvent. */
     private static byte[] valid(long timestamp) {
@@ -121,8 +116,11 @@ class HostileProducerTest {
         }
     }
 
-    @Test
-    void forgedAndMalformedPacketsAreDroppedCountedAndReportedAsALoss() throws Exception {
+    /** Also with the producer built with ASan and UBSan: its writer's chunks and its forgeries under them. */
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void forgedAndMalformedPacketsAreDroppedCountedAndReportedAsALoss(boolean sanitized) throws Exception {
+        Path program = sanitized ? CPrograms.sanitized("hostile_producer") : CPrograms.program("hostile_producer");
         try (TracingService service = new TracingService();
              ListeningSocket server = ListeningSocket.listen(UnixAddress.abstractName(
                      "ffmtrace-hostile-" + ProcessHandle.current().pid() + "-" + System.nanoTime()), 1)) {

@@ -13,9 +13,11 @@ import dev.ffmtrace.perfetto.protos.TraceStats;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A producer in another process ({@code hostile_producer ... die}) killed by SIGKILL in
@@ -56,13 +58,16 @@ class ProducerKilledTest {
         }
     }
 
-    @Test
-    void aProducerKilledMidWriteLosesItsOpenChunkAndTheStatsSaySo() throws Exception {
+    /** Also with the producer built with ASan and UBSan, up to its death mid-packet. */
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void aProducerKilledMidWriteLosesItsOpenChunkAndTheStatsSaySo(boolean sanitized) throws Exception {
+        Path program = sanitized ? CPrograms.sanitized("hostile_producer") : CPrograms.program("hostile_producer");
         try (TracingService service = new TracingService();
              ListeningSocket server = ListeningSocket.listen(UnixAddress.abstractName(
                      "ffmtrace-killed-" + ProcessHandle.current().pid() + "-" + System.nanoTime()), 1)) {
             TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
-            Peers.Peer peer = Peers.startNative(CPrograms.program("hostile_producer"), server.address().toString(),
+            Peers.Peer peer = Peers.startNative(program, server.address().toString(),
                     Integer.toString(PAGE_SIZE), Integer.toString(PAGES * PAGE_SIZE), Integer.toString(WRITER), "die");
             Producer producer;
             try (StreamSocket connection = server.accept()) {

@@ -16,12 +16,12 @@ import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.ByteArrayOutputStream;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -31,11 +31,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  * scans an SMB that Java TraceWriters filled.
  */
 class SmbCrossProcessTest {
-    private static java.nio.file.Path tool;
-
-    @BeforeAll
-    static void build() {
-        tool = CPrograms.program("smb_tool");
+    /** The tool, or the tool built with ASan and UBSan (a finding fails its run on the status). */
+    private static Path tool(boolean sanitized) {
+        return sanitized ? CPrograms.sanitized("smb_tool") : CPrograms.program("smb_tool");
     }
 
     private static UnixAddress uniqueAddress() {
@@ -60,20 +58,22 @@ class SmbCrossProcessTest {
         return packets;
     }
 
-    @ParameterizedTest(name = "page {0}, layout {1}, shrink {2}, max packet {3}")
+    @ParameterizedTest(name = "page {0}, layout {1}, shrink {2}, max packet {3}, sanitized {4}")
     @CsvSource({
-        "4096, 1, 0, 100",
-        "4096, 1, 1, 9000",
-        "16384, 3, 1, 40000",
-        "65536, 5, 0, 20000",
-        "8192, 4, 1, 3000",
+        "4096, 1, 0, 100, false",
+        "4096, 1, 1, 9000, false",
+        "16384, 3, 1, 40000, false",
+        "65536, 5, 0, 20000, false",
+        "8192, 4, 1, 3000, false",
+        "4096, 1, 1, 9000, true",
     })
-    void packetsWrittenByACProducerAreReadBackBitForBit(int pageSize, int layout, int shrink, int maxPacket) throws Exception {
+    void packetsWrittenByACProducerAreReadBackBitForBit(int pageSize, int layout, int shrink, int maxPacket,
+                                                        boolean sanitized) throws Exception {
         int packets = 3000;
         int seed = 12345 + layout;
         try (InProcessService service = new InProcessService(16 * pageSize, pageSize, 64 << 20);
              ListeningSocket server = ListeningSocket.listen(uniqueAddress(), 1)) {
-            Peers.Peer producer = Peers.startNative(tool, "produce", server.address().toString(),
+            Peers.Peer producer = Peers.startNative(tool(sanitized), "produce", server.address().toString(),
                     Integer.toString(pageSize), Integer.toString(16 * pageSize), "77", Integer.toString(packets),
                     Integer.toString(seed), Integer.toString(maxPacket), Integer.toString(layout), Integer.toString(shrink));
             try (StreamSocket connection = server.accept()) {
@@ -106,9 +106,9 @@ class SmbCrossProcessTest {
         }
     }
 
-    @ParameterizedTest(name = "page {0}, layout {1}")
-    @CsvSource({"4096, 1", "16384, 3", "65536, 5"})
-    void theCScannerReadsWhatJavaWritersWrote(int pageSize, int layout) throws Exception {
+    @ParameterizedTest(name = "page {0}, layout {1}, sanitized {2}")
+    @CsvSource({"4096, 1, false", "16384, 3, false", "65536, 5, false", "16384, 3, true"})
+    void theCScannerReadsWhatJavaWritersWrote(int pageSize, int layout, boolean sanitized) throws Exception {
         int pages = 64;
         try (InProcessService service = new InProcessService(pages * pageSize, pageSize, 1 << 16);
              ListeningSocket server = ListeningSocket.listen(uniqueAddress(), 1)) {
@@ -136,7 +136,7 @@ class SmbCrossProcessTest {
             assertTrue(writers.stream().allMatch(w -> w.packetsDropped() == 0 && w.fragmentsDropped() == 0),
                     "the SMB is large enough for every packet");
 
-            Peers.Peer scanner = Peers.startNative(tool, "scan", server.address().toString(),
+            Peers.Peer scanner = Peers.startNative(tool(sanitized), "scan", server.address().toString(),
                     Integer.toString(pageSize), Integer.toString(pages * pageSize));
             try (StreamSocket connection = server.accept()) {
                 connection.send(new byte[] {'S'}, service.memory.fd());

@@ -11,6 +11,8 @@ import java.util.function.Function;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** A memfd shared with a second process, a C program and a JVM, over a Unix socket, both ways. */
 class CrossProcessTest {
@@ -25,9 +27,13 @@ class CrossProcessTest {
         cPeer = CPrograms.program("memfd_peer");
     }
 
-    @Test
-    void cProgramWritesIntoOurMemfdAndCannotShrinkIt() {
-        peerWritesIntoOurMemfd(args -> Peers.startNative(cPeer, args));
+    // The C tests also run the program built with ASan and UBSan, whose findings end it
+    // with a status other than 0.
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void cProgramWritesIntoOurMemfdAndCannotShrinkIt(boolean sanitized) {
+        Path peer = sanitized ? CPrograms.sanitized("memfd_peer") : cPeer;
+        peerWritesIntoOurMemfd(args -> Peers.startNative(peer, args));
     }
 
     @Test
@@ -35,9 +41,11 @@ class CrossProcessTest {
         peerWritesIntoOurMemfd(args -> Peers.startJvm(MemoryPeer.class, args));
     }
 
-    @Test
-    void weReadTheMemfdACProgramCreated() {
-        weReadPeersMemfd(args -> Peers.startNative(cPeer, args));
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void weReadTheMemfdACProgramCreated(boolean sanitized) {
+        Path peer = sanitized ? CPrograms.sanitized("memfd_peer") : cPeer;
+        weReadPeersMemfd(args -> Peers.startNative(peer, args));
     }
 
     @Test

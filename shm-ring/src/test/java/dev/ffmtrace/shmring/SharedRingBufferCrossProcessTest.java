@@ -17,6 +17,8 @@ import java.nio.file.Path;
 import java.util.function.Function;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * One buffer shared with a C process (native/src/ring_peer.c) and with a second JVM, both
@@ -40,14 +42,20 @@ class SharedRingBufferCrossProcessTest {
         return UnixAddress.abstractName("ffmtrace-shmring-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
     }
 
-    @Test
-    void cWritesEveryLengthJavaReads() {
-        peerWritesWeRead(args -> Peers.startNative(cPeer, args));
+    // Both ways also with ring_peer built with ASan and UBSan, whose findings end it with a
+    // status other than 0.
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void cWritesEveryLengthJavaReads(boolean sanitized) {
+        Path peer = sanitized ? CPrograms.sanitized("ring_peer") : cPeer;
+        peerWritesWeRead(args -> Peers.startNative(peer, args));
     }
 
-    @Test
-    void javaWritesEveryLengthCReads() {
-        weWritePeerReads(args -> Peers.startNative(cPeer, args));
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void javaWritesEveryLengthCReads(boolean sanitized) {
+        Path peer = sanitized ? CPrograms.sanitized("ring_peer") : cPeer;
+        weWritePeerReads(args -> Peers.startNative(peer, args));
     }
 
     @Test

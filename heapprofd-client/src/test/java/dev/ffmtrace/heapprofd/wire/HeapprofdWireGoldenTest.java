@@ -2,6 +2,8 @@ package dev.ffmtrace.heapprofd.wire;
 
 import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -52,17 +54,20 @@ class HeapprofdWireGoldenTest {
                 true, false, true, false);
     }
 
-    @Test
-    void recordsAreTheBytesTheCStructsMake() throws Exception {
-        assertEquals(run("records", ""), javaRecords());
+    // Also with the tool built with ASan and UBSan, whose findings end it with a status other than 0.
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void recordsAreTheBytesTheCStructsMake(boolean sanitized) throws Exception {
+        assertEquals(run(sanitized, "records", ""), javaRecords());
     }
 
-    @Test
-    void theClientConfigurationIsTheBytesTheCStructMakesAndReadsBackEitherWay() throws Exception {
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void theClientConfigurationIsTheBytesTheCStructMakesAndReadsBackEitherWay(boolean sanitized) throws Exception {
         MemorySegment encoded = MemorySegment.ofArray(new byte[ClientConfiguration.SIZE]);
         encoded.fill((byte) 0xEE);
         sampleConfiguration().encodeTo(encoded, 0);
-        List<String> fromC = run("config", "");
+        List<String> fromC = run(sanitized, "config", "");
         assertEquals(List.of(hex(encoded)), fromC);
         assertEquals(sampleConfiguration(), ClientConfiguration.decode(MemorySegment.ofArray(HEX.parseHex(fromC.getFirst())), 0));
         assertEquals(List.of(
@@ -70,12 +75,12 @@ class HeapprofdWireGoldenTest {
                 "heap libc.malloc=4096",
                 "heap java.ffm=1024",
                 "block_client=1 disable_fork_teardown=0 disable_vfork_detection=1 all_heaps=0"),
-                run("read-config", hex(encoded)));
+                run(sanitized, "read-config", hex(encoded)));
     }
 
     @Test
     void theCRecordsReadBackHere() throws Exception {
-        List<String> records = run("records", "");
+        List<String> records = run(false, "records", "");
         WireRecord reader = new WireRecord();
         MemorySegment malloc = MemorySegment.ofArray(HEX.parseHex(records.get(0)));
         assertEquals(WireRecord.Type.MALLOC, reader.read(malloc, 0, malloc.byteSize()));
@@ -102,8 +107,9 @@ class HeapprofdWireGoldenTest {
         return HEX.formatHex(bytes.toArray(ValueLayout.JAVA_BYTE));
     }
 
-    private static List<String> run(String mode, String stdin) throws IOException, InterruptedException {
-        Process process = new ProcessBuilder(CPrograms.program("heapprofd_wire_tool").toString(), mode)
+    private static List<String> run(boolean sanitized, String mode, String stdin) throws IOException, InterruptedException {
+        String tool = (sanitized ? CPrograms.sanitized("heapprofd_wire_tool") : CPrograms.program("heapprofd_wire_tool")).toString();
+        Process process = new ProcessBuilder(tool, mode)
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         process.getOutputStream().write(stdin.getBytes(StandardCharsets.US_ASCII));
         process.getOutputStream().close();

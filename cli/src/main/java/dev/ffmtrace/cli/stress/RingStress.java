@@ -447,6 +447,12 @@ public final class RingStress {
             long dropped = ledgerDropped;
             if (!killed) {
                 String report = output.join();
+                // A writer that ends by itself exits 0; any other status is its failure (66: a
+                // sanitized build's finding), which its report would not show.
+                int status = process.onExit().join().exitValue();
+                if (status != 0) {
+                    verifier.problem("writer " + id + " exited with status " + status);
+                }
                 for (String line : report.split("\n")) {
                     String[] f = line.trim().split(" ");
                     if (f.length == 4 && f[0].equals("R")) {

@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.testing.CPrograms;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** RingStress: the clean books balance, with and without kills; hostile rewrites crash nothing. */
 class RingStressTest {
@@ -18,9 +21,9 @@ class RingStressTest {
     private static final Path WRITER = Path.of("").toAbsolutePath().getParent()
             .resolve("native/target/bin/ring_stress_writer");
 
-    private static RingStress.Options options(int writers, Duration duration, int rate, boolean faults, int holdMicros,
-                                              Duration hostile, int minKills, long minRecords) {
-        return new RingStress.Options(WRITER, writers, duration, rate, 42, 64 * 1024, 2048, faults, holdMicros, hostile,
+    private static RingStress.Options options(Path program, int writers, Duration duration, int rate, boolean faults,
+                                              int holdMicros, Duration hostile, int minKills, long minRecords) {
+        return new RingStress.Options(program, writers, duration, rate, 42, 64 * 1024, 2048, faults, holdMicros, hostile,
                 minKills, minRecords);
     }
 
@@ -31,10 +34,13 @@ class RingStressTest {
         return result;
     }
 
-    @Test
-    void aCleanRunAccountsForEveryRecord() throws Exception {
+    /** Also with the writers built with ASan and UBSan: a finding's exit status is a problem of the run. */
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void aCleanRunAccountsForEveryRecord(boolean sanitized) throws Exception {
+        Path program = sanitized ? CPrograms.sanitized("ring_stress_writer") : WRITER;
         // A thousand records read at least, however slowly: the phase goes on until the reader has read them.
-        RingStress.Result result = run(options(2, Duration.ofSeconds(2), 0, false, 0, Duration.ZERO, 0, 1000));
+        RingStress.Result result = run(options(program, 2, Duration.ofSeconds(2), 0, false, 0, Duration.ZERO, 0, 1000));
         assertTrue(result.ok(), result.toString());
         assertEquals(0, result.kills());
         assertTrue(result.read() >= 1000, "records read: " + result.read());
@@ -46,7 +52,7 @@ class RingStressTest {
     void killedWritersLoseAtMostTheirRecordInFlightAndTheOthersGoOn() throws Exception {
         // Five kills at least, however long they take on a loaded machine: the phase waits for them. The first is
         // inside the lock, and after each the phase waits for the reader to read on (a stall is a problem).
-        RingStress.Result result = run(options(3, Duration.ofSeconds(6), 0, true, 2000, Duration.ZERO, 5, 0));
+        RingStress.Result result = run(options(WRITER, 3, Duration.ofSeconds(6), 0, true, 2000, Duration.ZERO, 5, 0));
         assertTrue(result.ok(), result.toString());
         assertTrue(result.kills() >= 5, "kills: " + result.kills());
         assertTrue(result.killsHoldingLock() >= 1, "no kill landed inside the lock: " + result);
@@ -58,7 +64,7 @@ class RingStressTest {
 
     @Test
     void hostileRewritesOfTheMetadataAreCountedAndCrashNothing() throws Exception {
-        RingStress.Result result = run(options(2, Duration.ofSeconds(1), 0, false, 0, Duration.ofSeconds(3), 0, 0));
+        RingStress.Result result = run(options(WRITER, 2, Duration.ofSeconds(1), 0, false, 0, Duration.ofSeconds(3), 0, 0));
         assertTrue(result.ok(), result.toString());
         RingStress.Hostile hostile = result.hostile();
         assertNull(hostile.failure());

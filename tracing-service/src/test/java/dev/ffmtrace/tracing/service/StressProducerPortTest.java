@@ -371,8 +371,15 @@ class StressProducerPortTest {
         }
     }
 
-    @Test
-    void aPacketAbandonedMidWayIsAnnouncedOnTheWritersNextPacket(@TempDir Path dir) throws Exception {
+    /**
+     * Also with the producer built with ASan and UBSan: the writer's abandoned packet, its
+     * drop-packet size and the patches it leaves, under them.
+     */
+    @ParameterizedTest(name = "sanitized: {0}")
+    @ValueSource(booleans = {false, true})
+    void aPacketAbandonedMidWayIsAnnouncedOnTheWritersNextPacket(boolean sanitized, @TempDir Path dir) throws Exception {
+        Path program = sanitized ? CPrograms.sanitized("ffmtrace-stress-producer")
+                : CPrograms.program("ffmtrace-stress-producer");
         Path ledger = ledger(dir, 1);
         long perWriter = 40;
         Peers.Peer peer = null;
@@ -383,7 +390,7 @@ class StressProducerPortTest {
             // its first 20 packets: nothing else takes or frees a chunk, so the run is the same
             // every time. The chunks run out inside a packet, which is abandoned; after the
             // release the writer waits for chunks, and its next packet carries the loss.
-            peer = startProducer(port, ledger, 1, "--policy", "drop", "--packets-per-writer",
+            peer = startProducer(program, port, ledger, 1, "--policy", "drop", "--packets-per-writer",
                     Long.toString(perWriter), "--sizes", "large:1", "--smb-size", Integer.toString(16 * 1024),
                     "--hold-commits", "20");
             awaitAttempted(ledger, perWriter);

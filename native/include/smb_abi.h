@@ -60,8 +60,6 @@ int smb_try_partition_page(struct smb* smb, uint32_t page, uint32_t layout);
 uint8_t* smb_try_acquire_chunk_for_writing(struct smb* smb, uint32_t page, uint32_t chunk,
                                            uint32_t chunk_id, uint16_t writer_id, uint16_t packets);
 int smb_release_chunk_as_complete(struct smb* smb, uint32_t page, uint32_t chunk);
-uint8_t* smb_try_acquire_chunk_for_reading(struct smb* smb, uint32_t page, uint32_t chunk);
-int smb_release_chunk_as_free(struct smb* smb, uint32_t page, uint32_t chunk);
 
 uint32_t smb_chunk_id(const uint8_t* chunk);
 uint16_t smb_writer_id(const uint8_t* chunk);

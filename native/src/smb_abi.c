@@ -80,22 +80,6 @@ int smb_release_chunk_as_complete(struct smb* smb, uint32_t page, uint32_t chunk
   return transition(smb, page, chunk, SMB_BEING_WRITTEN, SMB_COMPLETE) != 0;
 }
 
-uint8_t* smb_try_acquire_chunk_for_reading(struct smb* smb, uint32_t page, uint32_t chunk) {
-  uint32_t layout = transition(smb, page, chunk, SMB_COMPLETE, SMB_BEING_READ);
-  return layout == 0 ? NULL : smb_chunk(smb, page, chunk, layout);
-}
-
-int smb_release_chunk_as_free(struct smb* smb, uint32_t page, uint32_t chunk) {
-  if (page >= smb->num_pages) return 0;
-  uint32_t layout = smb_layout_of(smb_page_bitmap(smb, page));
-  if (chunk >= smb_chunks_per_layout(layout)) return 0;
-  uint8_t* c = smb_chunk(smb, page, chunk, layout);
-  atomic_store_explicit((_Atomic uint32_t*)c, 0, memory_order_relaxed);
-  atomic_store_explicit((_Atomic uint16_t*)(c + 4), 0, memory_order_relaxed);
-  atomic_store_explicit((_Atomic uint16_t*)(c + 6), 0, memory_order_release);
-  return transition(smb, page, chunk, SMB_BEING_READ, SMB_FREE) != 0;
-}
-
 uint32_t smb_chunk_id(const uint8_t* chunk) {
   return atomic_load_explicit((_Atomic uint32_t*)chunk, memory_order_relaxed);
 }

@@ -21,7 +21,6 @@ import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
 import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
-import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -56,18 +55,6 @@ public class ReadbackBenchmark {
     private static final long TIMEOUT_MS = 30_000;
     private static final int BUFFER_KB = 4096;
     private static final int PAYLOAD = 1000;
-
-    /** Bytes read, reported by JMH as bytes per second. */
-    @State(Scope.Thread)
-    @AuxCounters(AuxCounters.Type.OPERATIONS)
-    public static class Throughput {
-        public long bytes;
-
-        @Setup(Level.Iteration)
-        public void clear() {
-            bytes = 0;
-        }
-    }
 
     /** Counts what it is given and keeps none of it. */
     static final class Discard implements WritableByteChannel {
@@ -176,7 +163,7 @@ public class ReadbackBenchmark {
     }
 
     @Benchmark
-    public long snapshot(Local local, Throughput throughput) throws IOException {
+    public long snapshot(Local local, BytesThroughput throughput) throws IOException {
         long before = local.discard.written;
         local.session.writeSnapshot(local.discard);
         long bytes = local.discard.written - before;
@@ -185,7 +172,7 @@ public class ReadbackBenchmark {
     }
 
     @Benchmark
-    public int cloneAndReadBuffers(OverIpc ipc, Throughput throughput) throws InterruptedException {
+    public int cloneAndReadBuffers(OverIpc ipc, BytesThroughput throughput) throws InterruptedException {
         ConsumerConnection.Cloned cloned = ipc.cloner.cloneSession(1, TIMEOUT_MS);
         if (!cloned.success()) {
             throw new IllegalStateException(cloned.error());

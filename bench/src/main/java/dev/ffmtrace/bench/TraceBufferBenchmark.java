@@ -5,7 +5,6 @@ import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import dev.ffmtrace.tracing.buffer.TracePacketView;
-import org.openjdk.jmh.annotations.AuxCounters;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -48,18 +47,6 @@ public class TraceBufferBenchmark {
     static final int WRITERS = 1000;
     /** Packets in a read buffer filled from the templates: fixed by the workload, checked after each read. */
     static final int PACKETS_PER_READ = 323_718;
-
-    /** Bytes processed, reported by JMH as bytes per second. */
-    @State(Scope.Thread)
-    @AuxCounters(AuxCounters.Type.OPERATIONS)
-    public static class Throughput {
-        public long bytes;
-
-        @Setup(Level.Iteration)
-        public void clear() {
-            bytes = 0;
-        }
-    }
 
     /**
      * The 100 chunk templates: {@code minstd_rand} seeded 42, 5..15 packets of 50..500
@@ -224,7 +211,7 @@ public class TraceBufferBenchmark {
 
     @Benchmark
     @OperationsPerInvocation(COPIES_PER_OPERATION)
-    public void writeSingleWriter(Templates templates, SingleWriter state, Throughput throughput) {
+    public void writeSingleWriter(Templates templates, SingleWriter state, BytesThroughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         int chunkId = state.chunkId;
         int templateIndex = state.templateIndex;
@@ -241,7 +228,7 @@ public class TraceBufferBenchmark {
 
     @Benchmark
     @OperationsPerInvocation(COPIES_PER_OPERATION)
-    public void writeMultipleWriters(Templates templates, MultipleWriters state, Throughput throughput) {
+    public void writeMultipleWriters(Templates templates, MultipleWriters state, BytesThroughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         int templateIndex = state.templateIndex;
         ChunkCommit chunk = state.chunk;
@@ -258,7 +245,7 @@ public class TraceBufferBenchmark {
 
     @Benchmark
     @OperationsPerInvocation(PACKETS_PER_READ)
-    public long readMixedPackets(FilledBuffer state, Throughput throughput) {
+    public long readMixedPackets(FilledBuffer state, BytesThroughput throughput) {
         TraceBufferV2 buffer = state.buffer;
         TracePacketView packet = state.packet;
         long bytesRead = 0;

@@ -26,7 +26,7 @@ public final class DataSourceInstance {
     private static final SharedMemoryArbiter CLOSED_WRITERS =
             new SharedMemoryArbiter(Arena.global().allocate(4096, 4096), 4096, request -> { });
 
-    private final ProducerConnection.Session session;
+    private final ProducerEndpoint session;
     private final long id;
     private final String name;
     private final byte[] config;
@@ -42,7 +42,7 @@ public final class DataSourceInstance {
     private boolean startTold;
     private boolean stopTold;
 
-    DataSourceInstance(ProducerConnection.Session session, long id, String name, byte[] config, int targetBuffer,
+    DataSourceInstance(ProducerEndpoint session, long id, String name, byte[] config, int targetBuffer,
                        DataSourceDescriptor descriptor, DataSourceHandler handler) {
         this.session = session;
         this.id = id;
@@ -99,7 +99,7 @@ public final class DataSourceInstance {
                     writers.add(writer);
                     return writer;
                 } catch (IllegalStateException e) {
-                    session.connection().countWriterRefused();
+                    session.countWriterRefused();
                 }
             }
         }

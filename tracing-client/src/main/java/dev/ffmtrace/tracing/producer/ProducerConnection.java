@@ -4,34 +4,19 @@ import dev.ffmtrace.ipc.BoundService;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.Reply;
-import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.TcpAddress;
 import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
-import dev.ffmtrace.perfetto.protos.CommitDataRequest;
-import dev.ffmtrace.perfetto.protos.DataSourceConfig;
-import dev.ffmtrace.perfetto.protos.GetAsyncCommandResponse;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
-import dev.ffmtrace.perfetto.protos.NotifyDataSourceStartedRequest;
-import dev.ffmtrace.perfetto.protos.NotifyDataSourceStoppedRequest;
 import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
-import dev.ffmtrace.perfetto.protos.RegisterTraceWriterRequest;
-import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
-import dev.ffmtrace.perfetto.protos.UnregisterTraceWriterRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
-import dev.ffmtrace.protozero.Message;
-import dev.ffmtrace.protozero.MessageFactory;
-import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.tracing.relay.RelayClient;
 import dev.ffmtrace.tracing.relay.ThisMachine;
-import dev.ffmtrace.tracing.smb.CommitRequest;
-import dev.ffmtrace.tracing.smb.CommitTransport;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.foreign.MemorySegment;
@@ -39,8 +24,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -50,8 +33,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Consumer;
 
 /**
  * A producer's connection to a Perfetto tracing service (Perfetto's
@@ -88,13 +69,11 @@ import java.util.function.Consumer;
  * the buffer unmapped; the connection retries with Perfetto's back-off (1 s more per
  * attempt up to 10 s, then 30 s) and registers the data sources again.
  *
- * <p>Over 600 lines while the sender thread's connect/serve/tear-down, the command
- * dispatch of its {@code Session} and the public API share one class: issue #31 moves
- * the session's command handling out.
+ * <p>Each connection to the service is a {@link ProducerEndpoint}, which follows the
+ * commands; this class makes them one after another, on its sender thread, and sends
+ * what they queue.
  */
 public final class ProducerConnection implements AutoCloseable {
-    /** The largest SMB accepted from a service: Perfetto's service never makes one over 32 MiB. */
-    static final long MAX_SMB_SIZE = 64L << 20;
     private static final String PRODUCER_PORT = "ProducerPort";
     private static final long HANDSHAKE_TIMEOUT_SECONDS = 10;
     /** Commits queued beyond this are dropped (and counted) rather than growing without bound. */
@@ -102,8 +81,6 @@ public final class ProducerConnection implements AutoCloseable {
     /** How long close() lets the sender deliver what was queued before it gives up on the socket. */
     private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
     private static final byte[] EMPTY = new byte[0];
-    /** The buffer a producer writes into under shared memory emulation: Perfetto's kShmemEmulationSize. */
-    static final int EMULATED_SMB_SIZE = 1 << 20;
 
     /**
      * How to connect.
@@ -201,7 +178,8 @@ public final class ProducerConnection implements AutoCloseable {
                         long writersRefused, long localCommits, long triggersDropped) {
     }
 
-    private record Registration(DataSourceDescriptor descriptor, DataSourceHandler handler) {
+    /** A data source the application registered, and the handler that hears about its instances. */
+    record Registration(DataSourceDescriptor descriptor, DataSourceHandler handler) {
     }
 
     /** Triggers activated while no service was connected, sent on connection unless {@code deadline} (System.nanoTime) passed. */
@@ -217,7 +195,7 @@ public final class ProducerConnection implements AutoCloseable {
     /** Guarded by this. */
     private final ArrayDeque<PendingTriggers> pendingTriggers = new ArrayDeque<>();
     /** What the sender thread sends, in order. */
-    private final OutgoingQueue<Session> outgoing = new OutgoingQueue<>(MAX_QUEUED_COMMITS);
+    private final OutgoingQueue<ProducerEndpoint> outgoing = new OutgoingQueue<>(MAX_QUEUED_COMMITS);
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Thread sender;
     /** Over TCP: how the connection names this machine (read once); else null. */
@@ -225,20 +203,10 @@ public final class ProducerConnection implements AutoCloseable {
     /** Over TCP: the machine's clock exchanges with the host; else null. */
     private final RelayClient clockLink;
     /** The session with the service now, or null. Guarded by this. */
-    private Session session;
+    private ProducerEndpoint session;
     /** The session the sender serves or tears down, or null while it connects or waits. */
-    private volatile Session serving;
-
-    private final AtomicLong connections = new AtomicLong();
-    private final AtomicLong connectFailures = new AtomicLong();
-    private final AtomicLong disconnections = new AtomicLong();
-    private final AtomicLong commandsRejected = new AtomicLong();
-    private final AtomicLong commitsDropped = new AtomicLong();
-    private final AtomicLong writersClosedByDisconnect = new AtomicLong();
-    private final AtomicLong handlerFailures = new AtomicLong();
-    private final AtomicLong writersRefused = new AtomicLong();
-    private final AtomicLong localCommits = new AtomicLong();
-    private final AtomicLong triggersDropped = new AtomicLong();
+    private volatile ProducerEndpoint serving;
+    private final ProducerCounters counters = new ProducerCounters();
 
     private ProducerConnection(Options options, StreamAddress address) {
         this.options = options;
@@ -352,27 +320,27 @@ public final class ProducerConnection implements AutoCloseable {
             }
             if (pendingTriggers.size() == MAX_PENDING_TRIGGERS) {
                 pendingTriggers.pollFirst();
-                triggersDropped.incrementAndGet();
+                counters.triggersDropped.incrementAndGet();
             }
             pendingTriggers.addLast(new PendingTriggers(copy, System.nanoTime() + timeToLive.toNanos()));
         }
     }
 
     /** Sends the triggers kept while not connected that may still go; the caller holds this. */
-    private void sendPendingTriggers(Session target) {
+    private void sendPendingTriggers(ProducerEndpoint target) {
         long now = System.nanoTime();
         for (PendingTriggers pending : pendingTriggers) {
             if (pending.deadline() - now >= 0) {
                 sendTriggers(target, pending.names());
             } else {
-                triggersDropped.incrementAndGet();
+                counters.triggersDropped.incrementAndGet();
             }
         }
         pendingTriggers.clear();
     }
 
-    private void sendTriggers(Session target, List<String> names) {
-        byte[] args = encode(ActivateTriggersRequest.FACTORY, message -> names.forEach(message::addTriggerNames));
+    private void sendTriggers(ProducerEndpoint target, List<String> names) {
+        byte[] args = ProducerEndpoint.encode(ActivateTriggersRequest.FACTORY, message -> names.forEach(message::addTriggerNames));
         outgoing.add(target, "ActivateTriggers", args, null);
     }
 
@@ -393,11 +361,11 @@ public final class ProducerConnection implements AutoCloseable {
 
     /** Whether a session with the service is up (InitializeConnection went through and the socket is open). */
     public boolean isConnected() {
-        Session current;
+        ProducerEndpoint current;
         synchronized (this) {
             current = session;
         }
-        return current != null && current.isLive() && current.client.isConnected();
+        return current != null && current.isLive() && current.client().isConnected();
     }
 
     /**
@@ -425,22 +393,15 @@ public final class ProducerConnection implements AutoCloseable {
 
     /** The shared memory arbiter's counters of the current session, or null without one. */
     public SharedMemoryArbiter.Stats arbiterStats() {
-        Session current;
+        ProducerEndpoint current;
         synchronized (this) {
             current = session;
         }
-        if (current == null) {
-            return null;
-        }
-        synchronized (current) {
-            return current.arbiter == null ? null : current.arbiter.stats();
-        }
+        return current == null ? null : current.arbiterStats();
     }
 
     public Stats stats() {
-        return new Stats(connections.get(), connectFailures.get(), disconnections.get(), commandsRejected.get(),
-                commitsDropped.get(), writersClosedByDisconnect.get(), handlerFailures.get(), writersRefused.get(),
-                localCommits.get(), triggersDropped.get());
+        return counters.snapshot();
     }
 
     /**
@@ -474,9 +435,9 @@ public final class ProducerConnection implements AutoCloseable {
                     }
                 }
                 // The service stopped reading: shutting the socket down fails the blocked send.
-                Session stuck = serving;
+                ProducerEndpoint stuck = serving;
                 if (stuck != null) {
-                    stuck.client.close();
+                    stuck.client().close();
                 }
                 sender.join();
                 break;
@@ -492,19 +453,15 @@ public final class ProducerConnection implements AutoCloseable {
         }
     }
 
-    void countWriterRefused() {
-        writersRefused.incrementAndGet();
-    }
-
     // ---- the sender thread: connects, sends, reconnects ----
 
     private void run() {
         long delay = 0;
         try {
             while (!closed.get()) {
-                Session current = open();
+                ProducerEndpoint current = open();
                 if (current == null) {
-                    connectFailures.incrementAndGet();
+                    counters.connectFailures.incrementAndGet();
                     delay = options.retryDelays().next(delay);
                     TimeUnit.NANOSECONDS.sleep(delay);
                     continue;
@@ -518,7 +475,7 @@ public final class ProducerConnection implements AutoCloseable {
                     serving = null;
                 }
                 if (!closed.get()) {
-                    disconnections.incrementAndGet();
+                    counters.disconnections.incrementAndGet();
                 }
             }
         } catch (InterruptedException e) {
@@ -529,7 +486,7 @@ public final class ProducerConnection implements AutoCloseable {
     }
 
     /** Connects, binds and initializes; null if any step fails. */
-    private Session open() throws InterruptedException {
+    private ProducerEndpoint open() throws InterruptedException {
         IpcClient client;
         try {
             client = IpcClient.connect(address);
@@ -581,14 +538,16 @@ public final class ProducerConnection implements AutoCloseable {
             if (response.hasError()) {
                 throw new IllegalStateException("malformed InitializeConnectionResponse");
             }
-            Session opened = new Session(this, client, port, response.useShmemEmulation());
+            SharedMemory taken = null;
             if (provided != null && response.usingShmemProvidedByProducer()) {
-                opened.smb = provided;
+                taken = provided;
                 provided = null;
             }
+            ProducerEndpoint opened = new ProducerEndpoint(client, port, response.useShmemEmulation(), taken, outgoing,
+                    counters, this::registration, options.localCommits());
             synchronized (this) {
                 session = opened;
-                connections.incrementAndGet();
+                counters.connections.incrementAndGet();
                 client.invoke(port, "GetAsyncCommand", EMPTY, -1, opened::onCommand);
                 for (Registration registration : dataSources.values()) {
                     sendRegisterDataSource(opened, registration.descriptor());
@@ -610,10 +569,10 @@ public final class ProducerConnection implements AutoCloseable {
     }
 
     /** Sends queued messages until the session is lost or the connection closed: each wakes the wait. */
-    private void serve(Session current) {
-        current.client.disconnection().thenRun(outgoing::wake);
-        while (!closed.get() && current.client.isConnected()) {
-            OutgoingQueue.Message<Session> message;
+    private void serve(ProducerEndpoint current) {
+        current.client().disconnection().thenRun(outgoing::wake);
+        while (!closed.get() && current.client().isConnected()) {
+            OutgoingQueue.Message<ProducerEndpoint> message;
             try {
                 message = outgoing.take();
             } catch (InterruptedException e) {
@@ -627,24 +586,24 @@ public final class ProducerConnection implements AutoCloseable {
     }
 
     /** Sends what is queued, in order, while the service is connected; close() bounds the time. */
-    private void drain(Session current) {
-        OutgoingQueue.Message<Session> message;
-        while (current.client.isConnected() && (message = outgoing.peek()) != null) {
+    private void drain(ProducerEndpoint current) {
+        OutgoingQueue.Message<ProducerEndpoint> message;
+        while (current.client().isConnected() && (message = outgoing.peek()) != null) {
             send(message);
         }
     }
 
     /** Sends the oldest message, or drops it if its session is gone, and frees its slot. */
-    private void send(OutgoingQueue.Message<Session> message) {
-        Session target = message.session;
+    private void send(OutgoingQueue.Message<ProducerEndpoint> message) {
+        ProducerEndpoint target = message.session;
         try {
             if (!target.isLive()) {
                 drop(message);
             } else if (message.reply == null) {
-                target.client.invokeDropReply(target.port, message.method, message.args, message.length);
+                target.client().invokeDropReply(target.port(), message.method, message.args, message.length);
             } else {
                 CompletableFuture<Reply> reply = message.reply;
-                target.client.invoke(target.port, message.method, message.args).whenComplete((answer, error) -> {
+                target.client().invoke(target.port(), message.method, message.args).whenComplete((answer, error) -> {
                     // No reply of these methods carries a descriptor: one a service sends anyway is closed.
                     if (error == null) {
                         StreamSocket.closeReceived(answer.fd());
@@ -662,9 +621,9 @@ public final class ProducerConnection implements AutoCloseable {
         }
     }
 
-    private void drop(OutgoingQueue.Message<Session> message) {
+    private void drop(OutgoingQueue.Message<ProducerEndpoint> message) {
         if (message.isCommit) {
-            commitsDropped.incrementAndGet();
+            counters.commitsDropped.incrementAndGet();
         }
         if (message.reply != null) {
             message.reply.complete(new Reply(false, false, EMPTY, -1));
@@ -672,14 +631,14 @@ public final class ProducerConnection implements AutoCloseable {
     }
 
     private void dropQueued() {
-        OutgoingQueue.Message<Session> message;
+        OutgoingQueue.Message<ProducerEndpoint> message;
         while ((message = outgoing.peek()) != null) {
             drop(message);
             outgoing.release(message);
         }
     }
 
-    private void sendRegisterDataSource(Session target, DataSourceDescriptor descriptor) {
+    private void sendRegisterDataSource(ProducerEndpoint target, DataSourceDescriptor descriptor) {
         HeapBuffered<RegisterDataSourceRequest> request = new HeapBuffered<>(RegisterDataSourceRequest.FACTORY);
         dev.ffmtrace.perfetto.protos.DataSourceDescriptor message = request.get().setDataSourceDescriptor();
         message.setName(descriptor.name());
@@ -704,498 +663,26 @@ public final class ProducerConnection implements AutoCloseable {
         outgoing.add(target, "RegisterDataSource", request.toByteArray(), reply);
     }
 
-    private static <T extends Message> byte[] encode(MessageFactory<T> factory, Consumer<T> fill) {
-        HeapBuffered<T> message = new HeapBuffered<>(factory);
-        fill.accept(message.get());
-        return message.toByteArray();
+    private synchronized Registration registration(String name) {
+        return dataSources.get(name);
     }
 
     /**
-     * Ends a session: stops its instances (their handlers told, with nothing to wait for),
-     * closes its writers, the socket, and unmaps the buffer once no writer can touch it.
-     * On close() with the service still there, the writers' last commits and everything
-     * queued before go out first.
+     * Ends a session: stops its instances, closes their writers, the socket, and unmaps
+     * the buffer once no writer can touch it. On close() with the service still there, the
+     * writers' last commits and everything queued before go out first.
      */
-    private void tearDown(Session ending) {
-        List<DataSourceInstance> stopped;
-        List<TraceWriter<TracePacket>> writers = new ArrayList<>();
-        boolean graceful = closed.get() && ending.client.isConnected();
+    private void tearDown(ProducerEndpoint ending) {
+        boolean graceful = closed.get() && ending.client().isConnected();
         synchronized (this) {
             if (session == ending) {
                 session = null;
             }
         }
-        synchronized (ending) {
-            ending.live = graceful;
-            ending.closing = true;
-            stopped = new ArrayList<>(ending.instances.values());
-            ending.instances.clear();
-            for (DataSourceInstance instance : stopped) {
-                writers.addAll(instance.takeWriters());
-            }
-        }
-        for (DataSourceInstance instance : stopped) {
-            synchronized (ending) {
-                instance.setState(DataSourceInstance.State.STOPPED);
-            }
-            ending.tellStop(instance, () -> { }, true);
-        }
-        for (TraceWriter<TracePacket> writer : writers) {
-            if (writer.isOpen()) {
-                if (!graceful) {
-                    writersClosedByDisconnect.incrementAndGet();
-                }
-                writer.close();
-            }
-        }
+        ending.stopInstances(graceful);
         if (graceful) {
             drain(ending);
-            ending.live = false;
         }
-        ending.client.close();
-        synchronized (ending) {
-            if (ending.smb != null) {
-                ending.smb.close();
-            }
-        }
-    }
-
-    // ---- one session with the service ----
-
-    /**
-     * What one connection to the service holds: the client, the bound port, the SMB and
-     * its arbiter, the data source instances. Its monitor guards its state. Commands run on
-     * the client's I/O thread, one at a time: each changes the state under the monitor,
-     * then tells the handlers without it (a handler may hand its instance to a thread that
-     * makes writers, and wait for it), then sends what follows them.
-     */
-    static final class Session implements CommitTransport {
-        private final ProducerConnection connection;
-        private final IpcClient client;
-        private final BoundService port;
-        private final Map<Long, DataSourceInstance> instances = new HashMap<>();
-        /** The service asked for shared memory emulation: no SMB is shared, commits carry the chunks. */
-        private final boolean emulated;
-        private volatile boolean live = true;
-        /**
-         * Held while a handler is told something, so that its instance's calls come one at a
-         * time and in order (a teardown's stop never before a start it follows). Not the
-         * state's monitor: a handler may wait for a thread that makes writers.
-         */
-        private final Object handlerCalls = new Object();
-        /** Torn down: takes no more commands, though its last messages may still go out. Guarded by this. */
-        private boolean closing;
-        private SharedMemory smb;
-        private SharedMemoryArbiter arbiter;
-        /** The in-process service's commit path, when the socket leads to one; set before the arbiter. */
-        private volatile CommitTransport local;
-        /** Where a CommitData is encoded; used under the arbiter's lock, which every commit holds. */
-        private final HeapBuffered<CommitDataRequest> commitEncoder = new HeapBuffered<>(CommitDataRequest.FACTORY);
-
-        private Session(ProducerConnection connection, IpcClient client, BoundService port, boolean emulated) {
-            this.connection = connection;
-            this.client = client;
-            this.port = port;
-            this.emulated = emulated;
-        }
-
-        ProducerConnection connection() {
-            return connection;
-        }
-
-        boolean isLive() {
-            return live;
-        }
-
-        /** The arbiter; under the session's lock, once SetupTracing went through. */
-        SharedMemoryArbiter arbiter() {
-            return arbiter;
-        }
-
-        // ---- CommitTransport: under the arbiter's lock, on any thread: hand over, or encode and queue ----
-
-        @Override
-        public void commit(CommitRequest request) {
-            if (!live) {
-                connection.commitsDropped.incrementAndGet();
-                return;
-            }
-            CommitTransport direct = local;
-            if (direct != null) {
-                // Synchronous: what the service is told next over the socket (a flush's
-                // acknowledgement, a stop) comes after these chunks, as with queued commits.
-                try {
-                    direct.commit(request);
-                    connection.localCommits.incrementAndGet();
-                } catch (RuntimeException e) {
-                    // The service closing under its producers: the chunks are lost, not the writer.
-                    connection.commitsDropped.incrementAndGet();
-                }
-                return;
-            }
-            // Encoded into this session's buffer (the arbiter's lock serializes commits),
-            // then copied into a reused slot of the queue: nothing is allocated. Emulated
-            // chunks can make a request larger than a frame: it goes in parts, in order.
-            int next = 0;
-            do {
-                commitEncoder.reset();
-                next = request.writeTo(commitEncoder.get(), next, CommitRequest.MAX_COMMIT_BYTES);
-                commitEncoder.get().finalizeMessage();
-                if (!connection.outgoing.addCommit(this, "CommitData", commitEncoder.buffer())) {
-                    connection.commitsDropped.incrementAndGet();
-                }
-            } while (next < request.entries());
-        }
-
-        @Override
-        public void traceWriterRegistered(int writerId, int targetBuffer) {
-            byte[] args = encode(RegisterTraceWriterRequest.FACTORY, message -> {
-                message.setTraceWriterId(writerId);
-                message.setTargetBuffer(targetBuffer);
-            });
-            connection.outgoing.add(this, "RegisterTraceWriter", args, null);
-        }
-
-        @Override
-        public void traceWriterUnregistered(int writerId) {
-            byte[] args = encode(UnregisterTraceWriterRequest.FACTORY, message -> message.setTraceWriterId(writerId));
-            connection.outgoing.add(this, "UnregisterTraceWriter", args, null);
-        }
-
-        // ---- the service's commands, on the client's I/O thread ----
-
-        private void onCommand(Reply reply) {
-            int fd = reply.fd();
-            if (!reply.success()) {
-                // The stream ended: the service or the connection is going away.
-                StreamSocket.closeReceived(fd);
-                return;
-            }
-            boolean accepted;
-            try {
-                accepted = handle(reply.replyProto(), fd);
-            } catch (RuntimeException e) {
-                accepted = false;
-            }
-            if (!accepted) {
-                connection.commandsRejected.incrementAndGet();
-            }
-        }
-
-        /**
-         * Handles one command; false if it was rejected. Owns {@code fd}: takes it or
-         * closes it. The handlers' calls and what must follow them run after the monitor is
-         * released, in order.
-         */
-        private boolean handle(byte[] bytes, int fd) {
-            List<Runnable> then = new ArrayList<>();
-            boolean accepted;
-            synchronized (this) {
-                accepted = decide(bytes, fd, then);
-            }
-            for (Runnable step : then) {
-                step.run();
-            }
-            return accepted;
-        }
-
-        /** {@link #handle}'s part under the monitor: the state changes; the rest goes into {@code then}. */
-        private boolean decide(byte[] bytes, int fd, List<Runnable> then) {
-            GetAsyncCommandResponse.Decoder command = new GetAsyncCommandResponse.Decoder();
-            command.reset(MemorySegment.ofArray(bytes));
-            if (!live || closing || command.hasError()) {
-                StreamSocket.closeReceived(fd);
-                return !command.hasError();
-            }
-            if (command.hasSetupTracing()) {
-                GetAsyncCommandResponse.SetupTracing.Decoder setup = new GetAsyncCommandResponse.SetupTracing.Decoder();
-                return command.setupTracing(setup) && !setup.hasError() ? setupTracing(setup, fd) : closing(fd);
-            }
-            if (fd >= 0) {
-                // Only SetupTracing carries a descriptor.
-                return closing(fd);
-            }
-            if (command.hasSetupDataSource()) {
-                GetAsyncCommandResponse.SetupDataSource.Decoder setup = new GetAsyncCommandResponse.SetupDataSource.Decoder();
-                return command.setupDataSource(setup) && !setup.hasError() && setup.hasNewInstanceId()
-                        && setup.hasConfig() && setupDataSource(setup.newInstanceId(),
-                                setup.field(GetAsyncCommandResponse.SetupDataSource.CONFIG_FIELD_NUMBER).asBytes(),
-                                then) != null;
-            }
-            if (command.hasStartDataSource()) {
-                GetAsyncCommandResponse.StartDataSource.Decoder start = new GetAsyncCommandResponse.StartDataSource.Decoder();
-                return command.startDataSource(start) && !start.hasError() && start.hasNewInstanceId()
-                        && start.hasConfig() && startDataSource(start.newInstanceId(),
-                                start.field(GetAsyncCommandResponse.StartDataSource.CONFIG_FIELD_NUMBER).asBytes(), then);
-            }
-            if (command.hasStopDataSource()) {
-                GetAsyncCommandResponse.StopDataSource.Decoder stop = new GetAsyncCommandResponse.StopDataSource.Decoder();
-                return command.stopDataSource(stop) && !stop.hasError() && stop.hasInstanceId()
-                        && stopDataSource(stop.instanceId(), then);
-            }
-            if (command.hasFlush()) {
-                GetAsyncCommandResponse.Flush.Decoder flush = new GetAsyncCommandResponse.Flush.Decoder();
-                return command.flush(flush) && !flush.hasError() && flush(flush, then);
-            }
-            if (command.hasClearIncrementalState()) {
-                GetAsyncCommandResponse.ClearIncrementalState.Decoder clear =
-                        new GetAsyncCommandResponse.ClearIncrementalState.Decoder();
-                return command.clearIncrementalState(clear) && !clear.hasError() && clearIncrementalState(clear, then);
-            }
-            // A command this producer does not know: newer services send more kinds.
-            return false;
-        }
-
-        private static boolean closing(int fd) {
-            StreamSocket.closeReceived(fd);
-            return false;
-        }
-
-        private boolean setupTracing(GetAsyncCommandResponse.SetupTracing.Decoder setup, int fd) {
-            if (arbiter != null || !setup.hasSharedBufferPageSizeKb()) {
-                return closing(fd);
-            }
-            long pageSize = setup.sharedBufferPageSizeKb() * 1024L;
-            if (pageSize <= 0 || pageSize > Integer.MAX_VALUE) {
-                return closing(fd);
-            }
-            if (emulated) {
-                return fd < 0 && emulateSharedMemory((int) pageSize);
-            }
-            if (smb == null) {
-                if (fd < 0) {
-                    return false;
-                }
-                MemoryFile file;
-                try {
-                    file = MemoryFile.attach(fd, Seals.REQUIRED);
-                } catch (RuntimeException e) {
-                    return false;
-                }
-                if (file.size() > MAX_SMB_SIZE || file.size() % pageSize != 0) {
-                    file.close();
-                    return false;
-                }
-                try {
-                    smb = SharedMemory.map(file);
-                } catch (RuntimeException e) {
-                    file.close();
-                    return false;
-                }
-            } else if (fd >= 0) {
-                // The service took the producer's buffer: it sends none of its own.
-                return closing(fd);
-            }
-            LocalCommits service = connection.options.localCommits();
-            if (service != null) {
-                local = service.transportFor(smb.file());
-            }
-            try {
-                arbiter = new SharedMemoryArbiter(smb.segment(), (int) pageSize, this);
-                return true;
-            } catch (IllegalArgumentException e) {
-                smb.close();
-                smb = null;
-                return false;
-            }
-        }
-
-        /** A buffer of this process's own for the writers, the service told only of the page size. */
-        private boolean emulateSharedMemory(int pageSize) {
-            if (smb != null || EMULATED_SMB_SIZE % pageSize != 0) {
-                return false;
-            }
-            smb = SharedMemory.create("perfetto:shmem-emulation", EMULATED_SMB_SIZE);
-            try {
-                arbiter = SharedMemoryArbiter.emulated(smb.segment(), pageSize, this);
-                return true;
-            } catch (IllegalArgumentException e) {
-                smb.close();
-                smb = null;
-                return false;
-            }
-        }
-
-        /** A new instance in SETUP state, its handler to be told in {@code then}; null if the command does not fit. */
-        private DataSourceInstance setupDataSource(long id, byte[] raw, List<Runnable> then) {
-            DataSourceConfig.Decoder config = new DataSourceConfig.Decoder();
-            config.reset(MemorySegment.ofArray(raw));
-            if (config.hasError() || !config.hasName() || !config.hasTargetBuffer() || instances.containsKey(id)) {
-                return null;
-            }
-            long targetBuffer = config.targetBuffer() & 0xFFFF_FFFFL;
-            // Perfetto's buffer ids are 16-bit.
-            if (targetBuffer > 0xFFFF) {
-                return null;
-            }
-            Registration registration;
-            synchronized (connection) {
-                registration = connection.dataSources.get(config.name());
-            }
-            if (registration == null) {
-                return null;
-            }
-            DataSourceInstance instance = new DataSourceInstance(this, id, config.name(), raw, (int) targetBuffer,
-                    registration.descriptor(), registration.handler());
-            instances.put(id, instance);
-            then.add(() -> tell(instance, () -> instance.handler().onSetup(instance)));
-            return instance;
-        }
-
-        private boolean startDataSource(long id, byte[] config, List<Runnable> then) {
-            if (arbiter == null) {
-                // The service sends SetupTracing before any data source starts.
-                return false;
-            }
-            DataSourceInstance instance = instances.get(id);
-            if (instance == null) {
-                // Services older than Android Q send no SetupDataSource: set up here.
-                instance = setupDataSource(id, config, then);
-                if (instance == null) {
-                    return false;
-                }
-            } else if (instance.state() != DataSourceInstance.State.SETUP) {
-                return false;
-            }
-            instance.setState(DataSourceInstance.State.STARTED);
-            DataSourceInstance started = instance;
-            then.add(() -> tellStart(started));
-            if (instance.descriptor().willNotifyOnStart()) {
-                byte[] args = encode(NotifyDataSourceStartedRequest.FACTORY, message -> message.setDataSourceId(id));
-                then.add(() -> connection.outgoing.add(this, "NotifyDataSourceStarted", args, null));
-            }
-            return true;
-        }
-
-        private boolean stopDataSource(long id, List<Runnable> then) {
-            DataSourceInstance instance = instances.get(id);
-            if (instance == null || instance.state() == DataSourceInstance.State.STOPPING) {
-                return false;
-            }
-            instance.setState(DataSourceInstance.State.STOPPING);
-            AtomicBoolean done = new AtomicBoolean();
-            Runnable finish = () -> {
-                if (done.compareAndSet(false, true)) {
-                    finishStop(instance);
-                }
-            };
-            then.add(() -> {
-                if (!tellStop(instance, finish, false)) {
-                    // Torn down meanwhile, its handler told then: the stop is done.
-                    finish.run();
-                }
-            });
-            return true;
-        }
-
-        /** The handler is done: its writers are closed (committing what they hold), then the service told. */
-        private void finishStop(DataSourceInstance instance) {
-            List<TraceWriter<TracePacket>> writers;
-            synchronized (this) {
-                if (instances.get(instance.id()) != instance) {
-                    return;
-                }
-                instances.remove(instance.id());
-                instance.setState(DataSourceInstance.State.STOPPED);
-                writers = instance.takeWriters();
-            }
-            for (TraceWriter<TracePacket> writer : writers) {
-                writer.close();
-            }
-            if (live && instance.descriptor().willNotifyOnStop()) {
-                byte[] args = encode(NotifyDataSourceStoppedRequest.FACTORY, message -> message.setDataSourceId(instance.id()));
-                connection.outgoing.add(this, "NotifyDataSourceStopped", args, null);
-            }
-        }
-
-        private boolean flush(GetAsyncCommandResponse.Flush.Decoder flush, List<Runnable> then) {
-            RepeatedScalarIterator ids = flush.dataSourceIds(new RepeatedScalarIterator());
-            while (ids.next()) {
-                DataSourceInstance instance = instances.get(ids.value());
-                if (instance != null && instance.state() == DataSourceInstance.State.STARTED
-                        && !instance.descriptor().noFlush()) {
-                    then.add(() -> tell(instance, () -> instance.handler().onFlush(instance)));
-                }
-            }
-            if (ids.hasError()) {
-                return false;
-            }
-            long requestId = flush.requestId();
-            byte[] args = encode(CommitDataRequest.FACTORY, message -> message.setFlushRequestId(requestId));
-            then.add(() -> {
-                // After the handlers wrote what they held; the ack is queued behind the commits the
-                // reclaim makes, so the service sees it after the data (as
-                // SharedMemoryArbiterImpl::NotifyFlushComplete ensures). Under the monitor: a
-                // teardown unmaps the buffer under it.
-                synchronized (this) {
-                    if (arbiter != null && !closing) {
-                        arbiter.reclaimIdleChunks();
-                    }
-                }
-                connection.outgoing.add(this, "CommitData", args, null);
-            });
-            return true;
-        }
-
-        private boolean clearIncrementalState(GetAsyncCommandResponse.ClearIncrementalState.Decoder clear,
-                List<Runnable> then) {
-            RepeatedScalarIterator ids = clear.dataSourceIds(new RepeatedScalarIterator());
-            while (ids.next()) {
-                DataSourceInstance instance = instances.get(ids.value());
-                // An instance that just stopped is no error: the command crossed the stop.
-                if (instance != null && instance.state() == DataSourceInstance.State.STARTED) {
-                    instance.countIncrementalStateClear();
-                    then.add(() -> tell(instance, () -> instance.handler().onClearIncrementalState(instance)));
-                }
-            }
-            return !ids.hasError();
-        }
-
-        /** Tells {@code instance}'s handler {@code call} unless it was told the instance stopped. */
-        private void tell(DataSourceInstance instance, Runnable call) {
-            synchronized (handlerCalls) {
-                if (!instance.stopTold()) {
-                    callHandler(call);
-                }
-            }
-        }
-
-        /** Tells the handler its instance started, unless a teardown stopped it first. */
-        private void tellStart(DataSourceInstance instance) {
-            synchronized (handlerCalls) {
-                if (instance.state() == DataSourceInstance.State.STARTED && !instance.stopTold()) {
-                    instance.startTold();
-                    callHandler(() -> instance.handler().onStart(instance));
-                }
-            }
-        }
-
-        /**
-         * Tells the handler its instance stops, once (with {@code ifStarted}, only if it was
-         * told it started); false if not told now. A handler that throws is done.
-         */
-        boolean tellStop(DataSourceInstance instance, Runnable finish, boolean ifStarted) {
-            synchronized (handlerCalls) {
-                if (!instance.tellsStop(ifStarted)) {
-                    return false;
-                }
-                try {
-                    instance.handler().onStop(instance, finish);
-                } catch (RuntimeException e) {
-                    connection.handlerFailures.incrementAndGet();
-                    finish.run();
-                }
-                return true;
-            }
-        }
-
-        /** Runs a handler's call; a handler that throws is counted, and the command goes on. */
-        private void callHandler(Runnable call) {
-            try {
-                call.run();
-            } catch (RuntimeException e) {
-                connection.handlerFailures.incrementAndGet();
-            }
-        }
+        ending.close();
     }
 }

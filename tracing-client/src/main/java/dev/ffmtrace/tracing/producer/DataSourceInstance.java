@@ -38,7 +38,7 @@ public final class DataSourceInstance {
     private volatile State state = State.SETUP;
     /** Guarded by the session. */
     private final List<TraceWriter<TracePacket>> writers = new ArrayList<>();
-    /** What the handler was told: guarded by the session's handler-call lock. */
+    /** What the handler was told: guarded by {@code DataSourceCallbacks}' lock. */
     private boolean startTold;
     private boolean stopTold;
 
@@ -124,20 +124,20 @@ public final class DataSourceInstance {
         this.state = state;
     }
 
-    /** The handler is being told the instance started. Under the session's handler-call lock. */
+    /** The handler is being told the instance started. Under {@code DataSourceCallbacks}' lock. */
     void startTold() {
         startTold = true;
     }
 
-    /** Whether the handler was told the instance stops. Under the session's handler-call lock. */
+    /** Whether the handler was told the instance stops. Under {@code DataSourceCallbacks}' lock. */
     boolean stopTold() {
         return stopTold;
     }
 
     /**
      * Whether the handler is to be told now that the instance stops: not told yet (and,
-     * with {@code ifStarted}, told it started); it then counts as told. Under the
-     * session's handler-call lock.
+     * with {@code ifStarted}, told it started); it then counts as told. Under
+     * {@code DataSourceCallbacks}' lock.
      */
     boolean tellsStop(boolean ifStarted) {
         if (stopTold || (ifStarted && !startTold)) {

@@ -56,12 +56,8 @@ final class ProducerEndpoint implements CommitTransport {
     /** The service asked for shared memory emulation: no SMB is shared, commits carry the chunks. */
     private final boolean emulated;
     private volatile boolean live = true;
-    /**
-     * Held while a handler is told something, so that its instance's calls come one at a
-     * time and in order (a teardown's stop never before a start it follows). Not the
-     * state's monitor: a handler may wait for a thread that makes writers.
-     */
-    private final Object handlerCalls = new Object();
+    /** Tells the handlers, outside this endpoint's monitor. */
+    private final DataSourceCallbacks callbacks;
     /** Torn down: takes no more commands, though its last messages may still go out. Guarded by this. */
     private boolean closing;
     private SharedMemory smb;
@@ -89,6 +85,7 @@ final class ProducerEndpoint implements CommitTransport {
         this.smb = providedSmb;
         this.outgoing = outgoing;
         this.counters = counters;
+        this.callbacks = new DataSourceCallbacks(counters.handlerFailures);
         this.registrations = registrations;
         this.localService = localService;
     }
@@ -140,7 +137,7 @@ final class ProducerEndpoint implements CommitTransport {
             synchronized (this) {
                 instance.setState(DataSourceInstance.State.STOPPED);
             }
-            tellStop(instance, () -> { }, true);
+            callbacks.tellStop(instance, () -> { }, true);
         }
         for (TraceWriter<TracePacket> writer : writers) {
             if (writer.isOpen()) {
@@ -385,7 +382,7 @@ final class ProducerEndpoint implements CommitTransport {
         DataSourceInstance instance = new DataSourceInstance(this, id, config.name(), raw, (int) targetBuffer,
                 registration.descriptor(), registration.handler());
         instances.put(id, instance);
-        then.add(() -> tell(instance, () -> instance.handler().onSetup(instance)));
+        then.add(() -> callbacks.tell(instance, () -> instance.handler().onSetup(instance)));
         return instance;
     }
 
@@ -406,7 +403,7 @@ final class ProducerEndpoint implements CommitTransport {
         }
         instance.setState(DataSourceInstance.State.STARTED);
         DataSourceInstance started = instance;
-        then.add(() -> tellStart(started));
+        then.add(() -> callbacks.tellStart(started));
         if (instance.descriptor().willNotifyOnStart()) {
             byte[] args = encode(NotifyDataSourceStartedRequest.FACTORY, message -> message.setDataSourceId(id));
             then.add(() -> outgoing.add(this, "NotifyDataSourceStarted", args, null));
@@ -427,7 +424,7 @@ final class ProducerEndpoint implements CommitTransport {
             }
         };
         then.add(() -> {
-            if (!tellStop(instance, finish, false)) {
+            if (!callbacks.tellStop(instance, finish, false)) {
                 // Torn down meanwhile, its handler told then: the stop is done.
                 finish.run();
             }
@@ -461,7 +458,7 @@ final class ProducerEndpoint implements CommitTransport {
             DataSourceInstance instance = instances.get(ids.value());
             if (instance != null && instance.state() == DataSourceInstance.State.STARTED
                     && !instance.descriptor().noFlush()) {
-                then.add(() -> tell(instance, () -> instance.handler().onFlush(instance)));
+                then.add(() -> callbacks.tell(instance, () -> instance.handler().onFlush(instance)));
             }
         }
         if (ids.hasError()) {
@@ -492,57 +489,10 @@ final class ProducerEndpoint implements CommitTransport {
             // An instance that just stopped is no error: the command crossed the stop.
             if (instance != null && instance.state() == DataSourceInstance.State.STARTED) {
                 instance.countIncrementalStateClear();
-                then.add(() -> tell(instance, () -> instance.handler().onClearIncrementalState(instance)));
+                then.add(() -> callbacks.tell(instance, () -> instance.handler().onClearIncrementalState(instance)));
             }
         }
         return !ids.hasError();
-    }
-
-    /** Tells {@code instance}'s handler {@code call} unless it was told the instance stopped. */
-    private void tell(DataSourceInstance instance, Runnable call) {
-        synchronized (handlerCalls) {
-            if (!instance.stopTold()) {
-                callHandler(call);
-            }
-        }
-    }
-
-    /** Tells the handler its instance started, unless a teardown stopped it first. */
-    private void tellStart(DataSourceInstance instance) {
-        synchronized (handlerCalls) {
-            if (instance.state() == DataSourceInstance.State.STARTED && !instance.stopTold()) {
-                instance.startTold();
-                callHandler(() -> instance.handler().onStart(instance));
-            }
-        }
-    }
-
-    /**
-     * Tells the handler its instance stops, once (with {@code ifStarted}, only if it was
-     * told it started); false if not told now. A handler that throws is done.
-     */
-    private boolean tellStop(DataSourceInstance instance, Runnable finish, boolean ifStarted) {
-        synchronized (handlerCalls) {
-            if (!instance.tellsStop(ifStarted)) {
-                return false;
-            }
-            try {
-                instance.handler().onStop(instance, finish);
-            } catch (RuntimeException e) {
-                counters.handlerFailures.incrementAndGet();
-                finish.run();
-            }
-            return true;
-        }
-    }
-
-    /** Runs a handler's call; a handler that throws is counted, and the command goes on. */
-    private void callHandler(Runnable call) {
-        try {
-            call.run();
-        } catch (RuntimeException e) {
-            counters.handlerFailures.incrementAndGet();
-        }
     }
 
     /** A request of {@code factory}'s type, filled by {@code fill}, serialized. */

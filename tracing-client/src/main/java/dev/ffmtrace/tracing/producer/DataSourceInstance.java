@@ -2,9 +2,7 @@ package dev.ffmtrace.tracing.producer;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
-import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
@@ -21,10 +19,6 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 public final class DataSourceInstance {
     enum State { SETUP, STARTED, STOPPING, STOPPED }
-
-    /** Hands out writers that are closed from birth: for instances that cannot write. */
-    private static final SharedMemoryArbiter CLOSED_WRITERS =
-            new SharedMemoryArbiter(Arena.global().allocate(4096, 4096), 4096, request -> { });
 
     private final ProducerEndpoint session;
     private final long id;
@@ -103,9 +97,7 @@ public final class DataSourceInstance {
                 }
             }
         }
-        TraceWriter<TracePacket> closed = CLOSED_WRITERS.createTraceWriter(targetBuffer, BufferExhaustedPolicy.DROP);
-        closed.close();
-        return closed;
+        return TraceWriter.closed(targetBuffer);
     }
 
     DataSourceDescriptor descriptor() {

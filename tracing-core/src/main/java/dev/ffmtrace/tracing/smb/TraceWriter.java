@@ -9,6 +9,7 @@ import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.protozero.ScatteredStreamWriter;
 import dev.ffmtrace.protozero.SizeFieldRedirector;
 import dev.ffmtrace.tracing.smb.abi.SharedMemoryAbi;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -65,8 +66,13 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
     static final int CLOSING = 4;
     static final int CLOSED = 5;
     private static final VarHandle OWNERSHIP;
+    /** The buffer of a writer that never had one: its memory freed, so that it is never alive. */
+    private static final MemorySegment NO_BUFFER;
 
     static {
+        try (Arena arena = Arena.ofConfined()) {
+            NO_BUFFER = arena.allocate(1);
+        }
         try {
             OWNERSHIP = MethodHandles.lookup().findVarHandle(TraceWriter.class, "ownership", int.class);
         } catch (ReflectiveOperationException e) {
@@ -128,6 +134,30 @@ public final class TraceWriter<P extends Message> implements ScatteredStreamWrit
         this.packet = packet;
         this.stream = new ScatteredStreamWriter(this);
         stream.reset(MemorySegment.NULL);
+    }
+
+    /**
+     * A writer closed from the start, into no buffer: what a data source that cannot write
+     * (not started, stopped, or out of writer ids) hands out, so that code over it sees
+     * {@link #isOpen()} false and drops its events. Its writer id is 0, which Perfetto
+     * never gives a writer.
+     */
+    public static TraceWriter<TracePacket> closed(int targetBuffer) {
+        return new TraceWriter<>(targetBuffer, new TracePacket());
+    }
+
+    private TraceWriter(int targetBuffer, P packet) {
+        this.arbiter = null;
+        this.abi = null;
+        this.smb = NO_BUFFER;
+        this.writerId = 0;
+        this.targetBuffer = targetBuffer;
+        this.policy = BufferExhaustedPolicy.DROP;
+        this.packet = packet;
+        this.stream = new ScatteredStreamWriter(this);
+        stream.reset(MemorySegment.NULL);
+        closed = true;
+        ownership = CLOSED;
     }
 
     public int writerId() {

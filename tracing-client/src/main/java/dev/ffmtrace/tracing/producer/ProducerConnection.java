@@ -1,17 +1,13 @@
 package dev.ffmtrace.tracing.producer;
 
-import dev.ffmtrace.ipc.BoundService;
-import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.ipc.PeerIdentity;
 import dev.ffmtrace.ipc.Reply;
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.TcpAddress;
 import dev.ffmtrace.perfetto.protos.ActivateTriggersRequest;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
-import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
 import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
@@ -19,7 +15,6 @@ import dev.ffmtrace.tracing.relay.RelayClient;
 import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
 import dev.ffmtrace.tracing.smb.TraceWriter;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -29,9 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -69,13 +62,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the buffer unmapped; the connection retries with Perfetto's back-off (1 s more per
  * attempt up to 10 s, then 30 s) and registers the data sources again.
  *
- * <p>Each connection to the service is a {@link ProducerEndpoint}, which follows the
+ * <p>Each connection to the service is a {@code ProducerEndpoint}, which follows the
  * commands; this class makes them one after another, on its sender thread, and sends
  * what they queue.
+ *
+ * <p>Over 500 lines: {@link Options}, {@link RetryDelays} and {@link Stats}, about 100,
+ * stay nested, since {@code ProducerConnection.Options} and the others are the names
+ * applications and the docs use; the rest is the public API and the sender thread.
  */
 public final class ProducerConnection implements AutoCloseable {
-    private static final String PRODUCER_PORT = "ProducerPort";
-    private static final long HANDSHAKE_TIMEOUT_SECONDS = 10;
     /** Commits queued beyond this are dropped (and counted) rather than growing without bound. */
     private static final int MAX_QUEUED_COMMITS = 64 * 1024;
     /** How long close() lets the sender deliver what was queued before it gives up on the socket. */
@@ -485,87 +480,32 @@ public final class ProducerConnection implements AutoCloseable {
         }
     }
 
-    /** Connects, binds and initializes; null if any step fails. */
+    /**
+     * Connects and makes the new session current, queuing what it starts with (the data
+     * sources, the triggers kept meanwhile); null if the service is not there.
+     */
     private ProducerEndpoint open() throws InterruptedException {
-        IpcClient client;
-        try {
-            client = IpcClient.connect(address);
-        } catch (RuntimeException e) {
+        ProducerHandshake.Accepted accepted = ProducerHandshake.connect(address, machine, options);
+        if (accepted == null) {
             return null;
         }
-        SharedMemory provided = null;
-        boolean tcp = machine != null;
+        ProducerEndpoint opened = new ProducerEndpoint(accepted.client(), accepted.port(), accepted.emulated(),
+                accepted.providedSmb(), outgoing, counters, this::registration, options.localCommits());
         try {
-            if (tcp) {
-                client.setPeerIdentity(machine);
-            }
-            BoundService port = client.bindService(PRODUCER_PORT).get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-            // No descriptor crosses TCP: a producer's own buffer cannot be offered there.
-            if (options.producerProvidedSmbBytes() > 0 && !tcp) {
-                provided = SharedMemory.create("perfetto:shmem", options.producerProvidedSmbBytes());
-            }
-            HeapBuffered<InitializeConnectionRequest> request = new HeapBuffered<>(InitializeConnectionRequest.FACTORY);
-            InitializeConnectionRequest init = request.get();
-            if (options.smbPageSizeHintBytes() > 0) {
-                init.setSharedMemoryPageSizeHintBytes(options.smbPageSizeHintBytes());
-            }
-            int sizeHint = provided != null ? options.producerProvidedSmbBytes() : options.smbSizeHintBytes();
-            if (sizeHint > 0) {
-                init.setSharedMemorySizeHintBytes(sizeHint);
-            }
-            init.setProducerName(options.producerName());
-            init.setSmbScrapingMode(options.scrapingMode());
-            if (provided != null) {
-                init.setProducerProvidedShmem(true);
-            }
-            init.setSdkVersion("ffmtrace");
-            CompletableFuture<Reply> replied = new CompletableFuture<>();
-            client.invoke(port, "InitializeConnection", request.toByteArray(), provided == null ? -1 : provided.fd(),
-                    reply -> {
-                        if (!reply.hasMore()) {
-                            replied.complete(reply);
-                        } else {
-                            StreamSocket.closeReceived(reply.fd());
-                        }
-                    });
-            Reply reply = replied.get(HANDSHAKE_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-            StreamSocket.closeReceived(reply.fd());
-            if (!reply.success()) {
-                throw new IllegalStateException("the service refused InitializeConnection");
-            }
-            InitializeConnectionResponse.Decoder response = new InitializeConnectionResponse.Decoder();
-            response.reset(MemorySegment.ofArray(reply.replyProto()));
-            if (response.hasError()) {
-                throw new IllegalStateException("malformed InitializeConnectionResponse");
-            }
-            SharedMemory taken = null;
-            if (provided != null && response.usingShmemProvidedByProducer()) {
-                taken = provided;
-                provided = null;
-            }
-            ProducerEndpoint opened = new ProducerEndpoint(client, port, response.useShmemEmulation(), taken, outgoing,
-                    counters, this::registration, options.localCommits());
             synchronized (this) {
                 session = opened;
                 counters.connections.incrementAndGet();
-                client.invoke(port, "GetAsyncCommand", EMPTY, -1, opened::onCommand);
+                opened.client().invoke(opened.port(), "GetAsyncCommand", EMPTY, -1, opened::onCommand);
                 for (Registration registration : dataSources.values()) {
                     sendRegisterDataSource(opened, registration.descriptor());
                 }
                 sendPendingTriggers(opened);
             }
-            return opened;
-        } catch (ExecutionException | TimeoutException | RuntimeException e) {
-            client.close();
+        } catch (RuntimeException e) {
+            opened.client().close();
             return null;
-        } catch (InterruptedException e) {
-            client.close();
-            throw e;
-        } finally {
-            if (provided != null) {
-                provided.close();
-            }
         }
+        return opened;
     }
 
     /** Sends queued messages until the session is lost or the connection closed: each wakes the wait. */

@@ -377,13 +377,17 @@ public final class ProducerConnection implements AutoCloseable {
     /** Waits until {@link #isConnected()} or the timeout passes; returns whether connected. */
     public boolean awaitConnected(Duration timeout) throws InterruptedException {
         long deadline = System.nanoTime() + timeout.toNanos();
-        while (!isConnected()) {
-            if (System.nanoTime() - deadline > 0 || closed.get()) {
-                return false;
+        synchronized (this) {
+            // Woken when a session is made and when the connection closes.
+            while (!isConnected()) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || closed.get()) {
+                    return false;
+                }
+                TimeUnit.NANOSECONDS.timedWait(this, left);
             }
-            Thread.sleep(10);
+            return true;
         }
-        return true;
     }
 
     /** The shared memory arbiter's counters of the current session, or null without one. */
@@ -410,6 +414,9 @@ public final class ProducerConnection implements AutoCloseable {
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
+        }
+        synchronized (this) {
+            notifyAll();
         }
         // A serving sender is woken from its wait for messages; one connecting or waiting
         // to retry is interrupted. Both fields are volatile: a sender that stops serving
@@ -500,6 +507,7 @@ public final class ProducerConnection implements AutoCloseable {
                     sendRegisterDataSource(opened, registration.descriptor());
                 }
                 sendPendingTriggers(opened);
+                notifyAll();
             }
         } catch (RuntimeException e) {
             opened.client().close();

@@ -510,7 +510,9 @@ public final class ProducerConnection implements AutoCloseable {
                 notifyAll();
             }
         } catch (RuntimeException e) {
-            opened.client().close();
+            // The service went between the handshake and the first requests: the session was
+            // already current, and the buffer it took is unmapped with it.
+            tearDown(opened);
             return null;
         }
         return opened;

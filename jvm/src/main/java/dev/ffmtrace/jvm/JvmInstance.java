@@ -14,7 +14,7 @@ import jdk.jfr.consumer.RecordingStream;
  */
 final class JvmInstance {
     /** How long the end waits for the stream's thread, at each of its two steps. */
-    private static final long END_MILLIS = 2_000;
+    private static final long END_MILLIS = 5_000;
     /** How long the start waits for the recording to run. */
     private static final long START_MILLIS = 10_000;
 
@@ -31,14 +31,12 @@ final class JvmInstance {
     /**
      * The daemon thread the stream runs on and maps its events from. JFR's own
      * {@code startAsync} thread is not a daemon: it would keep the JVM from exiting while
-     * a session runs. Kept reachable until the instance is done: the SDK closes a thread's
-     * writers once the thread is collected, and {@link #endStream} still writes through
-     * this thread's writer after the thread ended.
+     * a session runs. {@link #endStream} waits for it.
      */
     private Thread dispatcher;
     /** Set under this object's lock, once: the stream was stopped and what waits for the end written. */
     private volatile boolean ended;
-    /** The mapping the stream's thread made on its first event; finished by {@link #endStream}. */
+    /** The mapping the stream's thread made on its first event, and finishes when the stream ends. */
     private volatile JfrMapping mapping;
 
     JvmInstance(DataSource<JvmInstance> dataSource, int index, JvmConfig config, long pid, Track process,
@@ -79,7 +77,12 @@ final class JvmInstance {
         }
     }
 
-    /** The stream's thread: dispatches events until the stream stops or closes. */
+    /**
+     * The stream's thread: dispatches events until the stream stops or closes, then
+     * writes what waits for the end (the last collections, the heap profile). It writes
+     * inside a trace call of its own, as every event is written: a writer outside one is
+     * idle to the SDK, which may take its chunk back or close it meanwhile.
+     */
     private void run(RecordingStream running) {
         try {
             running.start();
@@ -88,6 +91,10 @@ final class JvmInstance {
             if (!ended) {
                 failures.increment();
             }
+        }
+        JfrMapping last = mapping;
+        if (last != null) {
+            dataSource.traceInstance(index, context -> last.finish());
         }
     }
 
@@ -112,10 +119,10 @@ final class JvmInstance {
     }
 
     /**
-     * Stops the stream and waits for its thread, which has then mapped its last event; then
-     * writes what waits for the end on the same sequence (the stream's thread no longer
-     * writes) and commits it. Once only: at the session's stop, or at the JVM's exit if
-     * that came first (when JFR's own exit hook may have stopped the recording already).
+     * Stops the stream and waits for its thread, which has then mapped its last event and
+     * written what waits for the end. Once only: at the session's stop, or at the JVM's exit
+     * if that came first (when JFR's own exit hook may have stopped the recording already).
+     * A thread that does not end in time is counted in {@link JvmDataSource#failures()}.
      */
     synchronized void endStream() {
         if (ended) {
@@ -132,10 +139,9 @@ final class JvmInstance {
                 dispatcher.join(END_MILLIS);
                 stream.close();
                 dispatcher.join(END_MILLIS);
-            }
-            JfrMapping last = mapping;
-            if (last != null) {
-                last.finish();
+                if (dispatcher.isAlive()) {
+                    failures.increment();
+                }
             }
         } catch (RuntimeException e) {
             failures.increment();

@@ -54,5 +54,7 @@ public final class AgentTarget {
         if (!TrackEvent.awaitSessions(0, Duration.ofSeconds(60))) {
             System.exit(4);
         }
+        // For the test's failure messages: a stream that could not start or stop says so here.
+        System.err.println("jvm data source failures: " + JvmDataSource.failures());
     }
 }

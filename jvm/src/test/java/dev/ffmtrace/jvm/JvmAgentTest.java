@@ -60,6 +60,7 @@ class JvmAgentTest {
         UnixAddress socket = UnixAddress.abstractName("ffmtrace-jvm-agent-" + System.nanoTime());
         byte[] trace;
         long pid;
+        String stderrText;
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, socket)) {
             TracingSession session = service.startSession(config());
@@ -78,6 +79,7 @@ class JvmAgentTest {
             session.close();
             assertTrue(child.waitFor(60, TimeUnit.SECONDS), "the program ends once the session stopped");
             assertEquals(0, child.exitValue(), () -> stderr(child));
+            stderrText = stderr(child);
             assertEquals(0, port.violations());
         }
         JvmTraceContent content = JvmTraceContent.decode(trace);
@@ -96,7 +98,8 @@ class JvmAgentTest {
         assertEquals(1, sleeps.size(), sleeps::toString);
         assertTrue(sleeps.getFirst().durationNanos() >= AgentTarget.SLEEP_MILLIS * 1_000_000);
         assertTrue(content.heapBytesByLeaf().getOrDefault(AgentTarget.Allocated[].class.getName(), 0L) > 0,
-                () -> "the program's allocations in the heap profile written at the end: " + content.heapBytesByLeaf());
+                () -> "the program's allocations in the heap profile written at the end: " + content.heapBytesByLeaf()
+                        + "; the program's stderr: " + stderrText);
     }
 
     private Process start(UnixAddress socket, String mode) throws IOException {
@@ -141,6 +144,10 @@ class JvmAgentTest {
     private static SessionConfig config() throws Exception {
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(8192);
+        // The stop waits for JFR to hand over its last chunk and for the heap profile: on a
+        // loaded machine that takes longer than the default 5 s, and the session would read
+        // the trace without them.
+        config.get().setDataSourceStopTimeoutMs(60_000);
         var jvm = config.get().addDataSources().setConfig();
         jvm.setName(JvmDataSource.NAME);
         jvm.setLegacyConfig("jdk.ThreadSleep#threshold=0ms");

@@ -144,6 +144,10 @@ class JvmDataSourceTest {
     private static SessionConfig config(String jvmConfig) throws Exception {
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(8192);
+        // The stop waits for JFR to hand over its last chunk and for the heap profile: on a
+        // loaded machine that takes longer than the default 5 s, and the session would read
+        // the trace without them.
+        config.get().setDataSourceStopTimeoutMs(60_000);
         var jvm = config.get().addDataSources().setConfig();
         jvm.setName(JvmDataSource.NAME);
         jvm.setLegacyConfig(jvmConfig);

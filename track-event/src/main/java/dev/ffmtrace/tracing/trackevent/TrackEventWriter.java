@@ -687,15 +687,17 @@ public final class TrackEventWriter implements AutoCloseable {
         String inlineName = dynamicName;
         TracePacket packet = startInternedPacket(category, track, name, null, timestamp);
         if (dynamicIid == INLINE_NAME) {
-            TrackEvent event = packet.setTrackEvent();
-            writeEventFields(event, category, track, null, type);
-            event.setName(inlineName);
+            openEvent(packet, encodeEventBody(category, track, null, type)).setName(inlineName);
             return;
         }
         packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, eventBody, 0, encodeEventBody(category, track, name, type));
     }
 
-    /** Encodes type, track, category and name into {@link #eventBody}; returns the length. */
+    /**
+     * Encodes type, track, category and name into {@link #eventBody}; returns the length.
+     * Every event's fields start here: a simple event's body is complete, others go on
+     * after it ({@link #appendAnnotatedBody}, {@link #openEvent}).
+     */
     private int encodeEventBody(Category category, Track track, InternedName name, TrackEvent.Type type) {
         byte[] body = eventBody;
         body[0] = TYPE_TAG;
@@ -748,27 +750,22 @@ public final class TrackEventWriter implements AutoCloseable {
                                   TrackEvent.Type type, long timestamp) {
         String inlineName = dynamicName;
         TracePacket packet = startInternedPacket(category, track, name, argument, timestamp);
-        TrackEvent event = packet.setTrackEvent();
-        writeEventFields(event, category, track, name, type);
+        TrackEvent event = openEvent(packet, encodeEventBody(category, track, name, type));
         if (dynamicIid == INLINE_NAME) {
             event.setName(inlineName);
         }
         return event;
     }
 
-    /** Type, track, category and name (interned or a string's iid), through the generated writer. */
-    private void writeEventFields(TrackEvent event, Category category, Track track, InternedName name,
-                                  TrackEvent.Type type) {
-        event.setType(type);
-        setTrack(event, track);
-        if (category != Category.NONE) {
-            event.addCategoryIids(categoryIids[category.index]);
-        }
-        if (name != null) {
-            event.setNameIid(nameIids[name.index]);
-        } else if (dynamicIid > 0) {
-            event.setNameIid(dynamicIid);
-        }
+    /**
+     * Starts the packet's {@code track_event} as a nested message holding the first
+     * {@code bodyLength} bytes of {@link #eventBody}, for the fields that follow them
+     * through the generated writer.
+     */
+    private TrackEvent openEvent(TracePacket packet, int bodyLength) {
+        TrackEvent event = packet.setTrackEvent();
+        event.appendRawProtoBytes(eventBody, 0, bodyLength);
+        return event;
     }
 
     /** Starts an event's packet with the interned data its names need on this sequence. */
@@ -832,12 +829,6 @@ public final class TrackEventWriter implements AutoCloseable {
         dynamicIid = nextIid++;
         dynamicIids.put(name, dynamicIid);
         return true;
-    }
-
-    private void setTrack(TrackEvent event, Track track) {
-        if (track != defaultTrack) {
-            event.setTrackUuid(track.uuid());
-        }
     }
 
     /**

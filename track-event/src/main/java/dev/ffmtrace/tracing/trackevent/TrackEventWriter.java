@@ -157,10 +157,6 @@ public final class TrackEventWriter implements AutoCloseable {
     private int scopeDepth;
     /** Per incremental state: iids of the names given as strings. */
     private final HashMap<String, Long> dynamicIids = new HashMap<>();
-    /** The next event's string name, taken by {@link #startInternedPacket}. */
-    private String dynamicName;
-    /** The current event's string name: its iid, 0 for none, or {@link #INLINE_NAME}. */
-    private long dynamicIid;
     /** No more events: closed, or the sink is gone. */
     private volatile boolean closed;
     /** Guarded by this: the sink is closed once, by whichever thread closes first. */
@@ -256,9 +252,8 @@ public final class TrackEventWriter implements AutoCloseable {
             return discarded();
         }
         try {
-            dynamicName = stringName;
             if (flowId == 0 && terminatingFlowId == 0) {
-                writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
+                writeSimpleEvent(category, track, name, stringName, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
             } else {
                 TrackEvent event = startEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN,
                         takeTimestamp());
@@ -304,8 +299,9 @@ public final class TrackEventWriter implements AutoCloseable {
             return discarded();
         }
         try {
-            TracePacket packet = startInternedPacket(category, track, name, argument, takeTimestamp());
-            int n = encodeEventBody(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN);
+            TracePacket packet = startPacket(track, takeTimestamp());
+            long nameIid = internNames(packet, category, name, argument);
+            int n = encodeEventBody(category, track, nameIid, TrackEvent.Type.TYPE_SLICE_BEGIN);
             appendAnnotatedBody(packet, n, argument, valueTag, value, fixed64);
             return finishBegin(track);
         } catch (RuntimeException e) {
@@ -357,7 +353,7 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         openSlices[track.index] = depth - 1;
         try {
-            writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
+            writeSimpleEvent(Category.NONE, track, null, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
             sink.finishTracePacket();
         } catch (RuntimeException e) {
             failed(e);
@@ -375,7 +371,7 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         try {
-            writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
+            writeSimpleEvent(Category.NONE, track, null, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
             sink.finishTracePacket();
         } catch (RuntimeException e) {
             failed(e);
@@ -423,9 +419,9 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         try {
-            writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
+            writeSimpleEvent(category, track, name, null, TrackEvent.Type.TYPE_SLICE_BEGIN, startNanos);
             sink.finishTracePacket();
-            writeSimpleEvent(Category.NONE, track, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);
+            writeSimpleEvent(Category.NONE, track, null, null, TrackEvent.Type.TYPE_SLICE_END, startNanos + durationNanos);
             sink.finishTracePacket();
         } catch (RuntimeException e) {
             failed(e);
@@ -461,8 +457,7 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         try {
-            dynamicName = stringName;
-            writeSimpleEvent(category, track, name, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
+            writeSimpleEvent(category, track, name, stringName, TrackEvent.Type.TYPE_INSTANT, takeTimestamp());
             sink.finishTracePacket();
         } catch (RuntimeException e) {
             failed(e);
@@ -678,27 +673,32 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     /**
-     * Writes an event that has no fields beyond its type, track, category and name. Its
-     * body is encoded here and appended as the packet's {@code track_event} bytes: the
-     * same bytes as the nested message, without reserving and compacting a size field.
+     * Writes an event that has no fields beyond its type, track, category and name (an
+     * interned one or {@code stringName}). Its body is appended as the packet's
+     * {@code track_event} bytes: the same bytes as the nested message, without reserving
+     * and compacting a size field.
      */
-    private void writeSimpleEvent(Category category, Track track, InternedName name, TrackEvent.Type type,
-                                  long timestamp) {
-        String inlineName = dynamicName;
-        TracePacket packet = startInternedPacket(category, track, name, null, timestamp);
-        if (dynamicIid == INLINE_NAME) {
-            openEvent(packet, encodeEventBody(category, track, null, type)).setName(inlineName);
+    private void writeSimpleEvent(Category category, Track track, InternedName name, String stringName,
+                                  TrackEvent.Type type, long timestamp) {
+        TracePacket packet = startPacket(track, timestamp);
+        long nameIid = stringName == null
+                ? internNames(packet, category, name, null)
+                : internStringName(packet, category, stringName);
+        int n = encodeEventBody(category, track, nameIid, type);
+        if (nameIid == INLINE_NAME) {
+            openEvent(packet, n).setName(stringName);
             return;
         }
-        packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, eventBody, 0, encodeEventBody(category, track, name, type));
+        packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, eventBody, 0, n);
     }
 
     /**
-     * Encodes type, track, category and name into {@link #eventBody}; returns the length.
+     * Encodes type, track, category and name (its iid: none unless positive) into
+     * {@link #eventBody}; returns the length.
      * Every event's fields start here: a simple event's body is complete, others go on
      * after it ({@link #appendAnnotatedBody}, {@link #openEvent}).
      */
-    private int encodeEventBody(Category category, Track track, InternedName name, TrackEvent.Type type) {
+    private int encodeEventBody(Category category, Track track, long nameIid, TrackEvent.Type type) {
         byte[] body = eventBody;
         body[0] = TYPE_TAG;
         body[1] = (byte) type.number();         // every Type number is below 128: a one-byte varint
@@ -711,12 +711,9 @@ public final class TrackEventWriter implements AutoCloseable {
             body[n++] = CATEGORY_IIDS_TAG;
             n = ProtoWire.writeVarInt(body, n, categoryIids[category.index]);
         }
-        if (name != null) {
+        if (nameIid > 0) {
             body[n++] = NAME_IID_TAG;
-            n = ProtoWire.writeVarInt(body, n, nameIids[name.index]);
-        } else if (dynamicIid > 0) {
-            body[n++] = NAME_IID_TAG;
-            n = ProtoWire.writeVarInt(body, n, dynamicIid);
+            n = ProtoWire.writeVarInt(body, n, nameIid);
         }
         return n;
     }
@@ -748,13 +745,9 @@ public final class TrackEventWriter implements AutoCloseable {
     /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
                                   TrackEvent.Type type, long timestamp) {
-        String inlineName = dynamicName;
-        TracePacket packet = startInternedPacket(category, track, name, argument, timestamp);
-        TrackEvent event = openEvent(packet, encodeEventBody(category, track, name, type));
-        if (dynamicIid == INLINE_NAME) {
-            event.setName(inlineName);
-        }
-        return event;
+        TracePacket packet = startPacket(track, timestamp);
+        long nameIid = internNames(packet, category, name, argument);
+        return openEvent(packet, encodeEventBody(category, track, nameIid, type));
     }
 
     /**
@@ -768,21 +761,18 @@ public final class TrackEventWriter implements AutoCloseable {
         return event;
     }
 
-    /** Starts an event's packet with the interned data its names need on this sequence. */
-    private TracePacket startInternedPacket(Category category, Track track, InternedName name, InternedName argument,
-                                            long timestamp) {
-        TracePacket packet = startPacket(track, timestamp);
+    /**
+     * Adds to the event's packet the interned data its new names need on this sequence;
+     * returns the iid of {@code name} (0 for none).
+     */
+    private long internNames(TracePacket packet, Category category, InternedName name, InternedName argument) {
         boolean newCategory = category != Category.NONE && needsIid(categoryIids, category.index);
         boolean newName = name != null && needsIid(nameIids, name.index);
         boolean newArgument = argument != null && needsIid(annotationIids, argument.index);
-        boolean newDynamicName = resolveDynamicName();
-        if (newCategory || newName || newArgument || newDynamicName) {
+        if (newCategory || newName || newArgument) {
             InternedData interned = packet.setInternedData();
             if (newCategory) {
-                categoryIids = assignIid(categoryIids, category.index);
-                var entry = interned.addEventCategories();
-                entry.setIid(categoryIids[category.index]);
-                entry.setName(category.name());
+                internCategory(interned, category);
             }
             if (newName) {
                 nameIids = assignIid(nameIids, name.index);
@@ -796,39 +786,48 @@ public final class TrackEventWriter implements AutoCloseable {
                 entry.setIid(annotationIids[argument.index]);
                 entry.setName(argument.name());
             }
-            if (newDynamicName) {
-                var entry = interned.addEventNames();
-                entry.setIid(dynamicIid);
-                entry.setName(dynamicName);
-            }
         }
-        dynamicName = null;
-        return packet;
+        return name == null ? 0 : nameIids[name.index];
     }
 
     /**
-     * Sets {@link #dynamicIid} for the event's string name, if it has one: its iid in this
-     * incremental state, a new one, or {@link #INLINE_NAME} once the state has interned
-     * {@value #MAX_DYNAMIC_NAMES}. Returns whether the name must be added to interned data.
+     * Adds to the event's packet the interned data its category and its name given as a
+     * string need; returns the name's iid in this incremental state, a new one, or
+     * {@link #INLINE_NAME} once the state has interned {@value #MAX_DYNAMIC_NAMES}.
      */
-    private boolean resolveDynamicName() {
-        String name = dynamicName;
-        if (name == null) {
-            dynamicIid = 0;
-            return false;
+    private long internStringName(TracePacket packet, Category category, String name) {
+        boolean newCategory = category != Category.NONE && needsIid(categoryIids, category.index);
+        Long known = dynamicIids.get(name);
+        long iid;
+        boolean newName = false;
+        if (known != null) {
+            iid = known;
+        } else if (dynamicIids.size() >= MAX_DYNAMIC_NAMES) {
+            iid = INLINE_NAME;
+        } else {
+            iid = nextIid++;
+            dynamicIids.put(name, iid);
+            newName = true;
         }
-        Long iid = dynamicIids.get(name);
-        if (iid != null) {
-            dynamicIid = iid;
-            return false;
+        if (newCategory || newName) {
+            InternedData interned = packet.setInternedData();
+            if (newCategory) {
+                internCategory(interned, category);
+            }
+            if (newName) {
+                var entry = interned.addEventNames();
+                entry.setIid(iid);
+                entry.setName(name);
+            }
         }
-        if (dynamicIids.size() >= MAX_DYNAMIC_NAMES) {
-            dynamicIid = INLINE_NAME;
-            return false;
-        }
-        dynamicIid = nextIid++;
-        dynamicIids.put(name, dynamicIid);
-        return true;
+        return iid;
+    }
+
+    private void internCategory(InternedData interned, Category category) {
+        categoryIids = assignIid(categoryIids, category.index);
+        var entry = interned.addEventCategories();
+        entry.setIid(categoryIids[category.index]);
+        entry.setName(category.name());
     }
 
     /**

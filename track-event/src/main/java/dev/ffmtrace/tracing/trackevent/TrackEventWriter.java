@@ -9,7 +9,6 @@ import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.ProtoWire;
 import java.util.Arrays;
-import java.util.HashMap;
 
 /**
  * Writes TrackEvents on one sequence (one {@link TracePacketSink}, one thread at a time).
@@ -119,7 +118,6 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static final long NO_TIMESTAMP = Long.MIN_VALUE;
-    private static final long INLINE_NAME = -1;
     // One-byte tags: the fields encoded by hand are all below 16.
     private static final byte TYPE_TAG =
             (byte) ProtoWire.makeTag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
@@ -155,23 +153,18 @@ public final class TrackEventWriter implements AutoCloseable {
     private Track[] scopeTracks = new Track[16];
     private long[] scopeTokens = new long[16];
     private int scopeDepth;
-    /** Per incremental state: iids of the names given as strings. */
-    private final HashMap<String, Long> dynamicIids = new HashMap<>();
     /** No more events: closed, or the sink is gone. */
     private volatile boolean closed;
     /** Guarded by this: the sink is closed once, by whichever thread closes first. */
     private boolean sinkClosed;
     private long discardedEvents;
 
-    private long[] nameIids = new long[64];
-    private long[] annotationIids = new long[16];
-    private long[] categoryIids = new long[16];
+    private final InterningTable interning = new InterningTable();
     /** Per track index, the uuid of the track whose descriptor this sequence has (0: none); indexes are reused. */
     private long[] described = new long[64];
     /** Per track index, its open slices' depth, valid for the track whose uuid {@link #openSlicesOf} holds. */
     private int[] openSlices = new int[64];
     private long[] openSlicesOf = new long[64];
-    private long nextIid = 1;
     private boolean stateValid;
     private boolean clockStarted;
     private boolean firstPacket = true;
@@ -300,7 +293,7 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         try {
             TracePacket packet = startPacket(track, takeTimestamp());
-            long nameIid = internNames(packet, category, name, argument);
+            long nameIid = interning.intern(packet, category, name, argument);
             int n = encodeEventBody(category, track, nameIid, TrackEvent.Type.TYPE_SLICE_BEGIN);
             appendAnnotatedBody(packet, n, argument, valueTag, value, fixed64);
             return finishBegin(track);
@@ -633,7 +626,7 @@ public final class TrackEventWriter implements AutoCloseable {
     private DebugAnnotation beginAnnotated(Category category, Track track, InternedName name, InternedName argument) {
         TrackEvent event = startEvent(category, track, name, argument, TrackEvent.Type.TYPE_SLICE_BEGIN, takeTimestamp());
         DebugAnnotation annotation = event.addDebugAnnotations();
-        annotation.setNameIid(annotationIids[argument.index]);
+        annotation.setNameIid(interning.annotationIid(argument));
         return annotation;
     }
 
@@ -682,10 +675,10 @@ public final class TrackEventWriter implements AutoCloseable {
                                   TrackEvent.Type type, long timestamp) {
         TracePacket packet = startPacket(track, timestamp);
         long nameIid = stringName == null
-                ? internNames(packet, category, name, null)
-                : internStringName(packet, category, stringName);
+                ? interning.intern(packet, category, name, null)
+                : interning.internString(packet, category, stringName);
         int n = encodeEventBody(category, track, nameIid, type);
-        if (nameIid == INLINE_NAME) {
+        if (nameIid == InterningTable.INLINE_NAME) {
             openEvent(packet, n).setName(stringName);
             return;
         }
@@ -709,7 +702,7 @@ public final class TrackEventWriter implements AutoCloseable {
         }
         if (category != Category.NONE) {
             body[n++] = CATEGORY_IIDS_TAG;
-            n = ProtoWire.writeVarInt(body, n, categoryIids[category.index]);
+            n = ProtoWire.writeVarInt(body, n, interning.categoryIid(category));
         }
         if (nameIid > 0) {
             body[n++] = NAME_IID_TAG;
@@ -729,7 +722,7 @@ public final class TrackEventWriter implements AutoCloseable {
         body[n++] = DEBUG_ANNOTATIONS_TAG;
         int lengthAt = n++;
         body[n++] = ANNOTATION_NAME_IID_TAG;
-        n = ProtoWire.writeVarInt(body, n, annotationIids[argument.index]);
+        n = ProtoWire.writeVarInt(body, n, interning.annotationIid(argument));
         body[n++] = valueTag;
         if (fixed64) {
             for (int i = 0; i < Long.BYTES; i++) {
@@ -746,7 +739,7 @@ public final class TrackEventWriter implements AutoCloseable {
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
                                   TrackEvent.Type type, long timestamp) {
         TracePacket packet = startPacket(track, timestamp);
-        long nameIid = internNames(packet, category, name, argument);
+        long nameIid = interning.intern(packet, category, name, argument);
         return openEvent(packet, encodeEventBody(category, track, nameIid, type));
     }
 
@@ -759,75 +752,6 @@ public final class TrackEventWriter implements AutoCloseable {
         TrackEvent event = packet.setTrackEvent();
         event.appendRawProtoBytes(eventBody, 0, bodyLength);
         return event;
-    }
-
-    /**
-     * Adds to the event's packet the interned data its new names need on this sequence;
-     * returns the iid of {@code name} (0 for none).
-     */
-    private long internNames(TracePacket packet, Category category, InternedName name, InternedName argument) {
-        boolean newCategory = category != Category.NONE && needsIid(categoryIids, category.index);
-        boolean newName = name != null && needsIid(nameIids, name.index);
-        boolean newArgument = argument != null && needsIid(annotationIids, argument.index);
-        if (newCategory || newName || newArgument) {
-            InternedData interned = packet.setInternedData();
-            if (newCategory) {
-                internCategory(interned, category);
-            }
-            if (newName) {
-                nameIids = assignIid(nameIids, name.index);
-                var entry = interned.addEventNames();
-                entry.setIid(nameIids[name.index]);
-                entry.setName(name.name());
-            }
-            if (newArgument) {
-                annotationIids = assignIid(annotationIids, argument.index);
-                var entry = interned.addDebugAnnotationNames();
-                entry.setIid(annotationIids[argument.index]);
-                entry.setName(argument.name());
-            }
-        }
-        return name == null ? 0 : nameIids[name.index];
-    }
-
-    /**
-     * Adds to the event's packet the interned data its category and its name given as a
-     * string need; returns the name's iid in this incremental state, a new one, or
-     * {@link #INLINE_NAME} once the state has interned {@value #MAX_DYNAMIC_NAMES}.
-     */
-    private long internStringName(TracePacket packet, Category category, String name) {
-        boolean newCategory = category != Category.NONE && needsIid(categoryIids, category.index);
-        Long known = dynamicIids.get(name);
-        long iid;
-        boolean newName = false;
-        if (known != null) {
-            iid = known;
-        } else if (dynamicIids.size() >= MAX_DYNAMIC_NAMES) {
-            iid = INLINE_NAME;
-        } else {
-            iid = nextIid++;
-            dynamicIids.put(name, iid);
-            newName = true;
-        }
-        if (newCategory || newName) {
-            InternedData interned = packet.setInternedData();
-            if (newCategory) {
-                internCategory(interned, category);
-            }
-            if (newName) {
-                var entry = interned.addEventNames();
-                entry.setIid(iid);
-                entry.setName(name);
-            }
-        }
-        return iid;
-    }
-
-    private void internCategory(InternedData interned, Category category) {
-        categoryIids = assignIid(categoryIids, category.index);
-        var entry = interned.addEventCategories();
-        entry.setIid(categoryIids[category.index]);
-        entry.setName(category.name());
     }
 
     /**
@@ -864,12 +788,8 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         epochSeen = epoch;
-        Arrays.fill(nameIids, 0);
-        Arrays.fill(annotationIids, 0);
-        Arrays.fill(categoryIids, 0);
+        interning.clear();
         Arrays.fill(described, 0);
-        dynamicIids.clear();
-        nextIid = 1;
         stateValid = true;
         clockStarted = false;
         writeStatePacket();
@@ -929,18 +849,6 @@ public final class TrackEventWriter implements AutoCloseable {
         sink.finishTracePacket();
         described = ensure(described, track.index);
         described[track.index] = track.uuid();
-    }
-
-    /** Whether {@code index} has no iid in {@code iids} yet on this sequence (its name must be written). */
-    private static boolean needsIid(long[] iids, int index) {
-        return index >= iids.length || iids[index] == 0;
-    }
-
-    /** {@code iids}, grown if needed, with the sequence's next iid given to {@code index}. */
-    private long[] assignIid(long[] iids, int index) {
-        long[] grown = ensure(iids, index);
-        grown[index] = nextIid++;
-        return grown;
     }
 
     private static void requireCounter(Track track) {

@@ -150,9 +150,7 @@ public final class TrackEventWriter implements AutoCloseable {
      */
     private final byte[] eventBody = new byte[2 + 3 * (1 + 10) + 2 + 2 * (1 + 10)];
     private final SliceScope scope = new SliceScope(this);
-    private Track[] scopeTracks = new Track[16];
-    private long[] scopeTokens = new long[16];
-    private int scopeDepth;
+    private final OpenSlices openSlices = new OpenSlices();
     /** No more events: closed, or the sink is gone. */
     private volatile boolean closed;
     /** Guarded by this: the sink is closed once, by whichever thread closes first. */
@@ -162,9 +160,6 @@ public final class TrackEventWriter implements AutoCloseable {
     private final InterningTable interning = new InterningTable();
     /** Per track index, the uuid of the track whose descriptor this sequence has (0: none); indexes are reused. */
     private long[] described = new long[64];
-    /** Per track index, its open slices' depth, valid for the track whose uuid {@link #openSlicesOf} holds. */
-    private int[] openSlices = new int[64];
-    private long[] openSlicesOf = new long[64];
     private boolean stateValid;
     private boolean clockStarted;
     private boolean firstPacket = true;
@@ -332,19 +327,12 @@ public final class TrackEventWriter implements AutoCloseable {
             discarded();
             return;
         }
-        int depth = openDepth(track);
-        if (depth == 0) {
+        try {
+            openSlices.close(track, slice);
+        } catch (IllegalStateException e) {
             nextTimestamp = NO_TIMESTAMP;
-            throw new IllegalStateException("endSlice on " + label(track) + ", which has no open slice");
+            throw e;
         }
-        if (slice != token(track, depth)) {
-            nextTimestamp = NO_TIMESTAMP;
-            String which = (int) (slice >>> 32) != track.index ? "a slice begun on another track"
-                    : "the slice at depth " + (int) slice + " while the innermost open one is at depth " + depth;
-            throw new IllegalStateException("endSlice on " + label(track) + " of " + which
-                    + ": slices on a track must nest");
-        }
-        openSlices[track.index] = depth - 1;
         try {
             writeSimpleEvent(Category.NONE, track, null, null, TrackEvent.Type.TYPE_SLICE_END, takeTimestamp());
             sink.finishTracePacket();
@@ -587,23 +575,13 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private SliceScope pushScope(Track track, long token) {
-        if (scopeDepth == scopeTokens.length) {
-            scopeTokens = Arrays.copyOf(scopeTokens, scopeDepth * 2);
-            scopeTracks = Arrays.copyOf(scopeTracks, scopeDepth * 2);
-        }
-        scopeTracks[scopeDepth] = track;
-        scopeTokens[scopeDepth++] = token;
+        openSlices.pushScope(track, token);
         return scope;
     }
 
     private void endScope() {
-        if (scopeDepth == 0) {
-            throw new IllegalStateException("a slice scope was closed with no scoped slice open (closed twice?)");
-        }
-        int top = --scopeDepth;
-        Track track = scopeTracks[top];
-        scopeTracks[top] = null;
-        endSlice(track, scopeTokens[top]);
+        Track track = openSlices.innermostScopeTrack();
+        endSlice(track, openSlices.popScope());
     }
 
     /** A disabled category's event: writes nothing, and a timestamp given for it is spent. */
@@ -632,33 +610,7 @@ public final class TrackEventWriter implements AutoCloseable {
 
     private long finishBegin(Track track) {
         sink.finishTracePacket();
-        int index = track.index;
-        if (index >= openSlices.length) {
-            openSlices = ensure(openSlices, index);
-            openSlicesOf = ensure(openSlicesOf, index);
-        }
-        if (openSlicesOf[index] != track.uuid()) {
-            // A reused index: the slices left open belonged to an earlier, unreachable track.
-            openSlicesOf[index] = track.uuid();
-            openSlices[index] = 0;
-        }
-        int depth = ++openSlices[index];
-        return token(track, depth);
-    }
-
-    /** How many slices are open on {@code track}. */
-    private int openDepth(Track track) {
-        int index = track.index;
-        return index < openSlices.length && openSlicesOf[index] == track.uuid() ? openSlices[index] : 0;
-    }
-
-    private static String label(Track track) {
-        String uuid = Long.toUnsignedString(track.uuid());
-        return track.name() == null ? "track " + uuid : "track \"" + track.name() + "\" (" + uuid + ")";
-    }
-
-    private static long token(Track track, int depth) {
-        return ((long) track.index << 32) | depth;
+        return openSlices.open(track);
     }
 
     private TrackEvent counterEvent(Track track) {
@@ -858,10 +810,6 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static long[] ensure(long[] array, int index) {
-        return index < array.length ? array : Arrays.copyOf(array, Math.max(index + 1, array.length * 2));
-    }
-
-    private static int[] ensure(int[] array, int index) {
         return index < array.length ? array : Arrays.copyOf(array, Math.max(index + 1, array.length * 2));
     }
 

@@ -7,7 +7,6 @@ import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
-import dev.ffmtrace.protozero.ProtoWire;
 import java.util.Arrays;
 
 /**
@@ -119,25 +118,6 @@ public final class TrackEventWriter implements AutoCloseable {
     }
 
     private static final long NO_TIMESTAMP = Long.MIN_VALUE;
-    // One-byte tags: the fields encoded by hand are all below 16.
-    private static final byte TYPE_TAG =
-            (byte) ProtoWire.makeTag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte TRACK_UUID_TAG =
-            (byte) ProtoWire.makeTag(TrackEvent.TRACK_UUID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte CATEGORY_IIDS_TAG =
-            (byte) ProtoWire.makeTag(TrackEvent.CATEGORY_IIDS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte NAME_IID_TAG =
-            (byte) ProtoWire.makeTag(TrackEvent.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte DEBUG_ANNOTATIONS_TAG =
-            (byte) ProtoWire.makeTag(TrackEvent.DEBUG_ANNOTATIONS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
-    private static final byte ANNOTATION_NAME_IID_TAG =
-            (byte) ProtoWire.makeTag(DebugAnnotation.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte INT_VALUE_TAG =
-            (byte) ProtoWire.makeTag(DebugAnnotation.INT_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte BOOL_VALUE_TAG =
-            (byte) ProtoWire.makeTag(DebugAnnotation.BOOL_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
-    private static final byte DOUBLE_VALUE_TAG =
-            (byte) ProtoWire.makeTag(DebugAnnotation.DOUBLE_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_FIXED64);
 
     private final TracePacketSink sink;
     private final Track defaultTrack;
@@ -145,11 +125,7 @@ public final class TrackEventWriter implements AutoCloseable {
     private final boolean incremental;
     /** The clock id the defaults give every packet's timestamp (0: the trace's default clock). */
     private final int defaultClockId;
-    /**
-     * A simple event's body: type, track uuid, category iid and name iid, each a tag and a
-     * varint, then possibly one debug annotation (tag, length, name iid, value).
-     */
-    private final byte[] eventBody = new byte[2 + 3 * (1 + 10) + 2 + 2 * (1 + 10)];
+    private final EventBodyEncoder encoder;
     private final SliceScope scope = new SliceScope(this);
     private final OpenSlices openSlices = new OpenSlices();
     /** No more events: closed, or the sink is gone. */
@@ -184,6 +160,7 @@ public final class TrackEventWriter implements AutoCloseable {
     public TrackEventWriter(TracePacketSink sink, Config config) {
         this.sink = sink;
         this.defaultTrack = config.defaultTrack();
+        this.encoder = new EventBodyEncoder(defaultTrack);
         this.clock = config.clock();
         this.incremental = config.incrementalTimestamps();
         this.defaultClockId = incremental ? INCREMENTAL_CLOCK_ID : clock == TraceClock.BOOTTIME ? 0 : clock.id;
@@ -259,7 +236,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        return beginAnnotatedSlice(category, track, name, argument, INT_VALUE_TAG, value, false);
+        return beginAnnotatedSlice(category, track, name, argument, EventBodyEncoder.INT_VALUE_TAG, value, false);
     }
 
     /** Begins a slice with one floating-point debug annotation. */
@@ -267,7 +244,8 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        return beginAnnotatedSlice(category, track, name, argument, DOUBLE_VALUE_TAG, Double.doubleToRawLongBits(value), true);
+        return beginAnnotatedSlice(category, track, name, argument, EventBodyEncoder.DOUBLE_VALUE_TAG,
+                Double.doubleToRawLongBits(value), true);
     }
 
     /** Begins a slice with one boolean debug annotation. */
@@ -275,7 +253,7 @@ public final class TrackEventWriter implements AutoCloseable {
         if (!category.isEnabled()) {
             return skipped();
         }
-        return beginAnnotatedSlice(category, track, name, argument, BOOL_VALUE_TAG, value ? 1 : 0, false);
+        return beginAnnotatedSlice(category, track, name, argument, EventBodyEncoder.BOOL_VALUE_TAG, value ? 1 : 0, false);
     }
 
     /**
@@ -290,8 +268,8 @@ public final class TrackEventWriter implements AutoCloseable {
         try {
             TracePacket packet = startPacket(track, takeTimestamp());
             long nameIid = interning.intern(packet, category, name, argument);
-            int n = encodeEventBody(category, track, nameIid, TrackEvent.Type.TYPE_SLICE_BEGIN);
-            appendAnnotatedBody(packet, n, argument, valueTag, value, fixed64);
+            int n = encoder.encode(TrackEvent.Type.TYPE_SLICE_BEGIN, track, categoryIid(category), nameIid);
+            encoder.appendAnnotated(packet, n, interning.annotationIid(argument), valueTag, value, fixed64);
             return finishBegin(track);
         } catch (RuntimeException e) {
             return failed(e);
@@ -620,9 +598,7 @@ public final class TrackEventWriter implements AutoCloseable {
 
     /**
      * Writes an event that has no fields beyond its type, track, category and name (an
-     * interned one or {@code stringName}). Its body is appended as the packet's
-     * {@code track_event} bytes: the same bytes as the nested message, without reserving
-     * and compacting a size field.
+     * interned one or {@code stringName}).
      */
     private void writeSimpleEvent(Category category, Track track, InternedName name, String stringName,
                                   TrackEvent.Type type, long timestamp) {
@@ -630,62 +606,17 @@ public final class TrackEventWriter implements AutoCloseable {
         long nameIid = stringName == null
                 ? interning.intern(packet, category, name, null)
                 : interning.internString(packet, category, stringName);
-        int n = encodeEventBody(category, track, nameIid, type);
+        int n = encoder.encode(type, track, categoryIid(category), nameIid);
         if (nameIid == InterningTable.INLINE_NAME) {
-            openEvent(packet, n).setName(stringName);
+            encoder.open(packet, n).setName(stringName);
             return;
         }
-        packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, eventBody, 0, n);
+        encoder.append(packet, n);
     }
 
-    /**
-     * Encodes type, track, category and name (its iid: none unless positive) into
-     * {@link #eventBody}; returns the length.
-     * Every event's fields start here: a simple event's body is complete, others go on
-     * after it ({@link #appendAnnotatedBody}, {@link #openEvent}).
-     */
-    private int encodeEventBody(Category category, Track track, long nameIid, TrackEvent.Type type) {
-        byte[] body = eventBody;
-        body[0] = TYPE_TAG;
-        body[1] = (byte) type.number();         // every Type number is below 128: a one-byte varint
-        int n = 2;
-        if (track != defaultTrack) {
-            body[n++] = TRACK_UUID_TAG;
-            n = ProtoWire.writeVarInt(body, n, track.uuid());
-        }
-        if (category != Category.NONE) {
-            body[n++] = CATEGORY_IIDS_TAG;
-            n = ProtoWire.writeVarInt(body, n, interning.categoryIid(category));
-        }
-        if (nameIid > 0) {
-            body[n++] = NAME_IID_TAG;
-            n = ProtoWire.writeVarInt(body, n, nameIid);
-        }
-        return n;
-    }
-
-    /**
-     * Appends to the event body at {@code n} a debug annotation naming {@code argument}
-     * whose value is the varint or fixed64 {@code value} under {@code valueTag}, and the
-     * whole body to {@code packet}.
-     */
-    private void appendAnnotatedBody(TracePacket packet, int n, InternedName argument, byte valueTag, long value,
-                                     boolean fixed64) {
-        byte[] body = eventBody;
-        body[n++] = DEBUG_ANNOTATIONS_TAG;
-        int lengthAt = n++;
-        body[n++] = ANNOTATION_NAME_IID_TAG;
-        n = ProtoWire.writeVarInt(body, n, interning.annotationIid(argument));
-        body[n++] = valueTag;
-        if (fixed64) {
-            for (int i = 0; i < Long.BYTES; i++) {
-                body[n++] = (byte) (value >>> (8 * i));
-            }
-        } else {
-            n = ProtoWire.writeVarInt(body, n, value);
-        }
-        body[lengthAt] = (byte) (n - lengthAt - 1);
-        packet.appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, body, 0, n);
+    /** The iid {@link #interning} gave {@code category}; 0 for {@link Category#NONE}, which has none. */
+    private long categoryIid(Category category) {
+        return category == Category.NONE ? 0 : interning.categoryIid(category);
     }
 
     /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
@@ -693,18 +624,7 @@ public final class TrackEventWriter implements AutoCloseable {
                                   TrackEvent.Type type, long timestamp) {
         TracePacket packet = startPacket(track, timestamp);
         long nameIid = interning.intern(packet, category, name, argument);
-        return openEvent(packet, encodeEventBody(category, track, nameIid, type));
-    }
-
-    /**
-     * Starts the packet's {@code track_event} as a nested message holding the first
-     * {@code bodyLength} bytes of {@link #eventBody}, for the fields that follow them
-     * through the generated writer.
-     */
-    private TrackEvent openEvent(TracePacket packet, int bodyLength) {
-        TrackEvent event = packet.setTrackEvent();
-        event.appendRawProtoBytes(eventBody, 0, bodyLength);
-        return event;
+        return encoder.open(packet, encoder.encode(type, track, categoryIid(category), nameIid));
     }
 
     /**

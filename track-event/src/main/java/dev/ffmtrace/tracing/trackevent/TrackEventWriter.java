@@ -1,13 +1,10 @@
 package dev.ffmtrace.tracing.trackevent;
 
 import dev.ffmtrace.memory.Os;
-import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.DebugAnnotation;
 import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.perfetto.protos.TracePacketDefaults;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
-import java.util.Arrays;
 
 /**
  * Writes TrackEvents on one sequence (one {@link TracePacketSink}, one thread at a time).
@@ -62,10 +59,11 @@ import java.util.Arrays;
  *
  * <p>After warm-up, events with interned names allocate nothing.
  *
- * <p>Over 500 lines: the public overloads, each small so that its category check inlines
- * into the caller, take over half; the rest is one event's orchestration (incremental state,
- * timestamps, track descriptors, the one encoder of its fields), which shares the hot
- * fields. Interning lives in {@code InterningTable}, the open slices in {@code OpenSlices}.
+ * <p>Over 500 lines for its public API alone: the overloads, each kept small so that its
+ * category check inlines into the caller. Writing an event is orchestrated here and done
+ * by {@code SequenceState} (incremental state, descriptors, timestamps),
+ * {@code InterningTable}, {@code EventBodyEncoder} (the one encoder of the event's fields)
+ * and {@code OpenSlices}.
  */
 public final class TrackEventWriter implements AutoCloseable {
     /** Perfetto's first sequence-scoped clock id: the clock whose timestamps are deltas. */
@@ -122,9 +120,6 @@ public final class TrackEventWriter implements AutoCloseable {
     private final TracePacketSink sink;
     private final Track defaultTrack;
     private final TraceClock clock;
-    private final boolean incremental;
-    /** The clock id the defaults give every packet's timestamp (0: the trace's default clock). */
-    private final int defaultClockId;
     private final EventBodyEncoder encoder;
     private final SliceScope scope = new SliceScope(this);
     private final OpenSlices openSlices = new OpenSlices();
@@ -135,13 +130,7 @@ public final class TrackEventWriter implements AutoCloseable {
     private long discardedEvents;
 
     private final InterningTable interning = new InterningTable();
-    /** Per track index, the uuid of the track whose descriptor this sequence has (0: none); indexes are reused. */
-    private long[] described = new long[64];
-    private boolean stateValid;
-    private boolean clockStarted;
-    private boolean firstPacket = true;
-    private long epochSeen;
-    private long lastTimestamp;
+    private final SequenceState sequence;
     private long nextTimestamp = NO_TIMESTAMP;
 
     /** A writer with {@link Config#DEFAULT}. */
@@ -162,9 +151,7 @@ public final class TrackEventWriter implements AutoCloseable {
         this.defaultTrack = config.defaultTrack();
         this.encoder = new EventBodyEncoder(defaultTrack);
         this.clock = config.clock();
-        this.incremental = config.incrementalTimestamps();
-        this.defaultClockId = incremental ? INCREMENTAL_CLOCK_ID : clock == TraceClock.BOOTTIME ? 0 : clock.id;
-        this.epochSeen = sink.incrementalStateEpoch();
+        this.sequence = new SequenceState(sink, interning, config);
         this.closed = !sink.isOpen();
     }
 
@@ -266,7 +253,7 @@ public final class TrackEventWriter implements AutoCloseable {
             return discarded();
         }
         try {
-            TracePacket packet = startPacket(track, takeTimestamp());
+            TracePacket packet = sequence.startPacket(track, takeTimestamp());
             long nameIid = interning.intern(packet, category, name, argument);
             int n = encoder.encode(TrackEvent.Type.TYPE_SLICE_BEGIN, track, categoryIid(category), nameIid);
             encoder.appendAnnotated(packet, n, interning.annotationIid(argument), valueTag, value, fixed64);
@@ -464,8 +451,7 @@ public final class TrackEventWriter implements AutoCloseable {
             return;
         }
         try {
-            ensureIncrementalState();
-            writeDescriptor(track);
+            sequence.describe(track);
         } catch (RuntimeException e) {
             failed(e);
         }
@@ -602,7 +588,7 @@ public final class TrackEventWriter implements AutoCloseable {
      */
     private void writeSimpleEvent(Category category, Track track, InternedName name, String stringName,
                                   TrackEvent.Type type, long timestamp) {
-        TracePacket packet = startPacket(track, timestamp);
+        TracePacket packet = sequence.startPacket(track, timestamp);
         long nameIid = stringName == null
                 ? interning.intern(packet, category, name, null)
                 : interning.internString(packet, category, stringName);
@@ -622,116 +608,15 @@ public final class TrackEventWriter implements AutoCloseable {
     /** Writes what the event needs first (state, descriptors, interned names), then starts it. */
     private TrackEvent startEvent(Category category, Track track, InternedName name, InternedName argument,
                                   TrackEvent.Type type, long timestamp) {
-        TracePacket packet = startPacket(track, timestamp);
+        TracePacket packet = sequence.startPacket(track, timestamp);
         long nameIid = interning.intern(packet, category, name, argument);
         return encoder.open(packet, encoder.encode(type, track, categoryIid(category), nameIid));
-    }
-
-    /**
-     * Starts an event's packet: the incremental state first if needed, then the track's
-     * descriptor and, once per state, the clock snapshot that starts the incremental
-     * clock at this event's time.
-     */
-    private TracePacket startPacket(Track track, long timestamp) {
-        ensureIncrementalState();
-        if (!isDescribed(track)) {
-            writeDescriptor(track);
-        }
-        if (incremental && !clockStarted) {
-            writeClockSnapshot(timestamp);
-        }
-        TracePacket packet = sink.newTracePacket();
-        if (!incremental) {
-            packet.setTimestamp(timestamp);
-        } else if (timestamp >= lastTimestamp) {
-            packet.setTimestamp(timestamp - lastTimestamp);
-            lastTimestamp = timestamp;
-        } else {
-            packet.setTimestamp(timestamp);
-            packet.setTimestampClockId(clock.id);
-        }
-        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number());
-        return packet;
-    }
-
-    /** Starts the sequence's incremental state again if it was never written or may have been lost. */
-    private void ensureIncrementalState() {
-        long epoch = sink.incrementalStateEpoch();
-        if (stateValid && epoch == epochSeen) {
-            return;
-        }
-        epochSeen = epoch;
-        interning.clear();
-        Arrays.fill(described, 0);
-        stateValid = true;
-        clockStarted = false;
-        writeStatePacket();
-        if (defaultTrack != null) {
-            writeDescriptor(defaultTrack);
-        }
-    }
-
-    private void writeStatePacket() {
-        TracePacket packet = sink.newTracePacket();
-        packet.setSequenceFlags(TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number());
-        if (firstPacket) {
-            packet.setFirstPacketOnSequence(true);
-            firstPacket = false;
-        }
-        if (defaultClockId != 0 || defaultTrack != null) {
-            TracePacketDefaults defaults = packet.setTracePacketDefaults();
-            if (defaultClockId != 0) {
-                defaults.setTimestampClockId(defaultClockId);
-            }
-            if (defaultTrack != null) {
-                defaults.setTrackEventDefaults().setTrackUuid(defaultTrack.uuid());
-            }
-        }
-        sink.finishTracePacket();
-    }
-
-    /** Starts the incremental clock at {@code timestamp} of the writer's clock. */
-    private void writeClockSnapshot(long timestamp) {
-        TracePacket packet = sink.newTracePacket();
-        ClockSnapshot snapshot = packet.setClockSnapshot();
-        ClockSnapshot.Clock base = snapshot.addClocks();
-        base.setClockId(clock.id);
-        base.setTimestamp(timestamp);
-        ClockSnapshot.Clock deltas = snapshot.addClocks();
-        deltas.setClockId(INCREMENTAL_CLOCK_ID);
-        deltas.setTimestamp(timestamp);
-        deltas.setIsIncremental(true);
-        sink.finishTracePacket();
-        lastTimestamp = timestamp;
-        clockStarted = true;
-    }
-
-    private boolean isDescribed(Track track) {
-        return track.index < described.length && described[track.index] == track.uuid();
-    }
-
-    private void writeDescriptor(Track track) {
-        if (isDescribed(track)) {
-            return;
-        }
-        if (track.parent() != null) {
-            writeDescriptor(track.parent());
-        }
-        TracePacket packet = sink.newTracePacket();
-        track.describe(packet.setTrackDescriptor());
-        sink.finishTracePacket();
-        described = ensure(described, track.index);
-        described[track.index] = track.uuid();
     }
 
     private static void requireCounter(Track track) {
         if (!track.isCounter()) {
             throw new IllegalArgumentException("counter values go on a counter track (Track.counter)");
         }
-    }
-
-    private static long[] ensure(long[] array, int index) {
-        return index < array.length ? array : Arrays.copyOf(array, Math.max(index + 1, array.length * 2));
     }
 
     private static void addFlows(TrackEvent event, long flowId, long terminatingFlowId) {

@@ -2,7 +2,6 @@ package dev.ffmtrace.tracing.trackevent;
 
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.DebugAnnotation;
-import dev.ffmtrace.perfetto.protos.InternedData;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 

@@ -171,11 +171,9 @@ final class TraceReadback {
      * Clones what the buffers hold now, read-only, each under its lock, without consuming
      * it: for a snapshot or a clone. {@code triggerPackets} are the session's triggers to
      * write; {@code cloneTrigger}, if not null, the CLONE_SNAPSHOT trigger the clone is
-     * made for.
+     * made for; {@code arena}, the clone's memory, which the clone closes.
      */
-    SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger) {
-        // Shared: a consumer's worker reads the clone, not the thread that made it.
-        Arena arena = Arena.ofShared();
+    SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger, Arena arena) {
         try {
             List<TraceBufferV2> clones = new ArrayList<>();
             List<TraceBufferStats> clonedStats = new ArrayList<>();

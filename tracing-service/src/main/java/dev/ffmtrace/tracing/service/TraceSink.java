@@ -17,6 +17,11 @@ import java.util.Arrays;
  * bytes is unknown.
  */
 final class TraceSink implements ReadbackSink {
+    /** A sink's staging array, which its owner keeps from one readback to the next. */
+    static final class Staging {
+        byte[] bytes = new byte[64 << 10];
+    }
+
     private static final int TRACE_PACKET_TAG = 0x0a;
 
     private final WritableByteChannel channel;
@@ -24,15 +29,20 @@ final class TraceSink implements ReadbackSink {
     private long written;
     private boolean full;
     private IOException failure;
-    private byte[] staging = new byte[64 << 10];
-    /** {@link #staging} for the channel; made again when it grows. */
-    private ByteBuffer stagingBuffer = ByteBuffer.wrap(staging);
+    private final Staging staging;
+    /** The staging array for the channel; made again when the array grows. */
+    private ByteBuffer stagingBuffer;
     private int staged;
 
-    /** @param limit the size the output must stay below; {@link Long#MAX_VALUE} for none */
-    TraceSink(WritableByteChannel channel, long limit) {
+    /**
+     * @param limit the size the output must stay below; {@link Long#MAX_VALUE} for none
+     * @param staging where the batch is staged; one sink at a time may use it
+     */
+    TraceSink(WritableByteChannel channel, long limit, Staging staging) {
         this.channel = channel;
         this.limit = limit;
+        this.staging = staging;
+        this.stagingBuffer = ByteBuffer.wrap(staging.bytes);
     }
 
     /** Whether {@code bytes} more fit after what is staged; false marks the sink full for good. */
@@ -67,11 +77,13 @@ final class TraceSink implements ReadbackSink {
     }
 
     private byte[] reserve(int bytes) {
-        if (staging.length - staged < bytes) {
-            staging = Arrays.copyOf(staging, Math.max(staging.length * 2, staged + bytes));
-            stagingBuffer = ByteBuffer.wrap(staging);
+        byte[] into = staging.bytes;
+        if (into.length - staged < bytes) {
+            into = Arrays.copyOf(into, Math.max(into.length * 2, staged + bytes));
+            staging.bytes = into;
+            stagingBuffer = ByteBuffer.wrap(into);
         }
-        return staging;
+        return into;
     }
 
     @Override

@@ -3,6 +3,7 @@ package dev.ffmtrace.tracing.service;
 import dev.ffmtrace.perfetto.protos.TracingServiceEvent;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.io.OutputStream;
 import java.nio.channels.Channels;
 import java.nio.channels.WritableByteChannel;
@@ -121,6 +122,8 @@ public final class TracingSession implements AutoCloseable {
 
     /** Serializes readbacks, and orders them with the stop's last one and the close. */
     private final ReentrantLock readbackLock = new ReentrantLock();
+    /** The staging array of readbacks into a caller's channel, under {@link #readbackLock}. */
+    private final TraceSink.Staging readbackStaging = new TraceSink.Staging();
     /** Used under {@link #readbackLock}. */
     private final TraceReadback readback;
     TracingSession(TracingService service, long id, SessionConfig config, List<ServiceBuffer> buffers,
@@ -130,7 +133,8 @@ public final class TracingSession implements AutoCloseable {
         this.config = config;
         this.buffers = List.copyOf(buffers);
         this.fileSink = config.writeIntoFile() ? new TraceSink(output,
-                config.maxFileSizeBytes() > 0 ? config.maxFileSizeBytes() : Long.MAX_VALUE) : null;
+                config.maxFileSizeBytes() > 0 ? config.maxFileSizeBytes() : Long.MAX_VALUE, new TraceSink.Staging())
+                : null;
         this.readback = new TraceReadback(service, config, this.buffers, events, triggers, this::stats,
                 this::chunksDiscarded);
     }
@@ -549,7 +553,7 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets written
      */
     public long writeTrace(WritableByteChannel out) throws IOException {
-        return writeTrace(new TraceSink(out, Long.MAX_VALUE));
+        return writeTrace(new TraceSink(out, Long.MAX_VALUE, readbackStaging));
     }
 
     /**
@@ -583,8 +587,13 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets written
      */
     public long writeSnapshot(WritableByteChannel out) throws IOException {
-        try (SessionClone snapshot = cloneBuffers(triggers.allPackets(), null, "writeSnapshot")) {
-            return snapshot.write(new TraceSink(out, Long.MAX_VALUE));
+        checkOpen("writeSnapshot");
+        readbackLock.lock();
+        // Confined: this thread writes the clone and frees it, which spares the shared arena's handshake.
+        try (SessionClone snapshot = readback.cloneBuffers(triggers.allPackets(), null, Arena.ofConfined())) {
+            return snapshot.write(new TraceSink(out, Long.MAX_VALUE, readbackStaging));
+        } finally {
+            readbackLock.unlock();
         }
     }
 
@@ -597,14 +606,11 @@ public final class TracingSession implements AutoCloseable {
      * @param cloneTrigger the trigger the clone is made for, or null
      */
     public SessionClone cloneSession(TriggerHit cloneTrigger) {
-        return cloneBuffers(triggers.takeAllPackets(), cloneTrigger, "cloneSession");
-    }
-
-    private SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger, String operation) {
-        checkOpen(operation);
+        checkOpen("cloneSession");
         readbackLock.lock();
         try {
-            return readback.cloneBuffers(triggerPackets, cloneTrigger);
+            // Shared: the clone may be read and freed by another thread than this one.
+            return readback.cloneBuffers(triggers.takeAllPackets(), cloneTrigger, Arena.ofShared());
         } finally {
             readbackLock.unlock();
         }

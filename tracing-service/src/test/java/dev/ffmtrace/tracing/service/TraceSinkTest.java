@@ -37,7 +37,7 @@ class TraceSinkTest {
     @Test
     void aFailedWriteFailsEveryLaterOneWithoutTouchingTheOutput() {
         FailingOnce output = new FailingOnce();
-        TraceSink sink = new TraceSink(output, Long.MAX_VALUE);
+        TraceSink sink = new TraceSink(output, Long.MAX_VALUE, new TraceSink.Staging());
         sink.appendFramed(new byte[10]);
         IOException first = assertThrows(IOException.class, sink::flush);
         sink.appendFramed(new byte[10]);

@@ -4,6 +4,7 @@ import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.nio.channels.WritableByteChannel;
 import java.util.List;
 
 /**
@@ -60,6 +61,16 @@ public final class SessionClone implements AutoCloseable {
             bytes += buffer.size();
         }
         return bytes;
+    }
+
+    /**
+     * {@link #write(ReadbackSink)} into a channel, as a {@code Trace}'s bytes: a clone
+     * written to a file, as Perfetto's command line writes one.
+     *
+     * @param out a blocking channel; the clone does not close it
+     */
+    public long write(WritableByteChannel out) throws IOException {
+        return write(new TraceSink(out, Long.MAX_VALUE, new TraceSink.Staging()));
     }
 
     /**

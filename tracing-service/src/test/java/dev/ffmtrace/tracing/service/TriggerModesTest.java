@@ -229,7 +229,7 @@ class TriggerModesTest {
 
             ByteArrayOutputStream clone = new ByteArrayOutputStream();
             try (SessionClone taken = session.cloneSession(hit)) {
-                taken.write(new TraceSink(Channels.newChannel(clone), Long.MAX_VALUE, new TraceSink.Staging()));
+                taken.write(Channels.newChannel(clone));
             }
             assertEquals(100, events(clone.toByteArray()));
             assertEquals(List.of("snap"), TriggersTest.triggersIn(clone.toByteArray()).stream()
@@ -237,7 +237,7 @@ class TriggerModesTest {
             assertEquals(1, cloneSnapshotTriggers(clone.toByteArray()));
             ByteArrayOutputStream again = new ByteArrayOutputStream();
             try (SessionClone taken = session.cloneSession(null)) {
-                taken.write(new TraceSink(Channels.newChannel(again), Long.MAX_VALUE, new TraceSink.Staging()));
+                taken.write(Channels.newChannel(again));
             }
             assertEquals(100, events(again.toByteArray()), "a clone does not consume");
             assertEquals(List.of(), TriggersTest.triggersIn(again.toByteArray()), "the first clone took the triggers");

@@ -5,6 +5,8 @@ import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.tracing.service.SessionClone;
+import dev.ffmtrace.tracing.service.TriggerHit;
 import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.service.DataSource;
@@ -13,11 +15,13 @@ import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.TriggerConfig;
 import dev.ffmtrace.tracing.service.Producer;
 import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.trackevent.Track;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
@@ -25,10 +29,12 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
 import picocli.CommandLine.Command;
@@ -37,8 +43,10 @@ import picocli.CommandLine.Option;
 /**
  * Runs a tracing session from a TraceConfig with the demo producer's threads writing
  * TrackEvent slices, instants, flows and counters, and, with {@code --c-producer}, a C
- * producer process writing into an SMB of its own; then writes the trace file. With
- * {@code --service}, the session runs on another tracing service instead
+ * producer process writing into an SMB of its own, and, with {@code --producer-socket},
+ * producers of other processes, whose triggers a CLONE_SNAPSHOT session is cloned on into
+ * {@code OUT.0}, {@code OUT.1}, ... as Perfetto's command line does; then writes the trace
+ * file. With {@code --service}, the session runs on another tracing service instead
  * ({@link ServiceRecording}).
  */
 @Command(name = "record", mixinStandardHelpOptions = true,
@@ -81,6 +89,12 @@ final class RecordCommand implements Callable<Integer> {
                     + "producers.")
     String service;
 
+    @Option(names = "--producer-socket", paramLabel = "ADDRESS",
+            description = "Also serve producers of other processes at this socket (a path, or @NAME for the abstract "
+                    + "namespace): they write into the session and send its triggers. A CLONE_SNAPSHOT config is "
+                    + "cloned on each trigger into OUT.0, OUT.1, ...")
+    String producerSocket;
+
     /** The config as read, for a service that gets it whole. */
     private byte[] configBytes;
 
@@ -93,18 +107,23 @@ final class RecordCommand implements Callable<Integer> {
     public Integer call() throws IOException, InterruptedException, CliFailure {
         SessionConfig session = readSession();
         if (service != null) {
-            if (snapshot != null || cProducer != null || threadsGiven()) {
-                throw new CliFailure("--service runs the session on another service: --snapshot, --c-producer and "
-                        + "--threads do not apply", CliFailure.USAGE);
+            if (snapshot != null || cProducer != null || threadsGiven() || producerSocket != null) {
+                throw new CliFailure("--service runs the session on another service: --snapshot, --c-producer, "
+                        + "--threads and --producer-socket do not apply", CliFailure.USAGE);
             }
             if (session.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT) {
                 throw new CliFailure("--config " + config + ": CLONE_SNAPSHOT sessions are read through clones made on"
-                        + " each trigger, which record does not make: record them with Perfetto's perfetto -c FILE -o"
-                        + " OUT (it writes OUT.0, OUT.1, ...)", CliFailure.USAGE);
+                        + " each trigger, which record --service does not make: record them in this process"
+                        + " (--producer-socket ADDRESS), or with Perfetto's perfetto -c FILE -o OUT", CliFailure.USAGE);
             }
             return ServiceRecording.record(service, session, configBytes, out);
         }
-        if (session.triggerConfig() != TriggerConfig.NONE) {
+        if (session.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT && producerSocket == null) {
+            throw new CliFailure("--config " + config + ": trigger_config needs producers that can activate triggers:"
+                    + " let them connect (--producer-socket ADDRESS)", CliFailure.USAGE);
+        }
+        if (session.triggerConfig() != TriggerConfig.NONE
+                && session.triggerConfig().mode() != TriggerConfig.Mode.CLONE_SNAPSHOT) {
             throw new CliFailure("--config " + config + ": trigger_config needs producers that can activate triggers:"
                     + " record it on a tracing service (--service SOCKET)", CliFailure.USAGE);
         }
@@ -121,7 +140,11 @@ final class RecordCommand implements Callable<Integer> {
              TraceOutput snapshotOutput = snapshot == null ? null : TraceOutput.open(snapshot, "--snapshot");
              StopOnSignal signal = new StopOnSignal();
              TracingService service = new TracingService();
+             ProducerPort port = producerPort(service);
              HeapprofdDataSource heapprofd = heapprofd(session, service)) {
+            if (port != null) {
+                System.out.println("producers connect at " + port.address());
+            }
             if (heapprofd != null) {
                 String name = heapprofd.address().name();
                 System.out.println("heapprofd: clients connect at @" + name + " (LD_PRELOAD="
@@ -131,6 +154,19 @@ final class RecordCommand implements Callable<Integer> {
             int status = record(session, service, signal, output, snapshotOutput);
             System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
             return status;
+        }
+    }
+
+    /** The producer socket of {@code --producer-socket}; null without it. */
+    private ProducerPort producerPort(TracingService service) throws CliFailure {
+        if (producerSocket == null) {
+            return null;
+        }
+        try {
+            return ProducerPort.listen(service, UnixAddress.parse(producerSocket));
+        } catch (NativeException | IllegalArgumentException | UncheckedIOException e) {
+            throw new CliFailure("--producer-socket " + producerSocket + ": cannot listen: " + e.getMessage(),
+                    CliFailure.FAILED);
         }
     }
 
@@ -167,13 +203,15 @@ final class RecordCommand implements Callable<Integer> {
     /**
      * Runs the session as its config says, the service keeping its time (duration, flush,
      * incremental state and file write periods); this only starts it, prints progress,
-     * takes the snapshot halfway (or at the stop, if that comes first), stops it early on a
-     * signal or after {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and
-     * writes what the service did not write into the file already.
+     * takes the snapshot halfway (or at the stop, if that comes first), writes the clones
+     * a CLONE_SNAPSHOT session's triggers ask for, stops it early on a signal or after
+     * {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and writes what the
+     * service did not write into the file already.
      */
     private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
                        TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
-        long duration = session.durationMs() > 0 ? session.durationMs() : DEFAULT_DURATION_MS;
+        // A CLONE_SNAPSHOT session records until its trigger_timeout_ms.
+        long duration = session.effectiveDurationMs() > 0 ? session.effectiveDurationMs() : DEFAULT_DURATION_MS;
         long progressPeriod = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : DEFAULT_PROGRESS_PERIOD_MS;
         TraceStream file = output.stream();
         Producer producer;
@@ -190,6 +228,7 @@ final class RecordCommand implements Callable<Integer> {
         // service may stop it at any moment after, and its stop must find them.
         DemoThreads demo = new DemoThreads();
         Snapshot halfway = new Snapshot(snapshotOutput);
+        Clones clones = new Clones();
         // When the session stops, the snapshot is taken if it was not yet, then the workers end their slices,
         // all before the service's last flush.
         DataSource.StopHandler stopDemo = done -> Thread.ofPlatform().name("demo stop").start(() -> {
@@ -225,6 +264,7 @@ final class RecordCommand implements Callable<Integer> {
                         CliFailure.FAILED);
             }
             halfway.sessionStarted(tracing);
+            tracing.onCloneTrigger(clones::reported);
             demo.go();
             if (output.isStream()) {
                 // A FIFO or device gets the first readback now, so one that refuses writes fails before recording.
@@ -242,6 +282,9 @@ final class RecordCommand implements Callable<Integer> {
             if (cProcess != null) {
                 System.out.printf("  c producer pid %d writes into its own SMB%n", cProcess.pid());
             }
+            if (session.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT) {
+                System.out.printf("  each clone trigger writes a clone into %s.0, %s.1, ...%n", out, out);
+            }
             long start = System.nanoTime();
             long lastProgressMs = 0;
             while (!tracing.isStopped()) {
@@ -251,11 +294,12 @@ final class RecordCommand implements Callable<Integer> {
                     tracing.stop();
                     break;
                 }
+                clones.write(tracing);
                 long elapsedMs = (System.nanoTime() - start) / 1_000_000;
                 if (elapsedMs >= duration / 2) {
                     halfway.take();
                 }
-                if (session.durationMs() == 0 && elapsedMs >= duration) {
+                if (session.effectiveDurationMs() == 0 && elapsedMs >= duration) {
                     tracing.stop();
                 }
                 if (elapsedMs - lastProgressMs < progressPeriod || tracing.isStopped()) {
@@ -269,7 +313,7 @@ final class RecordCommand implements Callable<Integer> {
             awaitStopped(tracing);
             // The session's stop took the snapshot, stopped the workers and the C producer, and took their last
             // chunks; without a demo data source to stop, the snapshot is taken now.
-            status = halfway.take();
+            status = Math.max(halfway.take(), clones.write(tracing));
             demo.stop();
             CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
             if (!session.writeIntoFile()) {
@@ -383,6 +427,55 @@ final class RecordCommand implements Callable<Integer> {
             done = true;
             notifyAll();
         }
+    }
+
+    /**
+     * A CLONE_SNAPSHOT session's clones: each trigger the service reports (on its timer) is
+     * queued, and the command's thread writes its clone into the next of {@code OUT.0},
+     * {@code OUT.1}, ..., Perfetto's command line's names. A clone that cannot be written
+     * is a line on stderr and status 1 for the command, while the recording goes on.
+     */
+    private final class Clones {
+        private final BlockingQueue<TriggerHit> reported = new LinkedBlockingQueue<>();
+        private int written;
+        private int status;
+
+        void reported(TriggerHit hit) {
+            reported.add(hit);
+        }
+
+        /** Writes a clone for each trigger reported since the last call; returns the status they all left. */
+        int write(TracingSession tracing) {
+            for (TriggerHit hit; (hit = reported.poll()) != null; ) {
+                status = Math.max(status, writeClone(tracing, hit, Path.of(out + "." + written++)));
+            }
+            return status;
+        }
+    }
+
+    /**
+     * Writes the clone for {@code hit} into {@code path}, opened before the session is
+     * cloned as Perfetto's command line opens it; the producers flush first, as Perfetto's
+     * CloneSession has them, unless the stop took their last chunks already.
+     */
+    private static int writeClone(TracingSession tracing, TriggerHit hit, Path path) {
+        try (TraceOutput output = TraceOutput.open(path, "--out")) {
+            if (!tracing.isStopped()) {
+                tracing.flush();
+            }
+            try (SessionClone clone = tracing.cloneSession(hit)) {
+                clone.write(Channels.newChannel(output.stream()));
+            }
+            output.commit();
+            System.out.printf("  clone for trigger \"%s\" of %s: %,d packets written to %s%n", hit.name(),
+                    hit.producerName(), output.stream().packets(), path);
+            return 0;
+        } catch (CliFailure e) {
+            System.err.println("ffmtrace record: " + e.getMessage() + " (the recording goes on)");
+        } catch (IOException e) {
+            System.err.println("ffmtrace record: " + ErrorReporter.describe(e) + " (the recording goes on)");
+        }
+        return CliFailure.FAILED;
     }
 
     /**

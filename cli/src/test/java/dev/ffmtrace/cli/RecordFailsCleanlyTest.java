@@ -99,8 +99,12 @@ class RecordFailsCleanlyTest {
         Files.writeString(clone, Files.readString(stop).replace("STOP_TRACING", "CLONE_SNAPSHOT"));
         assertOneLineError(ConvertAndDumpTest.run("record", "--config", clone.toString(), "--out", out.toString(),
                 "--service", dir.resolve("no-service.sock").toString()), 2, "--config " + clone
-                + ": CLONE_SNAPSHOT sessions are read through clones made on each trigger, which record does not make:"
-                + " record them with Perfetto's perfetto -c FILE -o OUT (it writes OUT.0, OUT.1, ...)");
+                + ": CLONE_SNAPSHOT sessions are read through clones made on each trigger, which record --service does"
+                + " not make: record them in this process (--producer-socket ADDRESS), or with Perfetto's perfetto"
+                + " -c FILE -o OUT");
+        assertOneLineError(ConvertAndDumpTest.run("record", "--config", clone.toString(), "--out", out.toString()), 2,
+                "--config " + clone + ": trigger_config needs producers that can activate triggers: let them connect"
+                        + " (--producer-socket ADDRESS)");
         assertFalse(Files.exists(out));
     }
 

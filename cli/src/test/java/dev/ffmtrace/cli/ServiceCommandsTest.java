@@ -124,7 +124,7 @@ class ServiceCommandsTest {
         ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--service", dir.resolve("none").toString(),
                 "--config", config.toString(), "--out", dir.resolve("t").toString(), "--threads", "2");
         assertEquals(2, run.exit());
-        assertTrue(run.err().contains("--snapshot, --c-producer and --threads do not apply"), run.err());
+        assertTrue(run.err().contains("--snapshot, --c-producer, --threads and --producer-socket do not apply"), run.err());
         run = ConvertAndDumpTest.run("record", "--service", dir.resolve("none").toString(),
                 "--config", config.toString(), "--out", dir.resolve("t").toString());
         assertEquals(1, run.exit());

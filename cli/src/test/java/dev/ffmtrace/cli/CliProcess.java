@@ -11,7 +11,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -30,8 +29,8 @@ final class CliProcess {
     private final CompletableFuture<String> out;
     private final CompletableFuture<String> err;
     private final List<String> lines = new ArrayList<>();
-    private Predicate<String> awaited;
-    private final CountDownLatch seen = new CountDownLatch(1);
+    /** Guarded by {@link #lines}. */
+    private boolean outputEnded;
 
     private CliProcess(Process process) {
         this.process = process;
@@ -73,23 +72,29 @@ final class CliProcess {
         return process;
     }
 
-    /** Waits until a line of standard output matches; fails at once if the output ends first. */
+    /**
+     * Waits until a line of standard output matches (one printed before this call counts);
+     * fails at once if the output ends first. May be called any number of times.
+     */
     void awaitLine(Predicate<String> line) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS);
+        boolean ended;
         synchronized (lines) {
-            awaited = line;
+            long left;
+            while (lines.stream().noneMatch(line) && !outputEnded && (left = deadline - System.nanoTime()) > 0) {
+                TimeUnit.NANOSECONDS.timedWait(lines, left);
+            }
             if (lines.stream().anyMatch(line)) {
-                seen.countDown();
+                return;
             }
+            ended = outputEnded;
         }
-        if (!seen.await(TIMEOUT_SECONDS, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            fail("no such line within " + TIMEOUT_SECONDS + " s; output: " + lines + "; errors: " + errors());
+        // The failure's message waits for the process: outside the lock the reader takes.
+        if (ended) {
+            fail("the output ended without such a line: " + lines + "; errors: " + errors());
         }
-        synchronized (lines) {
-            if (lines.stream().noneMatch(line)) {
-                fail("the output ended without such a line: " + lines + "; errors: " + errors());
-            }
-        }
+        process.destroyForcibly();
+        fail("no such line within " + TIMEOUT_SECONDS + " s; output: " + lines + "; errors: " + errors());
     }
 
     /** Sends {@code signal} (a name, as kill takes it). */
@@ -132,16 +137,17 @@ final class CliProcess {
                 all.append(line).append('\n');
                 synchronized (lines) {
                     lines.add(line);
-                    if (awaited != null && awaited.test(line)) {
-                        seen.countDown();
-                    }
+                    lines.notifyAll();
                 }
             }
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         } finally {
             // The output ended: a line still awaited will not come.
-            seen.countDown();
+            synchronized (lines) {
+                outputEnded = true;
+                lines.notifyAll();
+            }
         }
         return all.toString();
     }

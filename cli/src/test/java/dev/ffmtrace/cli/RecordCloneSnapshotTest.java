@@ -82,6 +82,8 @@ class RecordCloneSnapshotTest {
         try (ProducerConnection producer = ProducerConnection.connect(ProducerConnection.Options.named("snapper")
                 .withSocket(UnixAddress.parse(socket)).withRetryDelays(FAST))) {
             assertTrue(producer.awaitConnected(Duration.ofSeconds(CliProcess.TIMEOUT_SECONDS)));
+            // Registered once the session runs (its warnings are printed before this line), so it waits for us.
+            record.awaitLine(line -> line.startsWith("recording "));
             producer.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE), writing(written));
             written.get(CliProcess.TIMEOUT_SECONDS, TimeUnit.SECONDS);
             producer.activateTriggers(List.of("snap"), Duration.ofSeconds(CliProcess.TIMEOUT_SECONDS));
@@ -91,7 +93,7 @@ class RecordCloneSnapshotTest {
         record.kill("INT");
         ConvertAndDumpTest.Run run = record.await();
         assertEquals(130, run.exit(), run.err() + run.out());
-        // The producer connects once the session runs: the warning says the session waits for it.
+        // The data source is registered once the session runs: the warning says the session waits for it.
         assertEquals(List.of("ffmtrace record: warning: data source \"clone_test\" (#0): no connected producer has"
                         + " registered it (the session starts it when one does)",
                 "ffmtrace record: --out " + first + ": is a directory (the recording goes on)"),

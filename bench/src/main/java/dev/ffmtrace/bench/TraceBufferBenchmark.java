@@ -34,6 +34,11 @@ import java.util.concurrent.TimeUnit;
  * {@code bytes} (an {@link AuxCounters} operations counter, so JMH reports it as a
  * rate): 4096 bytes per chunk copied, whatever its real size, for the writes; the
  * payload bytes of every fragment read for the reads.
+ *
+ * <p>The two {@code memcpy} rows are the floor each is measured against: the same chunks
+ * moved by {@link MemorySegment#copy} alone, per op as their row counts ops, so that a
+ * row's bytes per second reads as a fraction of what copying its bytes costs in the same
+ * run (issue #32).
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -161,6 +166,47 @@ public class TraceBufferBenchmark {
         }
     }
 
+    /** Where the memcpy rows copy to, in chunk slots of {@value #CHUNK_SIZE} bytes. */
+    @State(Scope.Thread)
+    public static class CopyTarget {
+        final Arena arena = Arena.ofConfined();
+        MemorySegment memory;
+        long offset;
+        int templateIndex;
+
+        @Setup(Level.Trial)
+        public void allocate() {
+            memory = arena.allocate(READ_BUFFER_SIZE, 16);
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            arena.close();
+        }
+    }
+
+    /** The read row's chunks laid out plainly, a template chunk per 4 KiB slot, for its memcpy row to copy out. */
+    @State(Scope.Thread)
+    public static class FilledRegion {
+        final Arena arena = Arena.ofConfined();
+        MemorySegment memory;
+
+        @Setup(Level.Trial)
+        public void fill(Templates templates) {
+            memory = arena.allocate(READ_BUFFER_SIZE, 16);
+            int templateIndex = 0;
+            for (long offset = 0; offset < READ_BUFFER_SIZE - CHUNK_SIZE; offset += CHUNK_SIZE) {
+                int t = templateIndex++ % Templates.COUNT;
+                MemorySegment.copy(templates.data, templates.offsets[t], memory, offset, templates.sizes[t]);
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void close() {
+            arena.close();
+        }
+    }
+
     @State(Scope.Thread)
     public static class FilledBuffer {
         final Arena arena = Arena.ofConfined();
@@ -260,5 +306,48 @@ public class TraceBufferBenchmark {
         state.packetsRead = packets;
         throughput.bytes += bytesRead;
         return bytesRead;
+    }
+
+    /**
+     * The write rows' floor: each template chunk's bytes copied into the next 4 KiB slot of
+     * a 64 MiB region, and nothing else (no header, index or bookkeeping); counted as the
+     * write rows count, 4096 bytes a copy.
+     */
+    @Benchmark
+    @OperationsPerInvocation(COPIES_PER_OPERATION)
+    public void memcpyWriteBaseline(Templates templates, CopyTarget target, BytesThroughput throughput) {
+        MemorySegment to = target.memory;
+        long offset = target.offset;
+        int templateIndex = target.templateIndex;
+        for (int i = 0; i < COPIES_PER_OPERATION; i++) {
+            int t = templateIndex++ % Templates.COUNT;
+            MemorySegment.copy(templates.data, templates.offsets[t], to, offset, templates.sizes[t]);
+            offset = (offset + CHUNK_SIZE) % WRITE_BUFFER_SIZE;
+        }
+        target.offset = offset;
+        target.templateIndex = templateIndex;
+        throughput.bytes += (long) COPIES_PER_OPERATION * CHUNK_SIZE;
+    }
+
+    /**
+     * The read row's floor: the same {@value #PACKETS_PER_READ} packets in 32767 chunks,
+     * copied out chunk by chunk (payload and packet headers, a little more than the read
+     * row counts); bytes are the bytes copied.
+     */
+    @Benchmark
+    @OperationsPerInvocation(PACKETS_PER_READ)
+    public long memcpyReadBaseline(Templates templates, FilledRegion region, CopyTarget target,
+                                   BytesThroughput throughput) {
+        MemorySegment from = region.memory;
+        MemorySegment to = target.memory;
+        long copied = 0;
+        int templateIndex = 0;
+        for (long offset = 0; offset < READ_BUFFER_SIZE - CHUNK_SIZE; offset += CHUNK_SIZE) {
+            int size = templates.sizes[templateIndex++ % Templates.COUNT];
+            MemorySegment.copy(from, offset, to, offset, size);
+            copied += size;
+        }
+        throughput.bytes += copied;
+        return copied;
     }
 }

@@ -8,10 +8,13 @@ import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.ReadbackSink;
+import dev.ffmtrace.tracing.service.SessionClone;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.IOException;
@@ -43,7 +46,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code perfetto --clone} does: CloneSession, then ReadBuffers, whose replies the service
  * cuts into slices and this thread's {@link ConsumerConnection} glues into a trace. The
  * {@code bytes} column is the trace's bytes per second; the allocation column of
- * {@code cloneAndReadBuffers} includes the client's copy of the whole trace.
+ * {@code cloneAndReadBuffers} includes the client's copy of the whole trace. The rows
+ * into a {@link ReadbackSink} that keeps nothing have the service's allocation alone:
+ * {@code cloneIntoSink} a clone of the full buffer written whole ({@link SessionClone}),
+ * {@code consumeIntoSink} a consuming readback ({@link TracingSession#writeTrace}) of a
+ * buffer read empty by the first one, so the service's own packets of each readback.
  */
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
@@ -78,12 +85,46 @@ public class ReadbackBenchmark {
         }
     }
 
+    /** Counts the packets' bytes it is given and keeps none of them. */
+    static final class DiscardSink implements ReadbackSink {
+        long taken;
+        private long pending;
+
+        @Override
+        public void appendFramed(byte[] packet) {
+            pending += packet.length;
+        }
+
+        @Override
+        public boolean append(TracePacketView packet, byte[] trailer, int trailerSize) {
+            pending += packet.size() + trailerSize;
+            return true;
+        }
+
+        @Override
+        public boolean isFull() {
+            return false;
+        }
+
+        @Override
+        public long pending() {
+            return pending;
+        }
+
+        @Override
+        public void flush() {
+            taken += pending;
+            pending = 0;
+        }
+    }
+
     /** A session of the in-process service, started directly and full. */
     @State(Scope.Benchmark)
     public static class Local {
         TracingService service;
         TracingSession session;
         final Discard discard = new Discard();
+        final DiscardSink sink = new DiscardSink();
 
         @Setup(Level.Trial)
         public void setUp() throws Exception {
@@ -180,5 +221,25 @@ public class ReadbackBenchmark {
         byte[] trace = ipc.cloner.readBuffers(TIMEOUT_MS);
         throughput.bytes += trace.length;
         return trace.length;
+    }
+
+    @Benchmark
+    public long cloneIntoSink(Local local, BytesThroughput throughput) throws IOException {
+        long before = local.sink.taken;
+        try (SessionClone clone = local.session.cloneSession(null)) {
+            clone.write(local.sink);
+        }
+        long bytes = local.sink.taken - before;
+        throughput.bytes += bytes;
+        return bytes;
+    }
+
+    @Benchmark
+    public long consumeIntoSink(Local local, BytesThroughput throughput) throws IOException {
+        long before = local.sink.taken;
+        local.session.writeTrace(local.sink);
+        long bytes = local.sink.taken - before;
+        throughput.bytes += bytes;
+        return bytes;
     }
 }

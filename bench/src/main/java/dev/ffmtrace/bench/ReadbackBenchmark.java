@@ -91,8 +91,8 @@ public class ReadbackBenchmark {
         private long pending;
 
         @Override
-        public void appendFramed(byte[] packet) {
-            pending += packet.length;
+        public void appendFramed(byte[] packet, int offset, int length) {
+            pending += length;
         }
 
         @Override

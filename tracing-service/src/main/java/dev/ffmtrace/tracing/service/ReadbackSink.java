@@ -13,10 +13,11 @@ import java.io.IOException;
  */
 public interface ReadbackSink {
     /**
-     * Takes one packet the service wrote itself, framed as a {@code Trace}'s packet field
-     * (tag and length first); refused, and the sink full from then on, if it does not fit.
+     * Takes one packet the service wrote itself, {@code packet[offset, offset + length)},
+     * framed as a {@code Trace}'s packet field (tag and length first); refused, and the
+     * sink full from then on, if it does not fit. The array is the caller's again on return.
      */
-    void appendFramed(byte[] packet);
+    void appendFramed(byte[] packet, int offset, int length);
 
     /**
      * Takes a producer's packet: the bytes {@code packet} points at, then

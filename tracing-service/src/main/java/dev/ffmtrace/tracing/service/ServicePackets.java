@@ -16,12 +16,18 @@ import dev.ffmtrace.tracing.buffer.BufferProtoVms;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import dev.ffmtrace.tracing.relay.ThisMachine;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 import java.util.List;
 
 /**
- * The packets the service writes itself, each a one-packet {@code Trace} ready to be
- * appended to a trace file, on sequence {@link TracingSession#SERVICE_SEQUENCE_ID} with
- * the service's uid and, as Perfetto's service does, timestamps declared BOOTTIME.
+ * Encodes the packets the service writes itself, each a one-packet {@code Trace} ready to
+ * be appended to a trace file, on sequence {@link TracingSession#SERVICE_SEQUENCE_ID}
+ * with the service's uid and, as Perfetto's service does, timestamps declared BOOTTIME.
+ * Each packet is encoded into the instance's buffer, which the next one reuses, then
+ * {@linkplain #appendTo appended} to a sink or {@linkplain #toByteArray copied} out: a
+ * readback that keeps an instance encodes its packets without allocating. One thread at
+ * a time uses an instance.
  */
 final class ServicePackets {
     /** What this machine is, read once: it does not change while the process runs. */
@@ -31,7 +37,21 @@ final class ServicePackets {
     /** A round of reads this short is kept at once. */
     static final long TIGHT_ROUND_NANOS = 2_000;
 
-    private ServicePackets() {
+    private final HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+    private final ProtoVmsPacket protoVms = new ProtoVmsPacket();
+    /** The last packet's bytes, contiguous for a sink; grown as packets need. */
+    private byte[] bytes = new byte[(int) HeapBuffered.DEFAULT_SLICE_SIZE];
+    private MemorySegment bytesSegment = MemorySegment.ofArray(bytes);
+    private int size;
+
+    /** Appends the packet encoded last to {@code sink}. */
+    void appendTo(ReadbackSink sink) {
+        sink.appendFramed(bytes, 0, size);
+    }
+
+    /** The packet encoded last, in a new array: for a packet kept to be written later. */
+    byte[] toByteArray() {
+        return Arrays.copyOf(bytes, size);
     }
 
     /**
@@ -44,7 +64,7 @@ final class ServicePackets {
      * to {@value #SNAPSHOT_ROUNDS} rounds are read, MONOTONIC again at each end, and the
      * shortest is kept; one under {@value #TIGHT_ROUND_NANOS} ns ends the search.
      */
-    static byte[] clockSnapshot() {
+    ServicePackets clockSnapshot() {
         long monotonic = 0;
         long boottime = 0;
         long monotonicRaw = 0;
@@ -64,32 +84,28 @@ final class ServicePackets {
                 realtime = roundRealtime;
             }
         }
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TracePacket packet = service(trace, boottime);
+        TracePacket packet = begin(boottime);
         ClockSnapshot snapshot = packet.setClockSnapshot();
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_BOOTTIME, boottime);
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
         snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
-        return trace.toByteArray();
+        return end();
     }
 
     /** The session's {@code trace_config}, as given. */
-    static byte[] traceConfig(SessionConfig config) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TracePacket packet = service(trace, -1);
-        packet.appendBytes(TracePacket.TRACE_CONFIG_FIELD_NUMBER, config.traceConfig());
-        return trace.toByteArray();
+    ServicePackets traceConfig(SessionConfig config) {
+        begin(-1).appendBytes(TracePacket.TRACE_CONFIG_FIELD_NUMBER, config.traceConfig());
+        return end();
     }
 
     /** The session's {@code trace_uuid}. */
-    static byte[] traceUuid(long msb, long lsb) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TraceUuid uuid = service(trace, -1).setTraceUuid();
+    ServicePackets traceUuid(long msb, long lsb) {
+        TraceUuid uuid = begin(-1).setTraceUuid();
         uuid.setMsb(msb);
         uuid.setLsb(lsb);
-        return trace.toByteArray();
+        return end();
     }
 
     /** {@code system_info}: uname, page size, CPUs, time zone and the service's version. */
@@ -101,24 +117,21 @@ final class ServicePackets {
      * A {@code service_event} with the bool field {@code eventField} of
      * {@code TracingServiceEvent} set, stamped {@code bootTimeNanos}.
      */
-    static byte[] serviceEvent(int eventField, long bootTimeNanos) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        service(trace, bootTimeNanos).setServiceEvent().appendVarInt(eventField, 1);
-        return trace.toByteArray();
+    ServicePackets serviceEvent(int eventField, long bootTimeNanos) {
+        begin(bootTimeNanos).setServiceEvent().appendVarInt(eventField, 1);
+        return end();
     }
 
     /** A {@code trigger} the session received, stamped when it came. */
-    static byte[] trigger(TriggerHit hit) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        fill(service(trace, hit.bootTimeNanos()).setTrigger(), hit);
-        return trace.toByteArray();
+    ServicePackets trigger(TriggerHit hit) {
+        fill(begin(hit.bootTimeNanos()).setTrigger(), hit);
+        return end();
     }
 
     /** A clone's {@code clone_snapshot_trigger}: the CLONE_SNAPSHOT trigger it was made for. */
-    static byte[] cloneSnapshotTrigger(TriggerHit hit) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        fill(service(trace, hit.bootTimeNanos()).setCloneSnapshotTrigger(), hit);
-        return trace.toByteArray();
+    ServicePackets cloneSnapshotTrigger(TriggerHit hit) {
+        fill(begin(hit.bootTimeNanos()).setCloneSnapshotTrigger(), hit);
+        return end();
     }
 
     private static void fill(Trigger trigger, TriggerHit hit) {
@@ -133,18 +146,17 @@ final class ServicePackets {
      * and the service's producers as traced counts them: connected now, and seen since it
      * started (the difference counts producers that went away, a killed relay's among them).
      */
-    static byte[] stats(List<TraceBufferStats> buffers, long chunksDiscarded, long invalidPackets,
-                        TracingService.ProducerCounts producers) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TraceStats stats = service(trace, -1).setTraceStats();
-        for (TraceBufferStats bufferStats : buffers) {
-            bufferStats.writeTo(stats.addBufferStats());
+    ServicePackets stats(List<TraceBufferStats> buffers, long chunksDiscarded, long invalidPackets,
+                         TracingService.ProducerCounts producers) {
+        TraceStats stats = begin(-1).setTraceStats();
+        for (int i = 0; i < buffers.size(); i++) {
+            buffers.get(i).writeTo(stats.addBufferStats());
         }
         stats.setProducersConnected(producers.connected());
         stats.setProducersSeen(producers.seen());
         stats.setChunksDiscarded(chunksDiscarded);
         stats.setInvalidPackets(invalidPackets);
-        return trace.toByteArray();
+        return end();
     }
 
     /**
@@ -152,9 +164,8 @@ final class ServicePackets {
      * sequences it holds and their producers (each a {@link TraceBufferV2#sequences()} key),
      * so a reader can tell whose packets a sequence carries.
      */
-    static byte[] traceProvenance(List<long[]> sequencesPerBuffer) {
-        HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
-        TraceProvenance provenance = service(trace, Os.clockNanos(Os.CLOCK_BOOTTIME)).setTraceProvenance();
+    ServicePackets traceProvenance(List<long[]> sequencesPerBuffer) {
+        TraceProvenance provenance = begin(Os.clockNanos(Os.CLOCK_BOOTTIME)).setTraceProvenance();
         for (long[] sequences : sequencesPerBuffer) {
             TraceProvenance.Buffer buffer = provenance.addBuffers();
             for (long key : sequences) {
@@ -164,15 +175,22 @@ final class ServicePackets {
                 sequence.setProducerId(producerId);
             }
         }
-        return trace.toByteArray();
+        return end();
     }
 
     /**
-     * Builds the {@code protovms} packet: each ProtoVM of the session's buffers, with the
-     * state it holds when added. No VM, no packet.
+     * Starts the {@code protovms} packet, which the caller then builds: each ProtoVM of the
+     * session's buffers, with the state it holds when added. Until it is appended, the
+     * instance encodes nothing else.
      */
-    static final class ProtoVmsPacket {
-        private final HeapBuffered<Trace> trace = new HeapBuffered<>(Trace.FACTORY);
+    ProtoVmsPacket protoVms() {
+        trace.reset();
+        protoVms.protoVms = null;
+        return protoVms;
+    }
+
+    /** The {@code protovms} packet being built: no VM, no packet. */
+    final class ProtoVmsPacket {
         private ProtoVms protoVms;
 
         /** Adds {@code vms}' instances; the caller keeps their buffer from changing meanwhile. */
@@ -191,10 +209,30 @@ final class ServicePackets {
             }
         }
 
-        /** The packet, or null if no buffer had a VM. */
-        byte[] toByteArray() {
-            return protoVms == null ? null : trace.toByteArray();
+        /** Appends the packet to {@code sink} if a buffer had a VM. */
+        void appendTo(ReadbackSink sink) {
+            if (protoVms != null) {
+                end().appendTo(sink);
+            }
         }
+    }
+
+    /** Starts a packet: a new one of the reused buffer (see {@link #service}). */
+    private TracePacket begin(long timestamp) {
+        trace.reset();
+        return service(trace, timestamp);
+    }
+
+    /** Ends the packet: its bytes copied where {@link #appendTo} and {@link #toByteArray} find them. */
+    private ServicePackets end() {
+        trace.get().finalizeMessage();
+        size = Math.toIntExact(trace.size());
+        if (size > bytes.length) {
+            bytes = new byte[Math.max(size, 2 * bytes.length)];
+            bytesSegment = MemorySegment.ofArray(bytes);
+        }
+        trace.buffer().copyTo(bytesSegment, 0);
+        return this;
     }
 
     /** A new packet of {@code trace} with the service's trusted fields, and {@code timestamp} unless negative. */

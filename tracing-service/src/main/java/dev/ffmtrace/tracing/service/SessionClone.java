@@ -5,6 +5,7 @@ import dev.ffmtrace.tracing.buffer.TraceBufferV2;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.nio.channels.WritableByteChannel;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -27,11 +28,15 @@ public final class SessionClone implements AutoCloseable {
     private final PacketHandoff.ReadState state;
     private final TraceReadback.FirstPackets firstPackets;
     private final TracingService service;
+    /** What writes the clone: the snapshot's are its session readback's, used under its turn. */
+    private final ServicePackets packets;
+    private final PacketHandoff handoff;
     private boolean written;
 
     SessionClone(Arena arena, List<TraceBufferV2> buffers, List<TraceBufferStats> stats, long chunksDiscarded,
                  long uuidMsb, long uuidLsb, List<byte[]> leadingPackets, PacketHandoff.ReadState state,
-                 TraceReadback.FirstPackets firstPackets, TracingService service) {
+                 TraceReadback.FirstPackets firstPackets, TracingService service, ServicePackets packets,
+                 PacketHandoff handoff) {
         this.arena = arena;
         this.buffers = buffers;
         this.stats = stats;
@@ -42,6 +47,8 @@ public final class SessionClone implements AutoCloseable {
         this.state = state;
         this.firstPackets = firstPackets;
         this.service = service;
+        this.packets = packets;
+        this.handoff = handoff;
     }
 
     /** The high 64 bits of the clone's {@code trace_uuid}. */
@@ -85,34 +92,30 @@ public final class SessionClone implements AutoCloseable {
             throw new IllegalStateException("a clone is written once, before it is closed");
         }
         written = true;
-        sink.appendFramed(ServicePackets.clockSnapshot());
-        List<long[]> sequences = new java.util.ArrayList<>();
-        ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
-        for (TraceBufferV2 buffer : buffers) {
-            sequences.add(buffer.sequences());
-            protoVms.add(buffer.protoVms());
+        packets.clockSnapshot().appendTo(sink);
+        List<long[]> sequences = new ArrayList<>(buffers.size());
+        for (int i = 0; i < buffers.size(); i++) {
+            sequences.add(buffers.get(i).sequences());
         }
-        firstPackets.write(sink, uuidMsb, uuidLsb, sequences);
-        for (byte[] packet : leadingPackets) {
-            sink.appendFramed(packet);
+        firstPackets.write(packets, sink, uuidMsb, uuidLsb, sequences);
+        TraceReadback.appendAll(sink, leadingPackets);
+        ServicePackets.ProtoVmsPacket protoVms = packets.protoVms();
+        for (int i = 0; i < buffers.size(); i++) {
+            protoVms.add(buffers.get(i).protoVms());
         }
-        byte[] vms = protoVms.toByteArray();
-        if (vms != null) {
-            sink.appendFramed(vms);
-        }
-        PacketHandoff handoff = new PacketHandoff();
-        long packets = 0;
-        for (TraceBufferV2 buffer : buffers) {
+        protoVms.appendTo(sink);
+        long handed = 0;
+        for (int i = 0; i < buffers.size(); i++) {
             boolean more = true;
             while (more) {
-                packets += handoff.handBatch(buffer, state, sink);
+                handed += handoff.handBatch(buffers.get(i), state, sink);
                 more = sink.pending() >= PacketHandoff.BATCH_BYTES;
                 sink.flush();
             }
         }
-        sink.appendFramed(ServicePackets.stats(stats, chunksDiscarded, state.invalidPackets, service.producerCounts()));
+        packets.stats(stats, chunksDiscarded, state.invalidPackets, service.producerCounts()).appendTo(sink);
         sink.flush();
-        return packets;
+        return handed;
     }
 
     /** Frees the clone's memory. */

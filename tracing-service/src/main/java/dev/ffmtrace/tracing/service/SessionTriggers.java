@@ -62,10 +62,15 @@ final class SessionTriggers {
         return packets;
     }
 
+    /** The packets of the triggers from {@code from} on; none, without allocating, if there are none. */
     private List<byte[]> packets(int from) {
+        if (from == received.size()) {
+            return List.of();
+        }
+        ServicePackets encoder = new ServicePackets();
         List<byte[]> packets = new ArrayList<>(received.size() - from);
         for (int i = from; i < received.size(); i++) {
-            packets.add(ServicePackets.trigger(received.get(i)));
+            packets.add(encoder.trigger(received.get(i)).toByteArray());
         }
         return packets;
     }

@@ -23,14 +23,13 @@ import java.util.function.Supplier;
 final class TraceReadback {
     /** The packets a trace begins with, after a clock snapshot: the session's config, the trace's identity, the machines. */
     record FirstPackets(SessionConfig config, TracingService service) {
-        void write(ReadbackSink sink, long uuidMsb, long uuidLsb, List<long[]> sequences) {
-            sink.appendFramed(ServicePackets.traceConfig(config));
-            sink.appendFramed(ServicePackets.traceUuid(uuidMsb, uuidLsb));
-            sink.appendFramed(ServicePackets.traceProvenance(sequences));
-            sink.appendFramed(ServicePackets.systemInfo());
-            for (byte[] packet : service.relays().systemInfoPackets()) {
-                sink.appendFramed(packet);
-            }
+        void write(ServicePackets packets, ReadbackSink sink, long uuidMsb, long uuidLsb, List<long[]> sequences) {
+            packets.traceConfig(config).appendTo(sink);
+            packets.traceUuid(uuidMsb, uuidLsb).appendTo(sink);
+            packets.traceProvenance(sequences).appendTo(sink);
+            byte[] systemInfo = ServicePackets.systemInfo();
+            sink.appendFramed(systemInfo, 0, systemInfo.length);
+            appendAll(sink, service.relays().systemInfoPackets());
         }
     }
 
@@ -46,6 +45,7 @@ final class TraceReadback {
     private final LongSupplier chunksDiscarded;
     private final FirstPackets firstPackets;
     private final PacketHandoff handoff = new PacketHandoff();
+    private final ServicePackets packets = new ServicePackets();
     /** What consuming readbacks carry from one to the next. */
     private final PacketHandoff.ReadState consuming = new PacketHandoff.ReadState();
     /** The clock snapshot taken when the session started, for the first trace. */
@@ -86,10 +86,10 @@ final class TraceReadback {
      */
     long consume(ReadbackSink sink) throws IOException {
         if (initialClockSnapshot != null) {
-            sink.appendFramed(initialClockSnapshot);
+            sink.appendFramed(initialClockSnapshot, 0, initialClockSnapshot.length);
             initialClockSnapshot = null;
         }
-        sink.appendFramed(ServicePackets.clockSnapshot());
+        packets.clockSnapshot().appendTo(sink);
         boolean first = !initialPacketsWritten;
         if (first) {
             List<long[]> sequences = new ArrayList<>();
@@ -101,17 +101,15 @@ final class TraceReadback {
                     buffer.lock.unlock();
                 }
             }
-            firstPackets.write(sink, uuidMsb, uuidLsb, sequences);
+            firstPackets.write(packets, sink, uuidMsb, uuidLsb, sequences);
             initialPacketsWritten = true;
         }
-        for (byte[] packet : triggers.takeUnwrittenPackets()) {
-            sink.appendFramed(packet);
-        }
-        writeEvents(sink);
+        appendAll(sink, triggers.takeUnwrittenPackets());
+        events.writeUnwritten(packets, sink);
         writeRemoteClockSyncOnce(sink);
         if (first) {
             // The VMs' states at the first readback, once per session, as Perfetto writes them.
-            ServicePackets.ProtoVmsPacket protoVms = new ServicePackets.ProtoVmsPacket();
+            ServicePackets.ProtoVmsPacket protoVms = packets.protoVms();
             for (ServiceBuffer buffer : buffers) {
                 buffer.lock.lock();
                 try {
@@ -120,15 +118,17 @@ final class TraceReadback {
                     buffer.lock.unlock();
                 }
             }
-            writeIfAny(sink, protoVms.toByteArray());
+            protoVms.appendTo(sink);
         }
-        long packets = 0;
-        for (ServiceBuffer buffer : buffers) {
+        long handed = 0;
+        // Indexed: a steady readback allocates no iterator.
+        for (int i = 0; i < buffers.size(); i++) {
+            ServiceBuffer buffer = buffers.get(i);
             boolean more = true;
             while (more && !sink.isFull()) {
                 buffer.lock.lock();
                 try {
-                    packets += handoff.handBatch(buffer.buffer, consuming, sink);
+                    handed += handoff.handBatch(buffer.buffer, consuming, sink);
                 } finally {
                     buffer.lock.unlock();
                 }
@@ -137,11 +137,11 @@ final class TraceReadback {
             }
         }
         events.record(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
-        writeEvents(sink);
-        sink.appendFramed(ServicePackets.stats(stats.get(), chunksDiscarded.getAsLong(), consuming.invalidPackets,
-                service.producerCounts()));
+        events.writeUnwritten(packets, sink);
+        packets.stats(stats.get(), chunksDiscarded.getAsLong(), consuming.invalidPackets, service.producerCounts())
+                .appendTo(sink);
         sink.flush();
-        return packets;
+        return handed;
     }
 
     /** The remote machines' clock exchanges, once per session: at its first readback while any relay is connected. */
@@ -149,31 +149,44 @@ final class TraceReadback {
         if (remoteClockSyncWritten || service.relays().isEmpty()) {
             return;
         }
-        for (byte[] packet : service.relays().clockSyncPackets()) {
-            sink.appendFramed(packet);
-        }
+        appendAll(sink, service.relays().clockSyncPackets());
         remoteClockSyncWritten = true;
     }
 
-    private static void writeIfAny(ReadbackSink sink, byte[] packet) {
-        if (packet != null) {
-            sink.appendFramed(packet);
+    /** Appends packets encoded before; indexed, so that an empty list costs no iterator. */
+    static void appendAll(ReadbackSink sink, List<byte[]> framedPackets) {
+        for (int i = 0; i < framedPackets.size(); i++) {
+            byte[] packet = framedPackets.get(i);
+            sink.appendFramed(packet, 0, packet.length);
         }
     }
 
-    private void writeEvents(ReadbackSink sink) {
-        for (byte[] event : events.takeUnwritten()) {
-            sink.appendFramed(event);
-        }
+    /**
+     * A clone for a snapshot, which this thread writes and closes before its readback's
+     * turn ends: it uses the readback's encoder and handoff, and a confined arena, which
+     * spares the shared arena's handshake when freed.
+     */
+    SessionClone snapshot(List<byte[]> triggerPackets) {
+        return cloneBuffers(triggerPackets, null, Arena.ofConfined(), packets, handoff);
+    }
+
+    /**
+     * A clone that outlives the readback's turn: written and freed by any thread, so with
+     * memory of a shared arena, and an encoder and handoff of its own.
+     */
+    SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger) {
+        return cloneBuffers(triggerPackets, cloneTrigger, Arena.ofShared(), new ServicePackets(), new PacketHandoff());
     }
 
     /**
      * Clones what the buffers hold now, read-only, each under its lock, without consuming
      * it: for a snapshot or a clone. {@code triggerPackets} are the session's triggers to
      * write; {@code cloneTrigger}, if not null, the CLONE_SNAPSHOT trigger the clone is
-     * made for; {@code arena}, the clone's memory, which the clone closes.
+     * made for; {@code arena}, the clone's memory, which the clone closes; {@code packets}
+     * and {@code handoff}, what writes the clone.
      */
-    SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger, Arena arena) {
+    private SessionClone cloneBuffers(List<byte[]> triggerPackets, TriggerHit cloneTrigger, Arena arena,
+                                      ServicePackets packets, PacketHandoff handoff) {
         try {
             List<TraceBufferV2> clones = new ArrayList<>();
             List<TraceBufferStats> clonedStats = new ArrayList<>();
@@ -190,7 +203,7 @@ final class TraceReadback {
             }
             List<byte[]> leading = new ArrayList<>();
             if (cloneTrigger != null) {
-                leading.add(ServicePackets.cloneSnapshotTrigger(cloneTrigger));
+                leading.add(packets.cloneSnapshotTrigger(cloneTrigger).toByteArray());
             }
             leading.addAll(triggerPackets);
             leading.addAll(events.milestones());
@@ -198,7 +211,7 @@ final class TraceReadback {
             // The clones' packets are read again by consuming reads: the clone counts on a state of its own.
             return new SessionClone(arena, List.copyOf(clones), List.copyOf(clonedStats), discarded,
                     uuid.getMostSignificantBits(), uuid.getLeastSignificantBits(), List.copyOf(leading),
-                    consuming.copy(), firstPackets, service);
+                    consuming.copy(), firstPackets, service, packets, handoff);
         } catch (RuntimeException | Error e) {
             arena.close();
             throw e;

@@ -54,10 +54,10 @@ final class TraceSink implements ReadbackSink {
     }
 
     @Override
-    public void appendFramed(byte[] packet) {
-        if (packet.length > 0 && fits(packet.length)) {
-            System.arraycopy(packet, 0, reserve(packet.length), staged, packet.length);
-            staged += packet.length;
+    public void appendFramed(byte[] packet, int offset, int length) {
+        if (length > 0 && fits(length)) {
+            System.arraycopy(packet, offset, reserve(length), staged, length);
+            staged += length;
         }
     }
 

@@ -3,7 +3,6 @@ package dev.ffmtrace.tracing.service;
 import dev.ffmtrace.perfetto.protos.TracingServiceEvent;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.io.OutputStream;
 import java.nio.channels.Channels;
 import java.nio.channels.WritableByteChannel;
@@ -153,7 +152,7 @@ public final class TracingSession implements AutoCloseable {
             state = State.RUNNING;
             started = true;
         }
-        byte[] clocks = ServicePackets.clockSnapshot();
+        byte[] clocks = new ServicePackets().clockSnapshot().toByteArray();
         readbackLock.lock();
         try {
             readback.begin(clocks);
@@ -589,8 +588,7 @@ public final class TracingSession implements AutoCloseable {
     public long writeSnapshot(WritableByteChannel out) throws IOException {
         checkOpen("writeSnapshot");
         readbackLock.lock();
-        // Confined: this thread writes the clone and frees it, which spares the shared arena's handshake.
-        try (SessionClone snapshot = readback.cloneBuffers(triggers.allPackets(), null, Arena.ofConfined())) {
+        try (SessionClone snapshot = readback.snapshot(triggers.allPackets())) {
             return snapshot.write(new TraceSink(out, Long.MAX_VALUE, readbackStaging));
         } finally {
             readbackLock.unlock();
@@ -609,8 +607,7 @@ public final class TracingSession implements AutoCloseable {
         checkOpen("cloneSession");
         readbackLock.lock();
         try {
-            // Shared: the clone may be read and freed by another thread than this one.
-            return readback.cloneBuffers(triggers.takeAllPackets(), cloneTrigger, Arena.ofShared());
+            return readback.cloneBuffers(triggers.takeAllPackets(), cloneTrigger);
         } finally {
             readbackLock.unlock();
         }

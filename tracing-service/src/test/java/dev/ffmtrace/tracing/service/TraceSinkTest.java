@@ -38,9 +38,9 @@ class TraceSinkTest {
     void aFailedWriteFailsEveryLaterOneWithoutTouchingTheOutput() {
         FailingOnce output = new FailingOnce();
         TraceSink sink = new TraceSink(output, Long.MAX_VALUE, new TraceSink.Staging());
-        sink.appendFramed(new byte[10]);
+        sink.appendFramed(new byte[10], 0, 10);
         IOException first = assertThrows(IOException.class, sink::flush);
-        sink.appendFramed(new byte[10]);
+        sink.appendFramed(new byte[10], 0, 10);
         IOException later = assertThrows(IOException.class, sink::flush);
         assertSame(first, later.getCause());
         assertEquals(1, output.writes, "the broken output is not written again");

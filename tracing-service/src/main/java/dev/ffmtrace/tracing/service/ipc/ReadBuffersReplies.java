@@ -66,12 +66,13 @@ final class ReadBuffersReplies implements ReadbackSink {
     }
 
     @Override
-    public void appendFramed(byte[] packet) {
-        int at = 0;
+    public void appendFramed(byte[] packet, int offset, int length) {
+        int at = offset;
+        int limit = offset + length;
         // The service's own packets: a Trace's packet fields, one or more.
-        while (at < packet.length && packet[at] == TRACE_PACKET_TAG) {
-            int end = varInt.read(packet, at + 1, packet.length);
-            if (end < 0 || varInt.value() > packet.length - end) {
+        while (at < limit && packet[at] == TRACE_PACKET_TAG) {
+            int end = varInt.read(packet, at + 1, limit);
+            if (end < 0 || varInt.value() > limit - end) {
                 return;
             }
             int size = (int) varInt.value();

@@ -382,7 +382,7 @@ class ConsumerPortTest {
         TraceAssembler glued = new TraceAssembler();
         ReadBuffersReplies replies = new ReadBuffersReplies();
         replies.begin(gluingInto(glued, replyLengths));
-        replies.appendFramed(bytes);
+        replies.appendFramed(bytes, 0, bytes.length);
         replies.finish();
         assertEquals(3, replyLengths.size(), "the big packet's 64 KiB slices spread over three replies");
         // ProtoZero writes a nested message's size in a fixed 4-byte varint; glued packets get the shortest one.

@@ -90,9 +90,13 @@ public final class TraceBufferV2 implements AutoCloseable {
     /** The arena of the memory {@link #allocate} made for this buffer; null over a caller's segment. */
     private final Arena ownedArena;
 
-    /** Where untrusted chunks land before they are tokenized: never parse memory a producer can change. */
-    private final byte[] stagingBytes = new byte[MAX_SIZE];
-    private final MemorySegment staging = MemorySegment.ofArray(stagingBytes);
+    /**
+     * Where untrusted chunks land before they are tokenized: never parse memory a producer
+     * can change. Null in a read-only clone, which is never written: a snapshot saves the
+     * allocation.
+     */
+    private final byte[] stagingBytes;
+    private final MemorySegment staging;
     private final FragmentScan fragmentScan = new FragmentScan();
     private final ChunkSequenceReader reader;
     private final ChunkSequenceReader eraser;
@@ -149,6 +153,8 @@ public final class TraceBufferV2 implements AutoCloseable {
         this.overwriteListener = overwriteListener;
         this.readOnly = false;
         this.ownedArena = ownedArena;
+        this.stagingBytes = new byte[MAX_SIZE];
+        this.staging = MemorySegment.ofArray(stagingBytes);
         this.sequences = new SequenceMap();
         this.protoVms = new BufferProtoVms();
         this.counters = new TraceBufferCounters();
@@ -163,6 +169,8 @@ public final class TraceBufferV2 implements AutoCloseable {
         this.overwriteListener = null;
         this.readOnly = true;
         this.ownedArena = null;
+        this.stagingBytes = null;
+        this.staging = null;
         this.sequences = source.sequences.copy();
         this.protoVms = source.protoVms.cloneReadOnly();
         MemorySegment.copy(source.buffer, 0, target, 0, source.usedSize);

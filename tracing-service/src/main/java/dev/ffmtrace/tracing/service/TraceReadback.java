@@ -8,8 +8,6 @@ import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
-import java.util.function.LongSupplier;
-import java.util.function.Supplier;
 
 /**
  * A session's readback: its buffers into a trace ({@link TracingSession} describes the
@@ -40,12 +38,11 @@ final class TraceReadback {
     private final SessionTriggers triggers;
     private final long uuidMsb;
     private final long uuidLsb;
-    /** The buffers' stats and chunks discarded, for the stats packet that ends a consuming readback. */
-    private final Supplier<List<TraceBufferStats>> stats;
-    private final LongSupplier chunksDiscarded;
     private final FirstPackets firstPackets;
     private final PacketHandoff handoff = new PacketHandoff();
     private final ServicePackets packets = new ServicePackets();
+    /** The buffers' stats for the stats packet that ends a consuming readback, refilled by each. */
+    private final List<TraceBufferStats> bufferStats = new ArrayList<>();
     /** What consuming readbacks carry from one to the next. */
     private final PacketHandoff.ReadState consuming = new PacketHandoff.ReadState();
     /** The clock snapshot taken when the session started, for the first trace. */
@@ -54,14 +51,12 @@ final class TraceReadback {
     private boolean remoteClockSyncWritten;
 
     TraceReadback(TracingService service, SessionConfig config, List<ServiceBuffer> buffers, ServiceEventLog events,
-                  SessionTriggers triggers, Supplier<List<TraceBufferStats>> stats, LongSupplier chunksDiscarded) {
+                  SessionTriggers triggers) {
         this.service = service;
         this.config = config;
         this.buffers = buffers;
         this.events = events;
         this.triggers = triggers;
-        this.stats = stats;
-        this.chunksDiscarded = chunksDiscarded;
         this.firstPackets = new FirstPackets(config, service);
         UUID uuid = UUID.randomUUID();
         this.uuidMsb = uuid.getMostSignificantBits();
@@ -138,10 +133,26 @@ final class TraceReadback {
         }
         events.record(TracingServiceEvent.READ_TRACING_BUFFERS_COMPLETED_FIELD_NUMBER);
         events.writeUnwritten(packets, sink);
-        packets.stats(stats.get(), chunksDiscarded.getAsLong(), consuming.invalidPackets, service.producerCounts())
-                .appendTo(sink);
+        writeStats(sink);
         sink.flush();
         return handed;
+    }
+
+    /** The {@code trace_stats} packet: each buffer's stats, read under its lock, and the session's counts. */
+    private void writeStats(ReadbackSink sink) {
+        bufferStats.clear();
+        long chunksDiscarded = 0;
+        for (int i = 0; i < buffers.size(); i++) {
+            ServiceBuffer buffer = buffers.get(i);
+            buffer.lock.lock();
+            try {
+                bufferStats.add(buffer.buffer.stats());
+                chunksDiscarded += buffer.chunksDiscarded;
+            } finally {
+                buffer.lock.unlock();
+            }
+        }
+        packets.stats(bufferStats, chunksDiscarded, consuming.invalidPackets, service.producerCounts()).appendTo(sink);
     }
 
     /** The remote machines' clock exchanges, once per session: at its first readback while any relay is connected. */

@@ -134,8 +134,7 @@ public final class TracingSession implements AutoCloseable {
         this.fileSink = config.writeIntoFile() ? new TraceSink(output,
                 config.maxFileSizeBytes() > 0 ? config.maxFileSizeBytes() : Long.MAX_VALUE, new TraceSink.Staging())
                 : null;
-        this.readback = new TraceReadback(service, config, this.buffers, events, triggers, this::stats,
-                this::chunksDiscarded);
+        this.readback = new TraceReadback(service, config, this.buffers, events, triggers);
     }
 
     /**

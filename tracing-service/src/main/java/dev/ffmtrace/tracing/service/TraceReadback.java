@@ -40,6 +40,7 @@ final class TraceReadback {
     private final long uuidLsb;
     private final FirstPackets firstPackets;
     private final PacketHandoff handoff = new PacketHandoff();
+    /** Encodes the service's packets of each readback, and of each snapshot, which is written within one's turn. */
     private final ServicePackets packets = new ServicePackets();
     /** The buffers' stats for the stats packet that ends a consuming readback, refilled by each. */
     private final List<TraceBufferStats> bufferStats = new ArrayList<>();

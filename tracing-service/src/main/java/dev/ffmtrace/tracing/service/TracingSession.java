@@ -561,9 +561,10 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets handed to the sink
      */
     public long writeTrace(ReadbackSink sink) throws IOException {
-        checkOpen("writeTrace");
+        // Checked under the lock close() takes to mark the session closed: its buffers are freed only after that.
         readbackLock.lock();
         try {
+            checkOpen("writeTrace");
             return readBack(sink);
         } finally {
             readbackLock.unlock();
@@ -585,10 +586,12 @@ public final class TracingSession implements AutoCloseable {
      * @return the number of producers' packets written
      */
     public long writeSnapshot(WritableByteChannel out) throws IOException {
-        checkOpen("writeSnapshot");
         readbackLock.lock();
-        try (SessionClone snapshot = readback.snapshot(triggers.allPackets())) {
-            return snapshot.write(new TraceSink(out, Long.MAX_VALUE, readbackStaging));
+        try {
+            checkOpen("writeSnapshot");
+            try (SessionClone snapshot = readback.snapshot(triggers.allPackets())) {
+                return snapshot.write(new TraceSink(out, Long.MAX_VALUE, readbackStaging));
+            }
         } finally {
             readbackLock.unlock();
         }
@@ -603,9 +606,9 @@ public final class TracingSession implements AutoCloseable {
      * @param cloneTrigger the trigger the clone is made for, or null
      */
     public SessionClone cloneSession(TriggerHit cloneTrigger) {
-        checkOpen("cloneSession");
         readbackLock.lock();
         try {
+            checkOpen("cloneSession");
             return readback.cloneBuffers(triggers.takeAllPackets(), cloneTrigger);
         } finally {
             readbackLock.unlock();

@@ -3,6 +3,7 @@ package dev.ffmtrace.ipc;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.memory.testing.Await;
+import dev.ffmtrace.memory.testing.OpenDescriptors;
 import org.junit.jupiter.api.Test;
 
 import java.io.IOException;
@@ -13,7 +14,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,29 +29,6 @@ class IpcHostFuzzTest {
     private static final int BURST = 64;
     /** glibc's default stack cache (40 MiB) in lines of /proc/self/maps: two per 1 MiB stack. */
     private static final int STACK_CACHE_LINES = 80;
-
-    private static long fdCount() {
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.count();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
-
-    /** Each open descriptor and what it refers to, for a failure's message. */
-    private static List<String> fds() {
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.map(fd -> {
-                try {
-                    return fd.getFileName() + "->" + Files.readSymbolicLink(fd);
-                } catch (IOException e) {
-                    return fd.getFileName() + "->gone";
-                }
-            }).sorted().toList();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 
     private static List<String> maps() {
         try {
@@ -175,8 +152,7 @@ class IpcHostFuzzTest {
                 burst(host, BURST);
                 round(host, steady, service, 1);
                 settle(disconnected, BURST + CONNECTIONS);
-                long fdsBefore = fdCount();
-                List<String> fdListBefore = fds();
+                OpenDescriptors fdsBefore = OpenDescriptors.snapshot();
                 long fileMappingsBefore = fileMappings();
                 List<String> mapsListBefore = maps();
                 long mapsBefore = mapsListBefore.size();
@@ -188,9 +164,9 @@ class IpcHostFuzzTest {
                 // 40 one-MiB stacks of two lines each) but never by one per connection.
                 // The connections' threads close their descriptors and unmap as they end.
                 Await.until("descriptors, file mappings and stacks back to before the attack",
-                        () -> fdCount() == fdsBefore && fileMappings() == fileMappingsBefore
+                        () -> fdsBefore.openedSince().isEmpty() && fileMappings() == fileMappingsBefore
                                 && Math.abs(mapsLines() - mapsBefore) <= STACK_CACHE_LINES,
-                        () -> "descriptors " + fdListBefore + " / " + fds() + ", file mappings " + fileMappingsBefore
+                        () -> "descriptors opened " + fdsBefore.openedSince() + ", file mappings " + fileMappingsBefore
                                 + " / " + fileMappings() + ", new mappings " + added(mapsListBefore, maps()));
                 assertTrue(host.violations() > CONNECTIONS / 2, "violations counted: " + host.violations());
                 assertTrue(steady.isConnected());

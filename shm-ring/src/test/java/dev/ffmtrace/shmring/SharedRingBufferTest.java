@@ -20,6 +20,7 @@ import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.Seals;
+import dev.ffmtrace.memory.testing.OpenDescriptors;
 import dev.ffmtrace.shmring.SharedRingBuffer.LockMode;
 import dev.ffmtrace.shmring.SharedRingBuffer.ReadResult;
 import dev.ffmtrace.shmring.SharedRingBuffer.WriteResult;
@@ -30,6 +31,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -130,12 +132,12 @@ class SharedRingBufferTest {
     @CsvSource({"4096, 4096", "8191, 8191", "16384, 16384", "4097, 4097"})
     void attachRejectsInvalidSizesWithPerfettosMessageAndLeaksNothing(long fileSize, long reported) throws Exception {
         try (MemoryFile file = unsealed(fileSize)) {
-            long fds = openFds();
+            OpenDescriptors fds = OpenDescriptors.snapshot();
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> SharedRingBuffer.attach(file.fd(), Seals.NOT_REQUIRED));
             assertTrue(e.getMessage().startsWith("SharedRingBuffer size is invalid (" + reported + "): the file must be"
                     + " one page"), e.getMessage());
-            assertEquals(fds, openFds(), "the duplicate fd is closed");
+            assertEquals(List.of(), fds.openedSince(), "the duplicate fd is closed");
             assertOpen(file.fd());
         }
     }
@@ -180,12 +182,6 @@ class SharedRingBufferTest {
         MemoryFile file = MemoryFile.create("shmring-test", Math.max(size, 1), MemoryFile.Backing.DEV_SHM);
         file.resize(size);
         return file;
-    }
-
-    private static long openFds() throws Exception {
-        try (var fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.count();
-        }
     }
 
     private static void assertOpen(int fd) {

@@ -9,11 +9,11 @@ import dev.ffmtrace.memory.MemoryFile;
 import dev.ffmtrace.memory.Seals;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.Await;
+import dev.ffmtrace.memory.testing.OpenDescriptors;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -23,7 +23,6 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import perfetto.protos.DataSourceConfigOuterClass.DataSourceConfig;
 import perfetto.protos.ProducerPort.GetAsyncCommandResponse;
@@ -619,12 +618,12 @@ class ProducerConnectionTest {
     @Test
     void connectAndCloseLeakNoDescriptorMappingOrThread() throws Exception {
         cycle();
-        long fds = fdCount();
+        OpenDescriptors fds = OpenDescriptors.snapshot();
         long smbMappings = smbMappings();
         for (int i = 0; i < 5; i++) {
             cycle();
         }
-        assertEquals(fds, fdCount(), "descriptors left open");
+        assertEquals(List.of(), fds.openedSince(), "descriptors left open");
         assertEquals(smbMappings, smbMappings(), "SMB mappings left");
         assertTrue(Thread.getAllStackTraces().keySet().stream().noneMatch(
                 thread -> thread.getName().startsWith("perfetto-producer")), "a connection thread left running");
@@ -638,14 +637,6 @@ class ProducerConnectionTest {
             writeEvents(instance.newTraceWriter(BufferExhaustedPolicy.STALL), 0, 10);
             service.flush(1, 1);
             service.awaitCommitLog("flush 1");
-        }
-    }
-
-    private static long fdCount() {
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.count();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
         }
     }
 

@@ -18,6 +18,7 @@ import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.SharedMemory;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.Await;
+import dev.ffmtrace.memory.testing.OpenDescriptors;
 import dev.ffmtrace.perfetto.protos.DataSourceConfig;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
 import dev.ffmtrace.perfetto.protos.InitializeConnectionResponse;
@@ -46,7 +47,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 /** The producer port over a real socket, with a producer driven message by message. */
@@ -87,14 +87,6 @@ class ProducerPortTest {
             }
         }
         return names;
-    }
-
-    private static long fdCount() {
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.count();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
     }
 
     private static long smbMappings() {
@@ -452,7 +444,7 @@ class ProducerPortTest {
         try (TracingService service = new TracingService();
              ProducerPort port = ProducerPort.listen(service, address())) {
             TracingSession session = service.startSession(config("track_event", 0));
-            long fds = fdCount();
+            OpenDescriptors fds = OpenDescriptors.snapshot();
             long mappings = smbMappings();
             for (int i = 0; i < 100; i++) {
                 try (PortProducer producer = PortProducer.connect(port.address(), "short-lived-" + i, 64 * 1024, 4096)) {
@@ -468,7 +460,7 @@ class ProducerPortTest {
             List<String> names = names(session);
             assertEquals(100, names.size());
             assertEquals(100, new HashSet<>(names).size());
-            assertEquals(fds, fdCount(), "no descriptor left behind");
+            assertEquals(List.of(), fds.openedSince(), "no descriptor left behind");
             assertEquals(mappings, smbMappings(), "no SMB left mapped");
             session.close();
         }
@@ -482,7 +474,7 @@ class ProducerPortTest {
             good.registerDataSource("track_event", false, false);
             TracingSession session = service.startSession(config("track_event", 1000));
             int target = good.awaitStarted();
-            long fds = fdCount();
+            OpenDescriptors fds = OpenDescriptors.snapshot();
             Random random = new Random(17);
             List<String> methods = List.of("RegisterDataSource", "UnregisterDataSource", "CommitData",
                     "RegisterTraceWriter", "UnregisterTraceWriter", "NotifyDataSourceStarted",
@@ -518,7 +510,7 @@ class ProducerPortTest {
             }
             good.call("Sync", new byte[0]);
             assertEquals(List.of("still-here"), names(session));
-            assertEquals(fds, fdCount(), "no descriptor left behind");
+            assertEquals(List.of(), fds.openedSince(), "no descriptor left behind");
             session.close();
         }
     }

@@ -1,6 +1,7 @@
 package dev.ffmtrace.tracing.service.ipc;
 
 import dev.ffmtrace.memory.testing.Await;
+import dev.ffmtrace.memory.testing.OpenDescriptors;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -19,8 +20,6 @@ import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -30,7 +29,6 @@ import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,14 +46,6 @@ class ConsumerPortFuzzTest {
 
     @TempDir
     Path dir;
-
-    private static long fdCount() {
-        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
-            return fds.count();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
-    }
 
     /** Valid arguments of each kind the methods take, for mutation. */
     private static List<byte[]> validArgs() throws Exception {
@@ -111,7 +101,7 @@ class ConsumerPortFuzzTest {
             byte[] wellBehaved = SessionConfig.builder().buffer(256, OverwritePolicy.RING_BUFFER)
                     .dataSource("track_event").build().traceConfig().toArray(ValueLayout.JAVA_BYTE);
             runSession(host, port, wellBehaved);
-            long fdsBefore = fdCount();
+            OpenDescriptors fdsBefore = OpenDescriptors.snapshot();
 
             List<byte[]> valid = validArgs();
             SplittableRandom random = new SplittableRandom(20261124);
@@ -147,8 +137,8 @@ class ConsumerPortFuzzTest {
             assertEquals(0, host.violations(), "arguments are the method's business, not the wire's");
 
             runSession(host, port, wellBehaved);
-            Await.until("no descriptor leaked", () -> fdCount() == fdsBefore,
-                    () -> fdCount() + " descriptors, " + fdsBefore + " before");
+            Await.until("no descriptor leaked", () -> fdsBefore.openedSince().isEmpty(),
+                    () -> "opened since: " + fdsBefore.openedSince());
         }
     }
 

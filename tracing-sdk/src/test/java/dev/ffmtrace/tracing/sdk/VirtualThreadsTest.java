@@ -32,16 +32,20 @@ import org.junit.jupiter.api.io.TempDir;
  * Many virtual threads tracing at once through a small SMB under STALL: they share the few
  * writers an instance lends, so the SMB is never exhausted, every event reaches the trace,
  * and no carrier is pinned (JFR's jdk.VirtualThreadPinned, recorded at any duration).
+ * {@code -Dffmtrace.virtualThreads=100000 -Dffmtrace.virtualThreadEvents=100} runs issue
+ * #26's size (10 million events, about 10 s on 2 cores) instead of the default one.
  */
 class VirtualThreadsTest {
-    private static final int THREADS = 10_000;
-    private static final int EVENTS = 20;
+    private static final int THREADS = Integer.getInteger("ffmtrace.virtualThreads", 10_000);
+    private static final int EVENTS = Integer.getInteger("ffmtrace.virtualThreadEvents", 20);
+    /** Room for every event in a buffer that discards when full: a name of up to 8 digits is a packet of under 32 bytes. */
+    private static final int BUFFER_KB = (int) Math.max(64 * 1024, (long) THREADS * EVENTS * 32 / 1024);
 
     @TempDir
     Path dir;
 
     @Test
-    void tenThousandVirtualThreadsWriteEveryEventAndPinNoCarrier() throws Exception {
+    void manyVirtualThreadsWriteEveryEventAndPinNoCarrier() throws Exception {
         BlockingQueue<Long> started = new LinkedBlockingQueue<>();
         DataSource<Long> source = DataSource.register(DataSourceDescriptor.named("sdk.virtual"),
                 new DataSourceCallbacks<Long>() {
@@ -62,7 +66,7 @@ class VirtualThreadsTest {
                     .withSmbSize(4 << 20)));
             try {
                 TracingSession session = service.startSession(SessionConfig.builder()
-                        .buffer(64 * 1024, OverwritePolicy.DISCARD).dataSource("sdk.virtual").build());
+                        .buffer(BUFFER_KB, OverwritePolicy.DISCARD).dataSource("sdk.virtual").build());
                 assertNotNull(started.poll(10, TimeUnit.SECONDS), "the instance started");
                 try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
                     for (int t = 0; t < THREADS; t++) {

@@ -111,11 +111,6 @@ final class RecordCommand implements Callable<Integer> {
                 throw new CliFailure("--service runs the session on another service: --snapshot, --c-producer, "
                         + "--threads and --producer-socket do not apply", CliFailure.USAGE);
             }
-            if (session.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT) {
-                throw new CliFailure("--config " + config + ": CLONE_SNAPSHOT sessions are read through clones made on"
-                        + " each trigger, which record --service does not make: record them in this process"
-                        + " (--producer-socket ADDRESS), or with Perfetto's perfetto -c FILE -o OUT", CliFailure.USAGE);
-            }
             return ServiceRecording.record(service, session, configBytes, out);
         }
         if (session.triggerConfig().mode() == TriggerConfig.Mode.CLONE_SNAPSHOT && producerSocket == null) {

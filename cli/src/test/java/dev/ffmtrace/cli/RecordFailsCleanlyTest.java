@@ -97,11 +97,6 @@ class RecordFailsCleanlyTest {
                         + " tracing service (--service SOCKET)");
         Path clone = dir.resolve("clone.pbtxt");
         Files.writeString(clone, Files.readString(stop).replace("STOP_TRACING", "CLONE_SNAPSHOT"));
-        assertOneLineError(ConvertAndDumpTest.run("record", "--config", clone.toString(), "--out", out.toString(),
-                "--service", dir.resolve("no-service.sock").toString()), 2, "--config " + clone
-                + ": CLONE_SNAPSHOT sessions are read through clones made on each trigger, which record --service does"
-                + " not make: record them in this process (--producer-socket ADDRESS), or with Perfetto's perfetto"
-                + " -c FILE -o OUT");
         assertOneLineError(ConvertAndDumpTest.run("record", "--config", clone.toString(), "--out", out.toString()), 2,
                 "--config " + clone + ": trigger_config needs producers that can activate triggers: let them connect"
                         + " (--producer-socket ADDRESS)");

@@ -161,13 +161,38 @@ public final class ConsumerConnection implements AutoCloseable {
     public record Cloned(boolean success, String error, long uuidMsb, long uuidLsb) {
     }
 
+    /** A CLONE_SNAPSHOT trigger of session {@code sessionId}, as the service reports it (ObservableEvents.CloneTriggerHit). */
+    public record CloneTriggerHit(long sessionId, String triggerName, String producerName, int producerUid,
+                                  long bootTimeNs, long delayMs) {
+    }
+
     /**
      * CloneSession: a copy of session {@code sessionId} (another consumer's) becomes this
      * consumer's, stopped, to read with {@link #readBuffers}; the source runs on.
      */
     public Cloned cloneSession(long sessionId, long timeoutMs) throws InterruptedException {
+        return cloneSession(sessionId, null, timeoutMs);
+    }
+
+    /**
+     * CloneSession for a CLONE_SNAPSHOT trigger, as Perfetto's command line makes one: the
+     * trigger goes along, and the service writes it into the clone as its
+     * {@code clone_snapshot_trigger} packet.
+     */
+    public Cloned cloneSession(CloneTriggerHit hit, long timeoutMs) throws InterruptedException {
+        return cloneSession(hit.sessionId(), hit, timeoutMs);
+    }
+
+    private Cloned cloneSession(long sessionId, CloneTriggerHit hit, long timeoutMs) throws InterruptedException {
         HeapBuffered<CloneSessionRequest> request = new HeapBuffered<>(CloneSessionRequest.FACTORY);
         request.get().setSessionId(sessionId);
+        if (hit != null) {
+            request.get().setCloneTriggerName(hit.triggerName());
+            request.get().setCloneTriggerProducerName(hit.producerName());
+            request.get().setCloneTriggerTrustedProducerUid(hit.producerUid());
+            request.get().setCloneTriggerBootTimeNs(hit.bootTimeNs());
+            request.get().setCloneTriggerDelayMs(hit.delayMs());
+        }
         Reply reply = call("CloneSession", request.toByteArray(), timeoutMs);
         if (!reply.success()) {
             return new Cloned(false, "CloneSession failed", 0, 0);
@@ -198,6 +223,23 @@ public final class ConsumerConnection implements AutoCloseable {
             response.reset(MemorySegment.ofArray(reply.replyProto()));
             if (!response.hasError() && response.hasEvents()) {
                 onEvents.accept(response.field(ObserveEventsResponse.EVENTS_FIELD_NUMBER).asBytes());
+            }
+        });
+    }
+
+    /**
+     * Observes CLONE_TRIGGER_HIT: {@code onHit} gets each CLONE_SNAPSHOT trigger of the
+     * session this consumer runs, on the connection's thread, as Perfetto's command line
+     * observes them to clone the session; events of other kinds are not asked for.
+     */
+    public void observeCloneTriggers(Consumer<CloneTriggerHit> onHit) {
+        observeEvents(List.of(ObservableEvents.Type.TYPE_CLONE_TRIGGER_HIT), bytes -> {
+            ObservableEvents.Decoder events = new ObservableEvents.Decoder();
+            events.reset(MemorySegment.ofArray(bytes));
+            ObservableEvents.CloneTriggerHit.Decoder hit = new ObservableEvents.CloneTriggerHit.Decoder();
+            if (!events.hasError() && events.cloneTriggerHit(hit) && !hit.hasError()) {
+                onHit.accept(new CloneTriggerHit(hit.tracingSessionId(), hit.triggerName(), hit.producerName(),
+                        hit.producerUid(), hit.bootTimeNs(), hit.triggerDelayMs()));
             }
         });
     }

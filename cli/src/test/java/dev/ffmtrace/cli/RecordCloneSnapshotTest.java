@@ -32,15 +32,15 @@ import perfetto.protos.TraceOuterClass.Trace;
  */
 class RecordCloneSnapshotTest {
     private static final String DATA_SOURCE = "clone_test";
-    private static final int EVENTS = 100;
+    static final int EVENTS = 100;
     private static final ProducerConnection.RetryDelays FAST = new ProducerConnection.RetryDelays(
             Duration.ofMillis(50), Duration.ofMillis(50), Duration.ofMillis(200), Duration.ofMillis(200));
 
     @TempDir
     Path dir;
 
-    /** Writes {@value #EVENTS} named events as soon as its instance starts. */
-    private static DataSourceHandler writing(CompletableFuture<Void> written) {
+    /** Writes {@value #EVENTS} named events as soon as its instance starts (shared with RecordServiceCloneSnapshotTest). */
+    static DataSourceHandler writing(CompletableFuture<Void> written) {
         return new DataSourceHandler() {
             @Override
             public void onStart(DataSourceInstance instance) {

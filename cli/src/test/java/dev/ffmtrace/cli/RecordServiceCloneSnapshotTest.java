@@ -5,16 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
-import dev.ffmtrace.tracing.producer.DataSourceHandler;
-import dev.ffmtrace.tracing.producer.DataSourceInstance;
 import dev.ffmtrace.tracing.producer.ProducerConnection;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
-import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -33,26 +28,10 @@ import perfetto.protos.TracePacketOuterClass;
  * {@code OUT.0}, {@code OUT.1}, ...
  */
 class RecordServiceCloneSnapshotTest {
-    private static final int EVENTS = 50;
+    private static final int EVENTS = RecordCloneSnapshotTest.EVENTS;
 
     @TempDir
     Path dir;
-
-    /** Writes {@value #EVENTS} named events as soon as its instance starts. */
-    private static DataSourceHandler writing(CompletableFuture<Void> written) {
-        return new DataSourceHandler() {
-            @Override
-            public void onStart(DataSourceInstance instance) {
-                try (TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                    for (int i = 0; i < EVENTS; i++) {
-                        writer.newTracePacket().setTrackEvent().setName("event-" + i);
-                        writer.finishTracePacket();
-                    }
-                }
-                written.complete(null);
-            }
-        };
-    }
 
     @Test
     void eachTriggerTheServiceReportsIsClonedIntoTheNextFile() throws Exception {
@@ -80,7 +59,7 @@ class RecordServiceCloneSnapshotTest {
              ProducerConnection producer = ProducerConnection.connect(
                      ProducerConnection.Options.named("snapper").withSocket(producerSocket))) {
             host.exposeService(consumers.descriptor());
-            producer.registerDataSource(DataSourceDescriptor.named("service_clone_test"), writing(written));
+            producer.registerDataSource(DataSourceDescriptor.named("service_clone_test"), RecordCloneSnapshotTest.writing(written));
             record = CliProcess.start("record", "--service", consumerSocket.toString(), "--config", config.toString(),
                     "--out", out.toString());
             written.get(CliProcess.TIMEOUT_SECONDS, TimeUnit.SECONDS);

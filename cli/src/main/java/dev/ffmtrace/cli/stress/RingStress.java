@@ -1,30 +1,23 @@
 package dev.ffmtrace.cli.stress;
 
-import static dev.ffmtrace.memory.AtomicSegment.getIntAcquire;
 import static dev.ffmtrace.memory.AtomicSegment.getLongAcquire;
-import static dev.ffmtrace.memory.AtomicSegment.putIntRelease;
 import static dev.ffmtrace.memory.AtomicSegment.putLongOpaque;
-import static dev.ffmtrace.memory.AtomicSegment.putLongRelease;
 
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.shmring.RecordSlot;
 import dev.ffmtrace.shmring.SharedRingBuffer;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -44,7 +37,7 @@ import java.util.function.LongSupplier;
  * takes the lock and stays in it), and replaced. The others take a dead holder's lock
  * over (the C ring's take_over_dead_holders). A killed writer's record that was reserved but
  * never committed would stop the reader for good, so once the writer is reaped this class
- * commits a tombstone in its place (see {@link #salvage}): the reader reads it as that
+ * commits a tombstone in its place (see {@link RingWriters}): the reader reads it as that
  * writer's sequence number, lost with the kill. At most one record per kill is so lost.
  * After each kill the phase waits for the reader to read on before it goes on: a reader
  * the kill stalled is a problem.
@@ -54,25 +47,17 @@ import java.util.function.LongSupplier;
  * reader reads. Nothing read there is held against the ring; the phase counts what the
  * reader made of it (corrupt reads, bad records) and fails only if the reader throws, or
  * misses the first rewrite, which no reader may miss: write_pos put behind read_pos.
- *
- * <p>Over 600 lines while the writer processes' handling (start, ledger, stay in the lock,
- * stop, kill, salvage) lives here; it is a class of its own waiting to be moved out (#31).
  */
 public final class RingStress {
-    // Perfetto's SharedRingBuffer metadata (shm-ring's SharedRingBufferDescriptor).
+    // Perfetto's SharedRingBuffer metadata (shm-ring's SharedRingBufferDescriptor, whose
+    // package the module keeps to itself).
     private static final long LOCK_WORD = 0;
-    private static final long READ_POS = 8;
-    private static final long WRITE_POS = 16;
+    static final long READ_POS = 8;
+    static final long WRITE_POS = 16;
     private static final long STATS_FIRST = 64;
     private static final long STATS_LAST = 112;
-    private static final int HEADER = 8;
+    static final int HEADER = 8;
 
-    private static final int FIXED_FIELDS = 24;
-    private static final int KIND_RECORD = 0;
-    private static final int KIND_TOMBSTONE = 1;
-    private static final int TAG_BIT = 0x8000_0000;
-    private static final int LEDGER_BYTES = 56;
-    private static final Path SHM = Path.of("/dev/shm");
     private static final long DRAIN_MILLIS = 10_000;
     private static final int MAX_PROBLEMS = 20;
     /** A writer ends within a lock wait (about a second) of its deadline; longer is a hang. */
@@ -114,7 +99,7 @@ public final class RingStress {
                           int maxPayload, boolean faults, int holdLockMicros, Duration hostile, int minKills,
                           long minRecords) {
         public Options {
-            if (writers < 1 || maxPayload < FIXED_FIELDS + 12 || rate < 0 || holdLockMicros < 0 || minKills < 0
+            if (writers < 1 || maxPayload < RingWriters.FIXED_FIELDS + 12 || rate < 0 || holdLockMicros < 0 || minKills < 0
                     || (minKills > 0 && !faults) || minRecords < 0) {
                 throw new IllegalArgumentException("bad ring stress options");
             }
@@ -188,21 +173,16 @@ public final class RingStress {
             Verifier verifier = new Verifier();
             Reader reader = new Reader(ring, verifier);
             Thread readerThread = Thread.ofPlatform().name("ring stress reader").start(reader);
-            List<Writer> running = new ArrayList<>();
-            List<Writer> all = new ArrayList<>();
+            long end = System.nanoTime() + options.duration.toNanos();
             long kills = 0;
             long killsHoldingLock = 0;
             long lostWithKills = 0;
             long minReadsAfterKill = -1;
             long readsAtLastKill = -1;
-            try {
-                long end = System.nanoTime() + options.duration.toNanos();
-                // The writers go on until told to stop (their ledger), at the phase's end.
-                long writersEnd = end + GRACE_NANOS;
+            // The writers go on until told to stop (their ledger), at the phase's end.
+            try (RingWriters writers = new RingWriters(ring, options, end + GRACE_NANOS, verifier::register)) {
                 for (int i = 0; i < options.writers; i++) {
-                    Writer w = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
-                    running.add(w);
-                    all.add(w);
+                    writers.start(random.nextLong());
                 }
                 while (phaseGoesOn(end, kills, verifier.read)) {
                     if (!options.faults) {
@@ -213,39 +193,30 @@ public final class RingStress {
                     if (!phaseGoesOn(end, kills, verifier.read)) {
                         break;
                     }
-                    Writer victim = running.get(random.nextInt(running.size()));
+                    int victim = random.nextInt(writers.running());
                     // The first kill inside the lock whatever the seed, so that one such kill is certain.
-                    if (kills == 0 || random.nextBoolean()) {
-                        victim.stayInLock();
-                    }
-                    victim.kill();
+                    RingWriters.Kill kill = writers.kill(victim, kills == 0 || random.nextBoolean());
                     kills++;
-                    if (victim.diedHoldingLock()) {
+                    if (kill.heldLock()) {
                         killsHoldingLock++;
                     }
-                    if (salvage(ring, victim)) {
+                    if (kill.recordLost()) {
                         lostWithKills++;
                     }
-                    victim.release();
                     long reads = reader.records();
                     if (readsAtLastKill >= 0) {
                         minReadsAfterKill = minReadsAfterKill < 0 ? reads - readsAtLastKill
                                 : Math.min(minReadsAfterKill, reads - readsAtLastKill);
                     }
                     readsAtLastKill = reads;
-                    running.remove(victim);
-                    Writer replacement = startWriter(ring, all.size(), random.nextLong(), writersEnd, verifier);
-                    running.add(replacement);
-                    all.add(replacement);
+                    writers.start(random.nextLong());
                     if (!awaitReader(reader::records, reads, reader, READ_AFTER_KILL_SECONDS)) {
                         verifier.problem("the reader read nothing in " + READ_AFTER_KILL_SECONDS + " s after kill "
                                 + kills);
                     }
                 }
-                running.forEach(Writer::stop);
-                for (Writer w : running) {
-                    w.awaitExit(EXIT_SECONDS);
-                }
+                writers.stop();
+                writers.awaitExit(EXIT_SECONDS);
                 reader.drain(DRAIN_MILLIS);
                 readerThread.join();
                 if (readsAtLastKill >= 0) {
@@ -259,17 +230,19 @@ public final class RingStress {
                     verifier.problem(reader.corrupt + " corrupt reads on the clean ring");
                 }
                 long attempted = 0, dropped = 0, takeovers = 0, lockFailures = 0, unaccounted = 0;
-                for (Writer w : all) {
-                    Books books = verifier.books(w.id);
-                    w.settle(books, verifier);
-                    attempted += books.attempted;
-                    dropped += books.dropped;
-                    takeovers += w.takeovers;
-                    lockFailures += w.lockFailures;
-                    unaccounted += Math.abs(books.attempted - books.read - books.dropped - books.lost);
+                for (RingWriters.Exit exit : writers.exits()) {
+                    exit.problems().forEach(verifier::problem);
+                    Books books = verifier.books(exit.id());
+                    // The record being written at a kill was attempted if it reached the reader.
+                    long writerAttempted = Math.max(exit.attempted(), books.nextSeq);
+                    attempted += writerAttempted;
+                    dropped += exit.dropped();
+                    takeovers += exit.takeovers();
+                    lockFailures += exit.lockFailures();
+                    unaccounted += Math.abs(writerAttempted - books.read - exit.dropped() - books.lost);
                 }
                 boolean poisoned = ring.isSpinlockPoisoned();
-                Result result = new Result(all.size(), attempted, verifier.read, dropped, lostWithKills, kills,
+                Result result = new Result(writers.started(), attempted, verifier.read, dropped, lostWithKills, kills,
                         killsHoldingLock, takeovers, lockFailures, minReadsAfterKill, poisoned, unaccounted,
                         verifier.problemCount, List.copyOf(verifier.problems), null);
                 log.printf("ring stress: %d writers, %d records attempted, %d read, %d dropped, %d lost with %d kills"
@@ -280,45 +253,8 @@ public final class RingStress {
             } finally {
                 reader.stop();
                 readerThread.join();
-                for (Writer w : all) {
-                    w.close();
-                }
             }
         }
-    }
-
-    /**
-     * After {@code victim} is reaped: if the record its ledger names was reserved by it (its
-     * tag in the header, the write position past it) and is still uncommitted, and the
-     * reader has not freed that space, writes a tombstone there and commits it. The space is
-     * then ours alone: its writer is dead, nobody else reserves it before the reader passes
-     * it, and the reader reads nothing of it before the release store of its length.
-     */
-    private static boolean salvage(SharedRingBuffer ring, Writer victim) {
-        long position = getLongAcquire(victim.ledger, 16) - 1;
-        if (position < 0) {
-            return false;
-        }
-        int length = (int) getLongAcquire(victim.ledger, 24);
-        long stride = (length + HEADER + 7) & ~7L;
-        MemorySegment meta = ring.metadata();
-        MemorySegment buffer = ring.newSlot().buffer();
-        long writePos = getLongAcquire(meta, WRITE_POS);
-        long readPos = getLongAcquire(meta, READ_POS);
-        long header = position & (ring.size() - 1);
-        if (writePos - position < stride || readPos > position || length < FIXED_FIELDS + 4
-                || getIntAcquire(buffer, header) != 0 || buffer.get(Layouts.INT, header + 4) != (TAG_BIT | victim.id)) {
-            return false;
-        }
-        long counts = getLongAcquire(victim.ledger, 0);
-        byte[] tombstone = new byte[length];
-        ByteBuffer out = ByteBuffer.wrap(tombstone).order(ByteOrder.LITTLE_ENDIAN);
-        out.putInt(victim.id).putInt(KIND_TOMBSTONE).putLong(counts & 0xFFFF_FFFFL)
-                .putLong(getLongAcquire(victim.ledger, 32));
-        out.putInt(length - 4, fnv1a(tombstone, length - 4));
-        MemorySegment.copy(tombstone, 0, buffer, Layouts.BYTE, header + HEADER, length);
-        putIntRelease(buffer, header, length);
-        return true;
     }
 
     /**
@@ -347,146 +283,11 @@ public final class RingStress {
         return true;
     }
 
-    private Writer startWriter(SharedRingBuffer ring, int id, long seed, long untilNanos, Verifier verifier)
-            throws IOException {
-        Path ledger = Files.createTempFile(Files.isDirectory(SHM) ? SHM : Path.of(System.getProperty("java.io.tmpdir")),
-                "ffmtrace-ring-ledger-" + id + "-", "");
-        Files.write(ledger, new byte[LEDGER_BYTES]);
-        List<String> command = new ArrayList<>(List.of(options.program.toString(),
-                "--ring", "/proc/" + ProcessHandle.current().pid() + "/fd/" + ring.fd(),
-                "--writer-id", Integer.toString(id), "--ledger", ledger.toString(), "--seed", Long.toUnsignedString(seed),
-                "--rate", Integer.toString(options.rate), "--max-payload", Integer.toString(options.maxPayload),
-                "--hold-lock-us", Integer.toString(options.holdLockMicros),
-                "--seconds", Double.toString(Math.max(0.001, (untilNanos - System.nanoTime()) / 1e9))));
-        verifier.books.put(id, new Books());
-        return new Writer(id, command, ledger);
-    }
-
-    /** A writer process and its ledger, mapped here. */
-    private static final class Writer implements AutoCloseable {
-        final int id;
-        final Process process;
-        final Path ledgerPath;
-        final Arena arena = Arena.ofShared();
-        final MemorySegment ledger;
-        final CompletableFuture<String> output;
-        boolean killed;
-        boolean heldLock;
-        long takeovers;
-        long lockFailures;
-        /** The ledger's final counts, read once the process is gone; -1 before. */
-        long ledgerAttempted = -1;
-        long ledgerDropped;
-
-        Writer(int id, List<String> command, Path ledgerPath) throws IOException {
-            this.id = id;
-            this.ledgerPath = ledgerPath;
-            try (FileChannel channel = FileChannel.open(ledgerPath, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
-                ledger = channel.map(FileChannel.MapMode.READ_WRITE, 0, LEDGER_BYTES, arena);
-            }
-            process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            process.getOutputStream().close();
-            output = CStressProducer.readAll(process.getInputStream());
-        }
-
-        /**
-         * Asks the writer to take the lock and stay in it; waits until its ledger says so, as
-         * long as it takes a writer that starts slowly, or until it ends (by its own deadline
-         * at the latest).
-         */
-        void stayInLock() {
-            putLongRelease(ledger, 40, 1);
-            while (getLongAcquire(ledger, 8) != 2 && process.isAlive()) {
-                LockSupport.parkNanos(20_000);
-            }
-        }
-
-        /** Asks the writer to end, as at its deadline. */
-        void stop() {
-            putLongRelease(ledger, 48, 1);
-        }
-
-        void kill() throws InterruptedException {
-            killed = true;
-            process.destroyForcibly();
-            process.waitFor();
-            heldLock = getLongAcquire(ledger, 8) != 0;
-        }
-
-        boolean diedHoldingLock() {
-            return heldLock;
-        }
-
-        /** Waits for the writer to end by itself; kills it after {@code seconds}. */
-        void awaitExit(long seconds) throws InterruptedException {
-            if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
-                kill();
-            }
-        }
-
-        /**
-         * Reads the ledger's final counts and unmaps it, once the process is gone: a long
-         * run replaces thousands of writers, and each would otherwise keep its mapping.
-         */
-        void release() throws IOException {
-            if (ledgerAttempted < 0) {
-                long counts = getLongAcquire(ledger, 0);
-                ledgerAttempted = counts & 0xFFFF_FFFFL;
-                ledgerDropped = counts >>> 32;
-            }
-            if (arena.scope().isAlive()) {
-                arena.close();
-            }
-            Files.deleteIfExists(ledgerPath);
-        }
-
-        /** Moves the writer's final counts (its report, or its ledger after a kill) into its books. */
-        void settle(Books books, Verifier verifier) throws IOException {
-            release();
-            long attempted = ledgerAttempted;
-            long dropped = ledgerDropped;
-            if (!killed) {
-                String report = output.join();
-                // A writer that ends by itself exits 0; any other status is its failure (66: a
-                // sanitized build's finding), which its report would not show.
-                int status = process.onExit().join().exitValue();
-                if (status != 0) {
-                    verifier.problem("writer " + id + " exited with status " + status);
-                }
-                for (String line : report.split("\n")) {
-                    String[] f = line.trim().split(" ");
-                    if (f.length == 4 && f[0].equals("R")) {
-                        if (Long.parseLong(f[1]) != attempted || Long.parseLong(f[3]) != dropped) {
-                            verifier.problem("writer " + id + " reports " + line + ", its ledger " + attempted + "/" + dropped);
-                        }
-                    } else if (f.length == 3 && f[0].equals("S")) {
-                        takeovers = Long.parseLong(f[1]);
-                        lockFailures = Long.parseLong(f[2]);
-                    }
-                }
-            }
-            // The record being written at a kill was attempted if it reached the reader.
-            books.attempted = Math.max(attempted, books.nextSeq);
-            books.dropped = dropped;
-        }
-
-        @Override
-        public void close() throws IOException {
-            if (process.isAlive()) {
-                process.destroyForcibly();
-                process.onExit().join();
-            }
-            release();
-        }
-    }
-
     /** One writer's books, kept by the reader thread. */
     private static final class Books {
         long nextSeq;
         long read;
         long lost;
-        long attempted;
-        long dropped;
     }
 
     /** Checks records as the reader reads them; its maps are filled before a writer starts. */
@@ -496,6 +297,11 @@ public final class RingStress {
         long problemCount;
         /** Written by the reader thread only; volatile so the clean phase can wait on it. */
         volatile long read;
+
+        /** Opens the books of writer {@code id}, before its process starts. */
+        void register(int id) {
+            books.put(id, new Books());
+        }
 
         Books books(int id) {
             return books.get(id);
@@ -511,7 +317,7 @@ public final class RingStress {
         void check(byte[] record) {
             int length = record.length;
             ByteBuffer in = ByteBuffer.wrap(record).order(ByteOrder.LITTLE_ENDIAN);
-            if (length < FIXED_FIELDS + 4 || in.getInt(length - 4) != fnv1a(record, length - 4)) {
+            if (length < RingWriters.FIXED_FIELDS + 4 || in.getInt(length - 4) != RingWriters.fnv1a(record, length - 4)) {
                 problem("a record of " + length + " bytes fails its checksum");
                 return;
             }
@@ -520,7 +326,7 @@ public final class RingStress {
             long seq = in.getLong(8);
             long droppedBefore = in.getLong(16);
             Books b = books.get(id);
-            if (b == null || (kind != KIND_RECORD && kind != KIND_TOMBSTONE)) {
+            if (b == null || (kind != RingWriters.KIND_RECORD && kind != RingWriters.KIND_TOMBSTONE)) {
                 problem("a record of unknown writer " + id + " or kind " + kind);
                 return;
             }
@@ -532,7 +338,7 @@ public final class RingStress {
                 }
             }
             b.nextSeq = seq + 1;
-            if (kind == KIND_TOMBSTONE) {
+            if (kind == RingWriters.KIND_TOMBSTONE) {
                 b.lost++;
             } else {
                 b.read++;
@@ -611,11 +417,10 @@ public final class RingStress {
             Verifier verifier = new Verifier();
             Reader reader = new Reader(ring, verifier);
             Thread readerThread = Thread.ofPlatform().name("ring stress hostile reader").start(reader);
-            List<Writer> writers = new ArrayList<>();
-            try {
-                long end = System.nanoTime() + options.hostile.toNanos();
+            long end = System.nanoTime() + options.hostile.toNanos();
+            try (RingWriters writers = new RingWriters(ring, options, end, verifier::register)) {
                 for (int i = 0; i < options.writers; i++) {
-                    writers.add(startWriter(ring, i, random.nextLong(), end, verifier));
+                    writers.start(random.nextLong());
                 }
                 MemorySegment meta = ring.metadata();
                 String missed = corruptUntilTheReaderSeesIt(meta, reader);
@@ -625,9 +430,7 @@ public final class RingStress {
                     rewrites++;
                     LockSupport.parkNanos(200_000 + random.nextInt(800_000));
                 }
-                for (Writer w : writers) {
-                    w.awaitExit(EXIT_SECONDS);
-                }
+                writers.awaitExit(EXIT_SECONDS);
                 reader.stop();
                 readerThread.join();
                 long readsCorrupt = ring.stats().numReadsCorrupt();
@@ -643,9 +446,6 @@ public final class RingStress {
             } finally {
                 reader.stop();
                 readerThread.join();
-                for (Writer w : writers) {
-                    w.close();
-                }
             }
         }
     }
@@ -686,13 +486,5 @@ public final class RingStress {
                 putLongOpaque(meta, WRITE_POS, writePos & ~7L);
             }
         }
-    }
-
-    static int fnv1a(byte[] bytes, int length) {
-        int h = 0x811C9DC5;
-        for (int i = 0; i < length; i++) {
-            h = (h ^ (bytes[i] & 0xFF)) * 0x01000193;
-        }
-        return h;
     }
 }

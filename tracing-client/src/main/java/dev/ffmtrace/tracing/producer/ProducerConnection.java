@@ -199,8 +199,15 @@ public final class ProducerConnection implements AutoCloseable {
     private final RelayClient clockLink;
     /** The session with the service now, or null. Guarded by this. */
     private ProducerEndpoint session;
-    /** The session the sender serves or tears down, or null while it connects or waits. */
-    private volatile ProducerEndpoint serving;
+    /**
+     * The session opened and not yet closed (current, or being torn down), or null while the
+     * sender connects or waits: what close() must shut if the sender is stuck sending to it,
+     * and whether it may interrupt the sender. Set by open() before it checks {@link #closed},
+     * read by close() after it sets it (both volatile), so that either close() sees the
+     * session or open() sees the close and serves nothing: a serving sender is never
+     * interrupted.
+     */
+    private volatile ProducerEndpoint unclosed;
     private final ProducerCounters counters = new ProducerCounters();
 
     private ProducerConnection(Options options, StreamAddress address) {
@@ -419,10 +426,10 @@ public final class ProducerConnection implements AutoCloseable {
             notifyAll();
         }
         // A serving sender is woken from its wait for messages; one connecting or waiting
-        // to retry is interrupted. Both fields are volatile: a sender that stops serving
-        // after this read sees closed before it connects again.
+        // to retry is interrupted (see unclosed). One whose session closes after this read
+        // sees closed before it connects again.
         outgoing.wake();
-        if (serving == null) {
+        if (unclosed == null) {
             sender.interrupt();
         }
         boolean interrupted = false;
@@ -437,7 +444,7 @@ public final class ProducerConnection implements AutoCloseable {
                     }
                 }
                 // The service stopped reading: shutting the socket down fails the blocked send.
-                ProducerEndpoint stuck = serving;
+                ProducerEndpoint stuck = unclosed;
                 if (stuck != null) {
                     stuck.client().close();
                 }
@@ -462,6 +469,9 @@ public final class ProducerConnection implements AutoCloseable {
         try {
             while (!closed.get()) {
                 ProducerEndpoint current = open();
+                if (current == null && closed.get()) {
+                    break;
+                }
                 if (current == null) {
                     counters.connectFailures.incrementAndGet();
                     delay = options.retryDelays().next(delay);
@@ -469,12 +479,10 @@ public final class ProducerConnection implements AutoCloseable {
                     continue;
                 }
                 delay = 0;
-                serving = current;
                 try {
                     serve(current);
                 } finally {
                     tearDown(current);
-                    serving = null;
                 }
                 if (!closed.get()) {
                     counters.disconnections.incrementAndGet();
@@ -489,7 +497,8 @@ public final class ProducerConnection implements AutoCloseable {
 
     /**
      * Connects and makes the new session current, queuing what it starts with (the data
-     * sources, the triggers kept meanwhile); null if the service is not there.
+     * sources, the triggers kept meanwhile); null if the service is not there or the
+     * connection closed meanwhile.
      */
     private ProducerEndpoint open() throws InterruptedException {
         ProducerHandshake.Accepted accepted = ProducerHandshake.connect(address, machine, options);
@@ -498,6 +507,13 @@ public final class ProducerConnection implements AutoCloseable {
         }
         ProducerEndpoint opened = new ProducerEndpoint(accepted.client(), accepted.port(), accepted.emulated(),
                 accepted.providedSmb(), outgoing, counters, this::registration, options.localCommits());
+        unclosed = opened;
+        if (closed.get()) {
+            // close() may have missed the session and interrupted us: nothing was sent on it yet.
+            opened.close();
+            unclosed = null;
+            return null;
+        }
         try {
             synchronized (this) {
                 session = opened;
@@ -634,5 +650,6 @@ public final class ProducerConnection implements AutoCloseable {
             drain(ending);
         }
         ending.close();
+        unclosed = null;
     }
 }

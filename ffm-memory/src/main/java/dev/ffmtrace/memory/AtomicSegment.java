@@ -25,6 +25,10 @@ import java.lang.invoke.VarHandle;
  * reaching the segment through this wrapper costs a chain of dependent loads before each
  * access that follows an ordered one. The static forms do not check the segment's
  * alignment up front; the JDK still refuses a misaligned access.
+ *
+ * <p>Over 500 lines for its API alone: about fifty accessors (each width and access mode,
+ * each read-modify-write), each in both forms, and each a few lines around one
+ * {@code VarHandle}.
  */
 public final class AtomicSegment {
     private static final VarHandle BYTE_HANDLE = Layouts.BYTE.varHandle();

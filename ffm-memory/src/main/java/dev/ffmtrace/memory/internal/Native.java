@@ -26,9 +26,15 @@ import java.lang.invoke.VarHandle;
  * <p>Constants and struct layouts are Linux's (x86-64 and AArch64 share them, except
  * {@code struct stat}, which is chosen per architecture).
  *
- * <p>Large by design: it is the project's one binding point to the OS (CONTRIBUTING's
- * rule), so every downcall, its errno handling and its struct layouts stand here and
- * nowhere else.
+ * <p>Over 800 lines by design: it is the project's one binding point to the OS
+ * (CONTRIBUTING's rule), so every downcall, its errno handling and the constants and
+ * struct offsets of the Linux ABI it speaks stand here and nowhere else; split, the ABI
+ * would be spread over classes that each link a few calls. The size is many small
+ * pieces, not one large one: thirty bindings of 3 to 23 lines each (call, errno
+ * check, EINTR retry where the call is one to retry), each linked lazily through a holder
+ * class of its own, since linking costs milliseconds per handle and most processes call
+ * a few. What is not a binding lives elsewhere: errno names in {@link Errno}, addresses
+ * and sockets in {@code dev.ffmtrace.memory}'s classes.
  */
 public final class Native {
     // memfd_create(2) and fcntl(2) seals

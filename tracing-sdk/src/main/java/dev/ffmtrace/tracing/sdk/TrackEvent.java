@@ -10,10 +10,14 @@ import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.time.Duration;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 
 /**
  * Perfetto's {@code TRACE_EVENT} for Java: slices, instants and counters from any thread,
@@ -57,6 +61,7 @@ public final class TrackEvent {
     private static final LongAdder MALFORMED_PATTERNS = new LongAdder();
     private static final LongAdder UNMATCHED_ENDS = new LongAdder();
     private static final ConcurrentHashMap<String, Track> COUNTER_TRACKS = new ConcurrentHashMap<>();
+    private static final List<SessionObserver> OBSERVERS = new CopyOnWriteArrayList<>();
     private static final ThreadLocal<Scopes> SCOPES = ThreadLocal.withInitial(Scopes::new);
     private static final DataSource<Integer> SOURCE = DataSource.register(DataSourceDescriptor.named(DATA_SOURCE_NAME),
             new Sessions(), BufferExhaustedPolicy.DROP);
@@ -232,6 +237,43 @@ public final class TrackEvent {
         }
     }
 
+    /**
+     * What a program hears of track_event's sessions, as Perfetto's
+     * {@code TrackEventSessionObserver}: each instance's start, once the categories are
+     * decided for it, and its stop, once nothing more goes into it. Called on the backend's
+     * connection thread: an observer must not wait for threads that trace; what it throws
+     * is ignored.
+     */
+    public interface SessionObserver {
+        /** A session started track_event: events of the categories it selects go into it from now on. */
+        default void onStart(InstanceSetup instance) {
+        }
+
+        /** A session stopped track_event. */
+        default void onStop(InstanceSetup instance) {
+        }
+    }
+
+    /** Tells {@code observer} of the sessions that start or stop track_event from now on, on every backend. */
+    public static void addSessionObserver(SessionObserver observer) {
+        OBSERVERS.add(Objects.requireNonNull(observer, "observer"));
+    }
+
+    /** Tells {@code observer} of no more sessions. */
+    public static void removeSessionObserver(SessionObserver observer) {
+        OBSERVERS.remove(observer);
+    }
+
+    private static void tell(Consumer<SessionObserver> call) {
+        for (SessionObserver observer : OBSERVERS) {
+            try {
+                call.accept(observer);
+            } catch (RuntimeException e) {
+                // Tracing never throws into the application, nor one observer's failure into another.
+            }
+        }
+    }
+
     /** The process track every thread's track is a child of. */
     public static Track processTrack() {
         return PROCESS;
@@ -361,6 +403,8 @@ public final class TrackEvent {
     private static final class Sessions implements DataSourceCallbacks<Integer> {
         /** The selection set up for each place, recorded once the instance starts. */
         private final CategorySelection[] setUp = new CategorySelection[DataSource.MAX_INSTANCES];
+        /** Guarded by LOCK: each place's instance, from its setup to its stop, as observers are told of it. */
+        private final InstanceSetup[] instances = new InstanceSetup[DataSource.MAX_INSTANCES];
 
         @Override
         public Integer onSetup(InstanceSetup setup) {
@@ -368,28 +412,36 @@ public final class TrackEvent {
             MALFORMED_PATTERNS.add(selection.malformedPatterns());
             synchronized (LOCK) {
                 setUp[setup.index()] = selection;
+                instances[setup.index()] = setup;
             }
             return setup.index();
         }
 
         @Override
         public void onStart(Integer index) {
+            InstanceSetup instance;
             synchronized (LOCK) {
                 SELECTIONS[index] = setUp[index];
                 setUp[index] = null;
                 decideAll();
                 // The instance is published before this call: awaitSessions sees it counted.
                 LOCK.notifyAll();
+                instance = instances[index];
             }
+            tell(observer -> observer.onStart(instance));
         }
 
         @Override
         public void onStop(Integer index, Runnable done) {
+            InstanceSetup instance;
             synchronized (LOCK) {
                 SELECTIONS[index] = null;
                 decideAll();
+                instance = instances[index];
+                instances[index] = null;
             }
             done.run();
+            tell(observer -> observer.onStop(instance));
         }
     }
 

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.perfetto.protos.TrackEventConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
@@ -71,6 +72,40 @@ class TrackEventTest {
             }
         }
         assertEquals(0, REQUESTS.sessionMask(), "no session left");
+    }
+
+    /** An observer hears each session's start, after its categories are decided, and its stop. */
+    @Test
+    void observersHearEachSessionStartAndStop() throws Exception {
+        Category observed = new Category("test.observed");
+        TrackEvent.register(observed);
+        List<String> heard = new java.util.concurrent.CopyOnWriteArrayList<>();
+        TrackEvent.SessionObserver observer = new TrackEvent.SessionObserver() {
+            @Override
+            public void onStart(InstanceSetup instance) {
+                heard.add("start " + instance.instanceId() + " mask " + observed.sessionMask());
+            }
+
+            @Override
+            public void onStop(InstanceSetup instance) {
+                heard.add("stop " + instance.instanceId());
+            }
+        };
+        TrackEvent.addSessionObserver(observer);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession session = service.startSession(config(null));
+                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+                session.close();
+                Await.until("the stop heard", () -> heard.size() == 2, heard::toString);
+                assertTrue(heard.getFirst().startsWith("start ") && heard.getFirst().endsWith(" mask 1"), heard.toString());
+                assertEquals(heard.getFirst().split(" ")[1], heard.get(1).split(" ")[1], heard.toString());
+            } finally {
+                Tracing.shutdown();
+                TrackEvent.removeSessionObserver(observer);
+            }
+        }
     }
 
     @Test

@@ -108,7 +108,10 @@ public final class CPrograms {
     }
 
     private static void make(Path nativeDir, String target) {
-        List<String> command = List.of("make", "-C", nativeDir.toString(), target);
+        // Test JVMs of several modules run at once and may make the same program: one make at
+        // a time (flock on the Makefile), or one's link replaces the file while another checks it.
+        List<String> command = List.of("flock", nativeDir.resolve("Makefile").toString(),
+                "make", "-C", nativeDir.toString(), target);
         String commandLine = String.join(" ", command);
         try {
             Process make = new ProcessBuilder(command).redirectErrorStream(true).start();

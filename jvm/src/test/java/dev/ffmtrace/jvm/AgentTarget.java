@@ -1,14 +1,19 @@
 package dev.ffmtrace.jvm;
 
 import dev.ffmtrace.tracing.sdk.TrackEvent;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 
 /**
  * The program {@link JvmAgentTest} runs under the agent. It traces nothing itself; it
  * only waits (through the SDK the agent set up) for the session to reach it (its
  * track_event and jvm data sources both started), collects
- * twice, sleeps and allocates, says so on stdout, and stays until the session has stopped;
- * or, given {@code exit}, exits at once while the session still runs.
+ * twice, sleeps and allocates, says so on stdout, and stays until the test writes
+ * {@code exit} on its stdin (once the session has stopped); or, given {@code exit}, exits
+ * at once while the session still runs.
  */
 public final class AgentTarget {
     static final int GCS = 2;
@@ -31,7 +36,7 @@ public final class AgentTarget {
     private AgentTarget() {
     }
 
-    public static void main(String[] args) throws InterruptedException {
+    public static void main(String[] args) throws InterruptedException, IOException {
         // The jvm data source's JFR stream too, not only track_event's session: the
         // collections below are JFR events, lost if they come before its recording starts.
         if (!TrackEvent.awaitSessions(1, Duration.ofSeconds(60))
@@ -51,7 +56,9 @@ public final class AgentTarget {
         if (args.length > 0 && args[0].equals("exit")) {
             return;
         }
-        if (!TrackEvent.awaitSessions(0, Duration.ofSeconds(60))) {
+        // Stays until the test, which has stopped the session and read its trace, says so:
+        // a program that exits while the session runs races JFR's exit hook (docs/jvm.md).
+        if (!"exit".equals(new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8)).readLine())) {
             System.exit(4);
         }
         // For the test's failure messages: a stream that could not start or stop says so here.

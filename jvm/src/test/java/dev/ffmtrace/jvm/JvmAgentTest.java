@@ -77,6 +77,11 @@ class JvmAgentTest {
             session.writeTrace(out);
             trace = out.toByteArray();
             session.close();
+            if (!exitEarly) {
+                try (OutputStream stdin = child.getOutputStream()) {
+                    stdin.write("exit\n".getBytes(StandardCharsets.UTF_8));
+                }
+            }
             assertTrue(child.waitFor(60, TimeUnit.SECONDS), "the program ends once the session stopped");
             assertEquals(0, child.exitValue(), () -> stderr(child));
             stderrText = stderr(child);

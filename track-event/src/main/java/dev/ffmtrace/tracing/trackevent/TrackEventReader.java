@@ -66,7 +66,7 @@ public final class TrackEventReader {
      *
      * @param tracks descriptors by uuid, in the order first seen
      * @param events events in trace order
-     * @param lossMarkers packets flagged {@code previous_packet_dropped}
+     * @param lossMarkers packets flagged {@code previous_packet_dropped} after their sequence's first
      * @param undecodable packets skipped for want of incremental state
      */
     public record Decoded(Map<Long, TrackInfo> tracks, List<Event> events, long lossMarkers, long undecodable) {
@@ -134,9 +134,19 @@ public final class TrackEventReader {
         if (packet.hasError()) {
             throw new IllegalArgumentException("a trace packet is not well-formed: " + packet.status());
         }
-        Sequence sequence = sequences.computeIfAbsent(packet.trustedPacketSequenceId(), id -> new Sequence());
+        Sequence sequence = sequences.get(packet.trustedPacketSequenceId());
+        boolean seen = sequence != null;
+        if (!seen) {
+            sequence = new Sequence();
+            sequences.put(packet.trustedPacketSequenceId(), sequence);
+        }
         if (packet.previousPacketDropped() != 0) {
-            lossMarkers++;
+            // A buffer that cannot know what came before a sequence's first packet flags it
+            // (traced's does): a loss only after a packet of the sequence, as Perfetto's
+            // trace processor counts it.
+            if (seen) {
+                lossMarkers++;
+            }
             sequence.stateValid = false;
         }
         if ((packet.sequenceFlags() & TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number()) != 0

@@ -68,7 +68,7 @@ final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--no-warm-up",
             description = "Serve at once, without first running the producer port's commit path hot on traces of"
-                    + " its own until the JIT has compiled it (9 to 40 rounds of about 3,400 commits, 4 to 9 s on a 2-core VM).")
+                    + " its own until the JIT has compiled it (4 to 6 rounds of about 3,400 commits, about 1 s on a 2-core VM).")
     boolean noWarmUp;
 
     @Override

@@ -47,9 +47,9 @@ import java.util.stream.IntStream;
  */
 public final class CommitPathWarmUp {
     /**
-     * Rounds a warm-up runs at most ({@link #runUntilSettled}): on a 2-core VM the JIT
-     * settled after 9 to 37 rounds (4 to 9 s), the last ones about 100 ms each, and now and
-     * then not within 40.
+     * Rounds a warm-up runs at most ({@link #runUntilSettled}): on a 2-core VM a JVM with
+     * C2 settled after 9 to 37 rounds (4 to 9 s), the last ones about 100 ms each, and now
+     * and then not within 40; with C1 only (the {@code serve} daemon's) after 4 to 6 (1 s).
      */
     public static final int MAX_ROUNDS = 40;
     /**
@@ -116,7 +116,8 @@ public final class CommitPathWarmUp {
      * and {@code maxRounds} at most. A fixed count was not enough: after ten rounds the JIT
      * still spent 250 to 900 ms compiling per round, and compiled the commit path's last
      * methods in C2 (15 to 45 ms each, a core of this machine's two) while an SDK app's
-     * first burst came in. A JVM that does not report its compilation time runs
+     * first burst came in (which is why the daemon runs C1 only: docs/daemon.md). A JVM
+     * that does not report its compilation time runs
      * {@link #MIN_ROUNDS} and is not called settled.
      *
      * @throws IllegalArgumentException if {@code maxRounds} or {@code iterationsPerRound} is negative

@@ -5,6 +5,7 @@ module dev.ffmtrace.cli {
     requires dev.ffmtrace.tracing.service;
     requires dev.ffmtrace.protovm;
     requires dev.ffmtrace.tracing.client;
+    requires dev.ffmtrace.tracing.sdk;
     requires dev.ffmtrace.heapprofd.service;
     requires dev.ffmtrace.shmring;
     requires dev.ffmtrace.jvm;

@@ -102,7 +102,8 @@ final class DemoWorkload implements Runnable {
         }
     }
 
-    private static void spin(long nanos) {
+    /** Works for {@code nanos}, as a request's parsing or handling would. */
+    static void spin(long nanos) {
         long until = System.nanoTime() + nanos;
         while (System.nanoTime() < until) {
             Thread.onSpinWait();

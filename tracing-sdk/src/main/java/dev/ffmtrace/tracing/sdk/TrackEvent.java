@@ -244,16 +244,16 @@ public final class TrackEvent {
     /**
      * What a program hears of track_event's sessions, as Perfetto's
      * {@code TrackEventSessionObserver}: each instance's start, once the categories are
-     * decided for it, and its stop, once nothing more goes into it. Called on the backend's
-     * connection thread: an observer must not wait for threads that trace; what it throws
-     * is ignored.
+     * decided for it, and its stop, while the session still records (events written from
+     * {@code onStop} go in). Called on the backend's connection thread: an observer must
+     * not wait for threads that trace; what it throws is ignored.
      */
     public interface SessionObserver {
         /** A session started track_event: events of the categories it selects go into it from now on. */
         default void onStart(InstanceSetup instance) {
         }
 
-        /** A session stopped track_event. */
+        /** A session stops track_event: it records until this returns. */
         default void onStop(InstanceSetup instance) {
         }
     }
@@ -439,13 +439,16 @@ public final class TrackEvent {
         public void onStop(Integer index, Runnable done) {
             InstanceSetup instance;
             synchronized (LOCK) {
+                instance = instances[index];
+            }
+            // As Perfetto's OnStop: told while the session still records, so that an observer's last events go in.
+            tell(observer -> observer.onStop(instance));
+            synchronized (LOCK) {
                 SELECTIONS[index] = null;
                 decideAll();
-                instance = instances[index];
                 instances[index] = null;
             }
             done.run();
-            tell(observer -> observer.onStop(instance));
         }
     }
 

@@ -74,7 +74,7 @@ class TrackEventTest {
         assertEquals(0, REQUESTS.sessionMask(), "no session left");
     }
 
-    /** An observer hears each session's start, after its categories are decided, and its stop. */
+    /** An observer hears each session's start, after its categories are decided, and its stop, before they are undone. */
     @Test
     void observersHearEachSessionStartAndStop() throws Exception {
         Category observed = new Category("test.observed");
@@ -88,7 +88,7 @@ class TrackEventTest {
 
             @Override
             public void onStop(InstanceSetup instance) {
-                heard.add("stop " + instance.instanceId());
+                heard.add("stop " + instance.instanceId() + " mask " + observed.sessionMask());
             }
         };
         TrackEvent.addSessionObserver(observer);
@@ -100,7 +100,9 @@ class TrackEventTest {
                 session.close();
                 Await.until("the stop heard", () -> heard.size() == 2, heard::toString);
                 assertTrue(heard.getFirst().startsWith("start ") && heard.getFirst().endsWith(" mask 1"), heard.toString());
-                assertEquals(heard.getFirst().split(" ")[1], heard.get(1).split(" ")[1], heard.toString());
+                assertEquals(heard.getFirst().replace("start", "stop"), heard.get(1),
+                        "the same instance, still recording when its observers hear of the stop");
+                Await.until("the session's categories undone after its observers heard", () -> observed.sessionMask() == 0);
             } finally {
                 Tracing.shutdown();
                 TrackEvent.removeSessionObserver(observer);

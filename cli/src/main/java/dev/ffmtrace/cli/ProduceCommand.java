@@ -59,8 +59,7 @@ final class ProduceCommand implements Callable<Integer> {
         if (sessions < 1) {
             throw new CliFailure("--sessions must be at least 1", CliFailure.USAGE);
         }
-        // Decided now, so that a session's selection covers all three from its start.
-        TrackEvent.register(FacadeDemoWorkload.REQUESTS, FacadeDemoWorkload.QUEUE, FacadeDemoWorkload.DEBUG);
+        FacadeDemoWorkload.registerCategories();
         Demo demo = new Demo(sessions);
         TrackEvent.addSessionObserver(demo);
         try (StopOnSignal signal = new StopOnSignal()) {

@@ -223,7 +223,9 @@ public final class TrackEvent {
 
     /**
      * Waits until at least {@code count} sessions run track_event here (a program that
-     * must not miss its first events waits for the session that records them).
+     * must not miss its first events waits for the session that records them). At least:
+     * a count of 0 is met at once; a program hears sessions stop through a
+     * {@link SessionObserver}.
      *
      * @return whether they do, false if {@code timeout} passed first
      */

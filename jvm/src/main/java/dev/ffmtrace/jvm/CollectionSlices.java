@@ -12,19 +12,20 @@ import java.util.Map;
 /**
  * Writes each garbage collection as a slice with its phases nested under it. JFR commits
  * a collection's phases and the collection itself from different buffers, in no fixed
- * order: most phases come before their collection, some after it (measured: three phases
- * of one young collection 1,400 events and two collections later). So each collection
- * waits, with its phases, by gcId, until {@value #HELD_COLLECTIONS} more collections have
- * come (or the end), then the group is sorted so that, at equal times, the enclosing slice
- * begins first and ends last (the trace processor breaks ties by file order) and written.
- * A phase that does not fit inside its parent, or whose collection never comes, is
- * dropped and counted.
+ * order: most phases come before their collection, some after it, as late as the next
+ * flush of JFR's buffers (about once a second; measured in 30 recordings under load: up to
+ * 1.0 s of stream time and 19 collections later). So each collection waits, with its
+ * phases, by gcId, until a collection or phase ending {@value #SETTLE_NANOS} ns after it
+ * has come (or the end); then the group is sorted so that, at equal times, the enclosing
+ * slice begins first and ends last (the trace processor breaks ties by file order) and
+ * written. A phase that does not fit inside its parent, or whose collection never comes,
+ * is dropped and counted.
  */
 final class CollectionSlices {
     /** Collections whose groups wait at once, complete or not; the oldest goes when one more comes. */
     static final int MAX_WAITING_COLLECTIONS = 256;
-    /** Complete collections held back for late phases; the oldest is written when one more completes. */
-    static final int HELD_COLLECTIONS = 16;
+    /** Stream time a complete collection waits for late phases: several of JFR's flushes. */
+    static final long SETTLE_NANOS = 5_000_000_000L;
 
     private record Interval(long start, long end, int level, String name) {
     }
@@ -54,11 +55,13 @@ final class CollectionSlices {
     /** A phase of collection {@code gcId}, {@code level} deep (1 directly under the collection). */
     void phase(long gcId, int level, String name, long start, long end) {
         group(gcId).phases.add(new Interval(start, end, level, name));
+        writeSettled(end);
     }
 
     /**
      * Collection {@code gcId} on {@code track}, annotated with {@code args} (copied):
-     * written with its phases once {@value #HELD_COLLECTIONS} more have come.
+     * written with its phases once a collection or phase ending {@value #SETTLE_NANOS} ns
+     * later has come.
      */
     void collection(long gcId, JvmTrack track, String name, long start, long end, Args args) {
         Group group = group(gcId);
@@ -69,8 +72,18 @@ final class CollectionSlices {
         group.track = track;
         group.args = args.copy();
         complete.addLast(gcId);
-        if (complete.size() > HELD_COLLECTIONS) {
-            write(waiting.remove(complete.removeFirst()));
+        writeSettled(end);
+    }
+
+    /** Writes the complete groups, oldest first, whose collections ended long enough before {@code now}. */
+    private void writeSettled(long now) {
+        while (!complete.isEmpty()) {
+            Group oldest = waiting.get(complete.peekFirst());
+            if (now - oldest.collection.end < SETTLE_NANOS) {
+                return;
+            }
+            waiting.remove(complete.removeFirst());
+            write(oldest);
         }
     }
 

@@ -70,13 +70,27 @@ class CollectionSlicesTest {
     }
 
     @Test
-    void aCollectionIsWrittenOnceEnoughMoreHaveCome() {
-        for (int gc = 0; gc < CollectionSlices.HELD_COLLECTIONS; gc++) {
-            slices.collection(gc, track, "G1New", gc * 10L, gc * 10L + 5, new Args());
+    void aCollectionIsWrittenOnceTheStreamIsFarEnoughPastIt() {
+        slices.collection(0, track, "G1New", 0, 5, new Args());
+        slices.collection(1, track, "G1New", 1000, 1005, new Args());
+        slices.phase(2, 1, "pause", 2000, CollectionSlices.SETTLE_NANOS + 4);
+        assertEquals(List.of(), written(), "held for late phases");
+        slices.phase(2, 1, "pause", 3000, CollectionSlices.SETTLE_NANOS + 5);
+        assertEquals(List.of("0:G1New@0-5"), written(), "the first goes once the stream is settled past its end");
+        slices.collection(3, track, "G1New", 4000, CollectionSlices.SETTLE_NANOS + 1005, new Args());
+        assertEquals(List.of("0:G1New@0-5", "0:G1New@1000-1005"), written());
+    }
+
+    @Test
+    void aPhaseManyCollectionsLateButWithinAFlushStillNests() {
+        long millis = 1_000_000;
+        for (int gc = 0; gc < 100; gc++) {
+            slices.collection(gc, track, "G1New", gc * 10 * millis, gc * 10 * millis + 5, new Args());
         }
-        assertEquals(List.of(), written(), "all held for late phases");
-        slices.collection(CollectionSlices.HELD_COLLECTIONS, track, "G1New", 1000, 1005, new Args());
-        assertEquals(List.of("0:G1New@0-5"), written(), "the first goes when one more than are held came");
+        slices.phase(0, 1, "late", 1, 4);
+        slices.finish();
+        assertEquals("1:late@1-4", written().get(0));
+        assertEquals(0, slices.droppedPhases());
     }
 
     @Test

@@ -6,18 +6,14 @@ import dev.ffmtrace.tracing.sdk.InstanceSetup;
 import dev.ffmtrace.tracing.sdk.TrackEvent;
 import dev.ffmtrace.tracing.sdk.Tracing;
 import dev.ffmtrace.tracing.sdk.TracingOptions;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * The demo threads ({@link FacadeDemoWorkload}) as a producer process of any tracing
+ * The demo threads ({@link DemoWorkload}) as a producer process of any tracing
  * service (a real traced, or ffmtrace's), through the SDK: {@link Tracing} with the
  * system backend registers the data source {@code track_event}; once a session starts it
  * the threads write their three categories, each event into every session that selects
@@ -59,10 +55,11 @@ final class ProduceCommand implements Callable<Integer> {
         if (sessions < 1) {
             throw new CliFailure("--sessions must be at least 1", CliFailure.USAGE);
         }
-        FacadeDemoWorkload.registerCategories();
+        DemoWorkload.registerCategories();
         Demo demo = new Demo(sessions);
         TrackEvent.addSessionObserver(demo);
         try (StopOnSignal signal = new StopOnSignal()) {
+            demo.threads.start(threads);
             if (!Tracing.initialize(TracingOptions.named(name).withSystemBackend(socket))) {
                 throw new CliFailure("tracing is initialized already in this process", CliFailure.FAILED);
             }
@@ -72,28 +69,26 @@ final class ProduceCommand implements Callable<Integer> {
                 while (!signal.awaitStop(100) && demo.stopped.getCount() > 0) {
                     Thread.onSpinWait();
                 }
-                demo.stopThreads();
+                demo.threads.stop();
             } finally {
                 // Stops the instances still running (after Ctrl-C), committing what the threads wrote into them.
                 Tracing.shutdown();
             }
         } finally {
             TrackEvent.removeSessionObserver(demo);
+            demo.threads.stop();
         }
         System.out.printf("total: %d requests (request slices with nested slices and an instant, queue slices and"
                         + " depths, debug instants: each event into the sessions that selected its category);"
-                        + " sessions stopped: %d%n", demo.requests.sum(), demo.sessionsStopped.sum());
+                        + " sessions stopped: %d%n", demo.threads.requests(), demo.sessionsStopped.sum());
         return 0;
     }
 
-    /** Says each session's start and stop, starts the threads at the first start, counts the stops. */
-    private final class Demo implements TrackEvent.SessionObserver {
+    /** Says each session's start and stop, lets the threads go at the first start, counts the stops. */
+    private static final class Demo implements TrackEvent.SessionObserver {
+        final DemoThreads threads = new DemoThreads();
         final CountDownLatch stopped;
-        final LongAdder requests = new LongAdder();
         final LongAdder sessionsStopped = new LongAdder();
-        private final AtomicBoolean stop = new AtomicBoolean();
-        /** Guarded by this: the threads, none until a session starts. */
-        private final List<Thread> workers = new ArrayList<>();
 
         Demo(int sessions) {
             stopped = new CountDownLatch(sessions);
@@ -102,12 +97,13 @@ final class ProduceCommand implements Callable<Integer> {
         @Override
         public void onStart(InstanceSetup instance) {
             System.out.println("started: " + describe(instance));
-            startThreads();
+            // The threads write into every session there is, so a later session needs no threads of its own.
+            threads.go();
         }
 
         @Override
-        public void onStop(InstanceSetup instance) {
-            System.out.println("stopped: " + describe(instance));
+        public void onStop(TrackEvent.SessionStop stop) {
+            System.out.println("stopped: " + describe(stop.instance()));
             sessionsStopped.increment();
             stopped.countDown();
         }
@@ -116,30 +112,6 @@ final class ProduceCommand implements Callable<Integer> {
         private static String describe(InstanceSetup instance) {
             return "data source " + TrackEvent.DATA_SOURCE_NAME + " instance " + instance.instanceId() + " (buffer "
                     + instance.targetBuffer() + ")";
-        }
-
-        /** Once: the threads write into every session there is, so a later session needs no threads of its own. */
-        private synchronized void startThreads() {
-            if (!workers.isEmpty() || stop.get()) {
-                return;
-            }
-            ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
-            for (int i = 0; i < threads; i++) {
-                workers.add(Thread.ofPlatform().name("demo worker " + i)
-                        .start(new FacadeDemoWorkload(i, stop, handoffs, requests)));
-            }
-        }
-
-        /** Stops the threads, and keeps a session that starts from now on from starting them. */
-        void stopThreads() throws InterruptedException {
-            List<Thread> started;
-            synchronized (this) {
-                stop.set(true);
-                started = List.copyOf(workers);
-            }
-            for (Thread worker : started) {
-                worker.join();
-            }
         }
     }
 }

@@ -5,21 +5,20 @@ import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.tracing.service.SessionClone;
-import dev.ffmtrace.tracing.service.TriggerHit;
-import dev.ffmtrace.tracing.buffer.ClientIdentity;
 import dev.ffmtrace.tracing.buffer.TraceBufferStats;
-import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.sdk.InstanceSetup;
+import dev.ffmtrace.tracing.sdk.TrackEvent;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.service.DataSourceWarning;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
-import dev.ffmtrace.tracing.service.TriggerConfig;
-import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.ProducerPort;
+import dev.ffmtrace.tracing.service.SessionClone;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
-import dev.ffmtrace.tracing.trackevent.Track;
+import dev.ffmtrace.tracing.service.TriggerConfig;
+import dev.ffmtrace.tracing.service.TriggerHit;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -27,15 +26,12 @@ import java.nio.channels.Channels;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.atomic.AtomicBoolean;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -57,6 +53,11 @@ final class RecordCommand implements Callable<Integer> {
     static final long DEFAULT_DURATION_MS = 2000;
     /** How often progress is printed when the config sets no flush_period_ms. */
     private static final long DEFAULT_PROGRESS_PERIOD_MS = 250;
+    /** The demo producer's name, and the shared memory it asks for. */
+    private static final String DEMO_PRODUCER = "ffmtrace-demo";
+    private static final int DEMO_SMB_SIZE = 4 << 20;
+    /** How long the demo producer may take to join the service in this process (milliseconds when all is well). */
+    private static final long REGISTRATION_TIMEOUT_SECONDS = 10;
     /** How soon the command sees that the service stopped the session, or a signal. */
     private static final long STOP_POLL_MS = 50;
 
@@ -196,6 +197,44 @@ final class RecordCommand implements Callable<Integer> {
     }
 
     /**
+     * Joins the demo producer to {@code service}, through the SDK's in-process backend, and
+     * runs the session ({@link #runSession}); its threads, its observer of the session's
+     * stop and the SDK are gone when this returns.
+     */
+    private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
+                       TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
+        Snapshot halfway = new Snapshot(snapshotOutput);
+        DemoThreads demo = new DemoThreads();
+        DemoSessions observer = new DemoSessions(demo, halfway);
+        DemoWorkload.registerCategories();
+        DemoCounters.register();
+        TrackEvent.addSessionObserver(observer);
+        try {
+            if (!Tracing.initialize(TracingOptions.named(DEMO_PRODUCER).withInProcessBackend(service)
+                    .withSmbSize(DEMO_SMB_SIZE))) {
+                throw new CliFailure("tracing is initialized already in this process", CliFailure.FAILED);
+            }
+            if (!Tracing.awaitRegistrations(Duration.ofSeconds(REGISTRATION_TIMEOUT_SECONDS))) {
+                String refusal = Tracing.inProcessRefusal();
+                throw new CliFailure(refusal != null ? "cannot set up the shared memory of the demo producer: " + refusal
+                        : "the demo producer did not join the service in this process in "
+                        + REGISTRATION_TIMEOUT_SECONDS + " s", CliFailure.FAILED);
+            }
+            // The workers (waiting for a session to start them) and the stop's observer are in place before the
+            // session starts: the service may stop it at any moment after, and its stop must find them.
+            if (names(session, TrackEvent.DATA_SOURCE_NAME)) {
+                demo.start(threads);
+            }
+            return runSession(session, service, signal, output, halfway);
+        } finally {
+            Tracing.shutdown();
+            TrackEvent.removeSessionObserver(observer);
+            halfway.cancel();
+            demo.stop();
+        }
+    }
+
+    /**
      * Runs the session as its config says, the service keeping its time (duration, flush,
      * incremental state and file write periods); this only starts it, prints progress,
      * takes the snapshot halfway (or at the stop, if that comes first), writes the clones
@@ -203,41 +242,13 @@ final class RecordCommand implements Callable<Integer> {
      * {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and writes what the
      * service did not write into the file already.
      */
-    private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
-                       TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
+    private int runSession(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
+                           Snapshot halfway) throws IOException, InterruptedException, CliFailure {
         // A CLONE_SNAPSHOT session records until its trigger_timeout_ms.
         long duration = session.effectiveDurationMs() > 0 ? session.effectiveDurationMs() : DEFAULT_DURATION_MS;
         long progressPeriod = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : DEFAULT_PROGRESS_PERIOD_MS;
         TraceStream file = output.stream();
-        Producer producer;
-        DataSource events;
-        DataSource counters;
-        try {
-            producer = service.connectProducer(ProducerOptions.of("ffmtrace-demo").withSmbSize(4 << 20));
-            events = producer.registerDataSource("track_event");
-            counters = producer.registerDataSource("counters");
-        } catch (NativeException e) {
-            throw new CliFailure("cannot set up the shared memory of the session: " + e.getMessage(), CliFailure.FAILED);
-        }
-        // The workers, the C producer and the stop handlers are all in place before the session starts: the
-        // service may stop it at any moment after, and its stop must find them.
-        DemoThreads demo = new DemoThreads();
-        Snapshot halfway = new Snapshot(snapshotOutput);
         Clones clones = new Clones();
-        // When the session stops, the snapshot is taken if it was not yet, then the workers end their slices,
-        // all before the service's last flush.
-        DataSource.StopHandler stopDemo = done -> Thread.ofPlatform().name("demo stop").start(() -> {
-            try {
-                halfway.takeAtStop();
-                demo.stop();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } finally {
-                done.run();
-            }
-        });
-        events.onStop(stopDemo);
-        counters.onStop(stopDemo);
         CProducerProcess cProcess;
         try {
             cProcess = cProducer == null ? null : CProducerProcess.start(
@@ -247,10 +258,6 @@ final class RecordCommand implements Callable<Integer> {
         }
         int status = 0;
         try (cProcess) {
-            if (session.dataSources().stream()
-                    .anyMatch(source -> source.name().equals(events.name()) || source.name().equals(counters.name()))) {
-                demo.start(threads, events, counters);
-            }
             TracingSession tracing;
             try {
                 tracing = service.startSession(session, session.writeIntoFile() ? Channels.newChannel(file) : null);
@@ -260,7 +267,6 @@ final class RecordCommand implements Callable<Integer> {
             }
             halfway.sessionStarted(tracing);
             tracing.onCloneTrigger(clones::reported);
-            demo.go();
             if (output.isStream()) {
                 // A FIFO or device gets the first readback now, so one that refuses writes fails before recording.
                 tracing.writeTrace(file);
@@ -269,9 +275,10 @@ final class RecordCommand implements Callable<Integer> {
             for (DataSourceWarning warning : tracing.warnings()) {
                 System.err.println("ffmtrace record: warning: " + warning.message());
             }
-            if (!events.isStarted() || !counters.isStarted()) {
-                System.out.println("note: the config does not start " + (events.isStarted() ? "\"counters\"" : "\"track_event\"")
-                        + ", so the demo writes less");
+            boolean events = names(session, TrackEvent.DATA_SOURCE_NAME);
+            if (!events || !names(session, DemoCounters.NAME)) {
+                System.out.println("note: the config does not start \"" + (events ? DemoCounters.NAME
+                        : TrackEvent.DATA_SOURCE_NAME) + "\", so the demo writes less");
             }
             System.out.printf("recording %d ms with %d threads into %s%n", duration, threads, out);
             if (cProcess != null) {
@@ -307,22 +314,58 @@ final class RecordCommand implements Callable<Integer> {
             }
             awaitStopped(tracing);
             // The session's stop took the snapshot, stopped the workers and the C producer, and took their last
-            // chunks; without a demo data source to stop, the snapshot is taken now.
+            // chunks; without track_event to stop, the snapshot is taken now.
             status = Math.max(halfway.take(), clones.write(tracing));
-            demo.stop();
             CProducerProcess.Result cResult = cProcess == null ? null : cProcess.stop();
             if (!session.writeIntoFile()) {
                 tracing.writeTrace(file);
             }
             output.commit();
-            printSummary(session, tracing.stats(), file, producer.abiViolations());
+            printSummary(session, tracing.stats(), file);
             status = Math.max(status, cProcess == null ? 0 : printCProducerSummary(cProcess, cResult));
             tracing.close();
-        } finally {
-            halfway.cancel();
-            demo.stop();
         }
         return status;
+    }
+
+    /** Whether the config starts data source {@code name}. */
+    private static boolean names(SessionConfig session, String name) {
+        return session.dataSources().stream().anyMatch(source -> source.name().equals(name));
+    }
+
+    /**
+     * Hears the demo's track_event instances: the first start lets the threads go; each stop
+     * is held, on a thread of its own, until the snapshot is taken (if the stop comes before
+     * halfway) and the threads have ended, each after one request at least.
+     */
+    private static final class DemoSessions implements TrackEvent.SessionObserver {
+        private final DemoThreads demo;
+        private final Snapshot halfway;
+
+        DemoSessions(DemoThreads demo, Snapshot halfway) {
+            this.demo = demo;
+            this.halfway = halfway;
+        }
+
+        @Override
+        public void onStart(InstanceSetup instance) {
+            demo.go();
+        }
+
+        @Override
+        public void onStop(TrackEvent.SessionStop stop) {
+            Runnable done = stop.handleStopAsynchronously();
+            Thread.ofPlatform().name("demo stop").start(() -> {
+                try {
+                    halfway.takeAtStop();
+                    demo.stop();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                } finally {
+                    done.run();
+                }
+            });
+        }
     }
 
     /** Waits for the stop to complete; the service's failure to write into the file is the command's. */
@@ -334,52 +377,6 @@ final class RecordCommand implements Callable<Integer> {
                 throw io;
             }
             throw new IOException(e.getCause());
-        }
-    }
-
-    /**
-     * The demo threads. They start before the session, so that its stop finds them however
-     * soon it comes, and take their writers once it has started their data sources.
-     */
-    private static final class DemoThreads {
-        private final AtomicBoolean stop = new AtomicBoolean();
-        private final List<Thread> workers = new ArrayList<>();
-        private final CompletableFuture<Void> go = new CompletableFuture<>();
-
-        /** Starts {@code count} threads; a limit on threads is a one-line failure, those started stopped by {@link #stop}. */
-        void start(int count, DataSource events, DataSource counters) throws CliFailure {
-            Track process = Track.process(ClientIdentity.self().pid(), "ffmtrace record");
-            ConcurrentLinkedQueue<Long> handoffs = new ConcurrentLinkedQueue<>();
-            for (int i = 0; i < count; i++) {
-                try {
-                    workers.add(Thread.ofPlatform().name("demo worker " + i)
-                            .start(new DemoWorkload(i, process, afterGo(events), afterGo(counters), stop, handoffs)));
-                } catch (OutOfMemoryError e) {
-                    throw new CliFailure("cannot start demo thread " + (i + 1) + " of " + count + ": " + e.getMessage(),
-                            CliFailure.FAILED);
-                }
-            }
-        }
-
-        private DemoWorkload.WriterSource afterGo(DataSource dataSource) {
-            return (policy, config) -> {
-                go.join();
-                return dataSource.newTrackEventWriter(policy, config);
-            };
-        }
-
-        /** Lets the threads take their writers: the session has started. */
-        void go() {
-            go.complete(null);
-        }
-
-        /** Stops the threads, each after its request at least (into discarding writers if no session started). */
-        void stop() throws InterruptedException {
-            go.complete(null);
-            stop.set(true);
-            for (Thread worker : workers) {
-                worker.join();
-            }
         }
     }
 
@@ -503,7 +500,7 @@ final class RecordCommand implements Callable<Integer> {
         return Files.readAllBytes(config);
     }
 
-    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, TraceStream file, long abiViolations) {
+    private void printSummary(SessionConfig session, List<TraceBufferStats> stats, TraceStream file) {
         System.out.printf("wrote %,d packets, %,d bytes to %s%n", file.packets(), file.bytes(), out);
         for (int i = 0; i < stats.size(); i++) {
             TraceBufferStats s = stats.get(i);
@@ -512,9 +509,6 @@ final class RecordCommand implements Callable<Integer> {
                     session.buffers().get(i).describe(), session.buffers().get(i).overwritePolicy(), s.bufferSize() / 1024,
                     s.bytesWritten(), s.chunksWritten(), s.chunksOverwritten(), s.chunksDiscarded(), s.bytesRead(),
                     s.traceWriterPacketLoss());
-        }
-        if (abiViolations > 0) {
-            System.out.println("  producer ABI violations: " + abiViolations);
         }
     }
 

@@ -70,7 +70,7 @@ class RecordCommandTest {
             packetsPerSequence.merge(packet.getTrustedPacketSequenceId(), 1, Integer::sum);
         }
         assertEquals(1, statsPackets);
-        assertEquals(6, packetsPerSequence.size(), "an events and a counters sequence per thread");
+        assertEquals(3 + 1, packetsPerSequence.size(), "a track_event sequence per thread, and the counters'");
         assertEquals(packetsPerSequence.keySet(), provenance.keySet(), "trace_provenance names every sequence");
         assertEquals(1, Set.copyOf(provenance.values()).size(), "all of them the demo producer's");
 
@@ -90,6 +90,10 @@ class RecordCommandTest {
             }
         }
         assertTrue(depth.values().stream().allMatch(d -> d == 0), "every slice on every track is closed: " + depth);
+        // The counters data source samples at each of the service's flushes (250 ms) and at the stop.
+        long heapSamples = decoded.events().stream().filter(event -> event.counterValue() != null
+                && "JVM heap in use (bytes)".equals(decoded.tracks().get(event.trackUuid()).name())).count();
+        assertTrue(heapSamples >= 2, "heap samples: " + heapSamples);
         // Each of the three threads writes one request at least: its request, parse and handle slices.
         assertTrue(slices >= 3 * 3, "slices: " + slices);
     }
@@ -227,6 +231,10 @@ class RecordCommandTest {
             }
         }
         assertTrue(depth.values().stream().allMatch(d -> d == 0), "every slice on every track is closed: " + depth);
+        // The counters data source samples at each of the service's flushes (250 ms) and at the stop.
+        long heapSamples = decoded.events().stream().filter(event -> event.counterValue() != null
+                && "JVM heap in use (bytes)".equals(decoded.tracks().get(event.trackUuid()).name())).count();
+        assertTrue(heapSamples >= 2, "heap samples: " + heapSamples);
         assertEquals(0, depth.getOrDefault(thread.getUuid(), 0));
         int iterations = cEvents.getOrDefault("c work", 0);
         assertTrue(iterations >= 1, "the C producer writes an iteration as soon as it is started: " + cEvents);

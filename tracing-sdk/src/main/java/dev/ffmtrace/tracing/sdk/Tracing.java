@@ -13,6 +13,9 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -119,6 +122,38 @@ public final class Tracing {
         return ProducerConnection.Options.named(options.producerName()).withSmbHints(options.smbSizeBytes(), 0);
     }
 
+    /**
+     * Waits until every backend is connected and its service has handled the registration
+     * of every data source registered so far: for a program that starts a session on its
+     * in-process service right after {@link #initialize} and wants the session to find
+     * them (registrations travel over the producer IPC, as to any service).
+     *
+     * @return whether they all did before {@code timeout} passed (false without backends)
+     */
+    public static boolean awaitRegistrations(Duration timeout) throws InterruptedException {
+        List<Connected> current;
+        synchronized (Tracing.class) {
+            current = backends;
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (Connected backend : current) {
+            ProducerConnection connection = backend.connection();
+            // Connecting queues every registration before anything else can be sent; a Sync
+            // queued after them completes once the service has handled them.
+            if (!connection.awaitConnected(Duration.ofNanos(deadline - System.nanoTime()))) {
+                return false;
+            }
+            try {
+                if (!connection.sync().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) {
+                    return false;
+                }
+            } catch (ExecutionException | TimeoutException e) {
+                return false;
+            }
+        }
+        return !current.isEmpty();
+    }
+
     /** Whether {@link #initialize} has connected backends that {@link #shutdown} has not closed. */
     public static synchronized boolean isInitialized() {
         return !backends.isEmpty();
@@ -170,6 +205,21 @@ public final class Tracing {
         for (Connected backend : current) {
             backend.connection().activateTriggers(valid, timeToLive);
         }
+    }
+
+    /**
+     * Why the in-process service last refused this process's producer (it could not make
+     * the shared memory buffer, say: the memfd's error), or null: for a program whose
+     * {@link #awaitRegistrations} returned false.
+     */
+    public static String inProcessRefusal() {
+        List<Connected> current;
+        synchronized (Tracing.class) {
+            current = backends;
+        }
+        return current.stream().filter(backend -> backend.port() != null)
+                .map(backend -> backend.port().lastConnectionRefusal()).filter(Objects::nonNull).findFirst()
+                .orElse(null);
     }
 
     /** Backends that could not start (the in-process one's socket, say). */

@@ -16,6 +16,8 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 
@@ -248,15 +250,66 @@ public final class TrackEvent {
      * {@code TrackEventSessionObserver}: each instance's start, once the categories are
      * decided for it, and its stop, while the session still records (events written from
      * {@code onStop} go in). Called on the backend's connection thread: an observer must
-     * not wait for threads that trace; what it throws is ignored.
+     * not wait there for threads that trace (it holds the stop instead, see
+     * {@link SessionStop}); what it throws is ignored.
      */
     public interface SessionObserver {
         /** A session started track_event: events of the categories it selects go into it from now on. */
         default void onStart(InstanceSetup instance) {
         }
 
-        /** A session stops track_event: it records until this returns. */
-        default void onStop(InstanceSetup instance) {
+        /**
+         * A session stops track_event: it records until this returns, or, if this called
+         * {@link SessionStop#handleStopAsynchronously()}, until the action that returned has run.
+         */
+        default void onStop(SessionStop stop) {
+        }
+    }
+
+    /**
+     * An instance of track_event that stops, as Perfetto's {@code StopArgs}: an observer that
+     * must wait for the application's threads (their last events) holds the stop, waits on a
+     * thread of its own, and runs the action it got when they are done.
+     */
+    public static final class SessionStop {
+        private final InstanceSetup instance;
+        /** One for {@code onStop} itself, one per asynchronous handling; the stop completes at 0. */
+        private final AtomicInteger holds = new AtomicInteger(1);
+        private final Runnable complete;
+
+        SessionStop(InstanceSetup instance, Runnable complete) {
+            this.instance = instance;
+            this.complete = complete;
+        }
+
+        /** The instance that stops. */
+        public InstanceSetup instance() {
+            return instance;
+        }
+
+        /**
+         * Holds the stop: the session records until the returned action runs (once, from
+         * any thread; later runs do nothing). Call it inside {@code onStop}; called after the
+         * stop completed, it holds nothing.
+         */
+        public Runnable handleStopAsynchronously() {
+            for (int now = holds.get(); now > 0; now = holds.get()) {
+                if (holds.compareAndSet(now, now + 1)) {
+                    AtomicBoolean ran = new AtomicBoolean();
+                    return () -> {
+                        if (ran.compareAndSet(false, true)) {
+                            release();
+                        }
+                    };
+                }
+            }
+            return () -> { };
+        }
+
+        void release() {
+            if (holds.decrementAndGet() == 0) {
+                complete.run();
+            }
         }
     }
 
@@ -443,14 +496,17 @@ public final class TrackEvent {
             synchronized (LOCK) {
                 instance = instances[index];
             }
+            SessionStop stop = new SessionStop(instance, () -> {
+                synchronized (LOCK) {
+                    SELECTIONS[index] = null;
+                    decideAll();
+                    instances[index] = null;
+                }
+                done.run();
+            });
             // As Perfetto's OnStop: told while the session still records, so that an observer's last events go in.
-            tell(observer -> observer.onStop(instance));
-            synchronized (LOCK) {
-                SELECTIONS[index] = null;
-                decideAll();
-                instances[index] = null;
-            }
-            done.run();
+            tell(observer -> observer.onStop(stop));
+            stop.release();
         }
     }
 

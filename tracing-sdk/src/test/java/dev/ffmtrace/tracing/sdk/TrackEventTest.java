@@ -1,6 +1,7 @@
 package dev.ffmtrace.tracing.sdk;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -22,6 +23,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
@@ -87,8 +90,8 @@ class TrackEventTest {
             }
 
             @Override
-            public void onStop(InstanceSetup instance) {
-                heard.add("stop " + instance.instanceId() + " mask " + observed.sessionMask());
+            public void onStop(TrackEvent.SessionStop stop) {
+                heard.add("stop " + stop.instance().instanceId() + " mask " + observed.sessionMask());
             }
         };
         TrackEvent.addSessionObserver(observer);
@@ -108,6 +111,59 @@ class TrackEventTest {
                 TrackEvent.removeSessionObserver(observer);
             }
         }
+    }
+
+    /** An observer that holds the stop keeps the session recording until it lets go: its threads' last events go in. */
+    @Test
+    void anObserverThatHoldsTheStopGetsItsLastEventsIn() throws Exception {
+        Category held = new Category("test.held");
+        TrackEvent.register(held);
+        CompletableFuture<Runnable> holding = new CompletableFuture<>();
+        TrackEvent.SessionObserver observer = new TrackEvent.SessionObserver() {
+            @Override
+            public void onStop(TrackEvent.SessionStop stop) {
+                holding.complete(stop.handleStopAsynchronously());
+            }
+        };
+        TrackEvent.addSessionObserver(observer);
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession session = service.startSession(config(null));
+                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+                Thread stopping = Thread.ofPlatform().start(session::stop);
+                Runnable letGo = holding.get(1, TimeUnit.MINUTES);
+                assertEquals(1, held.sessionMask(), "still recording while the stop is held");
+                Thread.ofPlatform().start(() -> TrackEvent.instant(held, "last")).join();
+                letGo.run();
+                letGo.run();
+                stopping.join();
+                Await.until("the session's categories undone once the stop is let go", () -> held.sessionMask() == 0);
+                assertEquals(Map.of("test.held", 1), eventsByCategory(session));
+                session.close();
+            } finally {
+                Tracing.shutdown();
+                TrackEvent.removeSessionObserver(observer);
+            }
+        }
+    }
+
+    /** Once awaitRegistrations returns true, a session started on the in-process service finds every data source. */
+    @Test
+    void aSessionStartedAfterTheRegistrationsFindsItsDataSources() throws Exception {
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                assertTrue(Tracing.awaitRegistrations(Duration.ofMinutes(1)));
+                TracingSession session = service.startSession(config(null));
+                assertEquals(List.of(), session.warnings());
+                assertEquals(0, session.dataSourcesNotStarted());
+                session.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+        assertFalse(Tracing.awaitRegistrations(Duration.ZERO), "no backends: nothing to wait for, and not done");
     }
 
     @Test

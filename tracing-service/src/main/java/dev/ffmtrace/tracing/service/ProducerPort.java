@@ -54,6 +54,7 @@ public final class ProducerPort implements AutoCloseable {
     private final Map<ClientInfo, RemoteProducer> producers = new ConcurrentHashMap<>();
     private final AtomicLong violations = new AtomicLong();
     private final AtomicLong refusals = new AtomicLong();
+    private volatile String lastConnectionRefusal;
     /** Held while a producer leaves the map for the gone totals, so that totals count it once. */
     private final Object totals = new Object();
     /** What producers that are gone moved and violated, so that the totals keep them. */
@@ -131,6 +132,19 @@ public final class ProducerPort implements AutoCloseable {
      */
     public long refusals() {
         return refusals.get();
+    }
+
+    /**
+     * Why the service last refused a producer's InitializeConnection (it is closed, out of
+     * producer ids, or could not make the SMB: the memfd's error), or null if it never did.
+     * The producer got a failed reply, and may try again.
+     */
+    public String lastConnectionRefusal() {
+        return lastConnectionRefusal;
+    }
+
+    void connectionRefused(RuntimeException why) {
+        lastConnectionRefusal = why.getMessage() != null ? why.getMessage() : why.toString();
     }
 
     void countViolation() {

@@ -159,6 +159,7 @@ final class RemoteProducer implements ProducerCommands {
             remote = new RemoteProducer(port, client, options, provided, scraping);
         } catch (RuntimeException e) {
             // The service is closed, out of producer ids, or could not make the SMB.
+            port.connectionRefused(e);
             if (provided != null) {
                 provided.close();
             }

@@ -267,12 +267,6 @@ public final class DataSource<S> {
             }
             return context;
         }
-
-        /** The thread's context for {@code slot} if it has one, else null: makes no writer. */
-        TraceContext<S> existing(InstanceSlot<S> slot) {
-            TraceContext<S> context = contexts[slot.index()];
-            return context != null && context.slot() == slot ? context : null;
-        }
     }
 
     /** An instance set up and not started yet: its place (-1 if none was free) and its state. */

@@ -524,6 +524,8 @@ public final class TrackEvent {
         @SuppressWarnings({"unchecked", "rawtypes"})
         private final InstanceSlot<Integer>[] slots = new InstanceSlot[DataSource.MAX_INSTANCES];
         private final long[] tokens = new long[DataSource.MAX_INSTANCES];
+        /** A platform thread's writers the slice began on, so that its end needs no lookup. */
+        private final TrackEventWriter[] begunOn = new TrackEventWriter[DataSource.MAX_INSTANCES];
         private int count;
         private Track track;
         /** Begun by {@link TrackEvent#begin}, ended by {@link TrackEvent#end()}. */
@@ -553,16 +555,18 @@ public final class TrackEvent {
             }
         }
 
-        /** A platform thread's slice: ends what {@link Scopes#begin} began, on the writers still there. */
+        /**
+         * A platform thread's slice: ends what {@link Scopes#begin} began, on the writers it
+         * began on; the writer of an instance that stopped meanwhile is closed, and drops the end.
+         */
         private void endBegun() {
             for (int i = 0; i < count; i++) {
-                TraceContext<Integer> context = owner.writers.existing(slots[i]);
-                if (context != null && context.attachment() != null) {
-                    try {
-                        ((TrackEventWriter) context.attachment()).endSlice(track, tokens[i]);
-                    } catch (IllegalStateException stoppedMeanwhile) {
-                        // The instance stopped and another took its place: its slice ended with it.
-                    }
+                TrackEventWriter writer = begunOn[i];
+                begunOn[i] = null;
+                try {
+                    writer.endSlice(track, tokens[i]);
+                } catch (IllegalStateException stoppedMeanwhile) {
+                    // The instance stopped and another took its place: its slice ended with it.
                 }
             }
         }
@@ -625,10 +629,12 @@ public final class TrackEvent {
                     continue;
                 }
                 try {
-                    long token = beginOn(writerOf(context, virtual ? null : threadTrack), category, scope.track, name,
-                            interned, argument, value, flowId, terminatingFlowId);
+                    TrackEventWriter writer = writerOf(context, virtual ? null : threadTrack);
+                    long token = beginOn(writer, category, scope.track, name, interned, argument, value, flowId,
+                            terminatingFlowId);
                     if (token != 0) {
                         scope.slots[scope.count] = slot;
+                        scope.begunOn[scope.count] = virtual ? null : writer;
                         scope.tokens[scope.count++] = token;
                     }
                 } finally {

@@ -11,6 +11,7 @@ import dev.ffmtrace.perfetto.protos.InitializeConnectionRequest;
 import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
+import dev.ffmtrace.tracing.producer.internal.CloseHandshake;
 import dev.ffmtrace.tracing.relay.RelayClient;
 import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
@@ -25,7 +26,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A producer's connection to a Perfetto tracing service (Perfetto's
@@ -191,7 +191,8 @@ public final class ProducerConnection implements AutoCloseable {
     private final ArrayDeque<PendingTriggers> pendingTriggers = new ArrayDeque<>();
     /** What the sender thread sends, in order. */
     private final OutgoingQueue<ProducerEndpoint> outgoing = new OutgoingQueue<>(MAX_QUEUED_COMMITS);
-    private final AtomicBoolean closed = new AtomicBoolean();
+    /** The close, and the session the sender serves: so that close() interrupts no serving sender. */
+    private final CloseHandshake<ProducerEndpoint> closing = new CloseHandshake<>();
     private final Thread sender;
     /** Over TCP: how the connection names this machine (read once); else null. */
     private final PeerIdentity machine;
@@ -199,15 +200,6 @@ public final class ProducerConnection implements AutoCloseable {
     private final RelayClient clockLink;
     /** The session with the service now, or null. Guarded by this. */
     private ProducerEndpoint session;
-    /**
-     * The session opened and not yet closed (current, or being torn down), or null while the
-     * sender connects or waits: what close() must shut if the sender is stuck sending to it,
-     * and whether it may interrupt the sender. Set by open() before it checks {@link #closed},
-     * read by close() after it sets it (both volatile), so that either close() sees the
-     * session or open() sees the close and serves nothing: a serving sender is never
-     * interrupted.
-     */
-    private volatile ProducerEndpoint unclosed;
     private final ProducerCounters counters = new ProducerCounters();
 
     private ProducerConnection(Options options, StreamAddress address) {
@@ -388,7 +380,7 @@ public final class ProducerConnection implements AutoCloseable {
             // Woken when a session is made and when the connection closes.
             while (!isConnected()) {
                 long left = deadline - System.nanoTime();
-                if (left <= 0 || closed.get()) {
+                if (left <= 0 || closing.isClosed()) {
                     return false;
                 }
                 TimeUnit.NANOSECONDS.timedWait(this, left);
@@ -419,17 +411,17 @@ public final class ProducerConnection implements AutoCloseable {
      */
     @Override
     public void close() {
-        if (!closed.compareAndSet(false, true)) {
+        if (!closing.close()) {
             return;
         }
         synchronized (this) {
             notifyAll();
         }
         // A serving sender is woken from its wait for messages; one connecting or waiting
-        // to retry is interrupted (see unclosed). One whose session closes after this read
-        // sees closed before it connects again.
+        // to retry is interrupted (see CloseHandshake). One whose session closes after this
+        // read sees the close before it connects again.
         outgoing.wake();
-        if (unclosed == null) {
+        if (closing.unclosed() == null) {
             sender.interrupt();
         }
         boolean interrupted = false;
@@ -444,7 +436,7 @@ public final class ProducerConnection implements AutoCloseable {
                     }
                 }
                 // The service stopped reading: shutting the socket down fails the blocked send.
-                ProducerEndpoint stuck = unclosed;
+                ProducerEndpoint stuck = closing.unclosed();
                 if (stuck != null) {
                     stuck.client().close();
                 }
@@ -467,9 +459,9 @@ public final class ProducerConnection implements AutoCloseable {
     private void run() {
         long delay = 0;
         try {
-            while (!closed.get()) {
+            while (!closing.isClosed()) {
                 ProducerEndpoint current = open();
-                if (current == null && closed.get()) {
+                if (current == null && closing.isClosed()) {
                     break;
                 }
                 if (current == null) {
@@ -484,7 +476,7 @@ public final class ProducerConnection implements AutoCloseable {
                 } finally {
                     tearDown(current);
                 }
-                if (!closed.get()) {
+                if (!closing.isClosed()) {
                     counters.disconnections.incrementAndGet();
                 }
             }
@@ -507,11 +499,9 @@ public final class ProducerConnection implements AutoCloseable {
         }
         ProducerEndpoint opened = new ProducerEndpoint(accepted.client(), accepted.port(), accepted.emulated(),
                 accepted.providedSmb(), outgoing, counters, this::registration, options.localCommits());
-        unclosed = opened;
-        if (closed.get()) {
+        if (!closing.open(opened)) {
             // close() may have missed the session and interrupted us: nothing was sent on it yet.
             opened.close();
-            unclosed = null;
             return null;
         }
         try {
@@ -537,12 +527,12 @@ public final class ProducerConnection implements AutoCloseable {
     /** Sends queued messages until the session is lost or the connection closed: each wakes the wait. */
     private void serve(ProducerEndpoint current) {
         current.client().disconnection().thenRun(outgoing::wake);
-        while (!closed.get() && current.client().isConnected()) {
+        while (!closing.isClosed() && current.client().isConnected()) {
             OutgoingQueue.Message<ProducerEndpoint> message;
             try {
                 message = outgoing.take();
             } catch (InterruptedException e) {
-                // Only close() interrupts, and it set closed first.
+                // Only close() interrupts, and it closed the handshake first.
                 continue;
             }
             if (message != null) {
@@ -639,7 +629,7 @@ public final class ProducerConnection implements AutoCloseable {
      * writers' last commits and everything queued before go out first.
      */
     private void tearDown(ProducerEndpoint ending) {
-        boolean graceful = closed.get() && ending.client().isConnected();
+        boolean graceful = closing.isClosed() && ending.client().isConnected();
         synchronized (this) {
             if (session == ending) {
                 session = null;
@@ -650,6 +640,6 @@ public final class ProducerConnection implements AutoCloseable {
             drain(ending);
         }
         ending.close();
-        unclosed = null;
+        closing.tornDown();
     }
 }

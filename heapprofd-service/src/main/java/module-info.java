@@ -6,6 +6,7 @@ module dev.ffmtrace.heapprofd.service {
     requires transitive dev.ffmtrace.heapprofd.client;
     requires dev.ffmtrace.protozero;
     requires transitive dev.ffmtrace.tracing.service;
+    requires transitive dev.ffmtrace.tracing.sdk;
 
     exports dev.ffmtrace.heapprofd.service;
 }

@@ -5,6 +5,8 @@ import dev.ffmtrace.heapprofd.service.HeapprofdService;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -13,6 +15,7 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -44,6 +47,8 @@ final class HeapprofdCommand implements Callable<Integer> {
     private static final String JVM_OPTIONS_TEXT = "-XX:+PreserveFramePointer -XX:+DumpPerfMapAtExit";
     /** How long the profile waits, after the program exits, for the service to read the rest of its ring. */
     private static final long DRAIN_TIMEOUT_SECONDS = 30;
+    /** How long heapprofd may take to join the service in this process and be started by the session. */
+    private static final long START_TIMEOUT_SECONDS = 30;
 
     @Option(names = "--sampling-interval", paramLabel = "BYTES", defaultValue = "4096",
             description = "Mean bytes between samples (1: every allocation); default ${DEFAULT-VALUE}.")
@@ -79,49 +84,66 @@ final class HeapprofdCommand implements Callable<Integer> {
         UnixAddress address = UnixAddress.abstractName("ffmtrace-heapprofd-" + Os.pid() + "-" + System.nanoTime());
         try (TraceOutput output = TraceOutput.open(out, "--out");
              TracingService tracing = new TracingService();
-             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address,
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(address,
                      allowOtherUsers ? HeapprofdService.Users.ANY : HeapprofdService.Users.OWN)) {
-            TracingSession session = tracing.startSession(sessionConfig());
-            HeapprofdService service = heapprofd.service();
-            if (service == null) {
-                throw new CliFailure("cannot start the heapprofd service: " + heapprofd.startFailure().getMessage(),
-                        CliFailure.FAILED);
+            if (!Tracing.initialize(TracingOptions.named("heapprofd").withInProcessBackend(tracing))) {
+                throw new CliFailure("tracing is initialized already in this process", CliFailure.FAILED);
             }
-            boolean java = !noJvmOptions && Path.of(program.getFirst()).getFileName().toString().equals("java");
-            List<String> command = java ? withJvmOptions(program) : program;
-            if (java) {
-                System.err.println("ffmtrace heapprofd: java runs with " + JVM_OPTIONS_TEXT
-                        + ", so that its compiled frames have names (--no-jvm-options: as given)");
-            }
-            Process process = start(command, library, address);
-            int status;
             try {
-                status = process.waitFor();
+                return profile(tracing, heapprofd, output, address, library);
             } finally {
-                // Only if this wait was interrupted: the program is not left running unprofiled.
-                process.destroyForcibly();
+                Tracing.shutdown();
             }
-            // The program has exited; its client's connection reads what is left in its ring.
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_TIMEOUT_SECONDS);
-            while (!service.clientsGone() && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
-            session.stop();
-            session.writeTrace(output.stream());
-            output.commit();
-            session.close();
-            if (java) {
-                // The map the options made the JVM write: its names are in the trace now.
-                Files.deleteIfExists(Path.of("/tmp", "perf-" + process.pid() + ".map"));
-            }
-            HeapprofdService.Stats stats = service.totals();
-            System.err.println("ffmtrace heapprofd: " + stats.records() + " records from " + service.clientCount()
-                    + " process(es), " + stats.unwindingErrors() + " unwinding errors, "
-                    + service.otherUserClients() + " process(es) of other users refused; wrote " + out);
-            return status;
         } catch (NativeException e) {
             throw new CliFailure("cannot set up the profile: " + e.getMessage(), CliFailure.FAILED);
         }
+    }
+
+    /** Runs the program under a session of {@code tracing} that starts heapprofd; returns the program's status. */
+    private int profile(TracingService tracing, HeapprofdDataSource heapprofd, TraceOutput output, UnixAddress address,
+                        Path library) throws IOException, InterruptedException, CliFailure {
+        if (!Tracing.awaitRegistrations(Duration.ofSeconds(START_TIMEOUT_SECONDS))) {
+            throw new CliFailure("heapprofd did not join the service in this process", CliFailure.FAILED);
+        }
+        TracingSession session = tracing.startSession(sessionConfig());
+        HeapprofdService service = heapprofd.awaitService(Duration.ofSeconds(START_TIMEOUT_SECONDS));
+        if (service == null) {
+            RuntimeException failure = heapprofd.startFailure();
+            throw new CliFailure("cannot start the heapprofd service: " + (failure != null ? failure.getMessage()
+                    : "the session did not start it in " + START_TIMEOUT_SECONDS + " s"), CliFailure.FAILED);
+        }
+        boolean java = !noJvmOptions && Path.of(program.getFirst()).getFileName().toString().equals("java");
+        List<String> command = java ? withJvmOptions(program) : program;
+        if (java) {
+            System.err.println("ffmtrace heapprofd: java runs with " + JVM_OPTIONS_TEXT
+                    + ", so that its compiled frames have names (--no-jvm-options: as given)");
+        }
+        Process process = start(command, library, address);
+        int status;
+        try {
+            status = process.waitFor();
+        } finally {
+            // Only if this wait was interrupted: the program is not left running unprofiled.
+            process.destroyForcibly();
+        }
+        // The program has exited; its client's connection reads what is left in its ring.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_TIMEOUT_SECONDS);
+        while (!service.clientsGone() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        session.stop();
+        session.writeTrace(output.stream());
+        output.commit();
+        session.close();
+        if (java) {
+            // The map the options made the JVM write: its names are in the trace now.
+            Files.deleteIfExists(Path.of("/tmp", "perf-" + process.pid() + ".map"));
+        }
+        HeapprofdService.Stats stats = service.totals();
+        System.err.println("ffmtrace heapprofd: " + stats.records() + " records from " + service.clientCount()
+                + " process(es), " + stats.unwindingErrors() + " unwinding errors, "
+                + service.otherUserClients() + " process(es) of other users refused; wrote " + out);
+        return status;
     }
 
     private SessionConfig sessionConfig() throws CliFailure {

@@ -137,7 +137,7 @@ final class RecordCommand implements Callable<Integer> {
              StopOnSignal signal = new StopOnSignal();
              TracingService service = new TracingService();
              ProducerPort port = producerPort(service);
-             HeapprofdDataSource heapprofd = heapprofd(session, service)) {
+             HeapprofdDataSource heapprofd = heapprofd(session)) {
             if (port != null) {
                 System.out.println("producers connect at " + port.address());
             }
@@ -147,7 +147,7 @@ final class RecordCommand implements Callable<Integer> {
                         + CProducerProcess.defaultProgram().resolveSibling("libffmtrace_heapprofd.so")
                         + " FFMTRACE_HEAPPROFD_SOCKET=@" + name + ")");
             }
-            int status = record(session, service, signal, output, snapshotOutput);
+            int status = record(session, service, heapprofd, signal, output, snapshotOutput);
             System.out.println("open " + out.toAbsolutePath() + " at https://ui.perfetto.dev (Open trace file)");
             return status;
         }
@@ -171,12 +171,12 @@ final class RecordCommand implements Callable<Integer> {
      * it; null otherwise. Its clients are programs run with the C client preloaded and the
      * socket in {@code FFMTRACE_HEAPPROFD_SOCKET}, or Java clients of that address.
      */
-    private HeapprofdDataSource heapprofd(SessionConfig session, TracingService service) {
+    private HeapprofdDataSource heapprofd(SessionConfig session) {
         if (session.dataSources().stream().noneMatch(source -> source.name().equals(HeapprofdDataSource.NAME))) {
             return null;
         }
         String name = heapprofdSocket != null ? heapprofdSocket : "ffmtrace-heapprofd-" + Os.pid();
-        return HeapprofdDataSource.register(service, UnixAddress.abstractName(name));
+        return HeapprofdDataSource.register(UnixAddress.abstractName(name));
     }
 
     private SessionConfig readSession() throws CliFailure {
@@ -201,8 +201,9 @@ final class RecordCommand implements Callable<Integer> {
      * runs the session ({@link #runSession}); its threads, its observer of the session's
      * stop and the SDK are gone when this returns.
      */
-    private int record(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
-                       TraceOutput snapshotOutput) throws IOException, InterruptedException, CliFailure {
+    private int record(SessionConfig session, TracingService service, HeapprofdDataSource heapprofd,
+                       StopOnSignal signal, TraceOutput output, TraceOutput snapshotOutput)
+            throws IOException, InterruptedException, CliFailure {
         Snapshot halfway = new Snapshot(snapshotOutput);
         DemoThreads demo = new DemoThreads();
         DemoSessions observer = new DemoSessions(demo, halfway);
@@ -216,7 +217,8 @@ final class RecordCommand implements Callable<Integer> {
             }
             if (!Tracing.awaitRegistrations(Duration.ofSeconds(REGISTRATION_TIMEOUT_SECONDS))) {
                 String refusal = Tracing.inProcessRefusal();
-                throw new CliFailure(refusal != null ? "cannot set up the shared memory of the demo producer: " + refusal
+                throw new CliFailure(refusal != null
+                        ? "cannot set up the shared memory of the demo producer: " + refusal
                         : "the demo producer did not join the service in this process in "
                         + REGISTRATION_TIMEOUT_SECONDS + " s", CliFailure.FAILED);
             }
@@ -225,7 +227,7 @@ final class RecordCommand implements Callable<Integer> {
             if (names(session, TrackEvent.DATA_SOURCE_NAME)) {
                 demo.start(threads);
             }
-            return runSession(session, service, signal, output, halfway);
+            return runSession(session, service, heapprofd, signal, output, halfway);
         } finally {
             Tracing.shutdown();
             TrackEvent.removeSessionObserver(observer);
@@ -242,8 +244,9 @@ final class RecordCommand implements Callable<Integer> {
      * {@value #DEFAULT_DURATION_MS} ms when the config sets no duration, and writes what the
      * service did not write into the file already.
      */
-    private int runSession(SessionConfig session, TracingService service, StopOnSignal signal, TraceOutput output,
-                           Snapshot halfway) throws IOException, InterruptedException, CliFailure {
+    private int runSession(SessionConfig session, TracingService service, HeapprofdDataSource heapprofd,
+                           StopOnSignal signal, TraceOutput output, Snapshot halfway)
+            throws IOException, InterruptedException, CliFailure {
         // A CLONE_SNAPSHOT session records until its trigger_timeout_ms.
         long duration = session.effectiveDurationMs() > 0 ? session.effectiveDurationMs() : DEFAULT_DURATION_MS;
         long progressPeriod = session.flushPeriodMs() > 0 ? session.flushPeriodMs() : DEFAULT_PROGRESS_PERIOD_MS;
@@ -274,6 +277,13 @@ final class RecordCommand implements Callable<Integer> {
             }
             for (DataSourceWarning warning : tracing.warnings()) {
                 System.err.println("ffmtrace record: warning: " + warning.message());
+            }
+            // Its clients connect once the session started it, which its backend hears a moment later.
+            if (heapprofd != null && tracing.isStarted()
+                    && heapprofd.awaitService(Duration.ofSeconds(REGISTRATION_TIMEOUT_SECONDS)) == null) {
+                RuntimeException failure = heapprofd.startFailure();
+                System.err.println("ffmtrace record: warning: heapprofd did not start: " + (failure != null
+                        ? failure.getMessage() : "not within " + REGISTRATION_TIMEOUT_SECONDS + " s"));
             }
             boolean events = names(session, TrackEvent.DATA_SOURCE_NAME);
             if (!events || !names(session, DemoCounters.NAME)) {

@@ -12,6 +12,8 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
 import dev.ffmtrace.memory.testing.OtherUser;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -21,6 +23,7 @@ import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -160,34 +163,41 @@ class HeapprofdCommandTest {
         List<String> unreleased;
         List<String> allocated;
         try (TracingService tracing = new TracingService();
-             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address)) {
-            byte[] config = TraceConfig.newBuilder()
-                    .addBuffers(TraceConfig.BufferConfig.newBuilder().setSizeKb(4096))
-                    .addDataSources(TraceConfig.DataSource.newBuilder().setConfig(DataSourceConfig.newBuilder()
-                            .setName(HeapprofdDataSource.NAME).setHeapprofdConfig(HeapprofdConfig.newBuilder()
-                                    .setSamplingIntervalBytes(1).setBlockClient(true))))
-                    .build().toByteArray();
-            TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(config)));
-            HeapprofdService service = heapprofd.service();
-            assertNotNull(service);
-            ProcessBuilder builder = new ProcessBuilder(pattern().toString());
-            builder.environment().put("LD_PRELOAD", pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
-            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
-            Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(address)) {
+            assertTrue(Tracing.initialize(TracingOptions.named("heapprofd-test").withInProcessBackend(tracing)));
             try {
-                process.getInputStream().readAllBytes();
-                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+                byte[] config = TraceConfig.newBuilder()
+                        .addBuffers(TraceConfig.BufferConfig.newBuilder().setSizeKb(4096))
+                        .addDataSources(TraceConfig.DataSource.newBuilder().setConfig(DataSourceConfig.newBuilder()
+                                .setName(HeapprofdDataSource.NAME).setHeapprofdConfig(HeapprofdConfig.newBuilder()
+                                        .setSamplingIntervalBytes(1).setBlockClient(true))))
+                        .build().toByteArray();
+                assertTrue(Tracing.awaitRegistrations(Duration.ofMinutes(1)));
+                TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(config)));
+                HeapprofdService service = heapprofd.awaitService(Duration.ofMinutes(1));
+                assertNotNull(service);
+                ProcessBuilder builder = new ProcessBuilder(pattern().toString());
+                builder.environment().put("LD_PRELOAD",
+                        pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
+                builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
+                Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                try {
+                    process.getInputStream().readAllBytes();
+                    assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+                } finally {
+                    process.destroyForcibly();
+                }
+                Await.until("the client's records all read", () -> service.clientCount() != 0 && service.clientsGone());
+                unreleased = service.folded(true);
+                allocated = service.folded(false);
+                session.stop();
+                try (OutputStream out = Files.newOutputStream(trace)) {
+                    session.writeTrace(out);
+                }
+                session.close();
             } finally {
-                process.destroyForcibly();
+                Tracing.shutdown();
             }
-            Await.until("the client's records all read", () -> service.clientCount() != 0 && service.clientsGone());
-            unreleased = service.folded(true);
-            allocated = service.folded(false);
-            session.stop();
-            try (OutputStream out = Files.newOutputStream(trace)) {
-                session.writeTrace(out);
-            }
-            session.close();
         }
         assertTrue(bytesUnder(String.join("\n", unreleased), ";main;b") == 1_500_000, unreleased.toString());
         ConvertAndDumpTest.Run dumped = ConvertAndDumpTest.run("dump", "--folded", "unreleased", trace.toString());

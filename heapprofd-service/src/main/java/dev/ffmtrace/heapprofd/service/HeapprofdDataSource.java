@@ -11,14 +11,14 @@ import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.protozero.RepeatedScalarIterator;
 import dev.ffmtrace.shmring.SharedRingBuffer;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
-import dev.ffmtrace.tracing.service.TracingService;
-import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import dev.ffmtrace.tracing.smb.TraceWriter;
-
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.sdk.DataSource;
+import dev.ffmtrace.tracing.sdk.DataSourceCallbacks;
+import dev.ffmtrace.tracing.sdk.InstanceSetup;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.trackevent.TracePacketSink;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -26,25 +26,34 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * heapprofd as the {@value #NAME} data source of an in-process {@link TracingService}:
- * while a session runs it, a {@link HeapprofdService} listens at the data source's address
- * with the session's {@code heapprofd_config} (sampling interval, heaps or all heaps, pids
- * and process command lines, ring size, block_client); it writes a heap dump of every
- * client so far (see {@code ProfileDumper}) on each flush of the session, every
+ * heapprofd as the {@value #NAME} data source of the SDK ({@link DataSource}), on every
+ * backend {@link Tracing} has: an in-process {@code TracingService}, or the system's
+ * service ({@code traced}, {@code ffmtrace serve}) as a producer of its own. While a
+ * session runs it, a {@link HeapprofdService} listens at the data source's address with
+ * the session's {@code heapprofd_config} (sampling interval, heaps or all heaps, pids and
+ * process command lines, ring size, block_client); it writes a heap dump of every client
+ * so far (see {@code ProfileDumper}) on each flush of the session, every
  * {@code continuous_dump_config.dump_interval_ms}, and at stop, which is the session's
- * last flush; then the service closes and its clients see their socket end.
+ * last flush; then the service closes and its clients see their socket end. One session
+ * at a time: the address is one socket.
  *
  * <p>A config with neither {@code pid} nor {@code process_cmdline} profiles every client
  * that connects: connecting to this socket is the client's own choice. A
  * {@code process_cmdline} entry matches the first word of a client's command line, or its
  * base name. Dump timestamps are CLOCK_MONOTONIC_COARSE, as heapprofd's are; each dump
  * starts with a clock snapshot pairing it with BOOTTIME so a reader can place them.
+ *
+ * <p>Every dump is written by one thread of the data source's own, so that a session's
+ * dumps are one packet sequence whose interned ids each dump refers to.
  */
 public final class HeapprofdDataSource implements AutoCloseable {
     /** The data source's name, Perfetto's. */
@@ -57,72 +66,66 @@ public final class HeapprofdDataSource implements AutoCloseable {
     /** The shortest continuous-dump interval honoured, as a guard against a config that asks for a dump per millisecond. */
     static final long MIN_DUMP_INTERVAL_MS = 10;
 
-    private final Producer producer;
-    private final DataSource dataSource;
+    private final DataSource<Instance> dataSource;
     private final UnixAddress address;
     private final int packetBudget;
     private final HeapprofdService.Users users;
-    private final ScheduledExecutorService timer;
-    private Running running;
-    private long dumpsWritten;
+    /** The one thread that writes dumps, and runs the continuous ones. */
+    private final ScheduledExecutorService dumper;
+    /** Guarded by this: the instance whose service listens, or null. */
+    private Instance running;
+    private final AtomicLong dumpsWritten = new AtomicLong();
     private volatile RuntimeException startFailure;
 
-    /** One session's run: its service, its writer (made at the first dump), what its dumps interned, its timer. */
-    private static final class Running {
-        final HeapprofdService service;
-        final ProfileDumper dumper;
-        TraceWriter<TracePacket> writer;
-        long clearsSeen;
+    /** One session's instance: its place, its config, and once started its service, dumper and timer. */
+    private static final class Instance {
+        final int index;
+        final HeapprofdConfig.Decoder config;
+        HeapprofdService service;
+        ProfileDumper dumper;
+        /** The sequence's incremental-state epoch the dumper's interned ids were written in. */
+        long epochSeen = -1;
+        /** What the last dump showed ({@link #changes}), or null before the first. */
+        List<Long> dumped;
         ScheduledFuture<?> dumps;
 
-        Running(HeapprofdService service, ProfileDumper dumper) {
-            this.service = service;
-            this.dumper = dumper;
+        Instance(int index, HeapprofdConfig.Decoder config) {
+            this.index = index;
+            this.config = config;
         }
     }
 
-    private HeapprofdDataSource(TracingService tracing, UnixAddress address, int packetBudget,
-                                HeapprofdService.Users users) {
+    private HeapprofdDataSource(UnixAddress address, int packetBudget, HeapprofdService.Users users) {
         this.address = address;
         this.users = users;
         this.packetBudget = packetBudget;
-        this.producer = tracing.connectProducer(ProducerOptions.of("heapprofd"));
-        this.timer = Executors.newSingleThreadScheduledExecutor(runnable ->
+        this.dumper = Executors.newSingleThreadScheduledExecutor(runnable ->
                 Thread.ofPlatform().daemon().name("heapprofd dumps").unstarted(runnable));
-        this.dataSource = producer.registerDataSource(NAME);
-        dataSource.onStart(this::start);
-        dataSource.onFlush(this::dump);
-        dataSource.onStop(done -> {
-            stop();
-            done.run();
-        });
+        this.dataSource = DataSource.register(DataSourceDescriptor.named(NAME), new Callbacks());
     }
 
     /**
-     * Registers heapprofd with {@code tracing} as a producer of its own offering
-     * {@value #NAME}; its clients connect at {@code address} while a session runs it.
-     * Register it before starting the sessions that name it.
+     * Registers heapprofd with the SDK's backends (those {@link Tracing} has, and will
+     * have) as data source {@value #NAME}; its clients connect at {@code address} while a
+     * session runs it. {@link #close} withdraws it.
      */
-    public static HeapprofdDataSource register(TracingService tracing, UnixAddress address) {
-        return register(tracing, address, HeapprofdService.Users.OWN);
+    public static HeapprofdDataSource register(UnixAddress address) {
+        return register(address, HeapprofdService.Users.OWN);
     }
 
-    /** {@link #register(TracingService, UnixAddress)}, its sessions profiling the processes of {@code users}. */
-    public static HeapprofdDataSource register(TracingService tracing, UnixAddress address,
-                                               HeapprofdService.Users users) {
-        return register(tracing, address, ProfileDumper.DEFAULT_PACKET_BUDGET, users);
+    /** {@link #register(UnixAddress)}, its sessions profiling the processes of {@code users}. */
+    public static HeapprofdDataSource register(UnixAddress address, HeapprofdService.Users users) {
+        return register(address, ProfileDumper.DEFAULT_PACKET_BUDGET, users);
     }
 
-    static HeapprofdDataSource register(TracingService tracing, UnixAddress address, int packetBudget) {
-        return register(tracing, address, packetBudget, HeapprofdService.Users.OWN);
+    static HeapprofdDataSource register(UnixAddress address, int packetBudget) {
+        return register(address, packetBudget, HeapprofdService.Users.OWN);
     }
 
-    private static HeapprofdDataSource register(TracingService tracing, UnixAddress address, int packetBudget,
-                                                HeapprofdService.Users users) {
-        Objects.requireNonNull(tracing, "tracing");
+    private static HeapprofdDataSource register(UnixAddress address, int packetBudget, HeapprofdService.Users users) {
         Objects.requireNonNull(address, "address");
         Objects.requireNonNull(users, "users");
-        return new HeapprofdDataSource(tracing, address, packetBudget, users);
+        return new HeapprofdDataSource(address, packetBudget, users);
     }
 
     /** Where clients connect while a session runs the data source. */
@@ -135,9 +138,26 @@ public final class HeapprofdDataSource implements AutoCloseable {
         return running == null ? null : running.service;
     }
 
+    /**
+     * Waits until a session started the data source (the SDK starts it as its backend
+     * hears of the session) or the start failed ({@link #startFailure()}); returns the
+     * running service, or null if none runs when {@code timeout} passed or the start failed.
+     */
+    public synchronized HeapprofdService awaitService(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (running == null && startFailure == null) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0) {
+                return null;
+            }
+            TimeUnit.NANOSECONDS.timedWait(this, left);
+        }
+        return service();
+    }
+
     /** The dumps written so far, of every session: at intervals, flushes and stops. */
-    public synchronized long dumpsWritten() {
-        return dumpsWritten;
+    public long dumpsWritten() {
+        return dumpsWritten.get();
     }
 
     /** Why the last session could not start the service (e.g. the address was taken); null if it could. */
@@ -145,32 +165,82 @@ public final class HeapprofdDataSource implements AutoCloseable {
         return startFailure;
     }
 
-    private synchronized void start(byte[] config) {
-        stop();
-        HeapprofdConfig.Decoder heapprofd = new HeapprofdConfig.Decoder();
-        DataSourceConfig.Decoder source = new DataSourceConfig.Decoder();
-        source.reset(MemorySegment.ofArray(config));
-        if (!source.heapprofdConfig(heapprofd)) {
-            heapprofd.reset(MemorySegment.ofArray(new byte[0]));
+    /** The SDK's calls, on the backend's connection thread. */
+    private final class Callbacks implements DataSourceCallbacks<Instance> {
+        @Override
+        public Instance onSetup(InstanceSetup setup) {
+            HeapprofdConfig.Decoder heapprofd = new HeapprofdConfig.Decoder();
+            DataSourceConfig.Decoder source = new DataSourceConfig.Decoder();
+            source.reset(MemorySegment.ofArray(setup.config()));
+            if (!source.heapprofdConfig(heapprofd)) {
+                heapprofd.reset(MemorySegment.ofArray(new byte[0]));
+            }
+            return new Instance(setup.index(), heapprofd);
         }
+
+        @Override
+        public void onStart(Instance instance) {
+            start(instance);
+        }
+
+        @Override
+        public void onFlush(Instance instance) {
+            // The flush is answered once the dump is committed.
+            try {
+                dumper.submit(() -> dump(instance, true)).get();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | RejectedExecutionException e) {
+                // Closed, or the dump failed: the flush is answered all the same.
+            }
+        }
+
+        @Override
+        public void onStop(Instance instance, Runnable done) {
+            try {
+                dumper.execute(() -> {
+                    try {
+                        // As Perfetto's heapprofd, a last dump at the stop; not a copy of the one the
+                        // session's last flush wrote just before, if nothing changed since.
+                        dump(instance, false);
+                    } finally {
+                        stop(instance);
+                        done.run();
+                    }
+                });
+            } catch (RejectedExecutionException closed) {
+                stop(instance);
+                done.run();
+            }
+        }
+    }
+
+    private void start(Instance instance) {
         HeapprofdService service;
         try {
-            service = HeapprofdService.start(address, clientConfiguration(heapprofd),
-                    ringSize(heapprofd.shmemSizeBytes()), filter(heapprofd), users);
-            startFailure = null;
+            service = HeapprofdService.start(address, clientConfiguration(instance.config),
+                    ringSize(instance.config.shmemSizeBytes()), filter(instance.config), users);
         } catch (RuntimeException e) {
-            // Thrown into the session's start otherwise: the session runs, without heap profiles.
-            startFailure = e;
+            // The session runs, without heap profiles.
+            synchronized (this) {
+                startFailure = e;
+                notifyAll();
+            }
             return;
         }
-        Running run = new Running(service, new ProfileDumper(packetBudget, ProfileDumper.DEFAULT_MAX_INTERNED));
-        running = run;
+        instance.service = service;
+        instance.dumper = new ProfileDumper(packetBudget, ProfileDumper.DEFAULT_MAX_INTERNED);
         HeapprofdConfig.ContinuousDumpConfig.Decoder continuous = new HeapprofdConfig.ContinuousDumpConfig.Decoder();
-        if (heapprofd.continuousDumpConfig(continuous) && continuous.dumpIntervalMs() != 0) {
+        if (instance.config.continuousDumpConfig(continuous) && continuous.dumpIntervalMs() != 0) {
             long interval = Math.max(MIN_DUMP_INTERVAL_MS, Integer.toUnsignedLong(continuous.dumpIntervalMs()));
             long phase = Integer.toUnsignedLong(continuous.dumpPhaseMs());
-            run.dumps = timer.scheduleAtFixedRate(() -> dumpIfRunning(run), phase == 0 ? interval : phase, interval,
-                    TimeUnit.MILLISECONDS);
+            instance.dumps = dumper.scheduleAtFixedRate(() -> dump(instance, true), phase == 0 ? interval : phase,
+                    interval, TimeUnit.MILLISECONDS);
+        }
+        synchronized (this) {
+            running = instance;
+            startFailure = null;
+            notifyAll();
         }
     }
 
@@ -228,38 +298,43 @@ public final class HeapprofdDataSource implements AutoCloseable {
                 || cmdlines.contains(cmdline.substring(cmdline.lastIndexOf('/') + 1));
     }
 
-    private void dumpIfRunning(Running run) {
-        synchronized (this) {
-            if (running == run) {
-                dump();
-            }
-        }
-    }
-
-    /** Writes a dump of every client of the running session; nothing when none runs. */
-    private synchronized void dump() {
-        Running run = running;
-        if (run == null) {
+    /**
+     * On the dumper's thread: a dump of every client of {@code instance}'s service; nothing
+     * if it has none, or, unless {@code always}, if nothing changed since the last dump.
+     */
+    private void dump(Instance instance, boolean always) {
+        if (instance.service == null) {
             return;
         }
-        if (run.writer == null) {
-            run.writer = dataSource.newTraceWriter(BufferExhaustedPolicy.DROP);
-            run.clearsSeen = dataSource.incrementalStateClears();
+        List<Long> changes = changes(instance.service);
+        if (!always && changes.equals(instance.dumped)) {
+            return;
         }
-        if (dataSource.incrementalStateClears() != run.clearsSeen) {
-            // The buffer lost packets, perhaps ones that defined ids: define them all again.
-            run.clearsSeen = dataSource.incrementalStateClears();
-            run.dumper.clearIncrementalState();
-        }
-        long monotonicCoarse = Os.clockNanos(Os.CLOCK_MONOTONIC_COARSE);
-        long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
-        writeClockSnapshot(run.writer, monotonicCoarse, boottime);
-        run.dumper.dump(run.writer, heaps(run.service), monotonicCoarse, boottime);
-        run.writer.flush();
-        dumpsWritten++;
+        instance.dumped = changes;
+        dataSource.traceInstance(instance.index, context -> {
+            TracePacketSink sink = context.sequenceState(created -> created);
+            long epoch = sink.incrementalStateEpoch();
+            if (epoch != instance.epochSeen) {
+                // The buffer lost packets, perhaps ones that defined ids: define them all again.
+                instance.epochSeen = epoch;
+                instance.dumper.clearIncrementalState();
+            }
+            long monotonicCoarse = Os.clockNanos(Os.CLOCK_MONOTONIC_COARSE);
+            long boottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
+            writeClockSnapshot(sink, monotonicCoarse, boottime);
+            instance.dumper.dump(sink, heaps(instance.service), monotonicCoarse, boottime);
+            sink.flush();
+            dumpsWritten.incrementAndGet();
+        });
     }
 
-    private static void writeClockSnapshot(TraceWriter<TracePacket> writer, long monotonicCoarse, long boottime) {
+    /** What a dump shows changes with: the records booked, the clients that connected, those gone. */
+    private static List<Long> changes(HeapprofdService service) {
+        long gone = service.clients().stream().filter(ClientConnection::isClosed).count();
+        return List.of(service.totals().records(), (long) service.clientCount(), gone);
+    }
+
+    private static void writeClockSnapshot(TracePacketSink writer, long monotonicCoarse, long boottime) {
         TracePacket packet = writer.newTracePacket();
         packet.setTimestamp(boottime);
         ClockSnapshot snapshot = packet.setClockSnapshot();
@@ -293,27 +368,32 @@ public final class HeapprofdDataSource implements AutoCloseable {
         return heaps;
     }
 
-    /** Stops the running session's continuous dumps and closes its service; its writer is closed. */
-    private synchronized void stop() {
-        Running run = running;
-        if (run == null) {
-            return;
+    /** On the dumper's thread, or once it is closed: stops the instance's continuous dumps and closes its service. */
+    private void stop(Instance instance) {
+        if (instance.dumps != null) {
+            instance.dumps.cancel(false);
         }
-        running = null;
-        if (run.dumps != null) {
-            run.dumps.cancel(false);
+        if (instance.service != null) {
+            instance.service.close();
         }
-        run.service.close();
-        if (run.writer != null) {
-            run.writer.close();
+        synchronized (this) {
+            if (running == instance) {
+                running = null;
+            }
         }
     }
 
-    /** Stops what runs and withdraws the producer. */
+    /** Withdraws the data source, stops what runs, and ends the dumper's thread. */
     @Override
     public void close() {
-        stop();
-        timer.shutdownNow();
-        producer.close();
+        dataSource.unregister();
+        dumper.shutdownNow();
+        Instance last;
+        synchronized (this) {
+            last = running;
+        }
+        if (last != null) {
+            stop(last);
+        }
     }
 }

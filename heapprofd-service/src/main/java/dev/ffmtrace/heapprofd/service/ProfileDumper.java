@@ -8,7 +8,7 @@ import dev.ffmtrace.perfetto.protos.ProcessDescriptor;
 import dev.ffmtrace.perfetto.protos.ProfilePacket;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TrackDescriptor;
-import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.trackevent.TracePacketSink;
 
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -94,7 +94,7 @@ final class ProfileDumper {
      *
      * @return the packets written
      */
-    int dump(TraceWriter<TracePacket> writer, List<Heap> heaps, long timestamp, long boottime) {
+    int dump(TracePacketSink writer, List<Heap> heaps, long timestamp, long boottime) {
         if (functionNames.size() + buildIds.size() + mappingPaths.size() + mappings.size() + frames.size()
                 + callstacks.size() > maxInterned) {
             clearIncrementalState();
@@ -132,7 +132,7 @@ final class ProfileDumper {
     }
 
     /** A process track naming the process, so a reader shows its name, not only its pid. */
-    private static void describe(TraceWriter<TracePacket> writer, Heap heap, long boottime) {
+    private static void describe(TracePacketSink writer, Heap heap, long boottime) {
         TracePacket packet = writer.newTracePacket();
         packet.setTimestamp(boottime);
         TrackDescriptor track = packet.setTrackDescriptor();
@@ -143,7 +143,7 @@ final class ProfileDumper {
         writer.finishTracePacket();
     }
 
-    private void write(TraceWriter<TracePacket> writer, PendingPacket pending, boolean continued, long timestamp,
+    private void write(TracePacketSink writer, PendingPacket pending, boolean continued, long timestamp,
                        long boottime) {
         TracePacket packet = writer.newTracePacket();
         packet.setTimestamp(boottime);

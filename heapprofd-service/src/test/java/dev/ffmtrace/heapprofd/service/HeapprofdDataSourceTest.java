@@ -18,6 +18,7 @@ import perfetto.protos.TraceConfigOuterClass.TraceConfig;
 import java.io.ByteArrayOutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -50,11 +51,12 @@ class HeapprofdDataSourceTest {
     private static Run runPattern(int packetBudget) throws Exception {
         UnixAddress address = address();
         try (TracingService tracing = new TracingService();
-             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address, packetBudget)) {
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(address, packetBudget);
+             InProcessTracing sdk = InProcessTracing.on(tracing)) {
             HeapprofdConfig config = HeapprofdConfig.newBuilder().setSamplingIntervalBytes(1).addHeaps("libc.malloc")
                     .setShmemSizeBytes(1 << 20).setBlockClient(true).build();
             TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(traceConfig(config))));
-            HeapprofdService service = heapprofd.service();
+            HeapprofdService service = heapprofd.awaitService(Duration.ofMinutes(1));
             assertNotNull(service, String.valueOf(heapprofd.startFailure()));
             ProcessBuilder builder = new ProcessBuilder(CPrograms.program("heapprofd_pattern").toString());
             builder.environment().put("LD_PRELOAD", CPrograms.program("libffmtrace_heapprofd.so").toString());
@@ -146,12 +148,14 @@ class HeapprofdDataSourceTest {
         UnixAddress address = address();
         byte[] bytes;
         try (TracingService tracing = new TracingService();
-             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(tracing, address)) {
+             HeapprofdDataSource heapprofd = HeapprofdDataSource.register(address);
+             InProcessTracing sdk = InProcessTracing.on(tracing)) {
             HeapprofdConfig config = HeapprofdConfig.newBuilder().setSamplingIntervalBytes(1).addHeaps("java.ffm")
                     .setShmemSizeBytes(1 << 16).setContinuousDumpConfig(HeapprofdConfig.ContinuousDumpConfig
                             .newBuilder().setDumpIntervalMs(20)).build();
             TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(traceConfig(config))));
-            HeapprofdService service = heapprofd.service();
+            HeapprofdService service = heapprofd.awaitService(Duration.ofMinutes(1));
+            assertNotNull(service, String.valueOf(heapprofd.startFailure()));
             try (HeapprofdClient client = HeapprofdClient.connect(address);
                  ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, client.registerHeap("java.ffm"))) {
                 arena.allocate(1000);

@@ -9,6 +9,7 @@ import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -50,8 +51,9 @@ class ProfileDumperTest {
             TracingSession session = tracing.startSession(SessionConfig.builder()
                     .buffer("main", 4096, OverwritePolicy.RING_BUFFER).dataSource("heap").build());
             try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                dumper.dump(writer, List.of(heap(books)), 1, 1);
-                dumper.dump(writer, List.of(heap(books)), 2, 2);
+                TraceWriterSink sink = new TraceWriterSink(writer);
+                dumper.dump(sink, List.of(heap(books)), 1, 1);
+                dumper.dump(sink, List.of(heap(books)), 2, 2);
             }
             session.stop();
             ByteArrayOutputStream out = new ByteArrayOutputStream();

@@ -85,6 +85,15 @@ public final class DataSource<S> {
         return dataSource;
     }
 
+    /**
+     * Withdraws the data source from every backend and from later initializations, for a
+     * component with a lifetime of its own (Perfetto's SDK keeps its data sources for the
+     * process's life). Instances running now go on until their sessions stop them.
+     */
+    public void unregister() {
+        Tracing.unregister(this);
+    }
+
     /** The descriptor the data source registers with. */
     public DataSourceDescriptor descriptor() {
         return descriptor;

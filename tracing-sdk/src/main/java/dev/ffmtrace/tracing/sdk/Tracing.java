@@ -234,6 +234,14 @@ public final class Tracing {
         }
     }
 
+    static synchronized void unregister(DataSource<?> dataSource) {
+        if (REGISTERED.remove(dataSource)) {
+            for (Connected backend : backends) {
+                backend.connection().unregisterDataSource(dataSource.descriptor().name());
+            }
+        }
+    }
+
     private static void offer(Connected backend, DataSource<?> dataSource) {
         backend.connection().registerDataSource(dataSource.descriptor(), dataSource.handlerFor(backend.backend()));
     }

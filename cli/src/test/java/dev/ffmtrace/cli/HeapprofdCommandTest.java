@@ -14,6 +14,7 @@ import dev.ffmtrace.memory.testing.NativeAllocatingMethod;
 import dev.ffmtrace.memory.testing.OtherUser;
 import dev.ffmtrace.tracing.sdk.Tracing;
 import dev.ffmtrace.tracing.sdk.TracingOptions;
+import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -26,6 +27,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -58,6 +60,63 @@ class HeapprofdCommandTest {
         assertEquals(0, allocated.exit(), allocated.err());
         assertEquals(1_000_000, bytesUnder(allocated.out(), ";main;a"), allocated.out());
         assertEquals(3_000_000, bytesUnder(allocated.out(), ";main;b"), allocated.out());
+    }
+
+    /**
+     * With {@code --producer-socket}, heapprofd is a producer of a service (here ffmtrace's,
+     * in this JVM, on a producer socket; scripts/interop-heapprofd does it with Perfetto's
+     * traced): the session started there starts it, the pattern runs, and the command ends
+     * when the session stops it; the session's trace holds the pattern's profile.
+     */
+    @Test
+    void withAProducerSocketTheProfileGoesIntoTheServicesSession() throws Exception {
+        UnixAddress socket = UnixAddress.abstractName("ffmtrace-heapprofd-producer-" + Os.pid() + "-" + System.nanoTime());
+        byte[] config = TraceConfig.newBuilder()
+                .addBuffers(TraceConfig.BufferConfig.newBuilder().setSizeKb(16384))
+                .addDataSources(TraceConfig.DataSource.newBuilder().setConfig(DataSourceConfig.newBuilder()
+                        .setName(HeapprofdDataSource.NAME).setHeapprofdConfig(HeapprofdConfig.newBuilder()
+                                .setSamplingIntervalBytes(1).addHeaps("libc.malloc").setBlockClient(true))))
+                .build().toByteArray();
+        Path trace = dir.resolve("service.pftrace");
+        try (TracingService tracing = new TracingService();
+             ProducerPort port = ProducerPort.listen(tracing, socket)) {
+            TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(config)));
+            CompletableFuture<ConvertAndDumpTest.Run> profiled = CompletableFuture.supplyAsync(() ->
+                    ConvertAndDumpTest.run("heapprofd", "--producer-socket", "@" + socket.name(), "--",
+                            pattern().toString()));
+            Await.until("the pattern ran and its records were read", () -> port.producerCount() > 0
+                    && session.flush(Duration.ofMinutes(1)) && profileHolds(session, ";main;b", 3_000_000));
+            session.stop();
+            ConvertAndDumpTest.Run run = profiled.get(CliProcess.TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            assertEquals(0, run.exit(), run.err());
+            assertTrue(run.err().contains("from 1 process(es), 0 unwinding errors"), run.err());
+            try (OutputStream out = Files.newOutputStream(trace)) {
+                session.writeTrace(out);
+            }
+            session.close();
+        }
+        ConvertAndDumpTest.Run allocated = ConvertAndDumpTest.run("dump", "--folded", "allocated", trace.toString());
+        assertEquals(0, allocated.exit(), allocated.err());
+        assertEquals(1_000_000, bytesUnder(allocated.out(), ";main;a"), allocated.out());
+        assertEquals(3_000_000, bytesUnder(allocated.out(), ";main;b"), allocated.out());
+    }
+
+    /** Whether a snapshot of {@code session} has {@code bytes} allocated under {@code callsite}. */
+    private boolean profileHolds(TracingSession session, String callsite, long bytes) throws IOException {
+        Path snapshot = dir.resolve("snapshot.pftrace");
+        try (OutputStream out = Files.newOutputStream(snapshot)) {
+            session.writeSnapshot(out);
+        }
+        ConvertAndDumpTest.Run allocated = ConvertAndDumpTest.run("dump", "--folded", "allocated", snapshot.toString());
+        return allocated.exit() == 0 && bytesUnder(allocated.out(), callsite) == bytes;
+    }
+
+    @Test
+    void producerSocketModeRefusesTheOptionsOfASessionOfItsOwn() {
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("heapprofd", "--producer-socket", "@nobody-listens",
+                "--out", dir.resolve("x.pftrace").toString(), "--", pattern().toString());
+        assertEquals(2, run.exit(), run.err());
+        assertTrue(run.err().contains("--out does not apply with --producer-socket"), run.err());
     }
 
     /**

@@ -45,6 +45,20 @@ class HeapprofdCommandTest {
         return CProducerProcess.defaultProgram().resolveSibling("heapprofd_pattern");
     }
 
+    /** Runs the pattern with the C client preloaded, profiled at abstract socket {@code socket}, to its end. */
+    private static void runPattern(String socket) throws IOException, InterruptedException {
+        ProcessBuilder builder = new ProcessBuilder(pattern().toString());
+        builder.environment().put("LD_PRELOAD", pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
+        builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + socket);
+        Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        try {
+            process.getInputStream().readAllBytes();
+            assertTrue(process.waitFor(60, TimeUnit.SECONDS));
+        } finally {
+            process.destroyForcibly();
+        }
+    }
+
     @Test
     void heapprofdWritesATraceWhoseFoldedStacksHoldThePatternsBytes() {
         Path trace = dir.resolve("pattern.pftrace");
@@ -235,17 +249,7 @@ class HeapprofdCommandTest {
                 TracingSession session = tracing.startSession(SessionConfig.parse(MemorySegment.ofArray(config)));
                 HeapprofdService service = heapprofd.awaitService(Duration.ofMinutes(1));
                 assertNotNull(service);
-                ProcessBuilder builder = new ProcessBuilder(pattern().toString());
-                builder.environment().put("LD_PRELOAD",
-                        pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
-                builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + address.name());
-                Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
-                try {
-                    process.getInputStream().readAllBytes();
-                    assertTrue(process.waitFor(60, TimeUnit.SECONDS));
-                } finally {
-                    process.destroyForcibly();
-                }
+                runPattern(address.name());
                 Await.until("the client's records all read", () -> service.clientCount() != 0 && service.clientsGone());
                 unreleased = service.folded(true);
                 allocated = service.folded(false);
@@ -282,16 +286,7 @@ class HeapprofdCommandTest {
                 "--heapprofd-socket", socket);
         try {
             record.awaitLine(line -> line.startsWith("recording "));
-            ProcessBuilder builder = new ProcessBuilder(pattern().toString());
-            builder.environment().put("LD_PRELOAD", pattern().resolveSibling("libffmtrace_heapprofd.so").toString());
-            builder.environment().put("FFMTRACE_HEAPPROFD_SOCKET", "@" + socket);
-            Process process = builder.redirectError(ProcessBuilder.Redirect.INHERIT).start();
-            try {
-                process.getInputStream().readAllBytes();
-                assertTrue(process.waitFor(60, TimeUnit.SECONDS));
-            } finally {
-                process.destroyForcibly();
-            }
+            runPattern(socket);
             awaitConnectionsEnded(socket);
             record.kill("INT");
             ConvertAndDumpTest.Run recorded = record.await();

@@ -94,22 +94,36 @@ class TrackEventTest {
                 heard.add("stop " + stop.instance().instanceId() + " mask " + observed.sessionMask());
             }
         };
+        withObserver(observer, service -> {
+            TracingSession session = service.startSession(config(null));
+            assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+            session.close();
+            Await.until("the stop heard", () -> heard.size() == 2, heard::toString);
+            assertTrue(heard.getFirst().startsWith("start ") && heard.getFirst().endsWith(" mask 1"), heard.toString());
+            assertEquals(heard.getFirst().replace("start", "stop"), heard.get(1),
+                    "the same instance, still recording when its observers hear of the stop");
+            Await.until("the session's categories undone after its observers heard", () -> observed.sessionMask() == 0);
+        });
+    }
+
+    /** What a test does with the SDK's in-process backend on a service of its own. */
+    @FunctionalInterface
+    private interface WithService {
+        void run(TracingService service) throws Exception;
+    }
+
+    /** Runs {@code body} with {@code observer} added and the SDK on a fresh in-process service; undoes both. */
+    private static void withObserver(TrackEvent.SessionObserver observer, WithService body) throws Exception {
         TrackEvent.addSessionObserver(observer);
         try (TracingService service = new TracingService()) {
             assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
             try {
-                TracingSession session = service.startSession(config(null));
-                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
-                session.close();
-                Await.until("the stop heard", () -> heard.size() == 2, heard::toString);
-                assertTrue(heard.getFirst().startsWith("start ") && heard.getFirst().endsWith(" mask 1"), heard.toString());
-                assertEquals(heard.getFirst().replace("start", "stop"), heard.get(1),
-                        "the same instance, still recording when its observers hear of the stop");
-                Await.until("the session's categories undone after its observers heard", () -> observed.sessionMask() == 0);
+                body.run(service);
             } finally {
                 Tracing.shutdown();
-                TrackEvent.removeSessionObserver(observer);
             }
+        } finally {
+            TrackEvent.removeSessionObserver(observer);
         }
     }
 
@@ -125,27 +139,20 @@ class TrackEventTest {
                 holding.complete(stop.handleStopAsynchronously());
             }
         };
-        TrackEvent.addSessionObserver(observer);
-        try (TracingService service = new TracingService()) {
-            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
-            try {
-                TracingSession session = service.startSession(config(null));
-                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
-                Thread stopping = Thread.ofPlatform().start(session::stop);
-                Runnable letGo = holding.get(1, TimeUnit.MINUTES);
-                assertEquals(1, held.sessionMask(), "still recording while the stop is held");
-                Thread.ofPlatform().start(() -> TrackEvent.instant(held, "last")).join();
-                letGo.run();
-                letGo.run();
-                stopping.join();
-                Await.until("the session's categories undone once the stop is let go", () -> held.sessionMask() == 0);
-                assertEquals(Map.of("test.held", 1), eventsByCategory(session));
-                session.close();
-            } finally {
-                Tracing.shutdown();
-                TrackEvent.removeSessionObserver(observer);
-            }
-        }
+        withObserver(observer, service -> {
+            TracingSession session = service.startSession(config(null));
+            assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+            Thread stopping = Thread.ofPlatform().start(session::stop);
+            Runnable letGo = holding.get(1, TimeUnit.MINUTES);
+            assertEquals(1, held.sessionMask(), "still recording while the stop is held");
+            Thread.ofPlatform().start(() -> TrackEvent.instant(held, "last")).join();
+            letGo.run();
+            letGo.run();
+            stopping.join();
+            Await.until("the session's categories undone once the stop is let go", () -> held.sessionMask() == 0);
+            assertEquals(Map.of("test.held", 1), eventsByCategory(session));
+            session.close();
+        });
     }
 
     /** Once awaitRegistrations returns true, a session started on the in-process service finds every data source. */

@@ -111,7 +111,8 @@ class ExamplesTest {
         for (TrackEventReader.TrackInfo track : trace.tracks().values()) {
             if (track.threadName() != null) {
                 assertTrue(track.threadName().matches("worker-[0-2]"), track.threadName());
-                assertEquals("in-process example", trace.tracks().get(track.parentUuid()).processName());
+                assertEquals(ProcessHandle.current().pid(), trace.tracks().get(track.parentUuid()).pid(),
+                        "under this process's track");
                 assertEquals(expected, Traces.eventsOn(trace, track.uuid()), track.threadName());
                 threads++;
             }

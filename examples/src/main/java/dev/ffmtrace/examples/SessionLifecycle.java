@@ -1,19 +1,17 @@
 package dev.ffmtrace.examples;
 
-import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.sdk.TrackEvent;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
-import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
-import dev.ffmtrace.tracing.trackevent.Track;
-import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -30,15 +28,14 @@ public final class SessionLifecycle {
                 .flushPeriodMs(50)                                  // and takes the writers' chunks this often
                 .writeIntoFile(100, 0)                              // streaming the trace to the output every 100 ms
                 .build();
-        try (TracingService service = new TracingService();
-             FileChannel out = FileChannel.open(Path.of(args[0]), StandardOpenOption.CREATE,
-                     StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
-            DataSource events = service.connectProducer(ProducerOptions.of("example")).registerDataSource("track_event");
-            // The stop waits for the worker's last tick: its writer closes, so its chunks are
-            // committed, before the service takes the last of the trace.
-            AtomicBoolean stopping = new AtomicBoolean();
-            CountDownLatch workerDone = new CountDownLatch(1);
-            events.onStop(done -> {
+        // The stop waits for the worker's last tick: the session records until the observer
+        // lets go, then the SDK commits the worker's chunks before the service takes the rest.
+        AtomicBoolean stopping = new AtomicBoolean();
+        CountDownLatch workerDone = new CountDownLatch(1);
+        TrackEvent.SessionObserver lastTick = new TrackEvent.SessionObserver() {
+            @Override
+            public void onStop(TrackEvent.SessionStop stop) {
+                Runnable done = stop.handleStopAsynchronously();
                 stopping.set(true);
                 Thread.ofVirtual().start(() -> {
                     try {
@@ -48,26 +45,38 @@ public final class SessionLifecycle {
                     }
                     done.run();
                 });
-            });
-            try (TracingSession session = service.startSession(config, out)) {
-                Thread worker = Thread.ofPlatform().name("worker").start(() -> {
-                    Track thread = Track.thread(Track.process(Os.pid(), "lifecycle example"), Os.tid(), "worker");
-                    try (TrackEventWriter writer = events.newTrackEventWriter(BufferExhaustedPolicy.DROP,
-                            TrackEventWriter.Config.forThread(thread))) {
+            }
+        };
+        try (TracingService service = new TracingService();
+             FileChannel out = FileChannel.open(Path.of(args[0]), StandardOpenOption.CREATE,
+                     StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING)) {
+            Tracing.initialize(TracingOptions.named("example").withInProcessBackend(service));
+            TrackEvent.register(WORK);
+            TrackEvent.addSessionObserver(lastTick);
+            try {
+                Tracing.awaitRegistrations(Duration.ofSeconds(10));      // track_event offered to the service
+                try (TracingSession session = service.startSession(config, out)) {
+                    TrackEvent.awaitSessions(1, Duration.ofSeconds(10)); // started once the SDK hears of it
+                    Thread worker = Thread.ofPlatform().name("worker").start(() -> {
                         int i = 0;
-                        do {
-                            writer.instant(WORK, thread, "tick " + i++);
-                            Thread.sleep(5);
-                        } while (!stopping.get());
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    } finally {
-                        workerDone.countDown();
-                    }
-                });
-                session.completion().get(10, TimeUnit.SECONDS);     // stopped, and the rest written out
-                worker.join();
-                System.out.println("stopped after " + config.durationMs() + " ms; trace in " + args[0]);
+                        try {
+                            do {
+                                TrackEvent.instant(WORK, "tick " + i++);
+                                Thread.sleep(5);
+                            } while (!stopping.get());
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        } finally {
+                            workerDone.countDown();
+                        }
+                    });
+                    session.completion().get(10, TimeUnit.SECONDS);     // stopped, and the rest written out
+                    worker.join();
+                    System.out.println("stopped after " + config.durationMs() + " ms; trace in " + args[0]);
+                }
+            } finally {
+                TrackEvent.removeSessionObserver(lastTick);
+                Tracing.shutdown();
             }
         }
     }

@@ -46,18 +46,24 @@ public final class KnownBehaviour {
         parker.join();
 
         CountDownLatch held = new CountDownLatch(1);
-        Thread holder = Thread.ofPlatform().name("known-holder").start(() -> {
-            synchronized (MONITOR) {
-                held.countDown();
-                sleepQuietly(HOLD_MILLIS);
-            }
-        });
-        held.await();
-        Thread waiter = Thread.ofPlatform().name("known-waiter").start(() -> {
+        Thread waiter = Thread.ofPlatform().name("known-waiter").unstarted(() -> {
             synchronized (MONITOR) {
                 sink++;
             }
         });
+        Thread holder = Thread.ofPlatform().name("known-holder").start(() -> {
+            synchronized (MONITOR) {
+                held.countDown();
+                // The hold starts once the waiter is blocked on the monitor, so that its enter
+                // lasts the hold however long its thread took to start on a loaded machine.
+                while (waiter.getState() != Thread.State.BLOCKED) {
+                    Thread.onSpinWait();
+                }
+                sleepQuietly(HOLD_MILLIS);
+            }
+        });
+        held.await();
+        waiter.start();
         holder.join();
         waiter.join();
 

@@ -126,8 +126,7 @@ final class RecordCommand implements Callable<Integer> {
         if (threads < 1) {
             throw new CliFailure("--threads must be at least 1", CliFailure.USAGE);
         }
-        if (cProducer != null && session.dataSources().stream()
-                .noneMatch(source -> source.name().equals(CProducerProcess.DATA_SOURCE))) {
+        if (cProducer != null && !names(session, CProducerProcess.DATA_SOURCE)) {
             throw new CliFailure("--c-producer: the config does not start data source \"" + CProducerProcess.DATA_SOURCE
                     + "\", which the C producer writes", CliFailure.USAGE);
         }
@@ -172,7 +171,7 @@ final class RecordCommand implements Callable<Integer> {
      * socket in {@code FFMTRACE_HEAPPROFD_SOCKET}, or Java clients of that address.
      */
     private HeapprofdDataSource heapprofd(SessionConfig session) {
-        if (session.dataSources().stream().noneMatch(source -> source.name().equals(HeapprofdDataSource.NAME))) {
+        if (!names(session, HeapprofdDataSource.NAME)) {
             return null;
         }
         String name = heapprofdSocket != null ? heapprofdSocket : "ffmtrace-heapprofd-" + Os.pid();

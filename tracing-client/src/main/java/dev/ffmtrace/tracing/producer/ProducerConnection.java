@@ -66,9 +66,11 @@ import java.util.concurrent.TimeUnit;
  * commands; this class makes them one after another, on its sender thread, and sends
  * what they queue.
  *
- * <p>Over 500 lines: {@link Options}, {@link RetryDelays} and {@link Stats}, about 100,
+ * <p>Over 600 lines: {@link Options}, {@link RetryDelays} and {@link Stats}, about 100,
  * stay nested, since {@code ProducerConnection.Options} and the others are the names
- * applications and the docs use; the rest is the public API and the sender thread.
+ * applications and the docs use; the rest is the public API and the sender thread (the
+ * commands are {@code ProducerEndpoint}'s, the handshake {@code ProducerHandshake}'s, the
+ * close's race with the sender {@code CloseHandshake}'s).
  */
 public final class ProducerConnection implements AutoCloseable {
     /** Commits queued beyond this are dropped (and counted) rather than growing without bound. */

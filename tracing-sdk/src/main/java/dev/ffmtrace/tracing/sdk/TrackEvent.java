@@ -51,7 +51,10 @@ import java.util.function.Consumer;
  *
  * <p>It is over 600 lines because it is the facade's whole public surface, as Perfetto's
  * {@code TRACE_EVENT} macros are: about twenty small static entry points over one begin,
- * one write and one end path, plus the per-thread scopes that keep a slice allocation-free.
+ * one write and one end path, the per-thread scopes that keep a slice allocation-free, and
+ * the session observer with its held stop, nested as Perfetto nests them
+ * ({@code TrackEvent.SessionObserver}, {@code TrackEvent.SessionStop}) because they
+ * share the sessions' state this class guards.
  */
 public final class TrackEvent {
     /** The data source's name, as sessions select it. */

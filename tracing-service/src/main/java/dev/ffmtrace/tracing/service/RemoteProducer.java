@@ -54,9 +54,11 @@ import java.util.function.BiPredicate;
  * producer that stops reading blocks nobody but itself, and is disconnected once its
  * queue is full.
  *
- * <p>Over 600 lines while it both decodes every request of Perfetto's producer port
- * (CommitData's chunks and patches among them) and runs the command stream; issue #31
- * splits the CommitData reader, the hot half, from the rest.
+ * <p>Over 600 lines: it is the service's side of Perfetto's whole producer port, each of
+ * its requests decoded here (CommitData's chunks and patches into a {@code CommitRequest},
+ * which the service copies out of the SMB) and each of its commands queued and sent, with
+ * the flush and stop acknowledgements that pair them; both halves share the producer's
+ * state (its data sources, its writers, its pending flushes and stops).
  */
 final class RemoteProducer implements ProducerCommands {
     /** Commands waiting to be sent; a producer that lets more pile up is disconnected. */

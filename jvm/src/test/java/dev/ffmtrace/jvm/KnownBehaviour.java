@@ -10,14 +10,17 @@ import java.util.concurrent.locks.LockSupport;
  * A program whose JVM behaviour is known, for the converter's tests to record with JFR:
  * {@value #GCS} explicit GCs, a thread parked {@value #PARK_MILLIS} ms, a monitor held
  * {@value #HOLD_MILLIS} ms while another thread waits to enter it, a sleep, a hot loop in
- * {@link #hotLoop}, and allocations of {@link KnownAllocation}. Prints each thread's OS
- * tid as {@code name=tid} so the test can place the events.
+ * {@link #hotLoop}, and allocations of {@link KnownAllocation}. Prints how long it held the
+ * monitor once the waiter blocked ({@code held-nanos=N}), which the waiter's enter is checked
+ * against: a loaded machine's sleep overshoots.
  */
 public final class KnownBehaviour {
     static final int GCS = 3;
     static final long PARK_MILLIS = 200;
     static final long HOLD_MILLIS = 150;
     static final long SLEEP_MILLIS = 100;
+    /** How long the holder held the monitor once the waiter blocked on it. */
+    private static volatile long heldNanos;
     static final long HOT_MILLIS = 1500;
     static final long ALLOCATE_MILLIS = 1500;
 
@@ -59,12 +62,16 @@ public final class KnownBehaviour {
                 while (waiter.getState() != Thread.State.BLOCKED) {
                     Thread.onSpinWait();
                 }
+                long start = System.nanoTime();
                 sleepQuietly(HOLD_MILLIS);
+                heldNanos = System.nanoTime() - start;
             }
         });
         held.await();
         waiter.start();
         holder.join();
+        // What the waiter waited, as this program saw it: a loaded machine's sleep overshoots.
+        System.out.println("held-nanos=" + heldNanos);
         waiter.join();
 
         Thread sleeper = Thread.ofPlatform().name("known-sleeper").start(() -> sleepQuietly(SLEEP_MILLIS));

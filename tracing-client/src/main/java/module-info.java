@@ -13,4 +13,7 @@ module dev.ffmtrace.tracing.client {
     exports dev.ffmtrace.tracing.producer;
     exports dev.ffmtrace.tracing.consumer;
     exports dev.ffmtrace.tracing.relay;
+    // The producer's data-source handlers: the SDK builds its DataSource on them, the service
+    // its warm-up; applications register the SDK's DataSource.
+    exports dev.ffmtrace.tracing.producer.internal to dev.ffmtrace.tracing.sdk, dev.ffmtrace.tracing.service;
 }

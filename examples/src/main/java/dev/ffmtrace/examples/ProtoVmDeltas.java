@@ -1,5 +1,6 @@
 package dev.ffmtrace.examples;
 
+import dev.ffmtrace.memory.StreamAddress;
 import dev.ffmtrace.perfetto.protos.LayersSnapshotProto;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TransactionTraceEntry;
@@ -9,11 +10,12 @@ import dev.ffmtrace.perfetto.protos.VmOpSelect;
 import dev.ffmtrace.perfetto.protos.VmProgram;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
-import dev.ffmtrace.tracing.producer.DataSourceHandler;
-import dev.ffmtrace.tracing.producer.DataSourceInstance;
-import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.sdk.DataSource;
+import dev.ffmtrace.tracing.sdk.DataSourceCallbacks;
+import dev.ffmtrace.tracing.sdk.InstanceSetup;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.util.concurrent.CountDownLatch;
 
 /**
@@ -44,53 +46,54 @@ public final class ProtoVmDeltas {
         if (deltas < LAST.length) {
             throw new IllegalArgumentException("DELTAS must be at least " + LAST.length + ", got " + deltas);
         }
-        ProducerConnection.Options options = ProducerConnection.Options.named("deltas");
-        if (args.length > 1) {
-            options = options.withSocket(ProducerConnection.socketAddress(args[1]));
-        }
+        TracingOptions options = TracingOptions.named("deltas");
+        Tracing.initialize(args.length > 1 ? options.withSystemBackend(StreamAddress.parse(args[1]))
+                : options.withSystemBackend());
+        CountDownLatch started = new CountDownLatch(1);
         CountDownLatch stopped = new CountDownLatch(1);
-        try (ProducerConnection connection = ProducerConnection.connect(options)) {
-            connection.registerDataSource(DataSourceDescriptor.named(DATA_SOURCE).withProtoVmProgram(PROGRAM),
-                    new DataSourceHandler() {
-                        private Thread writer;
-
-                        @Override
-                        public void onStart(DataSourceInstance instance) {
-                            writer = Thread.ofPlatform().start(() -> write(instance, deltas));
-                        }
-
-                        @Override
-                        public void onStop(DataSourceInstance instance, Runnable done) {
-                            Thread.ofPlatform().start(() -> {
-                                try {
-                                    writer.join();
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                                done.run();
-                                stopped.countDown();
-                            });
-                        }
-                    });
-            stopped.await();
-        }
+        DataSource<Void> source = register(started, stopped);
+        started.await();                       // a session named the data source
+        write(source, deltas);
+        stopped.await();                       // and stopped it: what it wrote is committed
+        Tracing.shutdown();
         System.out.println("wrote " + deltas + " deltas");
     }
 
-    /** Writes the packets at once (STALL: none dropped), so every run writes the same chunks. */
-    static void write(DataSourceInstance instance, int deltas) {
-        try (TraceWriter<TracePacket> writer = instance.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-            writer.newTracePacket().setSurfaceflingerLayersSnapshot().setWhere(WHERE);
-            writer.finishTracePacket();
+    /** The data source with its program; {@code started} and {@code stopped} count down as a session starts and stops it. */
+    static DataSource<Void> register(CountDownLatch started, CountDownLatch stopped) {
+        return DataSource.register(DataSourceDescriptor.named(DATA_SOURCE).withProtoVmProgram(PROGRAM),
+                new DataSourceCallbacks<>() {
+                    @Override
+                    public Void onSetup(InstanceSetup setup) {
+                        return null;
+                    }
+
+                    @Override
+                    public void onStart(Void state) {
+                        started.countDown();
+                    }
+
+                    @Override
+                    public void onStop(Void state, Runnable done) {
+                        done.run();
+                        stopped.countDown();
+                    }
+                }, BufferExhaustedPolicy.STALL);
+    }
+
+    /** Writes the packets at once and commits them (STALL: none dropped, so every run writes the same chunks). */
+    static void write(DataSource<Void> source, int deltas) {
+        source.trace(ctx -> {
+            ctx.newTracePacket().setSurfaceflingerLayersSnapshot().setWhere(WHERE);
             for (int i = 0; i < deltas; i++) {
                 int last = i - (deltas - LAST.length);   // >= 0 for the test's transactions
-                TransactionTraceEntry delta = writer.newTracePacket().setSurfaceflingerTransactions();
+                TransactionTraceEntry delta = ctx.newTracePacket().setSurfaceflingerTransactions();
                 delta.setVsyncId(last >= 0 ? LAST[last][0] : 20_000 + i);
                 delta.setElapsedRealtimeNanos(last >= 0 ? LAST[last][1] : 2_700_000_000_000L + 1_000L * i);
-                writer.finishTracePacket();
             }
-            writer.flush();
-        }
+            ctx.finishTracePacket();
+            ctx.flush();
+        });
     }
 
     private static byte[] program() {

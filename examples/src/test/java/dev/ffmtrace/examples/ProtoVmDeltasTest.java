@@ -3,18 +3,16 @@ package dev.ffmtrace.examples;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.ffmtrace.memory.UnixAddress;
-import dev.ffmtrace.perfetto.protos.ProtoVms;
 import dev.ffmtrace.perfetto.protos.LayersSnapshotProto;
+import dev.ffmtrace.perfetto.protos.ProtoVms;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.perfetto.protos.TransactionTraceEntry;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
-import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
-import dev.ffmtrace.tracing.producer.DataSourceHandler;
-import dev.ffmtrace.tracing.producer.ProducerConnection;
-import dev.ffmtrace.tracing.service.ProducerPort;
+import dev.ffmtrace.tracing.sdk.DataSource;
+import dev.ffmtrace.tracing.sdk.Tracing;
+import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
@@ -35,56 +33,52 @@ class ProtoVmDeltasTest {
 
     @Test
     void theStateIsTheOverwrittenSnapshotUpdatedByTheOverwrittenTransactions() throws Exception {
-        UnixAddress address = UnixAddress.abstractName("ffmtrace-deltas-" + System.nanoTime());
-        CountDownLatch written = new CountDownLatch(1);
-        DataSourceHandler handler = instance -> Thread.ofPlatform().start(() -> {
-            ProtoVmDeltas.write(instance, DELTAS);
-            written.countDown();
-        });
-        try (TracingService service = new TracingService();
-             ProducerPort port = ProducerPort.listen(service, address);
-             ProducerConnection connection = ProducerConnection.connect(
-                     ProducerConnection.Options.named("deltas").withSocket(address))) {
-            assertTrue(connection.awaitConnected(Duration.ofSeconds(10)));
-            connection.registerDataSource(DataSourceDescriptor.named(ProtoVmDeltas.DATA_SOURCE)
-                    .withProtoVmProgram(ProtoVmDeltas.PROGRAM), handler);
-            assertTrue(connection.sync().get(10, TimeUnit.SECONDS));
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch stopped = new CountDownLatch(1);
+        DataSource<Void> source = ProtoVmDeltas.register(started, stopped);
+        ByteArrayOutputStream trace = new ByteArrayOutputStream();
+        try (TracingService service = new TracingService()) {
+            Tracing.initialize(TracingOptions.named("deltas").withInProcessBackend(service));
+            assertTrue(Tracing.awaitRegistrations(Duration.ofSeconds(10)));
             TracingSession session = service.startSession(SessionConfig.builder()
                     .buffer(16, OverwritePolicy.RING_BUFFER).dataSourceWithProtoVm(ProtoVmDeltas.DATA_SOURCE, 0, 64)
                     .build());
-            assertTrue(written.await(30, TimeUnit.SECONDS));
-            session.flush();
-            ByteArrayOutputStream trace = new ByteArrayOutputStream();
+            assertTrue(started.await(10, TimeUnit.SECONDS));
+            ProtoVmDeltas.write(source, DELTAS);
+            session.stop();
+            assertTrue(stopped.await(10, TimeUnit.SECONDS));
             session.writeTrace(trace);
             session.close();
-
-            Trace.Decoder decoder = new Trace.Decoder();
-            decoder.reset(MemorySegment.ofArray(trace.toByteArray()));
-            RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
-            TracePacket.Decoder packet = new TracePacket.Decoder();
-            TransactionTraceEntry.Decoder delta = new TransactionTraceEntry.Decoder();
-            String state = null;
-            long first = -1;
-            while (packets.next()) {
-                packet.reset(packets.field());
-                ProtoVms.Decoder vms = new ProtoVms.Decoder();
-                if (packet.protovms(vms)) {
-                    ProtoVms.Instance.Decoder instance = new ProtoVms.Instance.Decoder();
-                    RepeatedFieldIterator instances = vms.instance(new RepeatedFieldIterator());
-                    assertTrue(instances.next());
-                    instance.reset(instances.field());
-                    TracePacket.Decoder statePacket = new TracePacket.Decoder();
-                    LayersSnapshotProto.Decoder snapshot = new LayersSnapshotProto.Decoder();
-                    assertTrue(instance.state(statePacket) && statePacket.surfaceflingerLayersSnapshot(snapshot));
-                    state = statePacket.timestamp() + " " + snapshot.vsyncId() + " " + snapshot.where();
-                } else if (first < 0 && packet.surfaceflingerTransactions(delta)) {
-                    first = delta.vsyncId() - 20_000;
-                }
-            }
-            assertTrue(first > 0, "the ring overwrote the snapshot and some transactions");
-            long last = first - 1;
-            assertEquals((2_700_000_000_000L + 1_000L * last) + " " + (20_000 + last) + " " + ProtoVmDeltas.WHERE, state);
-            assertEquals(0, port.violations());
+        } finally {
+            source.unregister();
+            Tracing.shutdown();
         }
+
+        Trace.Decoder decoder = new Trace.Decoder();
+        decoder.reset(MemorySegment.ofArray(trace.toByteArray()));
+        RepeatedFieldIterator packets = decoder.packet(new RepeatedFieldIterator());
+        TracePacket.Decoder packet = new TracePacket.Decoder();
+        TransactionTraceEntry.Decoder delta = new TransactionTraceEntry.Decoder();
+        String state = null;
+        long first = -1;
+        while (packets.next()) {
+            packet.reset(packets.field());
+            ProtoVms.Decoder vms = new ProtoVms.Decoder();
+            if (packet.protovms(vms)) {
+                ProtoVms.Instance.Decoder instance = new ProtoVms.Instance.Decoder();
+                RepeatedFieldIterator instances = vms.instance(new RepeatedFieldIterator());
+                assertTrue(instances.next());
+                instance.reset(instances.field());
+                TracePacket.Decoder statePacket = new TracePacket.Decoder();
+                LayersSnapshotProto.Decoder snapshot = new LayersSnapshotProto.Decoder();
+                assertTrue(instance.state(statePacket) && statePacket.surfaceflingerLayersSnapshot(snapshot));
+                state = statePacket.timestamp() + " " + snapshot.vsyncId() + " " + snapshot.where();
+            } else if (first < 0 && packet.surfaceflingerTransactions(delta)) {
+                first = delta.vsyncId() - 20_000;
+            }
+        }
+        assertTrue(first > 0, "the ring overwrote the snapshot and some transactions");
+        long last = first - 1;
+        assertEquals((2_700_000_000_000L + 1_000L * last) + " " + (20_000 + last) + " " + ProtoVmDeltas.WHERE, state);
     }
 }

@@ -20,7 +20,7 @@ final class DataSourceCallbacks {
     }
 
     /** Tells {@code instance}'s handler {@code call} unless it was told the instance stopped. */
-    void tell(DataSourceInstance instance, Runnable call) {
+    void tell(EndpointInstance instance, Runnable call) {
         synchronized (order) {
             if (!instance.stopTold()) {
                 callHandler(call);
@@ -29,9 +29,9 @@ final class DataSourceCallbacks {
     }
 
     /** Tells the handler its instance started, unless a teardown stopped it first. */
-    void tellStart(DataSourceInstance instance) {
+    void tellStart(EndpointInstance instance) {
         synchronized (order) {
-            if (instance.state() == DataSourceInstance.State.STARTED && !instance.stopTold()) {
+            if (instance.state() == EndpointInstance.State.STARTED && !instance.stopTold()) {
                 instance.startTold();
                 callHandler(() -> instance.handler().onStart(instance));
             }
@@ -42,7 +42,7 @@ final class DataSourceCallbacks {
      * Tells the handler its instance stops, once (with {@code ifStarted}, only if it was
      * told it started); false if not told now. A handler that throws is done.
      */
-    boolean tellStop(DataSourceInstance instance, Runnable finish, boolean ifStarted) {
+    boolean tellStop(EndpointInstance instance, Runnable finish, boolean ifStarted) {
         synchronized (order) {
             if (!instance.tellsStop(ifStarted)) {
                 return false;

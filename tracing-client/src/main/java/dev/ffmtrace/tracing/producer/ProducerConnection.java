@@ -12,6 +12,7 @@ import dev.ffmtrace.perfetto.protos.RegisterDataSourceRequest;
 import dev.ffmtrace.perfetto.protos.UnregisterDataSourceRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.producer.internal.CloseHandshake;
+import dev.ffmtrace.tracing.producer.internal.DataSourceHandler;
 import dev.ffmtrace.tracing.relay.RelayClient;
 import dev.ffmtrace.tracing.relay.ThisMachine;
 import dev.ffmtrace.tracing.smb.SharedMemoryArbiter;
@@ -33,7 +34,7 @@ import java.util.concurrent.TimeUnit;
  * producer socket, binds {@code ProducerPort}, sends InitializeConnection, opens the
  * GetAsyncCommand stream and registers the application's data sources; then follows the
  * service's commands. SetupTracing brings the shared memory buffer (a sealed memfd,
- * checked and mapped), Setup/StartDataSource start {@link DataSourceInstance}s whose
+ * checked and mapped), Setup/StartDataSource start data source instances whose
  * {@link TraceWriter}s write into it and commit chunks and patches with CommitData,
  * StopDataSource stops them (answered with NotifyDataSourceStopped once the handler is
  * done), Flush commits what idle writers hold and then acknowledges the flush,
@@ -270,10 +271,13 @@ public final class ProducerConnection implements AutoCloseable {
 
     /**
      * Registers a data source (now with the service if connected, and again on every
-     * reconnection); the handler hears about its instances.
+     * reconnection); the handler hears about its instances. For the SDK, whose
+     * {@code DataSource} is what applications register: the handler's type is in a package
+     * exported to the SDK (and the service's warm-up) only.
      *
      * @throws IllegalArgumentException if a data source of that name is registered already
      */
+    @SuppressWarnings("exports")
     public void registerDataSource(DataSourceDescriptor descriptor, DataSourceHandler handler) {
         Objects.requireNonNull(handler, "handler");
         synchronized (this) {

@@ -54,7 +54,7 @@ final class ProducerEndpoint implements CommitTransport {
 
     private final IpcClient client;
     private final BoundService port;
-    private final Map<Long, DataSourceInstance> instances = new HashMap<>();
+    private final Map<Long, EndpointInstance> instances = new HashMap<>();
     /** The service asked for shared memory emulation: no SMB is shared, commits carry the chunks. */
     private final boolean emulated;
     private volatile boolean live = true;
@@ -124,20 +124,20 @@ final class ProducerEndpoint implements CommitTransport {
      * for the writers' last commits to be sent; else they are dropped.
      */
     void stopInstances(boolean graceful) {
-        List<DataSourceInstance> stopped;
+        List<EndpointInstance> stopped;
         List<TraceWriter<TracePacket>> writers = new ArrayList<>();
         synchronized (this) {
             live = graceful;
             closing = true;
             stopped = new ArrayList<>(instances.values());
             instances.clear();
-            for (DataSourceInstance instance : stopped) {
+            for (EndpointInstance instance : stopped) {
                 writers.addAll(instance.takeWriters());
             }
         }
-        for (DataSourceInstance instance : stopped) {
+        for (EndpointInstance instance : stopped) {
             synchronized (this) {
-                instance.setState(DataSourceInstance.State.STOPPED);
+                instance.setState(EndpointInstance.State.STOPPED);
             }
             callbacks.tellStop(instance, () -> { }, true);
         }
@@ -366,7 +366,7 @@ final class ProducerEndpoint implements CommitTransport {
     }
 
     /** A new instance in SETUP state, its handler to be told in {@code then}; null if the command does not fit. */
-    private DataSourceInstance setupDataSource(long id, byte[] raw, List<Runnable> then) {
+    private EndpointInstance setupDataSource(long id, byte[] raw, List<Runnable> then) {
         DataSourceConfig.Decoder config = new DataSourceConfig.Decoder();
         config.reset(MemorySegment.ofArray(raw));
         if (config.hasError() || !config.hasName() || !config.hasTargetBuffer() || instances.containsKey(id)) {
@@ -381,7 +381,7 @@ final class ProducerEndpoint implements CommitTransport {
         if (registration == null) {
             return null;
         }
-        DataSourceInstance instance = new DataSourceInstance(this, id, config.name(), raw, (int) targetBuffer,
+        EndpointInstance instance = new EndpointInstance(this, id, config.name(), raw, (int) targetBuffer,
                 registration.descriptor(), registration.handler());
         instances.put(id, instance);
         then.add(() -> callbacks.tell(instance, () -> instance.handler().onSetup(instance)));
@@ -393,18 +393,18 @@ final class ProducerEndpoint implements CommitTransport {
             // The service sends SetupTracing before any data source starts.
             return false;
         }
-        DataSourceInstance instance = instances.get(id);
+        EndpointInstance instance = instances.get(id);
         if (instance == null) {
             // Services older than Android Q send no SetupDataSource: set up here.
             instance = setupDataSource(id, config, then);
             if (instance == null) {
                 return false;
             }
-        } else if (instance.state() != DataSourceInstance.State.SETUP) {
+        } else if (instance.state() != EndpointInstance.State.SETUP) {
             return false;
         }
-        instance.setState(DataSourceInstance.State.STARTED);
-        DataSourceInstance started = instance;
+        instance.setState(EndpointInstance.State.STARTED);
+        EndpointInstance started = instance;
         then.add(() -> callbacks.tellStart(started));
         if (instance.descriptor().willNotifyOnStart()) {
             byte[] args = encode(NotifyDataSourceStartedRequest.FACTORY, message -> message.setDataSourceId(id));
@@ -414,11 +414,11 @@ final class ProducerEndpoint implements CommitTransport {
     }
 
     private boolean stopDataSource(long id, List<Runnable> then) {
-        DataSourceInstance instance = instances.get(id);
-        if (instance == null || instance.state() == DataSourceInstance.State.STOPPING) {
+        EndpointInstance instance = instances.get(id);
+        if (instance == null || instance.state() == EndpointInstance.State.STOPPING) {
             return false;
         }
-        instance.setState(DataSourceInstance.State.STOPPING);
+        instance.setState(EndpointInstance.State.STOPPING);
         AtomicBoolean done = new AtomicBoolean();
         Runnable finish = () -> {
             if (done.compareAndSet(false, true)) {
@@ -435,14 +435,14 @@ final class ProducerEndpoint implements CommitTransport {
     }
 
     /** The handler is done: its writers are closed (committing what they hold), then the service told. */
-    private void finishStop(DataSourceInstance instance) {
+    private void finishStop(EndpointInstance instance) {
         List<TraceWriter<TracePacket>> writers;
         synchronized (this) {
             if (instances.get(instance.id()) != instance) {
                 return;
             }
             instances.remove(instance.id());
-            instance.setState(DataSourceInstance.State.STOPPED);
+            instance.setState(EndpointInstance.State.STOPPED);
             writers = instance.takeWriters();
         }
         for (TraceWriter<TracePacket> writer : writers) {
@@ -457,8 +457,8 @@ final class ProducerEndpoint implements CommitTransport {
     private boolean flush(GetAsyncCommandResponse.Flush.Decoder flush, List<Runnable> then) {
         RepeatedScalarIterator ids = flush.dataSourceIds(new RepeatedScalarIterator());
         while (ids.next()) {
-            DataSourceInstance instance = instances.get(ids.value());
-            if (instance != null && instance.state() == DataSourceInstance.State.STARTED
+            EndpointInstance instance = instances.get(ids.value());
+            if (instance != null && instance.state() == EndpointInstance.State.STARTED
                     && !instance.descriptor().noFlush()) {
                 then.add(() -> callbacks.tell(instance, () -> instance.handler().onFlush(instance)));
             }
@@ -487,9 +487,9 @@ final class ProducerEndpoint implements CommitTransport {
             List<Runnable> then) {
         RepeatedScalarIterator ids = clear.dataSourceIds(new RepeatedScalarIterator());
         while (ids.next()) {
-            DataSourceInstance instance = instances.get(ids.value());
+            EndpointInstance instance = instances.get(ids.value());
             // An instance that just stopped is no error: the command crossed the stop.
-            if (instance != null && instance.state() == DataSourceInstance.State.STARTED) {
+            if (instance != null && instance.state() == EndpointInstance.State.STARTED) {
                 instance.countIncrementalStateClear();
                 then.add(() -> callbacks.tell(instance, () -> instance.handler().onClearIncrementalState(instance)));
             }

@@ -11,6 +11,8 @@ import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.Await;
 import dev.ffmtrace.memory.testing.OpenDescriptors;
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.producer.internal.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.IOException;

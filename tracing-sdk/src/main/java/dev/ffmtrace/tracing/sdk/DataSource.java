@@ -2,8 +2,8 @@ package dev.ffmtrace.tracing.sdk;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
-import dev.ffmtrace.tracing.producer.DataSourceHandler;
-import dev.ffmtrace.tracing.producer.DataSourceInstance;
+import dev.ffmtrace.tracing.producer.internal.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.lang.ref.Cleaner;

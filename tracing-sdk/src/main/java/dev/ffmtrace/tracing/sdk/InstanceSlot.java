@@ -1,7 +1,7 @@
 package dev.ffmtrace.tracing.sdk;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.tracing.producer.DataSourceInstance;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;

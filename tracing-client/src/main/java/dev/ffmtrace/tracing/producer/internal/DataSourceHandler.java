@@ -1,7 +1,11 @@
-package dev.ffmtrace.tracing.producer;
+package dev.ffmtrace.tracing.producer.internal;
+
+import dev.ffmtrace.tracing.producer.ProducerConnection;
 
 /**
- * The application's side of a data source: called when the service sets up, starts,
+ * The SDK's side of a data source registered with a {@link ProducerConnection} (the SDK's
+ * {@code DataSource} is what applications write; this package is exported to the SDK and
+ * the service's warm-up only): called when the service sets up, starts,
  * stops, flushes an instance of it or asks it to clear its incremental state. Calls come
  * one at a time on the connection's I/O thread, in the order of the service's commands;
  * one that throws is counted in {@link ProducerConnection.Stats#handlerFailures()} and

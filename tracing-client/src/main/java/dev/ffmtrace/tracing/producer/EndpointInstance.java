@@ -1,6 +1,8 @@
 package dev.ffmtrace.tracing.producer;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
+import dev.ffmtrace.tracing.producer.internal.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.util.ArrayList;
@@ -8,8 +10,9 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * One instance of a data source, as the service set it up for a tracing session: its
- * id, its raw {@code DataSourceConfig} and the buffer its packets go to. Its writers
+ * A connection's record of one data source instance the service set up: what its handler
+ * sees ({@link DataSourceInstance}) and where the connection keeps its state, the handler's
+ * calls told and its writers. Its writers
  * write into the connection's shared memory buffer until the instance has stopped (its
  * handler called the stop's {@code done}, so a handler stopping asynchronously can still
  * write its last data, as Perfetto's can) or the connection is lost; then they are
@@ -17,7 +20,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * false), so a {@code TrackEventWriter} over it counts its events as discarded instead
  * of throwing.
  */
-public final class DataSourceInstance {
+final class EndpointInstance implements DataSourceInstance {
     enum State { SETUP, STARTED, STOPPING, STOPPED }
 
     private final ProducerEndpoint session;
@@ -36,7 +39,7 @@ public final class DataSourceInstance {
     private boolean startTold;
     private boolean stopTold;
 
-    DataSourceInstance(ProducerEndpoint session, long id, String name, byte[] config, int targetBuffer,
+    EndpointInstance(ProducerEndpoint session, long id, String name, byte[] config, int targetBuffer,
                        DataSourceDescriptor descriptor, DataSourceHandler handler) {
         this.session = session;
         this.id = id;
@@ -47,41 +50,37 @@ public final class DataSourceInstance {
         this.handler = handler;
     }
 
-    /** The service's id of this instance. */
+    @Override
     public long id() {
         return id;
     }
 
-    /** The data source's name. */
+    @Override
     public String name() {
         return name;
     }
 
-    /** The {@code DataSourceConfig} the service sent, serialized (a copy). */
+    @Override
     public byte[] config() {
         return config.clone();
     }
 
-    /** The service's id of the buffer this instance's packets go to. */
+    @Override
     public int targetBuffer() {
         return targetBuffer;
     }
 
-    /** How many times the service asked this instance to clear its incremental state. */
+    @Override
     public long incrementalStateClears() {
         return incrementalStateClears.get();
     }
 
-    /** Whether the instance is started and its connection alive: its writers write. */
+    @Override
     public boolean isRunning() {
         return state == State.STARTED && session.isLive();
     }
 
-    /**
-     * A new writer into this instance's target buffer, registered with the service; a
-     * closed one if the instance has not started or has stopped (or all writer ids are taken). Close it
-     * when done; the connection closes the ones still open when the instance stops.
-     */
+    @Override
     public TraceWriter<TracePacket> newTraceWriter(BufferExhaustedPolicy policy) {
         synchronized (session) {
             // A handler that stops asynchronously may still write, from new threads too,

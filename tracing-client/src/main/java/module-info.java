@@ -14,6 +14,7 @@ module dev.ffmtrace.tracing.client {
     exports dev.ffmtrace.tracing.consumer;
     exports dev.ffmtrace.tracing.relay;
     // The producer's data-source handlers: the SDK builds its DataSource on them, the service
-    // its warm-up; applications register the SDK's DataSource.
-    exports dev.ffmtrace.tracing.producer.internal to dev.ffmtrace.tracing.sdk, dev.ffmtrace.tracing.service;
+    // its warm-up, the stress suite its Java writers; applications register the SDK's DataSource.
+    exports dev.ffmtrace.tracing.producer.internal to dev.ffmtrace.tracing.sdk, dev.ffmtrace.tracing.service,
+            dev.ffmtrace.cli;
 }

@@ -4,10 +4,10 @@ import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
-import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
-import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -42,7 +42,8 @@ import java.util.concurrent.locks.LockSupport;
  * One stress run: a service with a RING_BUFFER and a DISCARD buffer (and one for the
  * hostile producer's data source), a session that
  * writes its trace into a file while it runs, Java writers on platform and virtual
- * threads of a producer in this process, and C stress producer processes connected
+ * threads of a producer in this process (joined as the SDK's in-process backend joins),
+ * and C stress producer processes connected
  * through Perfetto's producer IPC; with faults, C producers are killed with SIGKILL at
  * random moments and replaced. The run lasts its duration, then as long as its minimums
  * take: each writer's packets, with faults one kill and the hostile peer's first commits, so
@@ -65,6 +66,8 @@ public final class StressRun {
     static final int JAVA_PRODUCER = 0;
     private static final long STOP_TIMEOUT_SECONDS = 20;
     private static final long SOAK_SAMPLE_MILLIS = 1000;
+    /** The Java writers' SMB: room for a few dozen writers' chunks. */
+    private static final int JAVA_SMB_SIZE = 4 << 20;
     /**
      * How long past its duration the run may go on to meet its minimums (each writer's
      * packets, one kill with faults, the hostile peer's commits); longer is a hang.
@@ -182,6 +185,7 @@ public final class StressRun {
         CompletableFuture<Void> hostileAttacked = new CompletableFuture<>();
         int javaWriters = options.javaThreads() + options.virtualThreads();
         ProducerPort port = null;
+        ProducerConnection javaProducer = null;
         HostileClients clients = null;
         HostileClients.Result clientsResult = null;
         try (TracingService service = new TracingService();
@@ -189,11 +193,23 @@ public final class StressRun {
                      StandardOpenOption.TRUNCATE_EXISTING, StandardOpenOption.WRITE)) {
             port = ProducerPort.listen(service, UnixAddress.abstractName(
                     "ffmtrace-stress-" + ProcessHandle.current().pid() + "-" + System.nanoTime()));
-            Producer javaProducer = service.connectProducer(ProducerOptions.of("ffmtrace-stress-java")
-                    .withSmbSize(ProducerOptions.MAX_SMB_SIZE / 8));
-            DataSource[] sources = {javaProducer.registerDataSource(RING_SOURCE),
-                    javaProducer.registerDataSource(DISCARD_SOURCE)};
+            // The Java writers join as the SDK's in-process backend does: a producer
+            // connection to the port whose writers commit into the service on their own thread.
+            javaProducer = ProducerConnection.connect(ProducerConnection.Options.named("ffmtrace-stress-java")
+                    .withSocket(port.address()).withSmbHints(JAVA_SMB_SIZE, 0)
+                    .withLocalCommits(service::localCommitTransport));
+            List<CompletableFuture<DataSourceInstance>> instances = List.of(new CompletableFuture<>(),
+                    new CompletableFuture<>());
+            javaProducer.registerDataSource(DataSourceDescriptor.named(RING_SOURCE), instances.get(RING_BUFFER)::complete);
+            javaProducer.registerDataSource(DataSourceDescriptor.named(DISCARD_SOURCE),
+                    instances.get(DISCARD_BUFFER)::complete);
+            if (!javaProducer.awaitConnected(Duration.ofSeconds(STOP_TIMEOUT_SECONDS))
+                    || !await(javaProducer.sync(), "the Java producer's registrations")) {
+                throw new IOException("the service did not take the Java producer's registrations");
+            }
             TracingSession session = service.startSession(config, output);
+            DataSourceInstance[] sources = {await(instances.get(RING_BUFFER), "the ring data source's start"),
+                    await(instances.get(DISCARD_BUFFER), "the discard data source's start")};
             AtomicLongArray javaLedger = new AtomicLongArray(javaWriters);
             List<Thread> threads = new ArrayList<>();
             for (int i = 0; i < javaWriters; i++) {
@@ -256,7 +272,8 @@ public final class StressRun {
             if (!session.completion().isDone()) {
                 session.completion().orTimeout(STOP_TIMEOUT_SECONDS, TimeUnit.SECONDS).join();
             }
-            serviceViolations = port.violations() + port.abiViolations() + javaProducer.abiViolations();
+            serviceViolations = port.violations() + port.abiViolations();
+            javaProducer.close();
             // The C producers exit when their service hangs up.
             port.close();
             for (CStressProducer process : processes) {
@@ -285,6 +302,9 @@ public final class StressRun {
             if (clients != null) {
                 clients.close();
             }
+            if (javaProducer != null) {
+                javaProducer.close();
+            }
             if (port != null) {
                 port.close();
             }
@@ -308,6 +328,15 @@ public final class StressRun {
         }
         return new Report(result, javaWriters, processes.size(), killed, serviceViolations, hostileSummary, soak,
                 List.copyOf(problems), Duration.ofNanos(System.nanoTime() - started), clientsResult);
+    }
+
+    /** What {@code future} completes with, waited for at most the stop timeout. */
+    private static <T> T await(CompletableFuture<T> future, String what) throws IOException, InterruptedException {
+        try {
+            return future.get(STOP_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            throw new IOException(what + " did not come within " + STOP_TIMEOUT_SECONDS + " s", e);
+        }
     }
 
     /**

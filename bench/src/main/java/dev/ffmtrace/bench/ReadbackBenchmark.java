@@ -4,25 +4,25 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
+import dev.ffmtrace.tracing.buffer.TracePacketView;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
-import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
-import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.ReadbackSink;
 import dev.ffmtrace.tracing.service.SessionClone;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
-import dev.ffmtrace.tracing.buffer.TracePacketView;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.IOException;
 import java.lang.foreign.ValueLayout;
-import java.nio.charset.StandardCharsets;
 import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -62,6 +62,7 @@ public class ReadbackBenchmark {
     private static final long TIMEOUT_MS = 30_000;
     private static final int BUFFER_KB = 4096;
     private static final int PAYLOAD = 1000;
+    private static final int SMB_SIZE = 1 << 20;
 
     /** Counts what it is given and keeps none of it. */
     static final class Discard implements WritableByteChannel {
@@ -122,6 +123,7 @@ public class ReadbackBenchmark {
     @State(Scope.Benchmark)
     public static class Local {
         TracingService service;
+        InProcessProducer producer;
         TracingSession session;
         final Discard discard = new Discard();
         final DiscardSink sink = new DiscardSink();
@@ -129,14 +131,15 @@ public class ReadbackBenchmark {
         @Setup(Level.Trial)
         public void setUp() throws Exception {
             service = new TracingService();
-            DataSource source = service.connectProducer(ProducerOptions.of("bench").withSmbSize(1 << 20))
-                    .registerDataSource(DATA_SOURCE);
+            producer = InProcessProducer.connect(service, "bench", SMB_SIZE);
+            CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
             session = service.startSession(config());
-            fill(source);
+            fill(InProcessProducer.await(started));
         }
 
         @TearDown(Level.Trial)
         public void tearDown() {
+            producer.close();
             session.close();
             service.close();
         }
@@ -148,6 +151,7 @@ public class ReadbackBenchmark {
         TracingService service;
         ConsumerPort port;
         IpcHost host;
+        InProcessProducer producer;
         ConsumerConnection owner;
         ConsumerConnection cloner;
 
@@ -159,23 +163,17 @@ public class ReadbackBenchmark {
             if (!host.exposeService(port.descriptor())) {
                 throw new IllegalStateException("the consumer port is not exposed");
             }
-            DataSource source = service.connectProducer(ProducerOptions.of("bench").withSmbSize(1 << 20))
-                    .registerDataSource(DATA_SOURCE);
+            producer = InProcessProducer.connect(service, "bench", SMB_SIZE);
+            CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
             owner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
             cloner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
             owner.enableTracing(config().traceConfig().toArray(ValueLayout.JAVA_BYTE), -1);
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MS);
-            while (!source.isStarted()) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("the data source did not start");
-                }
-                Thread.onSpinWait();
-            }
-            fill(source);
+            fill(InProcessProducer.await(started));
         }
 
         @TearDown(Level.Trial)
         public void tearDown() {
+            producer.close();
             cloner.close();
             owner.close();
             host.close();
@@ -189,7 +187,7 @@ public class ReadbackBenchmark {
     }
 
     /** Twice the buffer's size in packets: it wraps, and holds whole chunks of packets from then on. */
-    static void fill(DataSource source) {
+    static void fill(DataSourceInstance source) {
         byte[] payload = new byte[PAYLOAD];
         Arrays.fill(payload, (byte) 'x');
         String text = new String(payload, StandardCharsets.US_ASCII);

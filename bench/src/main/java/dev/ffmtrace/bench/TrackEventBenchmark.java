@@ -3,18 +3,18 @@ package dev.ffmtrace.bench;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -54,7 +54,11 @@ public class TrackEventBenchmark {
     private static final InternedName EVENT = InternedName.of("Event");
     private static final InternedName VALUE = InternedName.of("value");
 
+    /** The SMB of Perfetto's SDK producers, 256 KiB. */
+    private static final int SMB_SIZE = 256 * 1024;
+
     private TracingService service;
+    private InProcessProducer producer;
     private TracingSession session;
     private TrackEventWriter writer;
     private Track track;
@@ -65,19 +69,22 @@ public class TrackEventBenchmark {
     public void setUp() throws Exception {
         DISABLED.setEnabled(false);
         service = new TracingService();
-        Producer producer = service.connectProducer(ProducerOptions.of("bench"));
-        DataSource events = producer.registerDataSource("track_event");
+        producer = InProcessProducer.connect(service, "bench", SMB_SIZE);
+        CompletableFuture<DataSourceInstance> started = producer.register("track_event");
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(1024);
         config.get().addDataSources().setConfig().setName("track_event");
         session = service.startSession(SessionConfig.parse(MemorySegment.ofArray(config.toByteArray())));
         track = Track.thread(Track.process((int) ProcessHandle.current().pid(), "bench"), Os.tid(), "bench");
-        writer = events.newTrackEventWriter(BufferExhaustedPolicy.DROP, TrackEventWriter.Config.forThread(track));
+        DataSourceInstance events = InProcessProducer.await(started);
+        writer = new TrackEventWriter(new TraceWriterSink(events.newTraceWriter(BufferExhaustedPolicy.DROP),
+                events::incrementalStateClears), TrackEventWriter.Config.forThread(track));
     }
 
     @TearDown(Level.Trial)
     public void tearDown() {
         writer.close();
+        producer.close();
         session.close();
         service.close();
     }

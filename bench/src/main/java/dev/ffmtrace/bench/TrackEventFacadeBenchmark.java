@@ -3,19 +3,20 @@ package dev.ffmtrace.bench;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
-import dev.ffmtrace.tracing.sdk.TrackEvent;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.sdk.Tracing;
 import dev.ffmtrace.tracing.sdk.TracingOptions;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.sdk.TrackEvent;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
@@ -33,9 +34,9 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The SDK's TrackEvent facade against a TrackEventWriter used directly, in one session of
  * an in-process service with a 1 MiB ring buffer: a scoped slice named by a String
- * (begin and end), an instant, and a slice in a category no session records. The facade
- * reaches the service as any producer does, through its producer port; the direct writer
- * is an in-process producer's. Both drop events when the SMB is full, as Perfetto's SDK does.
+ * (begin and end), an instant, and a slice in a category no session records. Both reach
+ * the service as the SDK's in-process backend does, through its producer port with local
+ * commits; the direct writer is a producer's of its own, held by the caller. Both drop events when the SMB is full, as Perfetto's SDK does.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -47,7 +48,11 @@ public class TrackEventFacadeBenchmark {
     private static final Category BENCHMARK = new Category("benchmark");
     private static final Category UNRECORDED = new Category("unrecorded", "debug");
 
+    /** The SDK's SMB, as the facade's producer has. */
+    private static final int SMB_SIZE = 256 * 1024;
+
     private TracingService service;
+    private InProcessProducer directProducer;
     private TracingSession session;
     private TracingSession directSession;
     private TrackEventWriter direct;
@@ -63,10 +68,13 @@ public class TrackEventFacadeBenchmark {
         if (!TrackEvent.awaitSessions(1, java.time.Duration.ofSeconds(30))) {
             throw new IllegalStateException("the session did not start track_event");
         }
-        DataSource events = service.connectProducer(ProducerOptions.of("bench-direct")).registerDataSource("direct");
+        directProducer = InProcessProducer.connect(service, "bench-direct", SMB_SIZE);
+        CompletableFuture<DataSourceInstance> started = directProducer.register("direct");
         directSession = service.startSession(config("direct"));
+        DataSourceInstance events = InProcessProducer.await(started);
         Track track = Track.thread(TrackEvent.processTrack(), Os.tid(), "bench");
-        direct = events.newTrackEventWriter(BufferExhaustedPolicy.DROP, TrackEventWriter.Config.forThread(track));
+        direct = new TrackEventWriter(new TraceWriterSink(events.newTraceWriter(BufferExhaustedPolicy.DROP),
+                events::incrementalStateClears), TrackEventWriter.Config.forThread(track));
     }
 
     private static SessionConfig config(String dataSource) throws Exception {
@@ -79,6 +87,7 @@ public class TrackEventFacadeBenchmark {
     @TearDown(Level.Trial)
     public void tearDown() {
         direct.close();
+        directProducer.close();
         Tracing.shutdown();
         session.close();
         directSession.close();

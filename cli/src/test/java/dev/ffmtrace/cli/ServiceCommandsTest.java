@@ -8,8 +8,11 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.ipc.IpcClient;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.testing.Await;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.producer.DataSourceDescriptor;
+import dev.ffmtrace.tracing.producer.ProducerConnection;
+import dev.ffmtrace.tracing.producer.internal.DataSourceHandler;
+import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
+import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import dev.ffmtrace.tracing.service.ipc.ConsumerPort;
@@ -17,6 +20,7 @@ import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -55,21 +59,31 @@ class ServiceCommandsTest {
         Path socket = dir.resolve("consumer.sock");
         try (TracingService service = new TracingService();
              ConsumerPort port = new ConsumerPort(service, "test");
-             IpcHost host = IpcHost.listen(UnixAddress.path(socket))) {
+             IpcHost host = IpcHost.listen(UnixAddress.path(socket));
+             ProducerPort producers = ProducerPort.listen(service, UnixAddress.path(dir.resolve("producer.sock")));
+             ProducerConnection producer = ProducerConnection.connect(
+                     ProducerConnection.Options.named("app").withSocket(producers.address()))) {
             host.exposeService(port.descriptor());
-            DataSource events = service.connectProducer(ProducerOptions.of("app").withSmbSize(1 << 20))
-                    .registerDataSource("track_event");
             // The data source writes at each flush, and the service flushes it at every stop: each
             // session has events however late its threads run.
-            events.onFlush(() -> {
-                try (TraceWriter<dev.ffmtrace.perfetto.protos.TracePacket> w =
-                             events.newTraceWriter(BufferExhaustedPolicy.DROP)) {
-                    for (int i = 0; i < 100; i++) {
-                        w.newTracePacket().setTrackEvent().setName("e" + i);
-                        w.finishTracePacket();
+            producer.registerDataSource(DataSourceDescriptor.named("track_event"), new DataSourceHandler() {
+                @Override
+                public void onStart(DataSourceInstance instance) {
+                }
+
+                @Override
+                public void onFlush(DataSourceInstance instance) {
+                    try (TraceWriter<dev.ffmtrace.perfetto.protos.TracePacket> w =
+                                 instance.newTraceWriter(BufferExhaustedPolicy.DROP)) {
+                        for (int i = 0; i < 100; i++) {
+                            w.newTracePacket().setTrackEvent().setName("e" + i);
+                            w.finishTracePacket();
+                        }
                     }
                 }
             });
+            assertTrue(producer.awaitConnected(Duration.ofSeconds(CliProcess.TIMEOUT_SECONDS)));
+            assertTrue(producer.sync().get(CliProcess.TIMEOUT_SECONDS, TimeUnit.SECONDS), "the registration is in");
             Path trace = dir.resolve("trace.pftrace");
             ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--service", socket.toString(),
                     "--config", config("c.pbtxt", BUFFER + "duration_ms: 300\n").toString(), "--out", trace.toString());

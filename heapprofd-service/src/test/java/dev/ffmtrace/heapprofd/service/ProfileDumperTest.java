@@ -1,15 +1,6 @@
 package dev.ffmtrace.heapprofd.service;
 
-import dev.ffmtrace.perfetto.protos.TracePacket;
-import dev.ffmtrace.tracing.buffer.OverwritePolicy;
-import dev.ffmtrace.tracing.service.DataSource;
-import dev.ffmtrace.tracing.service.ProducerOptions;
-import dev.ffmtrace.tracing.service.SessionConfig;
-import dev.ffmtrace.tracing.service.TracingService;
-import dev.ffmtrace.tracing.service.TracingSession;
-import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import dev.ffmtrace.tracing.smb.TraceWriter;
-import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
+import dev.ffmtrace.tracing.trackevent.TraceFileWriter;
 import org.junit.jupiter.api.Test;
 
 import java.io.ByteArrayOutputStream;
@@ -44,23 +35,14 @@ class ProfileDumperTest {
                 new ProfileDumper.Stats(0, 0, 0, 0, false, false, false));
     }
 
-    /** Writes two dumps of {@code books} with {@code dumper} through a session; the trace. */
-    private static byte[] dumpTwice(ProfileDumper dumper, HeapBooks books) throws Exception {
-        try (TracingService tracing = new TracingService()) {
-            DataSource source = tracing.connectProducer(ProducerOptions.of("test")).registerDataSource("heap");
-            TracingSession session = tracing.startSession(SessionConfig.builder()
-                    .buffer("main", 4096, OverwritePolicy.RING_BUFFER).dataSource("heap").build());
-            try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-                TraceWriterSink sink = new TraceWriterSink(writer);
-                dumper.dump(sink, List.of(heap(books)), 1, 1);
-                dumper.dump(sink, List.of(heap(books)), 2, 2);
-            }
-            session.stop();
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            session.writeTrace(out);
-            session.close();
-            return out.toByteArray();
+    /** Writes two dumps of {@code books} with {@code dumper} into a trace file; the trace. */
+    private static byte[] dumpTwice(ProfileDumper dumper, HeapBooks books) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceFileWriter sink = new TraceFileWriter(out, 2)) {
+            dumper.dump(sink, List.of(heap(books)), 1, 1);
+            dumper.dump(sink, List.of(heap(books)), 2, 2);
         }
+        return out.toByteArray();
     }
 
     private static List<String> expected(int callsites) {

@@ -203,7 +203,7 @@ public final class Producer implements AutoCloseable {
      *
      * @throws IllegalStateException for a producer in another process, whose writers are there
      */
-    public SharedMemoryArbiter arbiter() {
+    SharedMemoryArbiter arbiter() {
         if (arbiter == null) {
             throw new IllegalStateException("producer " + name + " is in another process: its writers are there");
         }
@@ -215,7 +215,7 @@ public final class Producer implements AutoCloseable {
      * session has it. Registering a name twice returns the same one. On a closed producer
      * it returns a data source that no session will start, rather than throw.
      */
-    public synchronized DataSource registerDataSource(String dataSourceName) {
+    synchronized DataSource registerDataSource(String dataSourceName) {
         if (closed) {
             return new DataSource(this, dataSourceName);
         }
@@ -234,7 +234,7 @@ public final class Producer implements AutoCloseable {
      * @throws IllegalArgumentException if traced would read garbage from the program; then
      *                                  nothing is registered
      */
-    public DataSource registerDataSource(String dataSourceName, byte[] protoVmProgram) {
+    DataSource registerDataSource(String dataSourceName, byte[] protoVmProgram) {
         return registerCanonical(dataSourceName,
                 protoVmProgram == null ? null : CanonicalProgram.of(MemorySegment.ofArray(protoVmProgram)));
     }
@@ -382,7 +382,7 @@ public final class Producer implements AutoCloseable {
      *         or the data source is another producer's
      * @throws IllegalStateException if no session has started the data source
      */
-    public void adoptRemoteWriter(int writerId, DataSource dataSource) {
+    void adoptRemoteWriter(int writerId, DataSource dataSource) {
         if (writerId < 1 || writerId > MAX_WRITER_ID) {
             throw new IllegalArgumentException("writer id " + writerId + " is not 1.." + MAX_WRITER_ID);
         }

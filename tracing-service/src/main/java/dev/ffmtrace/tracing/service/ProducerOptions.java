@@ -23,7 +23,7 @@ import java.util.Objects;
  * @param machineName the name a relay gave the producer's machine, which a session's
  *        {@code machine_name_filter} matches; empty for this machine
  */
-public record ProducerOptions(String name, ClientIdentity identity, long smbSize, int pageSize, String machineName) {
+record ProducerOptions(String name, ClientIdentity identity, long smbSize, int pageSize, String machineName) {
     /** Perfetto's default SMB size (its service's {@code kDefaultShmSize}): 256 KiB. */
     public static final long DEFAULT_SMB_SIZE = 256 * 1024;
     /** The largest SMB Perfetto's service gives a producer ({@code kMaxShmSize}): 32 MiB. */

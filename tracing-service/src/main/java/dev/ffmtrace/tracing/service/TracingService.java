@@ -78,11 +78,14 @@ public final class TracingService implements AutoCloseable {
     }
 
     /**
-     * Connects a producer with a sealed SMB memfd as {@code options} say.
+     * Connects a producer of this process with a sealed SMB memfd as {@code options} say:
+     * the service's own side of a producer, for its tests. Applications join through a
+     * {@link ProducerPort}, as the SDK's in-process backend does, and write the SDK's data
+     * sources.
      *
      * @throws IllegalStateException if the service is closed or all 65535 producer ids are used
      */
-    public synchronized Producer connectProducer(ProducerOptions options) {
+    synchronized Producer connectProducer(ProducerOptions options) {
         return connect(options, null, null, true);
     }
 

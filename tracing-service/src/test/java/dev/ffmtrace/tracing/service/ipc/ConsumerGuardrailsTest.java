@@ -19,8 +19,8 @@ import dev.ffmtrace.perfetto.protos.TraceConfig;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.Guardrails;
+import dev.ffmtrace.tracing.service.LocalProducers;
 import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.TracingService;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -238,8 +238,8 @@ class ConsumerGuardrailsTest {
     @Test
     void requestsOverAConnectionsPendingOnesFailWhileOthersAreServed() throws Exception {
         // A data source whose flush does not return until the test says: the attacker's worker is busy.
-        Producer producer = service.connectProducer(ProducerOptions.of("slow").withSmbSize(1 << 20));
-        DataSource slow = producer.registerDataSource("slow");
+        Producer producer = LocalProducers.connect(service, "slow", 1 << 20);
+        DataSource slow = LocalProducers.register(producer, "slow");
         CountDownLatch release = new CountDownLatch(1);
         CountDownLatch flushing = new CountDownLatch(1);
         slow.onFlush(() -> {
@@ -292,11 +292,11 @@ class ConsumerGuardrailsTest {
                 IpcHost.Options.DEFAULT.withSendTimeout(Duration.ofMillis(500)));
         host.exposeService(port.descriptor());
         // A producer whose data sources' names make each QueryServiceState reply about 100 KB.
-        Producer wordy = service.connectProducer(ProducerOptions.of("wordy").withSmbSize(1 << 20));
+        Producer wordy = LocalProducers.connect(service, "wordy", 1 << 20);
         for (int i = 0; i < 100; i++) {
-            wordy.registerDataSource(i + "w".repeat(1000));
+            LocalProducers.register(wordy, i + "w".repeat(1000));
         }
-        DataSource probe = wordy.registerDataSource("probe");
+        DataSource probe = LocalProducers.register(wordy, "probe");
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch stopped = new CountDownLatch(1);
         probe.onStart(config -> started.countDown());

@@ -12,12 +12,12 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.StreamSocket;
 import dev.ffmtrace.perfetto.protos.FlushRequest;
-import dev.ffmtrace.perfetto.protos.ObserveEventsRequest;
 import dev.ffmtrace.perfetto.protos.ObservableEvents;
+import dev.ffmtrace.perfetto.protos.ObserveEventsRequest;
 import dev.ffmtrace.perfetto.protos.QueryServiceStateRequest;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
-import dev.ffmtrace.tracing.service.ProducerOptions;
+import dev.ffmtrace.tracing.service.LocalProducers;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import java.lang.foreign.ValueLayout;
@@ -97,7 +97,7 @@ class ConsumerPortFuzzTest {
              ConsumerPort port = new ConsumerPort(service, "fuzz");
              IpcHost host = IpcHost.listen(ConsumerPortTest.newAddress())) {
             host.exposeService(port.descriptor());
-            service.connectProducer(ProducerOptions.of("fuzz-producer")).registerDataSource("track_event");
+            LocalProducers.register(LocalProducers.connect(service, "fuzz-producer"), "track_event");
             byte[] wellBehaved = SessionConfig.builder().buffer(256, OverwritePolicy.RING_BUFFER)
                     .dataSource("track_event").build().traceConfig().toArray(ValueLayout.JAVA_BYTE);
             runSession(host, port, wellBehaved);

@@ -1,8 +1,8 @@
 package dev.ffmtrace.tracing.service.ipc;
 
 import dev.ffmtrace.memory.testing.Await;
-import dev.ffmtrace.tracing.consumer.TraceAssembler;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
+import dev.ffmtrace.tracing.consumer.TraceAssembler;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -11,8 +11,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.FileDescriptorChannel;
-import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.ObservableEvents;
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -22,8 +22,8 @@ import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.service.DataSource;
+import dev.ffmtrace.tracing.service.LocalProducers;
 import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.SessionConfigBuilder;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -68,8 +68,8 @@ class ConsumerPortTest {
         port = new ConsumerPort(service, "ffmtrace test");
         host = IpcHost.listen(newAddress());
         assertTrue(host.exposeService(port.descriptor()));
-        producer = service.connectProducer(ProducerOptions.of("test-producer").withSmbSize(1 << 20));
-        events = producer.registerDataSource("track_event");
+        producer = LocalProducers.connect(service, "test-producer", 1 << 20);
+        events = LocalProducers.register(producer, "track_event");
     }
 
     @AfterEach
@@ -296,7 +296,7 @@ class ConsumerPortTest {
 
     @Test
     void queryServiceStateListsProducersDataSourcesAndSessions() throws Exception {
-        producer.registerDataSource("counters");
+        LocalProducers.register(producer, "counters");
         try (ConsumerConnection consumer = connect()) {
             consumer.enableTracing(config(oneBuffer()), -1);
             Await.until("the data source starts", events::isStarted);
@@ -340,7 +340,7 @@ class ConsumerPortTest {
             // event those sent would have come first.
             assertNotNull(consumer.traceStats(TIMEOUT_MS));
             assertNull(received.poll(), "\"late\" is not registered yet");
-            service.connectProducer(ProducerOptions.of("late-producer")).registerDataSource("late");
+            LocalProducers.register(LocalProducers.connect(service, "late-producer"), "late");
             ObservableEvents.Decoder started = new ObservableEvents.Decoder();
             byte[] event = received.poll(TIMEOUT_MS, TimeUnit.MILLISECONDS);
             assertNotNull(event);

@@ -18,8 +18,8 @@ import dev.ffmtrace.perfetto.protos.TracingServiceState;
 import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.protozero.RepeatedFieldIterator;
 import dev.ffmtrace.tracing.service.Guardrails;
+import dev.ffmtrace.tracing.service.LocalProducers;
 import dev.ffmtrace.tracing.service.Producer;
-import dev.ffmtrace.tracing.service.ProducerOptions;
 import dev.ffmtrace.tracing.service.ProducerPort;
 import dev.ffmtrace.tracing.service.TracingService;
 import java.lang.foreign.MemorySegment;
@@ -151,12 +151,12 @@ class ServiceStateLimitsTest {
         // In-process producers are the application's own and not held to the limit: they make the entries.
         List<String> big = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            Producer producer = service.connectProducer(ProducerOptions.of("big-" + i).withSmbSize(1 << 20));
+            Producer producer = LocalProducers.connect(service, "big-" + i, 1 << 20);
             big.add(i + "x".repeat(60_000));
-            producer.registerDataSource(big.getLast());
+            LocalProducers.register(producer, big.getLast());
         }
-        Producer huge = service.connectProducer(ProducerOptions.of("huge").withSmbSize(1 << 20));
-        huge.registerDataSource("h".repeat(HUGE_NAME));
+        Producer huge = LocalProducers.connect(service, "huge", 1 << 20);
+        LocalProducers.register(huge, "h".repeat(HUGE_NAME));
 
         TracingServiceState.Decoder state = queryState();
         assertEquals(big, dataSourceNames(state), "three 60 KB names came, in two replies at least");

@@ -51,6 +51,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * {@code cloneIntoSink} a clone of the full buffer written whole ({@link SessionClone}),
  * {@code consumeIntoSink} a consuming readback ({@link TracingSession#writeTrace}) of a
  * buffer read empty by the first one, so the service's own packets of each readback.
+ * The producer that filled the buffer has left by then: a clone flushes no producer, and
+ * the rows time the readback alone.
  */
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 2)
@@ -123,7 +125,6 @@ public class ReadbackBenchmark {
     @State(Scope.Benchmark)
     public static class Local {
         TracingService service;
-        InProcessProducer producer;
         TracingSession session;
         final Discard discard = new Discard();
         final DiscardSink sink = new DiscardSink();
@@ -131,15 +132,15 @@ public class ReadbackBenchmark {
         @Setup(Level.Trial)
         public void setUp() throws Exception {
             service = new TracingService();
-            producer = InProcessProducer.connect(service, "bench", SMB_SIZE);
-            CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
-            session = service.startSession(config());
-            fill(InProcessProducer.await(started));
+            try (InProcessProducer producer = InProcessProducer.connect(service, "bench", SMB_SIZE)) {
+                CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
+                session = service.startSession(config());
+                fill(InProcessProducer.await(started));
+            }
         }
 
         @TearDown(Level.Trial)
         public void tearDown() {
-            producer.close();
             session.close();
             service.close();
         }
@@ -151,7 +152,6 @@ public class ReadbackBenchmark {
         TracingService service;
         ConsumerPort port;
         IpcHost host;
-        InProcessProducer producer;
         ConsumerConnection owner;
         ConsumerConnection cloner;
 
@@ -163,17 +163,17 @@ public class ReadbackBenchmark {
             if (!host.exposeService(port.descriptor())) {
                 throw new IllegalStateException("the consumer port is not exposed");
             }
-            producer = InProcessProducer.connect(service, "bench", SMB_SIZE);
-            CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
-            owner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
-            cloner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
-            owner.enableTracing(config().traceConfig().toArray(ValueLayout.JAVA_BYTE), -1);
-            fill(InProcessProducer.await(started));
+            try (InProcessProducer producer = InProcessProducer.connect(service, "bench", SMB_SIZE)) {
+                CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
+                owner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+                cloner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
+                owner.enableTracing(config().traceConfig().toArray(ValueLayout.JAVA_BYTE), -1);
+                fill(InProcessProducer.await(started));
+            }
         }
 
         @TearDown(Level.Trial)
         public void tearDown() {
-            producer.close();
             cloner.close();
             owner.close();
             host.close();

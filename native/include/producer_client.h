@@ -58,6 +58,15 @@ struct pc_commands {
 // is not asked of a data source that does not handle it, and is ignored.
 int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size);
 
+// What pc_serve_once saw.
+enum { PC_GO_ON = 0, PC_ENDED = 1, PC_FAILED = 2 };
+// Waits up to `timeout_ms` for one frame from the service on c->ipc and handles it: a
+// reply on the command stream `stream` goes to pc_handle_commands; frames of kinds a
+// producer does not know are ignored, as Perfetto's client ignores them. PC_GO_ON while
+// the connection goes on (a frame handled, or none came); PC_ENDED if the service closed
+// the connection or the stream; PC_FAILED, with a message on stderr after `program`, if
+// it broke the protocol, sent a command the producer cannot use or refused a request.
+int pc_serve_once(struct pc_commands* c, uint64_t stream, int timeout_ms, const char* program);
 // A positive decimal that fits in 32 bits; 0, or -1.
 int pc_parse_size(const char* text, uint32_t* out);
 

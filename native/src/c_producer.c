@@ -352,29 +352,10 @@ int main(int argc, char** argv) {
   for (;;) {
     long long now = boottime_ns();
     int timeout = !p->started ? 100 : next > now ? (int)((next - now + 999999) / 1000000) : 0;
-    struct ipc_reply reply;
-    int got = ipc_receive(&p->ipc, &reply, timeout);
-    if (got == IPC_VIOLATION) {
-      fprintf(stderr, "ffmtrace-c-producer: the service sent a malformed frame\n");
-      status = 1;
-    }
-    if (got < 0) break;
-    if (got > 0) {
-      if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
-        if (pc_handle_commands(&p->commands, reply.reply, reply.reply_size) != 0) {
-          fprintf(stderr, "ffmtrace-c-producer: the service sent a command it cannot use\n");
-          status = 1;
-          break;
-        }
-        if (!reply.has_more) break;
-      } else {
-        // As Perfetto's client, frames of kinds it does not know are ignored.
-        if ((reply.kind == IPC_INVOKE_REPLY && !reply.success) || reply.kind == IPC_REQUEST_ERROR) {
-          fprintf(stderr, "ffmtrace-c-producer: the service refused request %llu\n", (unsigned long long)reply.request_id);
-          status = 1;
-          break;
-        }
-      }
+    int served = pc_serve_once(&p->commands, stream, timeout, "ffmtrace-c-producer");
+    if (served != PC_GO_ON) {
+      status = served == PC_FAILED;
+      break;
     }
     // After a command too: a start writes at once.
     if (!p->started || boottime_ns() < next) continue;

@@ -217,27 +217,10 @@ int main(int argc, char** argv) {
     long long now = monotonic_ns();
     int timeout = !p->started ? 100 : next > now ? (int)((next - now + 999999) / 1000000) : 0;
     if (p->started && timeout > 0 && next - now < 1000000) timeout = 0;
-    struct ipc_reply reply;
-    int got = ipc_receive(&p->ipc, &reply, timeout);
-    if (got == IPC_VIOLATION) {
-      fprintf(stderr, "ffmtrace-commit-probe: the service sent a malformed frame\n");
-      status = 1;
-    }
-    if (got < 0) break;
-    if (got > 0) {
-      if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
-        if (pc_handle_commands(&p->commands, reply.reply, reply.reply_size) != 0) {
-          fprintf(stderr, "ffmtrace-commit-probe: the service sent a command it cannot use\n");
-          status = 1;
-          break;
-        }
-        if (!reply.has_more) break;
-      } else if ((reply.kind == IPC_INVOKE_REPLY && !reply.success) || reply.kind == IPC_REQUEST_ERROR) {
-        fprintf(stderr, "ffmtrace-commit-probe: the service refused request %llu\n",
-                (unsigned long long)reply.request_id);
-        status = 1;
-        break;
-      }
+    int served = pc_serve_once(&p->commands, stream, timeout, "ffmtrace-commit-probe");
+    if (served != PC_GO_ON) {
+      status = served == PC_FAILED;
+      break;
     }
     if (!p->started) continue;
     now = monotonic_ns();

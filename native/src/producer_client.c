@@ -183,6 +183,29 @@ int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size) 
   return r.error || error ? -1 : 0;
 }
 
+int pc_serve_once(struct pc_commands* c, uint64_t stream, int timeout_ms, const char* program) {
+  struct ipc_reply reply;
+  int got = ipc_receive(c->ipc, &reply, timeout_ms);
+  if (got == IPC_VIOLATION) {
+    fprintf(stderr, "%s: the service sent a malformed frame\n", program);
+    return PC_FAILED;
+  }
+  if (got < 0) return PC_ENDED;
+  if (got == 0) return PC_GO_ON;
+  if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
+    if (pc_handle_commands(c, reply.reply, reply.reply_size) != 0) {
+      fprintf(stderr, "%s: the service sent a command it cannot use\n", program);
+      return PC_FAILED;
+    }
+    return reply.has_more ? PC_GO_ON : PC_ENDED;
+  }
+  if ((reply.kind == IPC_INVOKE_REPLY && !reply.success) || reply.kind == IPC_REQUEST_ERROR) {
+    fprintf(stderr, "%s: the service refused request %llu\n", program, (unsigned long long)reply.request_id);
+    return PC_FAILED;
+  }
+  return PC_GO_ON;
+}
+
 int pc_parse_size(const char* text, uint32_t* out) {
   uint32_t value;
   if (parse_u32(text, UINT32_MAX, &value) != 0 || value == 0) return -1;

@@ -702,28 +702,11 @@ int main(int argc, char** argv) {
 
   // A signal ends the loop within a poll period (ipc_receive polls again on EINTR).
   while (!signalled) {
-    struct ipc_reply reply;
-    int got = ipc_receive(&s->ipc, &reply, s->stopping ? STOP_POLL_MS : IDLE_POLL_MS);
-    if (got == IPC_VIOLATION) {
-      fprintf(stderr, "ffmtrace-stress-producer: the service sent a malformed frame\n");
-      status = 1;
-    }
-    if (got < 0) break;
-    if (got > 0) {
-      if (reply.request_id == stream && reply.kind == IPC_INVOKE_REPLY && reply.success) {
-        if (pc_handle_commands(&s->commands, reply.reply, reply.reply_size) != 0) {
-          fprintf(stderr, "ffmtrace-stress-producer: the service sent a command it cannot use\n");
-          status = 1;
-          break;
-        }
-        if (!reply.has_more) break;
-      } else if ((reply.kind == IPC_INVOKE_REPLY && !reply.success) || reply.kind == IPC_REQUEST_ERROR) {
-        // As Perfetto's client, frames of kinds it does not know are ignored.
-        fprintf(stderr, "ffmtrace-stress-producer: the service refused request %llu\n",
-                (unsigned long long)reply.request_id);
-        status = 1;
-        break;
-      }
+    int served = pc_serve_once(&s->commands, stream, s->stopping ? STOP_POLL_MS : IDLE_POLL_MS,
+                               "ffmtrace-stress-producer");
+    if (served != PC_GO_ON) {
+      status = served == PC_FAILED;
+      break;
     }
     if (s->stopping) complete_stop(s);
   }

@@ -21,7 +21,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
-import java.util.concurrent.TimeUnit;
 import perfetto.protos.DataSourceConfigOuterClass.DataSourceConfig;
 import perfetto.protos.HeapprofdConfigOuterClass.HeapprofdConfig;
 import perfetto.protos.TraceConfigOuterClass.TraceConfig;
@@ -217,10 +216,7 @@ final class HeapprofdCommand implements Callable<Integer> {
             process.destroyForcibly();
         }
         // The program has exited; its client's connection reads what is left in its ring.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DRAIN_TIMEOUT_SECONDS);
-        while (!service.clientsGone() && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        service.awaitClientsGone(Duration.ofSeconds(DRAIN_TIMEOUT_SECONDS));
         return new Ran(status, process.pid(), java);
     }
 

@@ -13,6 +13,7 @@ import dev.ffmtrace.shmring.SharedRingBuffer;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -66,7 +67,8 @@ final class ClientConnection implements Runnable {
     private volatile long mapsReparses;
     private volatile SharedRingBuffer.Stats ringStats;
     private volatile boolean ringCorrupt;
-    private volatile boolean disconnected;
+    /** Completed once the client has gone and every record it wrote is booked. */
+    private final CompletableFuture<Void> gone = new CompletableFuture<>();
 
     /**
      * Takes ownership of the socket, the ring and the client's /proc fds; reads the client's
@@ -104,14 +106,19 @@ final class ClientConnection implements Runnable {
                 socket.close();
                 release();
             } finally {
-                disconnected = true;
+                gone.complete(null);
             }
         }
     }
 
     /** Whether the client has gone, or was let go: its socket closed and its ring let go. */
     boolean isClosed() {
-        return disconnected;
+        return gone.isDone();
+    }
+
+    /** Completes once {@link #isClosed()}: for a caller that waits for the client's last records. */
+    CompletableFuture<Void> gone() {
+        return gone;
     }
 
     /**

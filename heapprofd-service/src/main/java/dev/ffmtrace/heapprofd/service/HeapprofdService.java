@@ -14,6 +14,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,6 +22,9 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -269,6 +273,26 @@ public final class HeapprofdService implements AutoCloseable {
     /** Clients whose handshake the filter refused, so far. */
     public long rejectedClients() {
         return rejected;
+    }
+
+    /**
+     * Waits until every client that made the handshake so far has gone and its records are
+     * booked (a program that exited: its client's connection reads what is left in its ring).
+     *
+     * @return whether they all had within {@code timeout}
+     */
+    public boolean awaitClientsGone(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (ClientConnection client : clients) {
+            try {
+                client.gone().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                return false;
+            } catch (ExecutionException e) {
+                throw new IllegalStateException("a client connection never fails its end", e);
+            }
+        }
+        return true;
     }
 
     /** Clients that made the handshake, so far. */

@@ -18,6 +18,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -64,6 +65,25 @@ class HeapprofdServiceTest {
                 assertTrue(lineFor(service.folded(false), ".large(").endsWith(" 40000"));
             }
             assertEquals(0, service.totals().malformed());
+        }
+    }
+
+    /** No polling after a client's end: once the wait returns, every record it wrote is booked. */
+    @Test
+    void awaitingTheClientsEndFindsTheirLastRecordsBooked() throws Exception {
+        try (HeapprofdService service = HeapprofdService.start(address(), everyByte("java.ffm"), 1 << 20)) {
+            HeapprofdClient client = HeapprofdClient.connect(service.address());
+            int heap = client.registerHeap("java.ffm");
+            try (ProfiledArena arena = new ProfiledArena(Arena.ofShared(), client, heap)) {
+                for (int i = 0; i < 1000; i++) {
+                    small(arena);
+                }
+                assertFalse(service.awaitClientsGone(Duration.ofMillis(50)), "the client is still connected");
+                client.close();
+                assertTrue(service.awaitClientsGone(Duration.ofSeconds(30)));
+                assertTrue(lineFor(service.folded(false), ".small(").endsWith(" 100000"), service.folded(false).toString());
+                assertTrue(service.clientsGone());
+            }
         }
     }
 

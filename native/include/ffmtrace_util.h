@@ -1,6 +1,6 @@
 // What several C programs here share: SplitMix64 and FNV-1a, whose exact outputs the
-// Java side checks in some records, and checked parsing of the numbers programs take
-// from their command line.
+// Java side checks in some records, checked parsing of the numbers programs take from
+// their command line, and a clock's time in nanoseconds.
 #ifndef FFMTRACE_UTIL_H_
 #define FFMTRACE_UTIL_H_
 
@@ -9,6 +9,15 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+
+// Clock `clock`'s time in nanoseconds (CLOCK_BOOTTIME is the trace clock, CLOCK_MONOTONIC
+// the one for intervals).
+static inline long long clock_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 // SplitMix64's output for state `x` (its mix of x + the golden gamma).
 static inline uint64_t splitmix64_of(uint64_t x) {

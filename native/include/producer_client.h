@@ -58,6 +58,13 @@ struct pc_commands {
 // is not asked of a data source that does not handle it, and is ignored.
 int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size);
 
+// Sends `method` with `args` unless their encoding failed; 0, or -1 if nothing was sent
+// (the connection is gone or the method unknown: the next receive ends the session).
+int pc_invoke(struct ipc_client* c, const char* method, const struct pb* args, int drop_reply);
+// RegisterTraceWriter: writer `writer_id` writes into buffer `target` (no reply wanted).
+int pc_register_writer(struct ipc_client* c, uint32_t writer_id, uint32_t target);
+// NotifyDataSourceStopped for instance `instance`.
+int pc_notify_stopped(struct ipc_client* c, uint64_t instance);
 // What pc_serve_once saw.
 enum { PC_GO_ON = 0, PC_ENDED = 1, PC_FAILED = 2 };
 // Waits up to `timeout_ms` for one frame from the service on c->ipc and handles it: a

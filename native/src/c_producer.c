@@ -92,22 +92,10 @@ struct producer {
   long violations;
 };
 
-static long long boottime_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void invoke(struct producer* p, const char* method, const struct pb* args, int drop_reply) {
-  if (args->failed || ipc_invoke(&p->ipc, method, args->start, pb_size(args), drop_reply) == 0) {
-    // The connection is gone or the method unknown: the next receive ends the session.
-    p->violations++;
-  }
-}
-
 // The writer's commits: a flush's acknowledgement wants a reply, the others do not.
 static void send_commit(void* context, const struct pb* request, int flush) {
-  invoke(context, "CommitData", request, !flush);
+  struct producer* p = context;
+  p->violations += pc_invoke(&p->ipc, "CommitData", request, !flush) != 0;
 }
 
 // Writes packets all or none: none if the SMB lacks the chunks they may need.
@@ -212,16 +200,16 @@ static uint32_t step(uint32_t seed) {
 
 static void iterate(struct producer* p, long iteration) {
   struct packet k[6];
-  event_packet(&k[0], boottime_ns(), TRACK_EVENT_TYPE_SLICE_BEGIN, p->thread_uuid, "c work", 0, NULL, 0);
-  long long step_start = boottime_ns();
+  event_packet(&k[0], clock_ns(CLOCK_BOOTTIME), TRACK_EVENT_TYPE_SLICE_BEGIN, p->thread_uuid, "c work", 0, NULL, 0);
+  long long step_start = clock_ns(CLOCK_BOOTTIME);
   event_packet(&k[1], step_start, TRACK_EVENT_TYPE_SLICE_BEGIN, p->thread_uuid, "c step", 0, NULL, 0);
   volatile uint32_t sink = step((uint32_t)iteration);
   (void)sink;
-  long long step_end = boottime_ns();
+  long long step_end = clock_ns(CLOCK_BOOTTIME);
   event_packet(&k[2], step_end, TRACK_EVENT_TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
-  event_packet(&k[3], boottime_ns(), TRACK_EVENT_TYPE_INSTANT, p->thread_uuid, "c tick", 0,
+  event_packet(&k[3], clock_ns(CLOCK_BOOTTIME), TRACK_EVENT_TYPE_INSTANT, p->thread_uuid, "c tick", 0,
                p->tick_bytes > 0 ? tick_payload : NULL, p->tick_bytes);
-  long long end = boottime_ns();
+  long long end = clock_ns(CLOCK_BOOTTIME);
   event_packet(&k[4], end, TRACK_EVENT_TYPE_SLICE_END, p->thread_uuid, NULL, 0, NULL, 0);
   event_packet(&k[5], end, TRACK_EVENT_TYPE_COUNTER, p->counter_uuid, NULL, step_end - step_start, NULL, 0);
   if (write_packets(p, k, 6) != 0) p->dropped++;
@@ -229,26 +217,13 @@ static void iterate(struct producer* p, long iteration) {
 
 // ---- the service's commands ----
 
-static void notify_stopped(struct producer* p, uint64_t instance) {
-  uint8_t buffer[32];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  pb_varint(&request, NOTIFY_DATA_SOURCE_ID, instance);
-  invoke(p, "NotifyDataSourceStopped", &request, 0);
-}
-
 static void start(struct producer* p, uint64_t instance, uint32_t target) {
   if (p->started || !p->smb_ready) {
     // One instance at a time; another session's start is refused by never writing.
     p->violations += !p->smb_ready;
     return;
   }
-  uint8_t buffer[32];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  pb_varint(&request, REGISTER_WRITER_ID, WRITER_ID);
-  pb_varint(&request, REGISTER_WRITER_TARGET_BUFFER, target);
-  invoke(p, "RegisterTraceWriter", &request, 1);
+  p->violations += pc_register_writer(&p->ipc, WRITER_ID, target) != 0;
   p->instance = instance;
   p->writer.target_buffer = target;
   p->started = 1;
@@ -267,7 +242,7 @@ static void on_stop(void* producer, uint64_t instance) {
     ctw_commit(&p->writer, 0, 0);
     p->started = 0;
   }
-  notify_stopped(p, instance);
+  p->violations += pc_notify_stopped(&p->ipc, instance) != 0;
 }
 
 static void on_flush(void* producer, uint64_t request_id) {
@@ -340,17 +315,17 @@ int main(int argc, char** argv) {
   if (status != 0) return status;
   p->pid = getpid();
   p->tid = gettid();
-  uint64_t seed = (uint64_t)boottime_ns() ^ ((uint64_t)p->pid << 32);
+  uint64_t seed = (uint64_t)clock_ns(CLOCK_BOOTTIME) ^ ((uint64_t)p->pid << 32);
   p->process_uuid = splitmix64(&seed) | 1;
   p->thread_uuid = splitmix64(&seed) | 1;
   p->counter_uuid = splitmix64(&seed) | 1;
 
   const long long pace_ns = 1000000LL;
-  long long next = boottime_ns();
+  long long next = clock_ns(CLOCK_BOOTTIME);
   long iteration = 0;
   status = 0;
   for (;;) {
-    long long now = boottime_ns();
+    long long now = clock_ns(CLOCK_BOOTTIME);
     int timeout = !p->started ? 100 : next > now ? (int)((next - now + 999999) / 1000000) : 0;
     int served = pc_serve_once(&p->commands, stream, timeout, "ffmtrace-c-producer");
     if (served != PC_GO_ON) {
@@ -358,10 +333,10 @@ int main(int argc, char** argv) {
       break;
     }
     // After a command too: a start writes at once.
-    if (!p->started || boottime_ns() < next) continue;
+    if (!p->started || clock_ns(CLOCK_BOOTTIME) < next) continue;
     next += pace_ns;
-    if (next < boottime_ns()) next = boottime_ns() + pace_ns;
-    now = boottime_ns();
+    if (next < clock_ns(CLOCK_BOOTTIME)) next = clock_ns(CLOCK_BOOTTIME) + pace_ns;
+    now = clock_ns(CLOCK_BOOTTIME);
     if (!p->first_packet_written || now - p->last_described >= DESCRIBE_PERIOD_NS) {
       if (describe(p) == 0) p->last_described = now;
     }

@@ -1,5 +1,7 @@
 #define _GNU_SOURCE
 #include "c_trace_writer.h"
+
+#include "ffmtrace_util.h"
 #include "perfetto_ipc.h"
 
 #include <string.h>
@@ -82,12 +84,6 @@ uint32_t ctw_free_chunks(const struct ctw_writer* w) {
   return count;
 }
 
-static long long monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 // One scan of the SMB for a free chunk, from the page of the last one found. As Perfetto's
 // arbiter (and SharedMemoryArbiter) does, it partitions a free page with the writer's
 // layout and takes a free chunk of any page, whatever layout another writer gave it.
@@ -116,7 +112,7 @@ static uint8_t* try_acquire(struct ctw_writer* w, uint16_t packets, uint32_t* pa
 
 // A free chunk, waiting for one as wait_ns says; NULL if none came.
 static uint8_t* acquire(struct ctw_writer* w, uint16_t packets, uint32_t* page, uint32_t* index) {
-  long long deadline = w->wait_ns > 0 ? monotonic_ns() + w->wait_ns : 0;
+  long long deadline = w->wait_ns > 0 ? clock_ns(CLOCK_MONOTONIC) + w->wait_ns : 0;
   for (int scan = 1;; scan++) {
     uint8_t* c = try_acquire(w, packets, page, index);
     if (c != NULL) return c;
@@ -125,7 +121,7 @@ static uint8_t* acquire(struct ctw_writer* w, uint16_t packets, uint32_t* page, 
       continue;
     }
     if (w->cancel != NULL && atomic_load_explicit(w->cancel, memory_order_relaxed)) return NULL;
-    if (w->wait_ns > 0 && monotonic_ns() >= deadline) return NULL;
+    if (w->wait_ns > 0 && clock_ns(CLOCK_MONOTONIC) >= deadline) return NULL;
     struct timespec pause = {0, STALL_SLEEP_NS};
     nanosleep(&pause, NULL);
   }

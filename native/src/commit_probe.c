@@ -59,18 +59,9 @@ struct probe {
   long violations;
 };
 
-static long long monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static void invoke(struct probe* p, const char* method, const struct pb* args, int drop_reply) {
-  if (args->failed || ipc_invoke(&p->ipc, method, args->start, pb_size(args), drop_reply) == 0) p->violations++;
-}
-
 static void send_commit(void* context, const struct pb* request, int flush) {
-  invoke(context, "CommitData", request, !flush);
+  struct probe* p = context;
+  p->violations += pc_invoke(&p->ipc, "CommitData", request, !flush) != 0;
 }
 
 static uint8_t payload[PACKET_MAX];
@@ -89,18 +80,18 @@ static void probe_once(struct probe* p) {
     return;
   }
   uint32_t page = p->writer.page, chunk = p->writer.chunk_index;
-  long long start = monotonic_ns();
+  long long start = clock_ns(CLOCK_MONOTONIC);
   ctw_commit(&p->writer, 0, 0);
   for (long spins = 0;; spins++) {
     if (smb_chunk_state_of(smb_page_bitmap(&p->smb, page), chunk) == SMB_FREE) break;
-    long long waited = monotonic_ns() - start;
+    long long waited = clock_ns(CLOCK_MONOTONIC) - start;
     if (waited > LATE_NS) {
       p->late++;
       return;
     }
     if (spins >= SPINS) nanosleep(&(struct timespec){.tv_nsec = 5000}, NULL);
   }
-  if (p->count < MAX_SAMPLES) p->samples[p->count++] = monotonic_ns() - start;
+  if (p->count < MAX_SAMPLES) p->samples[p->count++] = clock_ns(CLOCK_MONOTONIC) - start;
 }
 
 static int compare(const void* a, const void* b) {
@@ -127,12 +118,7 @@ static int on_start(void* producer, uint64_t instance, uint32_t target) {
     p->violations += !p->smb_ready;
     return 0;
   }
-  uint8_t buffer[32];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  pb_varint(&request, REGISTER_WRITER_ID, WRITER_ID);
-  pb_varint(&request, REGISTER_WRITER_TARGET_BUFFER, target);
-  invoke(p, "RegisterTraceWriter", &request, 1);
+  p->violations += pc_register_writer(&p->ipc, WRITER_ID, target) != 0;
   p->instance = instance;
   p->writer.target_buffer = target;
   p->started = 1;
@@ -145,11 +131,7 @@ static void on_stop(void* producer, uint64_t instance) {
     p->started = 0;
     p->stopped = 1;
   }
-  uint8_t buffer[32];
-  struct pb request;
-  pb_init(&request, buffer, sizeof(buffer));
-  pb_varint(&request, NOTIFY_DATA_SOURCE_ID, instance);
-  invoke(p, "NotifyDataSourceStopped", &request, 0);
+  p->violations += pc_notify_stopped(&p->ipc, instance) != 0;
 }
 
 static void on_flush(void* producer, uint64_t request_id) {
@@ -211,10 +193,10 @@ int main(int argc, char** argv) {
   int status = pc_connect(&p->ipc, &options, &stream);
   if (status != 0) return status;
 
-  long long next = monotonic_ns();
+  long long next = clock_ns(CLOCK_MONOTONIC);
   const long long pace_ns = (long long)interval_us * 1000;
   while (!p->stopped) {
-    long long now = monotonic_ns();
+    long long now = clock_ns(CLOCK_MONOTONIC);
     int timeout = !p->started ? 100 : next > now ? (int)((next - now + 999999) / 1000000) : 0;
     if (p->started && timeout > 0 && next - now < 1000000) timeout = 0;
     int served = pc_serve_once(&p->commands, stream, timeout, "ffmtrace-commit-probe");
@@ -223,7 +205,7 @@ int main(int argc, char** argv) {
       break;
     }
     if (!p->started) continue;
-    now = monotonic_ns();
+    now = clock_ns(CLOCK_MONOTONIC);
     if (now < next) {
       nanosleep(&(struct timespec){.tv_nsec = next - now}, NULL);
       continue;

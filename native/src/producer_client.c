@@ -183,6 +183,27 @@ int pc_handle_commands(struct pc_commands* c, const uint8_t* data, size_t size) 
   return r.error || error ? -1 : 0;
 }
 
+int pc_invoke(struct ipc_client* c, const char* method, const struct pb* args, int drop_reply) {
+  return args->failed || ipc_invoke(c, method, args->start, pb_size(args), drop_reply) == 0 ? -1 : 0;
+}
+
+int pc_register_writer(struct ipc_client* c, uint32_t writer_id, uint32_t target) {
+  uint8_t buffer[32];
+  struct pb request;
+  pb_init(&request, buffer, sizeof(buffer));
+  pb_varint(&request, REGISTER_WRITER_ID, writer_id);
+  pb_varint(&request, REGISTER_WRITER_TARGET_BUFFER, target);
+  return pc_invoke(c, "RegisterTraceWriter", &request, 1);
+}
+
+int pc_notify_stopped(struct ipc_client* c, uint64_t instance) {
+  uint8_t buffer[32];
+  struct pb request;
+  pb_init(&request, buffer, sizeof(buffer));
+  pb_varint(&request, NOTIFY_DATA_SOURCE_ID, instance);
+  return pc_invoke(c, "NotifyDataSourceStopped", &request, 0);
+}
+
 int pc_serve_once(struct pc_commands* c, uint64_t stream, int timeout_ms, const char* program) {
   struct ipc_reply reply;
   int got = ipc_receive(c->ipc, &reply, timeout_ms);

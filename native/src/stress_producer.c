@@ -168,12 +168,6 @@ struct stress {
   atomic_ullong chunk_commits;  // for --die-at-chunk-commit
 };
 
-static long long clock_ns(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static struct timespec timespec_of(long long ns) {
   struct timespec ts = {ns / 1000000000LL, ns % 1000000000LL};
   return ts;

@@ -70,8 +70,9 @@ import java.util.function.IntPredicate;
  * packet it died in the middle of blocks none of those it finished.
  *
  * <p>Over 600 lines while it holds both the commit transport and the data sources'
- * registry; issue #31 splits the crowded service classes along the threading that issue
- * #27 changed.
+ * registry, which share its reader lock: a commit names the buffers its started data
+ * sources may write. Its registration side is the service package's own (its tests and
+ * {@link ProducerPort}); applications write the SDK's data sources.
  */
 public final class Producer implements AutoCloseable {
     private final TracingService service;

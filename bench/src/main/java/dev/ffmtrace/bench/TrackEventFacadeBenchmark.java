@@ -33,10 +33,11 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The SDK's TrackEvent facade against a TrackEventWriter used directly, in one session of
- * an in-process service with a 1 MiB ring buffer: a scoped slice named by a String
- * (begin and end), an instant, and a slice in a category no session records. Both reach
- * the service as the SDK's in-process backend does, through its producer port with local
- * commits; the direct writer is a producer's of its own, held by the caller. Both drop events when the SMB is full, as Perfetto's SDK does.
+ * an in-process service with a 1 MiB ring buffer: a scoped slice named by a String (begin
+ * and end) and an instant, each beside its direct baseline, and a slice in a category no
+ * session records. Both reach the service as the SDK's in-process backend does, through
+ * its producer port with local commits; the direct writer is a producer's of its own,
+ * held by the caller. Both drop events when the SMB is full, as Perfetto's SDK does.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -56,6 +57,7 @@ public class TrackEventFacadeBenchmark {
     private TracingSession session;
     private TracingSession directSession;
     private TrackEventWriter direct;
+    private Track track;
     /** Not a constant, as a name made at run time would not be. */
     private String name = "Event from a string";
 
@@ -72,7 +74,7 @@ public class TrackEventFacadeBenchmark {
         CompletableFuture<DataSourceInstance> started = directProducer.register("direct");
         directSession = service.startSession(config("direct"));
         DataSourceInstance events = InProcessProducer.await(started);
-        Track track = Track.thread(TrackEvent.processTrack(), Os.tid(), "bench");
+        track = Track.thread(TrackEvent.processTrack(), Os.tid(), "bench");
         direct = new TrackEventWriter(new TraceWriterSink(events.newTraceWriter(BufferExhaustedPolicy.DROP),
                 events::incrementalStateClears), TrackEventWriter.Config.forThread(track));
     }
@@ -112,6 +114,12 @@ public class TrackEventFacadeBenchmark {
     @Benchmark
     public void facadeInstant() {
         TrackEvent.instant(BENCHMARK, name);
+    }
+
+    /** The baseline of {@link #facadeInstant}. */
+    @Benchmark
+    public void directInstant() {
+        direct.instant(BENCHMARK, track, name);
     }
 
     /** A category tagged "debug", which a session with no track_event_config does not record. */

@@ -6,6 +6,7 @@ import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
 import dev.ffmtrace.tracing.trackevent.Category;
 import dev.ffmtrace.tracing.trackevent.CategorySelection;
 import dev.ffmtrace.tracing.trackevent.InternedName;
+import dev.ffmtrace.tracing.trackevent.TraceWriterSink;
 import dev.ffmtrace.tracing.trackevent.Track;
 import dev.ffmtrace.tracing.trackevent.TrackEventWriter;
 import java.time.Duration;
@@ -350,35 +351,43 @@ public final class TrackEvent {
             return;
         }
         Scopes perThread = SCOPES.get();
-        boolean virtual = perThread.virtual;
-        Track threadTrack = perThread.threadTrack;
-        Track track = onTrack != null ? onTrack : threadTrack;
-        for (InstanceSlot<Integer> slot : SOURCE.started()) {
-            if ((mask & (1 << slot.index())) == 0) {
-                continue;
-            }
-            TraceContext<Integer> context = virtual ? borrow(slot) : perThread.writers.context(slot);
-            if (context == null) {
-                continue;
-            }
-            try {
-                TrackEventWriter writer = writerOf(context, virtual ? null : threadTrack);
-                switch (event) {
-                    case INSTANT -> {
-                        if (interned != null) {
-                            writer.instant(category, track, interned);
-                        } else {
-                            writer.instant(category, track, name);
+        Track track = onTrack != null ? onTrack : perThread.threadTrack;
+        InstanceSlot<Integer>[] started = SOURCE.started();
+        if (perThread.virtual) {
+            for (InstanceSlot<Integer> slot : started) {
+                if ((mask & (1 << slot.index())) != 0) {
+                    TraceContext<Integer> context = borrow(slot);
+                    if (context != null) {
+                        try {
+                            writeOn(writerOf(context, null), event, category, track, name, interned, value, real);
+                        } finally {
+                            slot.giveBack(context);
                         }
                     }
-                    case COUNTER -> writer.counter(track, value);
-                    case DOUBLE_COUNTER -> writer.counter(track, real);
-                }
-            } finally {
-                if (virtual) {
-                    slot.giveBack(context);
                 }
             }
+            return;
+        }
+        TrackEventWriter[] own = perThread.writersFor(started);
+        for (int i = 0; i < started.length; i++) {
+            if ((mask & (1 << started[i].index())) != 0) {
+                writeOn(own[i], event, category, track, name, interned, value, real);
+            }
+        }
+    }
+
+    private static void writeOn(TrackEventWriter writer, Event event, Category category, Track track, String name,
+                                InternedName interned, long value, double real) {
+        switch (event) {
+            case INSTANT -> {
+                if (interned != null) {
+                    writer.instant(category, track, interned);
+                } else {
+                    writer.instant(category, track, name);
+                }
+            }
+            case COUNTER -> writer.counter(track, value);
+            case DOUBLE_COUNTER -> writer.counter(track, real);
         }
     }
 
@@ -404,7 +413,10 @@ public final class TrackEvent {
         if (attached != null) {
             return (TrackEventWriter) attached;
         }
-        TrackEventWriter writer = new TrackEventWriter(new ContextSink(context), threadTrack == null
+        // Straight into the context's TraceWriter: the TrackEventWriter already turns a
+        // writer closed under it (its instance stopped) into discarded events.
+        TraceWriterSink sink = new TraceWriterSink(context.writer(), context.slot().instance()::incrementalStateClears);
+        TrackEventWriter writer = new TrackEventWriter(sink, threadTrack == null
                 ? TrackEventWriter.Config.DEFAULT : TrackEventWriter.Config.forThread(threadTrack));
         context.attach(writer);
         return writer;
@@ -542,7 +554,9 @@ public final class TrackEvent {
         /** Ends the slice in every session it began in. */
         @Override
         public void close() {
-            if (owner == null) {
+            // A comparison with the constant, which the JIT folds where slice() returned
+            // NONE: a load of the owner would cost an unrecorded slice a cycle or two.
+            if (this == NONE) {
                 return;
             }
             owner.end(this);
@@ -611,6 +625,9 @@ public final class TrackEvent {
         final boolean virtual = Thread.currentThread().isVirtual();
         /** A platform thread's writers; null for a virtual thread. */
         final DataSource.ThreadWriters<Integer> writers = virtual ? null : SOURCE.threadWriters();
+        /** The started instances {@link #ownWriters} were looked up for, by identity (the array is replaced whole). */
+        private InstanceSlot<Integer>[] writersMadeFor;
+        private TrackEventWriter[] ownWriters;
         private Scope[] byDepth = new Scope[8];
         private int open;
 
@@ -622,31 +639,68 @@ public final class TrackEvent {
                 return Scope.NONE;
             }
             Scope scope = push(false);
-            scope.track = onTrack != null ? onTrack : threadTrack;
-            for (InstanceSlot<Integer> slot : SOURCE.started()) {
+            Track track = onTrack != null ? onTrack : threadTrack;
+            scope.track = track;
+            InstanceSlot<Integer>[] started = SOURCE.started();
+            if (virtual) {
+                beginBorrowing(scope, started, category, name, interned, argument, value, flowId, terminatingFlowId,
+                        mask);
+                return scope;
+            }
+            TrackEventWriter[] own = writersFor(started);
+            for (int i = 0; i < started.length; i++) {
+                if ((mask & (1 << started[i].index())) == 0) {
+                    continue;
+                }
+                TrackEventWriter writer = own[i];
+                long token = beginOn(writer, category, track, name, interned, argument, value, flowId,
+                        terminatingFlowId);
+                if (token != 0) {
+                    scope.begunOn[scope.count] = writer;
+                    scope.tokens[scope.count++] = token;
+                }
+            }
+            return scope;
+        }
+
+        /** A virtual thread's begin: through a writer lent for each instance, on the thread's own track. */
+        private static void beginBorrowing(Scope scope, InstanceSlot<Integer>[] started, Category category,
+                                           String name, InternedName interned, InternedName argument, long value,
+                                           long flowId, long terminatingFlowId, int mask) {
+            for (InstanceSlot<Integer> slot : started) {
                 if ((mask & (1 << slot.index())) == 0) {
                     continue;
                 }
-                TraceContext<Integer> context = virtual ? borrow(slot) : writers.context(slot);
+                TraceContext<Integer> context = borrow(slot);
                 if (context == null) {
                     continue;
                 }
                 try {
-                    TrackEventWriter writer = writerOf(context, virtual ? null : threadTrack);
-                    long token = beginOn(writer, category, scope.track, name, interned, argument, value, flowId,
-                            terminatingFlowId);
+                    long token = beginOn(writerOf(context, null), category, scope.track, name, interned, argument,
+                            value, flowId, terminatingFlowId);
                     if (token != 0) {
-                        scope.slots[scope.count] = slot;
-                        scope.begunOn[scope.count] = virtual ? null : writer;
-                        scope.tokens[scope.count++] = token;
+                        scope.slots[scope.count++] = slot;
                     }
                 } finally {
-                    if (virtual) {
-                        slot.giveBack(context);
-                    }
+                    slot.giveBack(context);
                 }
             }
-            return scope;
+        }
+
+        /**
+         * This platform thread's writer for each of {@code started}, by position: looked up
+         * again only when the started instances change, so that an event costs no lookup.
+         */
+        TrackEventWriter[] writersFor(InstanceSlot<Integer>[] started) {
+            if (started != writersMadeFor) {
+                TrackEventWriter[] made = new TrackEventWriter[started.length];
+                for (int i = 0; i < started.length; i++) {
+                    made[i] = writerOf(writers.context(started[i]), threadTrack);
+                }
+                ownWriters = made;
+                writersMadeFor = started;
+            }
+            return ownWriters;
         }
 
         /** A begin that an end pairs with: it takes a depth even when no session records it. */

@@ -77,6 +77,40 @@ class TrackEventTest {
         assertEquals(0, REQUESTS.sessionMask(), "no session left");
     }
 
+    /**
+     * The README's three lines: categories never registered are decided at their first
+     * event, against every session already running, and again when one comes later.
+     */
+    @Test
+    void aCategoryNeverRegisteredIsDecidedAtItsFirstEvent() throws Exception {
+        Category rpc = new Category("test.unregistered");
+        Category detail = new Category("test.unregistered.detail", "debug");
+        assertEquals(Category.SESSIONS_UNDECIDED, rpc.sessionMask());
+        try (TracingService service = new TracingService()) {
+            assertTrue(Tracing.initialize(TracingOptions.named("facade-test").withInProcessBackend(service)));
+            try {
+                TracingSession first = service.startSession(config(null));
+                assertTrue(TrackEvent.awaitSessions(1, Duration.ofMinutes(1)));
+                for (int i = 0; i < ITERATIONS; i++) {
+                    try (var _ = TrackEvent.slice(rpc, "handle request")) {
+                        TrackEvent.instant(detail, "detail");
+                    }
+                }
+                TracingSession debug = service.startSession(config(c -> c.addEnabledTags("debug")));
+                assertTrue(TrackEvent.awaitSessions(2, Duration.ofMinutes(1)));
+                TrackEvent.instant(detail, "detail");
+
+                assertEquals(Map.of("test.unregistered", ITERATIONS), eventsByCategory(first));
+                assertEquals(Map.of("test.unregistered.detail", 1), eventsByCategory(debug),
+                        "decided again when the debug session started");
+                first.close();
+                debug.close();
+            } finally {
+                Tracing.shutdown();
+            }
+        }
+    }
+
     /** An observer hears each session's start, after its categories are decided, and its stop, before they are undone. */
     @Test
     void observersHearEachSessionStartAndStop() throws Exception {

@@ -1,9 +1,9 @@
-// The C++ side of scripts/bench-track-event-vs-sdk: Perfetto's C++ SDK writing the
+// The C++ side of scripts/bench-vs-perfetto's facade rows: Perfetto's C++ SDK writing the
 // TrackEvents that bench/TrackEventFacadeBenchmark writes through ffmtrace's facade, in
 // the setting of Perfetto's own src/tracing/api_benchmark.cc (in-process backend, one
 // session, a 1 MiB buffer, the SDK's default BufferExhaustedPolicy::kDrop, a compiler
-// barrier after each event). api_benchmark needs google-benchmark, which this machine
-// does not have; this loop times the same bodies instead: each workload warms up for
+// barrier after each event), for the events api_benchmark has no row of (scoped slices,
+// instants, run-time names). A timed loop: each workload warms up for
 // ROUND_MS, then runs ROUNDS rounds of ROUND_MS and prints one line
 //   <workload> <median ns/op> <min> <max>
 // over the rounds' ns/op. Workloads:

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The table of scripts/bench-vs-perfetto: each row's median over the rounds on both
+sides, the rounds' spread, Java's speed over C++'s (above 1: Java is faster), Java's
+allocation per operation and, for throughput rows, Java's rate as a fraction of memcpy
+(the same bytes moved by MemorySegment.copy, medians of the same rounds).
+
+Usage: bench-vs-perfetto-table.py RESULTS LOADS PERFETTO_REV
+RESULTS lines: "<round> java|cxx <row> <value> <unit>"; LOADS lines: "<round> load <1-min load>".
+"""
+import collections
+import datetime
+import os
+import statistics
+import sys
+
+# (section, what the row measures, Java row, C++ row, Java memcpy row or None)
+ROWS = [
+    ("ProtoZero", "simple message, ProtoZero", "ProtozeroBenchmark.simpleProtozero",
+     "BM_Protozero_Simple_Protozero", None),
+    ("ProtoZero", "nested message (3 levels), ProtoZero", "ProtozeroBenchmark.nestedProtozero",
+     "BM_Protozero_Nested_Protozero", None),
+    ("ProtoZero", "simple message, protobuf-java / libprotobuf", "ProtozeroBenchmark.simpleProtobufJava",
+     "BM_Protozero_Simple_Libprotobuf", None),
+    ("ProtoZero", "nested message, protobuf-java / libprotobuf", "ProtozeroBenchmark.nestedProtobufJava",
+     "BM_Protozero_Nested_Libprotobuf", None),
+    ("ProtoZero", "simple message, speed of light (raw stores)", "ProtozeroBenchmark.simpleSpeedOfLight",
+     "BM_Protozero_Simple_SpeedOfLight", None),
+    ("ProtoZero", "nested message, speed of light", "ProtozeroBenchmark.nestedSpeedOfLight",
+     "BM_Protozero_Nested_SpeedOfLight", None),
+    ("TraceBuffer", "write 4 KiB chunks, 1 writer", "TraceBufferBenchmark.writeSingleWriter:bytes",
+     "BM_TraceBuffer_WR_SingleWriter<TraceBufferV2>", "TraceBufferBenchmark.memcpyWriteBaseline:bytes"),
+    ("TraceBuffer", "write 4 KiB chunks, 1,000 writers", "TraceBufferBenchmark.writeMultipleWriters:bytes",
+     "BM_TraceBuffer_WR_MultipleWriters<TraceBufferV2>", "TraceBufferBenchmark.memcpyWriteBaseline:bytes"),
+    ("TraceBuffer", "read a full 128 MiB buffer (payload)", "TraceBufferBenchmark.readMixedPackets:bytes",
+     "BM_TraceBuffer_RD<TraceBufferV2>", "TraceBufferBenchmark.memcpyReadBaseline:bytes"),
+    ("TrackEvent", "slice begin, literal name (BM_TracingTrackEventBasic)", "TrackEventBenchmark.eventBasic",
+     "BM_TracingTrackEventBasic", None),
+    ("TrackEvent", "slice begin with a debug annotation", "TrackEventBenchmark.eventWithDebugAnnotation",
+     "BM_TracingTrackEventDebugAnnotations", None),
+    ("TrackEvent", "slice begin, category disabled", "TrackEventBenchmark.eventDisabled",
+     "BM_TracingTrackEventDisabled", None),
+    ("TrackEvent", "scoped slice, run-time name: SDK facade / TRACE_EVENT", "TrackEventFacadeBenchmark.facadeScopedSlice",
+     "sdk_scoped_slice_dynamic", None),
+    ("TrackEvent", "the same slice through a caller-held TrackEventWriter", "TrackEventFacadeBenchmark.directScopedSlice",
+     "sdk_scoped_slice_dynamic", None),
+    ("TrackEvent", "instant, run-time name: SDK facade / TRACE_EVENT_INSTANT", "TrackEventFacadeBenchmark.facadeInstant",
+     "sdk_instant_dynamic", None),
+    ("TrackEvent", "the same instant through a caller-held TrackEventWriter", "TrackEventFacadeBenchmark.directInstant",
+     "sdk_instant_dynamic", None),
+    ("TrackEvent", "scoped slice in a \"debug\"-tagged category no session records",
+     "TrackEventFacadeBenchmark.facadeUnrecorded", "sdk_unrecorded_slice", None),
+]
+
+
+def load(path):
+    values = collections.defaultdict(list)
+    units = {}
+    for line in open(path):
+        parts = line.split()
+        if len(parts) != 5:
+            continue
+        _, side, row, value, unit = parts
+        values[(side, row)].append(float(value))
+        units[(side, row)] = unit
+    return values, units
+
+
+def shown(value, unit):
+    if unit == "bytes/s" or unit == "ops/s":
+        return f"{value / 1e9:.2f} GB/s"
+    return f"{value:.2f} ns" if value < 10 else f"{value:.1f} ns"
+
+
+def spread(values, unit):
+    lo, hi = min(values), max(values)
+    if unit in ("bytes/s", "ops/s"):
+        return f"{lo / 1e9:.2f}-{hi / 1e9:.2f}"
+    return f"{lo:.2f}-{hi:.2f}" if hi < 10 else f"{lo:.1f}-{hi:.1f}"
+
+
+def main():
+    values, units = load(sys.argv[1])
+    loads = [float(line.split()[2]) for line in open(sys.argv[2]) if line.strip()]
+    rounds = len(loads)
+    cpu = "unknown CPU"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    print(f"One run of `scripts/bench-vs-perfetto` ({datetime.date.today()}, {rounds} rounds, "
+          f"{os.cpu_count()} x {cpu}, 1-minute load {min(loads):.2f} to {max(loads):.2f} at the rounds' "
+          f"starts; Perfetto {sys.argv[3][:12]}). Medians over the rounds, then the rounds' spread; "
+          "speed is Java's over C++'s (above 1: Java is faster); B/op is JMH's gc.alloc.rate.norm; "
+          "\"of memcpy\" is the Java row's rate over `MemorySegment.copy` of the same bytes in the "
+          "same rounds.")
+    print()
+    print("| | row | Java | rounds | C++ | rounds | speed | Java B/op | of memcpy |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    section = None
+    for group, what, jrow, crow, memcpy in ROWS:
+        j, c = values.get(("java", jrow)), values.get(("cxx", crow))
+        if not j or not c:
+            print(f"| {group} | {what} | missing | | | | | | |")
+            continue
+        unit = "bytes/s" if jrow.endswith(":bytes") else "ns/op"
+        jm, cm = statistics.median(j), statistics.median(c)
+        speed = jm / cm if unit == "bytes/s" else cm / jm
+        alloc_row = jrow.split(":")[0] + ":gc.alloc.rate.norm"
+        alloc = values.get(("java", alloc_row))
+        alloc_text = f"{statistics.median(alloc):.2f}" if alloc else "-"
+        floor = values.get(("java", memcpy)) if memcpy else None
+        floor_text = f"{100 * jm / statistics.median(floor):.0f}%" if floor else ""
+        label = group if group != section else ""
+        section = group
+        print(f"| {label} | {what} | {shown(jm, unit)} | {spread(j, unit)} | {shown(cm, unit)} | "
+              f"{spread(c, unit)} | {speed:.2f} | {alloc_text} | {floor_text} |")
+    for memcpy in ("TraceBufferBenchmark.memcpyWriteBaseline:bytes", "TraceBufferBenchmark.memcpyReadBaseline:bytes"):
+        m = values.get(("java", memcpy))
+        if m:
+            print(f"| | memcpy floor: {memcpy.split('.')[1].split(':')[0]} | {shown(statistics.median(m), 'bytes/s')} | "
+                  f"{spread(m, 'bytes/s')} | | | | | |")
+    print()
+
+
+if __name__ == "__main__":
+    main()

@@ -49,6 +49,10 @@ ROWS = [
      "sdk_instant_dynamic", None),
     ("TrackEvent", "scoped slice in a \"debug\"-tagged category no session records",
      "TrackEventFacadeBenchmark.facadeUnrecorded", "sdk_unrecorded_slice", None),
+    ("SharedRingBuffer", "write then read a 64 B record (C: the project's C ring)",
+     "SharedRingBufferBenchmark.writeThenRead/64", "ring_write_then_read/64", None),
+    ("SharedRingBuffer", "write then read a 1 KiB record", "SharedRingBufferBenchmark.writeThenRead/1024",
+     "ring_write_then_read/1024", None),
 ]
 
 

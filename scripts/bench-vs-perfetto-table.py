@@ -118,6 +118,10 @@ def main():
         section = group
         print(f"| {label} | {what} | {shown(jm, unit)} | {spread(j, unit)} | {shown(cm, unit)} | "
               f"{spread(c, unit)} | {speed:.2f} | {alloc_text} | {floor_text} |")
+    floor = values.get(("java", "TrackEventBenchmark.emptyLoop"))
+    if floor:
+        print(f"| | JMH's loop around an empty body (under every Java ns/op row) | "
+              f"{shown(statistics.median(floor), 'ns/op')} | {spread(floor, 'ns/op')} | | | | | |")
     for memcpy in ("TraceBufferBenchmark.memcpyWriteBaseline:bytes", "TraceBufferBenchmark.memcpyReadBaseline:bytes"):
         m = values.get(("java", memcpy))
         if m:

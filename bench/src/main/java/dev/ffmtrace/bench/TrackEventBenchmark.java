@@ -129,4 +129,10 @@ public class TrackEventBenchmark {
     public long eventDisabled() {
         return writer.beginSlice(DISABLED, track, EVENT);
     }
+
+    /** JMH's own loop around a body that does nothing: the floor under every row here. */
+    @Benchmark
+    public void emptyLoop() {
+        // Nothing: the row measures the harness.
+    }
 }

@@ -536,8 +536,10 @@ public final class TrackEvent {
 
         private final Scopes owner;
         private final int depth;
+        /** A virtual thread's instances the slice began in: its end borrows a writer of each still running. */
         @SuppressWarnings({"unchecked", "rawtypes"})
         private final InstanceSlot<Integer>[] slots = new InstanceSlot[DataSource.MAX_INSTANCES];
+        /** What each of {@link #begunOn}'s begins returned, for its end. */
         private final long[] tokens = new long[DataSource.MAX_INSTANCES];
         /** A platform thread's writers the slice began on, so that its end needs no lookup. */
         private final TrackEventWriter[] begunOn = new TrackEventWriter[DataSource.MAX_INSTANCES];

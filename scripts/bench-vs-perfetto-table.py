@@ -70,14 +70,14 @@ def load(path):
 
 
 def shown(value, unit):
-    if unit == "bytes/s" or unit == "ops/s":
+    if unit == "bytes/s":
         return f"{value / 1e9:.2f} GB/s"
     return f"{value:.2f} ns" if value < 10 else f"{value:.1f} ns"
 
 
 def spread(values, unit):
     lo, hi = min(values), max(values)
-    if unit in ("bytes/s", "ops/s"):
+    if unit == "bytes/s":
         return f"{lo / 1e9:.2f}-{hi / 1e9:.2f}"
     return f"{lo:.2f}-{hi:.2f}" if hi < 10 else f"{lo:.1f}-{hi:.1f}"
 

@@ -150,12 +150,8 @@ public final class DataSource<S> {
     }
 
     private void traceBorrowing(InstanceSlot<S> slot, Consumer<TraceContext<S>> body) {
-        TraceContext<S> context;
-        try {
-            context = slot.borrow();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            packetsDiscarded.increment();
+        TraceContext<S> context = slot.borrowOrDiscard();
+        if (context == null) {
             return;
         }
         try {

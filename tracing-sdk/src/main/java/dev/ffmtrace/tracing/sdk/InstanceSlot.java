@@ -64,8 +64,23 @@ final class InstanceSlot<S> {
         return new TraceContext<>(this, instance.newTraceWriter(policy));
     }
 
+    /**
+     * A context for a virtual thread's call, as {@link #borrow}; null if the thread was
+     * interrupted while waiting for one (its interrupt kept, the call's packets counted as
+     * discarded): tracing never throws into the application.
+     */
+    TraceContext<S> borrowOrDiscard() {
+        try {
+            return borrow();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            countDiscarded();
+            return null;
+        }
+    }
+
     /** A context for a virtual thread's call: an idle one, a new one while fewer are lent, else the next returned. */
-    TraceContext<S> borrow() throws InterruptedException {
+    private TraceContext<S> borrow() throws InterruptedException {
         TraceContext<S> idle = lendable.poll();
         if (idle != null) {
             return idle;

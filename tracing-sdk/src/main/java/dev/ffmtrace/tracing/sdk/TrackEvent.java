@@ -52,7 +52,9 @@ import java.util.function.Consumer;
  *
  * <p>It is over 600 lines because it is the facade's whole public surface, as Perfetto's
  * {@code TRACE_EVENT} macros are: about twenty small static entry points over one begin,
- * one write and one end path, the per-thread scopes that keep a slice allocation-free, and
+ * one write and one end path (each in two forms: a platform thread's own writers, looked
+ * up once per set of sessions, and the writers a virtual thread borrows per event), the
+ * per-thread scopes that keep a slice allocation-free, and
  * the session observer with its held stop, nested as Perfetto nests them
  * ({@code TrackEvent.SessionObserver}, {@code TrackEvent.SessionStop}) because they
  * share the sessions' state this class guards.
@@ -356,7 +358,7 @@ public final class TrackEvent {
         if (perThread.virtual) {
             for (InstanceSlot<Integer> slot : started) {
                 if ((mask & (1 << slot.index())) != 0) {
-                    TraceContext<Integer> context = borrow(slot);
+                    TraceContext<Integer> context = slot.borrowOrDiscard();
                     if (context != null) {
                         try {
                             writeOn(writerOf(context, null), event, category, track, name, interned, value, real);
@@ -388,17 +390,6 @@ public final class TrackEvent {
             }
             case COUNTER -> writer.counter(track, value);
             case DOUBLE_COUNTER -> writer.counter(track, real);
-        }
-    }
-
-    /** A lent context for a virtual thread; null if the thread was interrupted waiting. */
-    private static TraceContext<Integer> borrow(InstanceSlot<Integer> slot) {
-        try {
-            return slot.borrow();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            slot.countDiscarded();
-            return null;
         }
     }
 
@@ -598,7 +589,7 @@ public final class TrackEvent {
                 if (!contains(running, slot)) {
                     continue;
                 }
-                TraceContext<Integer> context = borrow(slot);
+                TraceContext<Integer> context = slot.borrowOrDiscard();
                 if (context != null) {
                     try {
                         writerOf(context, null).endSliceOnSharedTrack(track);
@@ -673,7 +664,7 @@ public final class TrackEvent {
                 if ((mask & (1 << slot.index())) == 0) {
                     continue;
                 }
-                TraceContext<Integer> context = borrow(slot);
+                TraceContext<Integer> context = slot.borrowOrDiscard();
                 if (context == null) {
                     continue;
                 }

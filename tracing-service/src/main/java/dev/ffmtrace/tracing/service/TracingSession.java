@@ -112,8 +112,8 @@ public final class TracingSession implements AutoCloseable {
     private final ServiceEventLog events = new ServiceEventLog();
     private boolean allDataSourcesStartedRecorded;
     private final SessionTriggers triggers = new SessionTriggers();
-    /** Told of each CLONE_SNAPSHOT trigger once its stop_delay_ms passed; set by the session's owner. */
-    private volatile Consumer<TriggerHit> cloneTriggerListener = hit -> { };
+    /** Takes each CLONE_SNAPSHOT trigger once its stop_delay_ms passed to the listener the session's owner sets. */
+    private final CloneTriggerHandoff cloneTriggers = new CloneTriggerHandoff();
     /** Told when every data source of the config has been seen started; set by the session's owner. */
     private volatile Runnable allStartedListener = () -> { };
     /** The service's timer, once {@link #startTimers} ran: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
@@ -250,7 +250,7 @@ public final class TracingSession implements AutoCloseable {
                 synchronized (timers) {
                     if (state == State.RUNNING && timer != null) {
                         timers.add(timer.schedule(new OffTimerTask("ffmtrace-clone-trigger",
-                                () -> cloneTriggerListener.accept(trigger)), trigger.stopDelayMs(), TimeUnit.MILLISECONDS));
+                                () -> cloneTriggers.deliver(trigger)), trigger.stopDelayMs(), TimeUnit.MILLISECONDS));
                     }
                 }
             }
@@ -264,9 +264,11 @@ public final class TracingSession implements AutoCloseable {
      * trigger's {@code stop_delay_ms} passed, on a thread of its own (no lock held), as
      * Perfetto's service tells the session's consumer (its CloneTriggerHit event). The
      * session's consuming reads return nothing; only clones ({@link #cloneSession}) read it.
+     * Triggers that came before the listener was set (a producer may fire one the moment
+     * the session started) are given to it now, on the caller's thread.
      */
     public void onCloneTrigger(Consumer<TriggerHit> listener) {
-        cloneTriggerListener = Objects.requireNonNull(listener, "listener");
+        cloneTriggers.listen(Objects.requireNonNull(listener, "listener"));
     }
 
     /**

@@ -2,7 +2,8 @@
 """The table of scripts/bench-vs-perfetto: each row's median over the rounds on both
 sides, the rounds' spread, Java's speed over C++'s (above 1: Java is faster), Java's
 allocation per operation and, for throughput rows, Java's rate as a fraction of memcpy
-(the same bytes moved by MemorySegment.copy, medians of the same rounds).
+(the same bytes moved by MemorySegment.copy, medians of the same rounds). Units ending
+in "/s" are rates (higher is better), the others costs (lower is better).
 
 Usage: bench-vs-perfetto-table.py RESULTS LOADS PERFETTO_REV
 RESULTS lines: "<round> java|cxx <row> <value> <unit>"; LOADS lines: "<round> load <1-min load>".
@@ -54,6 +55,15 @@ ROWS = [
     ("SharedRingBuffer", "write then read a 1 KiB record", "SharedRingBufferBenchmark.writeThenRead/1024",
      "ring_write_then_read/1024", None),
 ]
+# scripts/ipc-throughput: serve (C1, as it ships) and serve with C2 beside traced, the same C producer.
+for threads in (1, 4, 16):
+    ROWS.append(("IPC", f"events/s from {threads} C producer thread{'s' if threads > 1 else ''}: serve (C1) / traced",
+                 f"ipc_events/{threads}", f"ipc_events/{threads}", None))
+    ROWS.append(("IPC", f"the same, serve with C2", f"ipc_c2_events/{threads}", f"ipc_events/{threads}", None))
+for threads in (1, 4, 16):
+    ROWS.append(("IPC", f"service CPU per event, {threads} thread{'s' if threads > 1 else ''}: serve (C1) / traced",
+                 f"ipc_cpu/{threads}", f"ipc_cpu/{threads}", None))
+    ROWS.append(("IPC", f"the same, serve with C2", f"ipc_c2_cpu/{threads}", f"ipc_cpu/{threads}", None))
 
 
 def load(path):
@@ -72,6 +82,8 @@ def load(path):
 def shown(value, unit):
     if unit == "bytes/s":
         return f"{value / 1e9:.2f} GB/s"
+    if unit == "events/s":
+        return f"{value / 1e6:.2f} M/s"
     return f"{value:.2f} ns" if value < 10 else f"{value:.1f} ns"
 
 
@@ -79,6 +91,8 @@ def spread(values, unit):
     lo, hi = min(values), max(values)
     if unit == "bytes/s":
         return f"{lo / 1e9:.2f}-{hi / 1e9:.2f}"
+    if unit == "events/s":
+        return f"{lo / 1e6:.2f}-{hi / 1e6:.2f}"
     return f"{lo:.2f}-{hi:.2f}" if hi < 10 else f"{lo:.1f}-{hi:.1f}"
 
 
@@ -103,19 +117,20 @@ def main():
     section = None
     for group, what, jrow, crow, memcpy in ROWS:
         j, c = values.get(("java", jrow)), values.get(("cxx", crow))
+        label = group if group != section else ""
+        section = group
         if not j or not c:
-            print(f"| {group} | {what} | missing | | | | | | |")
+            print(f"| {label} | {what} | missing | | | | | | |")
             continue
-        unit = "bytes/s" if jrow.endswith(":bytes") else "ns/op"
+        # A JMH byte counter's unit is ops/s: its operations are bytes.
+        unit = "bytes/s" if jrow.endswith(":bytes") else units[("java", jrow)]
         jm, cm = statistics.median(j), statistics.median(c)
-        speed = jm / cm if unit == "bytes/s" else cm / jm
+        speed = jm / cm if unit.endswith("/s") else cm / jm
         alloc_row = jrow.split(":")[0] + ":gc.alloc.rate.norm"
         alloc = values.get(("java", alloc_row))
         alloc_text = f"{statistics.median(alloc):.2f}" if alloc else "-"
         floor = values.get(("java", memcpy)) if memcpy else None
         floor_text = f"{100 * jm / statistics.median(floor):.0f}%" if floor else ""
-        label = group if group != section else ""
-        section = group
         print(f"| {label} | {what} | {shown(jm, unit)} | {spread(j, unit)} | {shown(cm, unit)} | "
               f"{spread(c, unit)} | {speed:.2f} | {alloc_text} | {floor_text} |")
     floor = values.get(("java", "TrackEventBenchmark.emptyLoop"))

@@ -210,7 +210,7 @@ public final class TracingService implements AutoCloseable {
     }
 
     private void beginTracing(TracingSession session, long durationMs) {
-        if (!session.begin()) {
+        if (!session.begin(timer())) {
             return;
         }
         sessions.add(session);

@@ -140,16 +140,20 @@ public final class TracingSession implements AutoCloseable {
     /**
      * Marks the session started (called once, by the service, before it starts the data
      * sources): from now on it records, and its trace begins with this moment's clocks.
+     * It takes the service's {@code timer} with its state, so that a trigger a producer
+     * sends the moment its data source starts, before {@link #startTimers}, has its delay
+     * run there.
      *
      * @return false if it was not waiting to start (started already, or stopped)
      */
-    boolean begin() {
+    boolean begin(ScheduledExecutorService timer) {
         synchronized (timers) {
             if (state != State.CONFIGURED) {
                 return false;
             }
             state = State.RUNNING;
             started = true;
+            this.timer = timer;
         }
         byte[] clocks = new ServicePackets().clockSnapshot().toByteArray();
         readbackLock.lock();

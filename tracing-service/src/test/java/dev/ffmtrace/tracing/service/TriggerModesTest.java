@@ -246,6 +246,29 @@ class TriggerModesTest {
         }
     }
 
+    /**
+     * A CLONE_SNAPSHOT trigger sent the moment the data source starts, inside the service's
+     * start of the session (its data source's start handler sends it: before the session's
+     * timers start, and before startSession returns and the owner can set its listener),
+     * still reaches the listener set afterwards.
+     */
+    @Test
+    void aCloneTriggerSentAsTheDataSourceStartsReachesTheListenerSetAfter() throws Exception {
+        try (TracingService service = new TracingService()) {
+            Producer producer = service.connectProducer(ProducerOptions.of("early"));
+            producer.registerDataSource(DATA_SOURCE).onStart(
+                    config -> service.activateTriggers("early", 1000, List.of("snap")));
+            TracingSession session = service.startSession(SessionConfig.builder()
+                    .buffer(64, OverwritePolicy.RING_BUFFER).dataSource(DATA_SOURCE)
+                    .triggerConfig(new TriggerConfig(TriggerConfig.Mode.CLONE_SNAPSHOT,
+                            List.of(new TriggerConfig.Trigger("snap", null, 0, 0, 0)), 60_000)).build());
+            BlockingQueue<TriggerHit> hits = new LinkedBlockingQueue<>();
+            session.onCloneTrigger(hits::add);
+            TriggerHit hit = hits.poll(10, TimeUnit.SECONDS);
+            assertEquals(List.of("snap", "early"), hit == null ? null : List.of(hit.name(), hit.producerName()));
+        }
+    }
+
     private static int cloneSnapshotTriggers(byte[] trace) {
         Trace.Decoder decoder = new Trace.Decoder();
         decoder.reset(MemorySegment.ofArray(trace));

@@ -38,6 +38,11 @@ import org.openjdk.jmh.annotations.Warmup;
  * session records. Both reach the service as the SDK's in-process backend does, through
  * its producer port with local commits; the direct writer is a producer's of its own,
  * held by the caller. Both drop events when the SMB is full, as Perfetto's SDK does.
+ *
+ * <p>With {@code -jvmArgsAppend -Djmh.executor=VIRTUAL} JMH runs the benchmark on a
+ * virtual thread: every facade event then takes the virtual-thread path, a writer
+ * borrowed from the instance's few and given back per event, as an event from a new
+ * virtual thread does (a virtual thread keeps no writer of its own).
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)

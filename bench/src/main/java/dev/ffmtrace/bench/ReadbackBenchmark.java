@@ -31,6 +31,7 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -39,7 +40,8 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * A session's buffer read back, as a trace: a 4 MiB ring buffer full of 1 KiB packets
- * from one writer, read without consuming it. {@code snapshot} writes it to a channel
+ * (or, with {@code -p payload=40}, of 50-byte packets, a small TrackEvent's size) from one
+ * writer, read without consuming it. {@code snapshot} writes it to a channel
  * that drops the bytes ({@link TracingSession#writeSnapshot}: the buffer cloned under its
  * lock, each packet validated, given its trusted fields and framed). {@code
  * cloneAndReadBuffers} gets it over Perfetto's consumer IPC on a real Unix socket, as
@@ -63,7 +65,6 @@ public class ReadbackBenchmark {
     private static final String DATA_SOURCE = "bench";
     private static final long TIMEOUT_MS = 30_000;
     private static final int BUFFER_KB = 4096;
-    private static final int PAYLOAD = 1000;
     private static final int SMB_SIZE = 1 << 20;
 
     /** Counts what it is given and keeps none of it. */
@@ -124,6 +125,9 @@ public class ReadbackBenchmark {
     /** A session of the in-process service, started directly and full. */
     @State(Scope.Benchmark)
     public static class Local {
+        /** Bytes of each packet's string: 1000, or 40 for packets of a small event's size. */
+        @Param({"1000"})
+        public int payload;
         TracingService service;
         TracingSession session;
         final Discard discard = new Discard();
@@ -135,7 +139,7 @@ public class ReadbackBenchmark {
             try (InProcessProducer producer = InProcessProducer.connect(service, "bench", SMB_SIZE)) {
                 CompletableFuture<DataSourceInstance> started = producer.register(DATA_SOURCE);
                 session = service.startSession(config());
-                fill(InProcessProducer.await(started));
+                fill(InProcessProducer.await(started), payload);
             }
         }
 
@@ -168,7 +172,7 @@ public class ReadbackBenchmark {
                 owner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
                 cloner = ConsumerConnection.connect(host.address(), TIMEOUT_MS);
                 owner.enableTracing(config().traceConfig().toArray(ValueLayout.JAVA_BYTE), -1);
-                fill(InProcessProducer.await(started));
+                fill(InProcessProducer.await(started), 1000);
             }
         }
 
@@ -187,12 +191,13 @@ public class ReadbackBenchmark {
     }
 
     /** Twice the buffer's size in packets: it wraps, and holds whole chunks of packets from then on. */
-    static void fill(DataSourceInstance source) {
-        byte[] payload = new byte[PAYLOAD];
+    static void fill(DataSourceInstance source, int payloadSize) {
+        byte[] payload = new byte[payloadSize];
         Arrays.fill(payload, (byte) 'x');
         String text = new String(payload, StandardCharsets.US_ASCII);
+        long packets = 2L * BUFFER_KB * 1024 / (payloadSize + 24);
         try (TraceWriter<TracePacket> writer = source.newTraceWriter(BufferExhaustedPolicy.STALL)) {
-            for (int i = 0; i < 2 * BUFFER_KB; i++) {
+            for (int i = 0; i < packets; i++) {
                 TracePacket packet = writer.newTracePacket();
                 packet.setTimestamp(i + 1);
                 packet.setForTesting().setStr(text);

@@ -72,6 +72,20 @@ class PacketValidatorTest {
         assertEquals(257, validate("d00201 4001 d0028102".replace(" ", "")), "several, or-ed");
     }
 
+    /**
+     * Longer packets: a field after a hundred others, or after a payload the validator
+     * skips, is checked all the same, wherever the fragments cut them.
+     */
+    @Test
+    void longPacketsAreCheckedToTheirEnd() {
+        String timestamps = "4001".repeat(100);
+        String trackEvent = "5a" + "8102" + "00".repeat(257);
+        assertEquals(0, validate(timestamps + trackEvent + "4001"));
+        assertEquals(PacketValidator.INVALID, validate(timestamps + "1800"), "trusted_uid after 100 fields");
+        assertEquals(PacketValidator.INVALID, validate(trackEvent + "1800"), "trusted_uid after a long payload");
+        assertEquals(PacketValidator.INVALID, validate(trackEvent + "5a05"), "a length past the end");
+    }
+
     @ParameterizedTest(name = "{0}: {1}")
     @CsvSource({
         "trusted_uid, 1800",

@@ -73,7 +73,8 @@ import java.util.function.Consumer;
  *
  * <p>This class keeps the session's lifecycle: its state, timers, flushes and stop. The
  * readback is {@link TraceReadback}'s, the {@code service_event} log
- * {@link ServiceEventLog}'s, the triggers' bookkeeping {@link SessionTriggers}', and its
+ * {@link ServiceEventLog}'s, the triggers' bookkeeping {@link SessionTriggers}', the
+ * clone triggers' way to their listener {@link CloneTriggerHandoff}'s, and its
  * timed work runs off the timer ({@link OffTimerTask}). It stays over 600 lines because
  * it is also the session's whole public face (flushes, readbacks, snapshots, clones,
  * stats, triggers, listeners), each of which hands the work on after checking the state.
@@ -116,7 +117,7 @@ public final class TracingSession implements AutoCloseable {
     private final CloneTriggerHandoff cloneTriggers = new CloneTriggerHandoff();
     /** Told when every data source of the config has been seen started; set by the session's owner. */
     private volatile Runnable allStartedListener = () -> { };
-    /** The service's timer, once {@link #startTimers} ran: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
+    /** The service's timer, from {@link #begin} or {@link #awaitStart} on: a trigger's delayed stop runs on it. Guarded by {@link #timers}. */
     private ScheduledExecutorService timer;
 
     /** Serializes readbacks, and orders them with the stop's last one and the close. */

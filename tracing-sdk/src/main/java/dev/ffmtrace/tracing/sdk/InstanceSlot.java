@@ -3,7 +3,7 @@ package dev.ffmtrace.tracing.sdk;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -26,12 +26,7 @@ final class InstanceSlot<S> {
     private final S state;
     private final BufferExhaustedPolicy policy;
     private final LongAdder discarded;
-    /**
-     * The contexts not lent now. Never full: at most {@link #VIRTUAL_THREAD_WRITERS} are
-     * ever made. An array, so that giving one back allocates nothing (a linked queue's
-     * node was 24 bytes a virtual thread's event).
-     */
-    private final ArrayBlockingQueue<TraceContext<S>> lendable = new ArrayBlockingQueue<>(VIRTUAL_THREAD_WRITERS);
+    private final LinkedBlockingQueue<TraceContext<S>> lendable = new LinkedBlockingQueue<>();
     private final AtomicInteger lent = new AtomicInteger();
 
     InstanceSlot(int index, Backend backend, DataSourceInstance instance, S state, BufferExhaustedPolicy policy,

@@ -84,7 +84,8 @@ public class TrackEventFacadeBenchmark {
                 events::incrementalStateClears), TrackEventWriter.Config.forThread(track));
     }
 
-    private static SessionConfig config(String dataSource) throws Exception {
+    /** A session of a 1 MiB buffer with data source {@code dataSource}, as the SDK rows record into. */
+    static SessionConfig config(String dataSource) throws Exception {
         HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
         config.get().addBuffers().setSizeKb(1024);
         config.get().addDataSources().setConfig().setName(dataSource);

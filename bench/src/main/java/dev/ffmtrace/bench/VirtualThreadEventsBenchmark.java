@@ -1,15 +1,11 @@
 package dev.ffmtrace.bench;
 
-import dev.ffmtrace.perfetto.protos.TraceConfig;
-import dev.ffmtrace.protozero.HeapBuffered;
 import dev.ffmtrace.tracing.sdk.Tracing;
 import dev.ffmtrace.tracing.sdk.TracingOptions;
 import dev.ffmtrace.tracing.sdk.TrackEvent;
-import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.TracingService;
 import dev.ffmtrace.tracing.service.TracingSession;
 import dev.ffmtrace.tracing.trackevent.Category;
-import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -59,10 +55,7 @@ public class VirtualThreadEventsBenchmark {
         service = new TracingService();
         Tracing.initialize(TracingOptions.named("bench").withInProcessBackend(service));
         TrackEvent.register(BENCHMARK);
-        HeapBuffered<TraceConfig> config = new HeapBuffered<>(TraceConfig.FACTORY);
-        config.get().addBuffers().setSizeKb(1024);
-        config.get().addDataSources().setConfig().setName("track_event");
-        session = service.startSession(SessionConfig.parse(MemorySegment.ofArray(config.toByteArray())));
+        session = service.startSession(TrackEventFacadeBenchmark.config("track_event"));
         if (!TrackEvent.awaitSessions(1, Duration.ofSeconds(30))) {
             throw new IllegalStateException("the session did not start track_event");
         }

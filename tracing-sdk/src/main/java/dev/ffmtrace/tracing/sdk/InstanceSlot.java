@@ -2,9 +2,8 @@ package dev.ffmtrace.tracing.sdk;
 
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
+import dev.ffmtrace.tracing.sdk.internal.LendingPool;
 import dev.ffmtrace.tracing.smb.BufferExhaustedPolicy;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -26,8 +25,7 @@ final class InstanceSlot<S> {
     private final S state;
     private final BufferExhaustedPolicy policy;
     private final LongAdder discarded;
-    private final LinkedBlockingQueue<TraceContext<S>> lendable = new LinkedBlockingQueue<>();
-    private final AtomicInteger lent = new AtomicInteger();
+    private final LendingPool<TraceContext<S>> lendable = new LendingPool<>(VIRTUAL_THREAD_WRITERS, this::newContext);
 
     InstanceSlot(int index, Backend backend, DataSourceInstance instance, S state, BufferExhaustedPolicy policy,
                  LongAdder discarded) {
@@ -65,13 +63,14 @@ final class InstanceSlot<S> {
     }
 
     /**
-     * A context for a virtual thread's call, as {@link #borrow}; null if the thread was
-     * interrupted while waiting for one (its interrupt kept, the call's packets counted as
-     * discarded): tracing never throws into the application.
+     * A context for a virtual thread's call: an idle one, a new one while fewer are made,
+     * else the next given back; null if the thread was interrupted while waiting for one
+     * (its interrupt kept, the call's packets counted as discarded): tracing never throws
+     * into the application.
      */
     TraceContext<S> borrowOrDiscard() {
         try {
-            return borrow();
+            return lendable.borrow();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             countDiscarded();
@@ -79,20 +78,7 @@ final class InstanceSlot<S> {
         }
     }
 
-    /** A context for a virtual thread's call: an idle one, a new one while fewer are lent, else the next returned. */
-    private TraceContext<S> borrow() throws InterruptedException {
-        TraceContext<S> idle = lendable.poll();
-        if (idle != null) {
-            return idle;
-        }
-        if (lent.incrementAndGet() <= VIRTUAL_THREAD_WRITERS) {
-            return newContext();
-        }
-        lent.decrementAndGet();
-        return lendable.take();
-    }
-
     void giveBack(TraceContext<S> context) {
-        lendable.add(context);
+        lendable.giveBack(context);
     }
 }

@@ -4,10 +4,10 @@ import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.tracing.buffer.OverwritePolicy;
-import dev.ffmtrace.tracing.buffer.TracePacketView;
 import dev.ffmtrace.tracing.consumer.ConsumerConnection;
 import dev.ffmtrace.tracing.producer.internal.DataSourceInstance;
 import dev.ffmtrace.tracing.service.InvalidConfigException;
+import dev.ffmtrace.tracing.service.ProducerPacket;
 import dev.ffmtrace.tracing.service.ReadbackSink;
 import dev.ffmtrace.tracing.service.SessionClone;
 import dev.ffmtrace.tracing.service.SessionConfig;
@@ -49,7 +49,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * cuts into slices and this thread's {@link ConsumerConnection} glues into a trace. The
  * {@code bytes} column is the trace's bytes per second; the allocation column of
  * {@code cloneAndReadBuffers} includes the client's copy of the whole trace. The rows
- * into a {@link ReadbackSink} that keeps nothing have the service's allocation alone:
+ * into a {@link ReadbackSink} that copies and checks each packet into one array, as a
+ * sink must, and keeps nothing have the service's allocation alone:
  * {@code cloneIntoSink} a clone of the full buffer written whole ({@link SessionClone}),
  * {@code consumeIntoSink} a consuming readback ({@link TracingSession#writeTrace}) of a
  * buffer read empty by the first one, so the service's own packets of each readback.
@@ -93,6 +94,7 @@ public class ReadbackBenchmark {
     static final class DiscardSink implements ReadbackSink {
         long taken;
         private long pending;
+        private byte[] copy = new byte[64 << 10];
 
         @Override
         public void appendFramed(byte[] packet, int offset, int length) {
@@ -100,9 +102,17 @@ public class ReadbackBenchmark {
         }
 
         @Override
-        public boolean append(TracePacketView packet, byte[] trailer, int trailerSize) {
-            pending += packet.size() + trailerSize;
-            return true;
+        public Appended append(ProducerPacket packet) {
+            // Copied and checked as every sink does, into one array reused.
+            if (copy.length < packet.maxSize()) {
+                copy = new byte[Math.max(packet.maxSize(), 2 * copy.length)];
+            }
+            int size = packet.copyTo(copy, 0);
+            if (size < 0) {
+                return Appended.INVALID;
+            }
+            pending += size;
+            return Appended.TAKEN;
         }
 
         @Override

@@ -1,9 +1,7 @@
 package dev.ffmtrace.tracing.service;
 
-import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.perfetto.protos.TracePacket;
 import dev.ffmtrace.protozero.ProtoWire;
-import dev.ffmtrace.tracing.buffer.TracePacketView;
 
 /**
  * The check every packet a producer wrote passes before the service writes it into a
@@ -20,10 +18,10 @@ import dev.ffmtrace.tracing.buffer.TracePacketView;
  * <p>Only the top level is checked, as Perfetto does: nested messages are the trace
  * reader's to parse. The rules are {@link dev.ffmtrace.protozero.ProtoDecoder}'s, a
  * little stricter than Perfetto's: a field id of 0 or above protobuf's 2^29 - 1 fails
- * too. The packet is checked where the buffer holds it, fragments and all, so that a
- * readback copies it once, after the check: the buffer is the service's own memory,
- * read under its lock, so the packet cannot change while it is checked. One instance per
- * reading thread.
+ * too. The packet is checked on the copy a readback's sink makes of it (see
+ * {@link ProducerPacket}): a copy the producer cannot reach, read as an array, which is
+ * cheap under either JIT (per-byte reads of the shared buffer cost a call each under
+ * C1, the daemon's JIT). One instance per reading thread.
  */
 final class PacketValidator {
     /** {@link #validate}: the packet must be dropped and counted. */
@@ -33,7 +31,7 @@ final class PacketValidator {
     /** A producer's writer dropped packets because its SMB had no free chunk. */
     static final int LOSS_SMB_FULL = TracePacket.DataLossReason.DATA_LOSS_SMB_FULL.number();
     /** {@link #readVarInt}: the packet ends before the varint does, or it runs past ten bytes. */
-    private static final long MALFORMED = -1;
+    private static final int MALFORMED = -1;
 
     /** Top-level fields only the service writes: Perfetto's PacketStreamValidator forbids these. */
     private static final boolean[] SERVICE_ONLY = serviceOnly(
@@ -49,11 +47,6 @@ final class PacketValidator {
             TracePacket.TRACE_PROVENANCE_FIELD_NUMBER,
             TracePacket.PROTOVMS_FIELD_NUMBER);
 
-    /** The packet being checked, and the fragment {@link #byteAt} read last: its index and its first byte's place in the packet. */
-    private TracePacketView packet;
-    private int fragment;
-    private long fragmentStart;
-    private long fragmentEnd;
     /** The value of the varint {@link #readVarInt} read last. */
     private long varIntValue;
 
@@ -75,21 +68,16 @@ final class PacketValidator {
     }
 
     /**
-     * Checks the packet {@code view} points at, across its fragments.
+     * Checks the packet {@code packet[offset, end)}.
      *
      * @return {@link #INVALID}, or the loss bits of the producer's own
      *         {@code previous_packet_dropped} fields, or-ed (0 if it wrote none)
      */
-    int validate(TracePacketView view) {
-        packet = view;
-        fragment = 0;
-        fragmentStart = 0;
-        fragmentEnd = view.fragmentCount() == 0 ? 0 : view.fragmentSize(0);
-        long size = view.size();
-        long position = 0;
+    int validate(byte[] packet, int offset, int end) {
+        int position = offset;
         int producerLoss = 0;
-        while (position < size) {
-            position = readVarInt(position, size);
+        while (position < end) {
+            position = readVarInt(packet, position, end);
             if (position == MALFORMED) {
                 return INVALID;
             }
@@ -100,7 +88,7 @@ final class PacketValidator {
             }
             switch (wireType) {
                 case ProtoWire.WIRE_TYPE_VARINT -> {
-                    position = readVarInt(position, size);
+                    position = readVarInt(packet, position, end);
                     if (position == MALFORMED) {
                         return INVALID;
                     }
@@ -112,14 +100,14 @@ final class PacketValidator {
                     }
                 }
                 case ProtoWire.WIRE_TYPE_LENGTH_DELIMITED -> {
-                    position = readVarInt(position, size);
-                    if (position == MALFORMED || Long.compareUnsigned(varIntValue, size - position) > 0) {
+                    position = readVarInt(packet, position, end);
+                    if (position == MALFORMED || Long.compareUnsigned(varIntValue, end - position) > 0) {
                         return INVALID;
                     }
-                    position += varIntValue;
+                    position += (int) varIntValue;
                 }
-                case ProtoWire.WIRE_TYPE_FIXED64 -> position = skipFixed(position, Long.BYTES, size);
-                case ProtoWire.WIRE_TYPE_FIXED32 -> position = skipFixed(position, Integer.BYTES, size);
+                case ProtoWire.WIRE_TYPE_FIXED64 -> position = skipFixed(position, Long.BYTES, end);
+                case ProtoWire.WIRE_TYPE_FIXED32 -> position = skipFixed(position, Integer.BYTES, end);
                 default -> position = MALFORMED;
             }
             // Another wire type would be read as a packed value by protobuf parsers.
@@ -131,20 +119,20 @@ final class PacketValidator {
         return producerLoss;
     }
 
-    private static long skipFixed(long position, int bytes, long size) {
-        return size - position < bytes ? MALFORMED : position + bytes;
+    private static int skipFixed(int position, int bytes, int end) {
+        return end - position < bytes ? MALFORMED : position + bytes;
     }
 
     /** Reads the varint at {@code position} into {@link #varIntValue}; returns where it ends, or {@link #MALFORMED}. */
-    private long readVarInt(long position, long size) {
-        long p = position;
+    private int readVarInt(byte[] packet, int position, int end) {
+        int p = position;
         long result = 0;
         // Ten bytes carry the 64 bits; bits past the 64th are dropped, as protozero does.
         for (int shift = 0; shift < 7 * ProtoWire.MAX_VARINT_SIZE; shift += 7) {
-            if (p >= size) {
+            if (p >= end) {
                 return MALFORMED;
             }
-            byte b = byteAt(p++);
+            byte b = packet[p++];
             result |= (long) (b & 0x7F) << shift;
             if (b >= 0) {
                 varIntValue = result;
@@ -152,16 +140,6 @@ final class PacketValidator {
             }
         }
         return MALFORMED;
-    }
-
-    /** The packet's byte at {@code position}, at or after the last one read. */
-    private byte byteAt(long position) {
-        while (position >= fragmentEnd) {
-            fragment++;
-            fragmentStart = fragmentEnd;
-            fragmentEnd += packet.fragmentSize(fragment);
-        }
-        return packet.buffer().get(Layouts.BYTE, packet.fragmentOffset(fragment) + (position - fragmentStart));
     }
 
     /** No loss, or a loss a producer can know of: PRESENT, alone or with SMB_FULL. */

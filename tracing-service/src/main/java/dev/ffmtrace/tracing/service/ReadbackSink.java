@@ -1,6 +1,5 @@
 package dev.ffmtrace.tracing.service;
 
-import dev.ffmtrace.tracing.buffer.TracePacketView;
 import java.io.IOException;
 
 /**
@@ -19,14 +18,22 @@ public interface ReadbackSink {
      */
     void appendFramed(byte[] packet, int offset, int length);
 
+    /** What {@link #append} did with a producer's packet. */
+    enum Appended {
+        /** Kept. */
+        TAKEN,
+        /** Dropped: the copy failed {@link ProducerPacket#copyTo}'s check; the sink is as before. */
+        INVALID,
+        /** Refused for a size limit; the sink is full from then on. */
+        FULL
+    }
+
     /**
-     * Takes a producer's packet: the bytes {@code packet} points at, then
-     * {@code trailer[0, trailerSize)}, the fields the service vouches for. Called under the
-     * buffer's lock: copies and returns, never blocks.
-     *
-     * @return false if it does not fit; the sink is then full
+     * Takes a producer's packet by {@link ProducerPacket#copyTo}, which copies and checks
+     * it; an invalid one takes no room. Called under the buffer's lock: copies and returns,
+     * never blocks.
      */
-    boolean append(TracePacketView packet, byte[] trailer, int trailerSize);
+    Appended append(ProducerPacket packet);
 
     /** Whether a packet was refused for a size limit: a readback stops there. */
     boolean isFull();

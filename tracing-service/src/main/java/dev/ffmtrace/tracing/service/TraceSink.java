@@ -1,7 +1,6 @@
 package dev.ffmtrace.tracing.service;
 
 import dev.ffmtrace.protozero.ProtoWire;
-import dev.ffmtrace.tracing.buffer.TracePacketView;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
@@ -62,18 +61,28 @@ final class TraceSink implements ReadbackSink {
     }
 
     @Override
-    public boolean append(TracePacketView packet, byte[] trailer, int trailerSize) {
-        int size = (int) packet.size() + trailerSize;
-        int encoded = 1 + ProtoWire.varIntSize(size) + size;
-        if (!fits(encoded)) {
-            return false;
+    public Appended append(ProducerPacket packet) {
+        if (full) {
+            return Appended.FULL;
         }
-        byte[] into = reserve(encoded);
-        int at = ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, staged, TRACE_PACKET_TAG), size);
-        packet.copyTo(into, at);
-        System.arraycopy(trailer, 0, into, at + size - trailerSize, trailerSize);
-        staged += encoded;
-        return true;
+        int max = packet.maxSize();
+        int reserved = 1 + ProtoWire.varIntSize(max);
+        byte[] into = reserve(reserved + max);
+        int size = packet.copyTo(into, staged + reserved);
+        if (size < 0) {
+            return Appended.INVALID;
+        }
+        int header = 1 + ProtoWire.varIntSize(size);
+        if (!fits(header + size)) {
+            return Appended.FULL;
+        }
+        if (header != reserved) {
+            // Rare: the producer's own loss left the length a byte shorter than the most.
+            System.arraycopy(into, staged + reserved, into, staged + header, size);
+        }
+        ProtoWire.writeVarInt(into, ProtoWire.writeVarInt(into, staged, TRACE_PACKET_TAG), size);
+        staged += header + size;
+        return Appended.TAKEN;
     }
 
     private byte[] reserve(int bytes) {

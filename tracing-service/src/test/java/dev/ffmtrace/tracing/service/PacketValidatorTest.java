@@ -2,8 +2,6 @@ package dev.ffmtrace.tracing.service;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
-import dev.ffmtrace.tracing.buffer.TracePacketView;
-import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import java.util.HexFormat;
 import org.junit.jupiter.api.Test;
@@ -12,44 +10,21 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The rules of {@link PacketValidator} on hand-encoded packets: what it lets through
- * (every wire type, anything nested, the producer's own loss), and what it refuses, on a
- * packet whole or in fragments. The cross-process case is {@link HostileProducerTest}.
+ * (every wire type, anything nested, the producer's own loss), and what it refuses. A
+ * packet in fragments is {@link ProducerPacketTest}'s; the cross-process case is
+ * {@link HostileProducerTest}.
  */
 class PacketValidatorTest {
     /**
-     * The verdict on the packet {@code hex}, the same whether the buffer holds it whole or
-     * in two or three fragments, cut anywhere (inside a tag, a varint, a length), with the
-     * fragments in reverse order in the buffer and a trusted field's tag between and after
-     * them: bytes outside the fragments must not be read.
+     * The verdict on the packet {@code hex}, held in an array between a trusted field's
+     * tags: bytes outside the packet must not be read.
      */
     private static int validate(String hex) {
         byte[] packet = HexFormat.of().parseHex(hex);
-        int whole = validate(packet, new int[0]);
-        for (int cut = 0; cut <= packet.length; cut++) {
-            assertEquals(whole, validate(packet, new int[] {cut}), "cut at " + cut);
-            for (int second = cut; second <= packet.length; second++) {
-                assertEquals(whole, validate(packet, new int[] {cut, second}), "cut at " + cut + " and " + second);
-            }
-        }
-        return whole;
-    }
-
-    private static int validate(byte[] packet, int[] cuts) {
-        int fragments = cuts.length + 1;
-        long[] offsets = new long[fragments];
-        int[] sizes = new int[fragments];
-        byte[] buffer = new byte[packet.length + 2 * fragments + 1];
-        Arrays.fill(buffer, (byte) 0x18); // trusted_uid's tag
-        int at = 1;
-        for (int i = fragments - 1; i >= 0; i--) {
-            int from = i == 0 ? 0 : cuts[i - 1];
-            int to = i == cuts.length ? packet.length : cuts[i];
-            System.arraycopy(packet, from, buffer, at, to - from);
-            offsets[i] = at;
-            sizes[i] = to - from;
-            at += to - from + 2;
-        }
-        return new PacketValidator().validate(TracePacketView.ofFragments(MemorySegment.ofArray(buffer), offsets, sizes));
+        byte[] array = new byte[packet.length + 2];
+        Arrays.fill(array, (byte) 0x18); // trusted_uid's tag
+        System.arraycopy(packet, 0, array, 1, packet.length);
+        return new PacketValidator().validate(array, 1, 1 + packet.length);
     }
 
     @ParameterizedTest(name = "{0}: {1}")
@@ -74,7 +49,7 @@ class PacketValidatorTest {
 
     /**
      * Longer packets: a field after a hundred others, or after a payload the validator
-     * skips, is checked all the same, wherever the fragments cut them.
+     * skips, is checked all the same.
      */
     @Test
     void longPacketsAreCheckedToTheirEnd() {

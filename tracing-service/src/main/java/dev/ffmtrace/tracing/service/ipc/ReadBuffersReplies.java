@@ -1,12 +1,10 @@
 package dev.ffmtrace.tracing.service.ipc;
 
-import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.perfetto.protos.ReadBuffersResponse;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.protozero.VarIntReader;
-import dev.ffmtrace.tracing.buffer.TracePacketView;
+import dev.ffmtrace.tracing.service.ProducerPacket;
 import dev.ffmtrace.tracing.service.ReadbackSink;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -76,73 +74,80 @@ final class ReadBuffersReplies implements ReadbackSink {
                 return;
             }
             int size = (int) varInt.value();
-            appendSlices(null, packet, end, size);
+            appendSlices(packet, end, size);
             at = end + size;
         }
     }
 
     @Override
-    public boolean append(TracePacketView packet, byte[] trailer, int trailerSize) {
-        appendSlices(packet, trailer, 0, trailerSize);
-        return true;
+    public Appended append(ProducerPacket packet) {
+        int max = packet.maxSize();
+        if (max > ConsumerPort.MAX_SLICE) {
+            // Cut into slices: checked whole first, on a copy of its own (rare, and not kept).
+            byte[] whole = new byte[max];
+            int size = packet.copyTo(whole, 0);
+            if (size < 0) {
+                return Appended.INVALID;
+            }
+            appendSlices(whole, 0, size);
+            return Appended.TAKEN;
+        }
+        // One slice, copied and checked in place; kept only if valid.
+        makeRoom(max);
+        int reserved = openLength + sliceHeadSize(max);
+        int size = packet.copyTo(open, reserved);
+        if (size < 0) {
+            return Appended.INVALID;
+        }
+        int dataAt = openLength + sliceHeadSize(size);
+        if (dataAt != reserved) {
+            // Rare: the producer's own loss left the packet a byte shorter than the most.
+            System.arraycopy(open, reserved, open, dataAt, size);
+        }
+        endSlice(size, true);
+        return Appended.TAKEN;
     }
 
-    /** A packet made of {@code view}'s bytes (none if null), then {@code tail[tailOffset, +tailSize)}, as slices. */
-    private void appendSlices(TracePacketView view, byte[] tail, int tailOffset, int tailSize) {
-        long size = (view == null ? 0 : view.size()) + tailSize;
-        long offset = 0;
+    /** {@code bytes[offset, offset + size)}, one packet, as slices. */
+    private void appendSlices(byte[] bytes, int offset, int size) {
+        int done = 0;
         do {
-            int data = (int) Math.min(size - offset, ConsumerPort.MAX_SLICE);
-            long estimate = data + SLICE_OVERHEAD;
-            if (openEstimate > 0 && openEstimate + estimate > ConsumerPort.MAX_READ_REPLY) {
-                close();
-            }
-            openEstimate += estimate;
-            boolean last = offset + data == size;
-            int sliceLength = 1 + ProtoWire.varIntSize(data) + data + 2;
-            byte[] into = open;
-            int at = openLength;
-            into[at++] = (byte) SLICES_TAG;
-            at = putRedundantVarInt(into, at, sliceLength);
-            into[at++] = (byte) DATA_TAG;
-            at = ProtoWire.writeVarInt(into, at, data);
-            copy(view, tail, tailOffset, offset, data, into, at);
-            at += data;
-            into[at++] = (byte) LAST_TAG;
-            into[at++] = (byte) (last ? 1 : 0);
-            pending += at - openLength;
-            openLength = at;
-            offset += data;
-        } while (offset < size);
+            int data = Math.min(size - done, ConsumerPort.MAX_SLICE);
+            makeRoom(data);
+            System.arraycopy(bytes, offset + done, open, openLength + sliceHeadSize(data), data);
+            done += data;
+            endSlice(data, done == size);
+        } while (done < size);
     }
 
-    /** Copies bytes {@code [from, from + length)} of the packet made of {@code view} then the tail to {@code into} at {@code at}. */
-    private static void copy(TracePacketView view, byte[] tail, int tailOffset, long from, int length, byte[] into,
-                             int at) {
-        long viewSize = view == null ? 0 : view.size();
-        if (from == 0 && length >= viewSize && view != null) {
-            view.copyTo(into, at);
-        } else if (from < viewSize) {
-            long fragmentStart = 0;
-            long end = Math.min(viewSize, from + length);
-            for (int i = 0; i < view.fragmentCount() && fragmentStart < end; i++) {
-                long fragmentEnd = fragmentStart + view.fragmentSize(i);
-                long copyFrom = Math.max(from, fragmentStart);
-                long copyTo = Math.min(end, fragmentEnd);
-                if (copyFrom < copyTo) {
-                    MemorySegment.copy(view.buffer(), Layouts.BYTE,
-                            view.fragmentOffset(i) + (copyFrom - fragmentStart), into,
-                            at + (int) (copyFrom - from), (int) (copyTo - copyFrom));
-                }
-                fragmentStart = fragmentEnd;
-            }
+    /** Closes the open reply if a slice of {@code data} bytes would take it past its size. */
+    private void makeRoom(int data) {
+        if (openEstimate > 0 && openEstimate + data + SLICE_OVERHEAD > ConsumerPort.MAX_READ_REPLY) {
+            close();
         }
-        long tailFrom = Math.max(from, viewSize);
-        long tailTo = from + length;
-        if (tailFrom < tailTo) {
-            System.arraycopy(tail, tailOffset + (int) (tailFrom - viewSize), into, at + (int) (tailFrom - from),
-                    (int) (tailTo - tailFrom));
-        }
+    }
+
+    /** The bytes of a slice before its data. */
+    private static int sliceHeadSize(int data) {
+        return 1 + ProtoWire.MESSAGE_LENGTH_FIELD_SIZE + 1 + ProtoWire.varIntSize(data);
+    }
+
+    /**
+     * Makes a slice of the open reply's {@code data} bytes after its head's place: writes
+     * the head before them and the last-slice mark after.
+     */
+    private void endSlice(int data, boolean last) {
+        byte[] into = open;
+        int at = openLength;
+        into[at++] = (byte) SLICES_TAG;
+        at = putRedundantVarInt(into, at, 1 + ProtoWire.varIntSize(data) + data + 2);
+        into[at++] = (byte) DATA_TAG;
+        at = ProtoWire.writeVarInt(into, at, data) + data;
+        into[at++] = (byte) LAST_TAG;
+        into[at++] = (byte) (last ? 1 : 0);
+        openEstimate += data + SLICE_OVERHEAD;
+        pending += at - openLength;
+        openLength = at;
     }
 
     private static int putRedundantVarInt(byte[] into, int at, int value) {

@@ -24,6 +24,8 @@ import dev.ffmtrace.tracing.buffer.OverwritePolicy;
 import dev.ffmtrace.tracing.service.DataSource;
 import dev.ffmtrace.tracing.service.LocalProducers;
 import dev.ffmtrace.tracing.service.Producer;
+import dev.ffmtrace.tracing.service.ProducerPackets;
+import dev.ffmtrace.tracing.service.ReadbackSink;
 import dev.ffmtrace.tracing.service.SessionConfig;
 import dev.ffmtrace.tracing.service.SessionConfigBuilder;
 import dev.ffmtrace.tracing.service.TracingService;
@@ -372,7 +374,7 @@ class ConsumerPortTest {
         Arrays.fill(big, (byte) 7);
         dev.ffmtrace.protozero.HeapBuffered<Trace> trace = new dev.ffmtrace.protozero.HeapBuffered<>(Trace.FACTORY);
         trace.get().addPacket().setTimestamp(1);
-        trace.get().addPacket().appendBytes(TracePacket.SYNCHRONIZATION_MARKER_FIELD_NUMBER, big);
+        trace.get().addPacket().appendBytes(TracePacket.FOR_TESTING_FIELD_NUMBER, big);
         trace.get().addPacket().setTimestamp(3);
         byte[] bytes = trace.toByteArray();
         List<byte[]> expected = packets(bytes);
@@ -388,9 +390,10 @@ class ConsumerPortTest {
         // ProtoZero writes a nested message's size in a fixed 4-byte varint; glued packets get the shortest one.
         assertEquals(toHex(expected), toHex(packets(glued.toByteArray())));
 
-        // A producer's packets, read from a buffer in fragments, with the service's trailer: the
-        // same instance, reused, cuts them anywhere a slice ends.
-        byte[] trailer = {0x18, 0x05};
+        // A producer's packets, read from a buffer in fragments, with the service's trailer
+        // (trusted uid 0, sequence 5, pid 0): the same instance, reused, cuts them anywhere a
+        // slice ends.
+        byte[] trailer = {0x18, 0x00, 0x50, 0x05, (byte) 0xf8, 0x04, 0x00};
         TraceAssembler fromFragments = new TraceAssembler();
         replies.begin(gluingInto(fromFragments, new ArrayList<>()));
         List<byte[]> withTrailers = new ArrayList<>();
@@ -398,8 +401,8 @@ class ConsumerPortTest {
             MemorySegment buffer = MemorySegment.ofArray(packet);
             long[] offsets = {0, packet.length / 3, packet.length / 2};
             int[] sizes = {packet.length / 3, packet.length / 2 - packet.length / 3, packet.length - packet.length / 2};
-            replies.append(dev.ffmtrace.tracing.buffer.TracePacketView.ofFragments(buffer, offsets, sizes), trailer,
-                    trailer.length);
+            assertEquals(ReadbackSink.Appended.TAKEN, replies.append(ProducerPackets.of(
+                    dev.ffmtrace.tracing.buffer.TracePacketView.ofFragments(buffer, offsets, sizes), 5, 0)));
             replies.flush();
             byte[] whole = Arrays.copyOf(packet, packet.length + trailer.length);
             System.arraycopy(trailer, 0, whole, packet.length, trailer.length);
@@ -407,6 +410,27 @@ class ConsumerPortTest {
         }
         replies.finish();
         assertEquals(toHex(withTrailers), toHex(packets(fromFragments.toByteArray())));
+    }
+
+    @Test
+    void anInvalidPacketIsNoSliceAndAShorterOneGetsTheShortestHead() {
+        TraceAssembler glued = new TraceAssembler();
+        ReadBuffersReplies replies = new ReadBuffersReplies();
+        replies.begin(gluingInto(glued, new ArrayList<>()));
+        byte[] forged = java.util.HexFormat.of().parseHex("40011800");
+        assertEquals(ReadbackSink.Appended.INVALID, replies.append(ProducerPackets.of(
+                dev.ffmtrace.tracing.buffer.TracePacketView.ofFragments(MemorySegment.ofArray(forged),
+                        new long[] {0}, new int[] {forged.length}), 5, 0)));
+        assertEquals(0, replies.pending());
+
+        // 127 bytes with the trusted fields and a loss of 3; 128 had the producer written SMB_FULL.
+        String payload = "5a73" + "00".repeat(115);
+        byte[] bytes = java.util.HexFormat.of().parseHex(payload);
+        assertEquals(ReadbackSink.Appended.TAKEN, replies.append(ProducerPackets.of(
+                dev.ffmtrace.tracing.buffer.TracePacketView.ofFragments(MemorySegment.ofArray(bytes),
+                        new long[] {0}, new int[] {bytes.length}), 5, 3)));
+        replies.finish();
+        assertEquals(List.of(payload + "1800" + "5005" + "f80400" + "d00203"), toHex(packets(glued.toByteArray())));
     }
 
     private static ReadBuffersReplies.ReplyTarget gluingInto(TraceAssembler glued, List<Integer> lengths) {

@@ -19,9 +19,9 @@ import dev.ffmtrace.protozero.ProtoWire;
  * reader's to parse. The rules are {@link dev.ffmtrace.protozero.ProtoDecoder}'s, a
  * little stricter than Perfetto's: a field id of 0 or above protobuf's 2^29 - 1 fails
  * too. The packet is checked on the copy a readback's sink makes of it (see
- * {@link ProducerPacket}): a copy the producer cannot reach, read as an array, which is
- * cheap under either JIT (per-byte reads of the shared buffer cost a call each under
- * C1, the daemon's JIT). One instance per reading thread.
+ * {@link ProducerPacket}), read as an array, which is cheap under either JIT: per-byte
+ * reads of the buffer's memory segment cost a call each under C1, the daemon's JIT. One
+ * instance per reading thread.
  */
 final class PacketValidator {
     /** {@link #validate}: the packet must be dropped and counted. */

@@ -8,9 +8,9 @@ import dev.ffmtrace.tracing.buffer.TracePacketView;
  * A producer's packet as a readback hands it to a {@link ReadbackSink}: its bytes where
  * the buffer holds them, then the fields the service vouches for (uid, sequence id, pid,
  * machine, and the loss found before it). The sink copies it with {@link #copyTo}, which
- * checks the copy ({@link PacketValidator}): a packet is read once, out of the shared
- * buffer, and checked where the producer cannot reach it. One instance per reading
- * thread, set for each packet.
+ * checks the copy ({@link PacketValidator}): a packet is read out of the buffer's segment
+ * once, in bulk, and checked as an array. One instance per reading thread, set for each
+ * packet.
  */
 public final class ProducerPacket {
     /** Every loss bit a producer may report ({@link PacketValidator}). */

@@ -68,6 +68,14 @@ for threads in (1, 4, 16):
     ROWS.append(("IPC", f"service CPU per event, {threads} thread{'s' if threads > 1 else ''}: serve (C1) / traced",
                  f"ipc_cpu/{threads}", f"ipc_cpu/{threads}", None))
     ROWS.append(("IPC", f"the same, serve with C2", f"ipc_c2_cpu/{threads}", f"ipc_cpu/{threads}", None))
+ROWS.append(("IPC", "ReadBuffers: a full 64 MiB buffer cloned and read by `perfetto --clone-by-name` into a file: "
+             "serve (C1) / traced", "readback_ipc", "readback_ipc", None))
+ROWS.append(("IPC", "the same, serve with C2", "readback_ipc_c2", "readback_ipc", None))
+# Rows with no C++ counterpart: (what the row measures, Java row).
+JAVA_ONLY = [
+    ("readback of a full 4 MiB buffer (1 KiB packets) into a file (target: 2 GB/s)",
+     "ReadbackBenchmark.snapshotToFile:bytes"),
+]
 
 
 def load(path):
@@ -137,6 +145,15 @@ def main():
         floor_text = f"{100 * jm / statistics.median(floor):.0f}%" if floor else ""
         print(f"| {label} | {what} | {shown(jm, unit)} | {spread(j, unit)} | {shown(cm, unit)} | "
               f"{spread(c, unit)} | {speed:.2f} | {alloc_text} | {floor_text} |")
+    for what, jrow in JAVA_ONLY:
+        j = values.get(("java", jrow))
+        if not j:
+            print(f"| | {what} | missing | | | | | | |")
+            continue
+        alloc = values.get(("java", jrow.split(":")[0] + ":gc.alloc.rate.norm"))
+        alloc_text = f"{statistics.median(alloc):.2f}" if alloc else "-"
+        print(f"| | {what} | {shown(statistics.median(j), 'bytes/s')} | {spread(j, 'bytes/s')} | | | | "
+              f"{alloc_text} | |")
     floor = values.get(("java", "TrackEventBenchmark.emptyLoop"))
     if floor:
         print(f"| | JMH's loop around an empty body (under every Java ns/op row) | "

@@ -19,8 +19,12 @@ import dev.ffmtrace.tracing.smb.TraceWriter;
 import java.io.IOException;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -43,7 +47,8 @@ import org.openjdk.jmh.annotations.Warmup;
  * (or, with {@code -p payload=40}, of 50-byte packets, a small TrackEvent's size) from one
  * writer, read without consuming it. {@code snapshot} writes it to a channel
  * that drops the bytes ({@link TracingSession#writeSnapshot}: the buffer cloned under its
- * lock, each packet validated, given its trusted fields and framed). {@code
+ * lock, each packet validated, given its trusted fields and framed), {@code
+ * snapshotToFile} to a file in java.io.tmpdir, overwritten from its start each time. {@code
  * cloneAndReadBuffers} gets it over Perfetto's consumer IPC on a real Unix socket, as
  * {@code perfetto --clone} does: CloneSession, then ReadBuffers, whose replies the service
  * cuts into slices and this thread's {@link ConsumerConnection} glues into a trace. The
@@ -223,6 +228,35 @@ public class ReadbackBenchmark {
         long bytes = local.discard.written - before;
         throughput.bytes += bytes;
         return bytes;
+    }
+
+    @Benchmark
+    public long snapshotToFile(Local local, ToFile file, BytesThroughput throughput) throws IOException {
+        // Overwritten from its start each time: the file's pages stay in the page cache.
+        FileChannel channel = file.channel.position(0);
+        local.session.writeSnapshot(channel);
+        long bytes = channel.position();
+        throughput.bytes += bytes;
+        return bytes;
+    }
+
+    /** A file for {@code snapshotToFile}, in java.io.tmpdir, deleted at the end. */
+    @State(Scope.Thread)
+    public static class ToFile {
+        Path path;
+        FileChannel channel;
+
+        @Setup(Level.Trial)
+        public void setUp() throws IOException {
+            path = Files.createTempFile("ffmtrace-readback-", ".pftrace");
+            channel = FileChannel.open(path, StandardOpenOption.WRITE);
+        }
+
+        @TearDown(Level.Trial)
+        public void tearDown() throws IOException {
+            channel.close();
+            Files.delete(path);
+        }
     }
 
     @Benchmark

@@ -12,6 +12,7 @@ import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
@@ -49,7 +50,6 @@ public class TraceBufferBenchmark {
     static final int WRITE_BUFFER_SIZE = 64 * 1024 * 1024;
     static final int READ_BUFFER_SIZE = 128 * 1024 * 1024;
     static final int COPIES_PER_OPERATION = WRITE_BUFFER_SIZE / CHUNK_SIZE;
-    static final int WRITERS = 1000;
     /** Packets in a read buffer filled from the templates: fixed by the workload, checked after each read. */
     static final int PACKETS_PER_READ = 323_718;
 
@@ -145,16 +145,21 @@ public class TraceBufferBenchmark {
 
     @State(Scope.Thread)
     public static class MultipleWriters {
+        /** Writers taking turns, a chunk each (the C++ benchmark's 1,000); scripts/bench-curves varies it. */
+        @Param({"1000"})
+        public int writers;
         final Arena arena = Arena.ofConfined();
-        final ClientIdentity[] identities = new ClientIdentity[WRITERS];
-        final int[] chunkIds = new int[WRITERS];
+        ClientIdentity[] identities;
+        int[] chunkIds;
         final ChunkCommit chunk = new ChunkCommit().flags(0).complete(true);
         TraceBufferV2 buffer;
         int templateIndex;
 
         @Setup(Level.Trial)
         public void create() {
-            for (int i = 0; i < WRITERS; i++) {
+            identities = new ClientIdentity[writers];
+            chunkIds = new int[writers];
+            for (int i = 0; i < writers; i++) {
                 identities[i] = new ClientIdentity(1000 + i, 100 + i);
             }
             buffer = new TraceBufferV2(arena.allocate(WRITE_BUFFER_SIZE, 16), OverwritePolicy.RING_BUFFER);
@@ -278,12 +283,17 @@ public class TraceBufferBenchmark {
         TraceBufferV2 buffer = state.buffer;
         int templateIndex = state.templateIndex;
         ChunkCommit chunk = state.chunk;
-        for (int writerIndex = 0; writerIndex < COPIES_PER_OPERATION; writerIndex++) {
-            int w = writerIndex % WRITERS;
+        int writers = state.writers;
+        // The copy's index modulo the writers, as the C++ loop takes it, without a division.
+        int w = 0;
+        for (int copy = 0; copy < COPIES_PER_OPERATION; copy++) {
             int t = templateIndex++ % Templates.COUNT;
             chunk.producer(w + 1, state.identities[w]).writerId(w + 1).chunkId(state.chunkIds[w]++)
                     .numFragments(templates.numFragments[t]);
             buffer.copyChunkUntrusted(chunk, templates.data, templates.offsets[t], templates.sizes[t]);
+            if (++w == writers) {
+                w = 0;
+            }
         }
         state.templateIndex = templateIndex;
         throughput.bytes += (long) COPIES_PER_OPERATION * CHUNK_SIZE;

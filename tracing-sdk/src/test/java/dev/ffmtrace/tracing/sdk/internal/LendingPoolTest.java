@@ -43,14 +43,7 @@ class LendingPoolTest {
         LendingPool<Object> pool = new LendingPool<>(1, Object::new);
         Object lent = pool.borrow();
         CompletableFuture<Object> waiting = new CompletableFuture<>();
-        Thread borrower = Thread.ofVirtual().start(() -> {
-            try {
-                waiting.complete(pool.borrow());
-            } catch (InterruptedException e) {
-                waiting.completeExceptionally(e);
-            }
-        });
-        awaitParked(borrower);
+        Thread borrower = parkedBorrower(pool, waiting);
         assertFalse(waiting.isDone());
 
         pool.giveBack(lent);
@@ -64,14 +57,7 @@ class LendingPoolTest {
         LendingPool<Object> pool = new LendingPool<>(1, Object::new);
         Object lent = pool.borrow();
         CompletableFuture<Object> waiting = new CompletableFuture<>();
-        Thread borrower = Thread.ofVirtual().start(() -> {
-            try {
-                waiting.complete(pool.borrow());
-            } catch (InterruptedException e) {
-                waiting.completeExceptionally(e);
-            }
-        });
-        awaitParked(borrower);
+        Thread borrower = parkedBorrower(pool, waiting);
         borrower.interrupt();
         borrower.join();
         assertTrue(waiting.isCompletedExceptionally());
@@ -136,6 +122,19 @@ class LendingPoolTest {
         assertEquals(0, violations.get());
         assertTrue(pool.made() <= capacity, pool.made() + " made");
         assertEquals(pool.made(), pool.idleCount());
+    }
+
+    /** A virtual thread borrowing from {@code pool} into {@code lent}, returned once it is parked waiting. */
+    private static Thread parkedBorrower(LendingPool<Object> pool, CompletableFuture<Object> lent) {
+        Thread borrower = Thread.ofVirtual().start(() -> {
+            try {
+                lent.complete(pool.borrow());
+            } catch (InterruptedException e) {
+                lent.completeExceptionally(e);
+            }
+        });
+        awaitParked(borrower);
+        return borrower;
     }
 
     /** Returns once {@code thread} is parked, as a borrower waiting for a permit is. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The charts and tables of scripts/bench-curves: reads its work folder (tracebuffer.csv and
-virtual.csv from JMH, ipc.txt from scripts/ipc-throughput --results), prints a markdown table
+"""The charts and tables of scripts/bench-curves: reads its work folder (tracebuffer.csv,
+virtual.csv and heapprofd.csv from JMH, ipc.txt from scripts/ipc-throughput --results), prints a markdown table
 per curve and writes one SVG line chart per curve (x on a log scale) into CHARTS.
 
 Usage: bench-curves-svg.py WORK CHARTS
@@ -133,6 +133,19 @@ def main():
           [("ns an event", per_event), ("B an event", alloc)], "per event")
     chart(os.path.join(charts, "virtual-threads.svg"), "SDK instants from virtual threads (2 carriers)",
           "virtual threads started together", "ns an event", [("ns an event", per_event)])
+
+    # JMH's ns per record; a connection's thread handles 1,000 / ns million records a second.
+    rates = {"mallocThenFree": [], "mallocThenFreeUnwindFree": []}
+    for name, param, score in jmh_rows(os.path.join(work, "heapprofd.csv")):
+        if name in rates:
+            rates[name].append((int(param), 1e3 / score))
+    series = [("Malloc + Free, unwound", rates["mallocThenFree"]),
+              ("unwind-free floor", rates["mallocThenFreeUnwindFree"])]
+    xs = sorted(x for x, _ in rates["mallocThenFree"])
+    table("heapprofd service: a C client's records by native stack depth", "frames", xs, series,
+          "M records/s on one connection's thread")
+    chart(os.path.join(charts, "heapprofd-depth.svg"), "heapprofd service: records by stack depth",
+          "native frames a Malloc's stack unwinds to", "M records/s", series)
 
 
 if __name__ == "__main__":

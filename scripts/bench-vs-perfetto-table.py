@@ -2,8 +2,10 @@
 """The table of scripts/bench-vs-perfetto: each row's median over the rounds on both
 sides, the rounds' spread, Java's speed over C++'s (above 1: Java is faster), Java's
 allocation per operation and, for throughput rows, Java's rate as a fraction of memcpy
-(the same bytes moved by MemorySegment.copy, medians of the same rounds). Units ending
-in "/s" are rates (higher is better), the others costs (lower is better).
+(the same bytes moved by MemorySegment.copy, medians of the same rounds); the heapprofd
+rows, Java only, read as a fraction of their unwind-free floor (the same records copied,
+parsed and booked at a stack already unwound). Units ending in "/s" are rates (higher is
+better), the others costs (lower is better).
 
 Usage: bench-vs-perfetto-table.py RESULTS LOADS PERFETTO_REV
 RESULTS lines: "<round> java|cxx <row> <value> <unit>"; LOADS lines: "<round> load <1-min load>".
@@ -77,6 +79,10 @@ JAVA_ONLY = [
      "ReadbackBenchmark.snapshotToFile:bytes"),
 ]
 
+# heapprofd's service, Java only: (stack depth, the records' row, their unwind-free floor).
+HEAPPROFD = [(depth, f"HeapprofdServiceBenchmark.mallocThenFree/{depth}",
+              f"HeapprofdServiceBenchmark.mallocThenFreeUnwindFree/{depth}") for depth in (10, 30)]
+
 
 def load(path):
     values = collections.defaultdict(list)
@@ -121,10 +127,10 @@ def main():
           f"{os.cpu_count()} x {cpu}, 1-minute load {min(loads):.2f} to {max(loads):.2f} at the rounds' "
           f"starts; Perfetto {sys.argv[3][:12]}). Medians over the rounds, then the rounds' spread; "
           "speed is Java's over C++'s (above 1: Java is faster); B/op is JMH's gc.alloc.rate.norm; "
-          "\"of memcpy\" is the Java row's rate over `MemorySegment.copy` of the same bytes in the "
-          "same rounds.")
+          "\"of floor\" is the Java row's rate over `MemorySegment.copy` of the same bytes in the "
+          "same rounds (memcpy) or, for heapprofd, over the same records booked without unwinding.")
     print()
-    print("| | row | Java | rounds | C++ | rounds | speed | Java B/op | of memcpy |")
+    print("| | row | Java | rounds | C++ | rounds | speed | Java B/op | of floor |")
     print("|---|---|---|---|---|---|---|---|---|")
     section = None
     for group, what, jrow, crow, memcpy in ROWS:
@@ -154,6 +160,21 @@ def main():
         alloc_text = f"{statistics.median(alloc):.2f}" if alloc else "-"
         print(f"| | {what} | {shown(statistics.median(j), 'bytes/s')} | {spread(j, 'bytes/s')} | | | | "
               f"{alloc_text} | |")
+    for depth, jrow, frow in HEAPPROFD:
+        label = "heapprofd" if depth == HEAPPROFD[0][0] else ""
+        j, f = values.get(("java", jrow)), values.get(("java", frow))
+        what = (f"heapprofd service: a C client's Malloc ({depth} native frames) unwound, symbolized and booked, "
+                "and its Free; per record (M records/s on the connection's thread)")
+        if not j or not f:
+            print(f"| {label} | {what} | missing | | | | | | |")
+            continue
+        jm, fm = statistics.median(j), statistics.median(f)
+        alloc = values.get(("java", jrow.split("/")[0] + ":gc.alloc.rate.norm/" + str(depth)))
+        alloc_text = f"{statistics.median(alloc):.2f}" if alloc else "-"
+        print(f"| {label} | {what} | {shown(jm, 'ns/op')} ({1e3 / jm:.2f} M/s) | {spread(j, 'ns/op')} | | | | "
+              f"{alloc_text} | {100 * fm / jm:.0f}% |")
+        print(f"| | the same records' unwind-free floor | {shown(fm, 'ns/op')} ({1e3 / fm:.2f} M/s) | "
+              f"{spread(f, 'ns/op')} | | | | | |")
     floor = values.get(("java", "TrackEventBenchmark.emptyLoop"))
     if floor:
         print(f"| | JMH's loop around an empty body (under every Java ns/op row) | "

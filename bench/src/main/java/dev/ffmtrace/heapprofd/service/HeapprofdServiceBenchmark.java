@@ -1,6 +1,8 @@
 package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.AllocMetadata;
+import dev.ffmtrace.heapprofd.wire.WireFormatException;
+import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.heapprofd.wire.WireRecords;
 import dev.ffmtrace.memory.Layouts;
 import dev.ffmtrace.memory.Os;
@@ -40,8 +42,13 @@ import org.openjdk.jmh.annotations.Warmup;
  * carries {@value #FRAME_BYTES} bytes of stack per frame and 1 KiB more, as a client's copy
  * of a stack of such frames would. {@code mallocThenFree} is a sampled allocation's life, a
  * Malloc then the Free of its address (two records per invocation); {@code unsampledFree}
- * is the most common record, a Free of an address the books do not hold. The class is in
- * the service's package to reach the connection's package-private reader.
+ * is the most common record, a Free of an address the books do not hold.
+ * {@code mallocThenFreeUnwindFree} is the floor of {@code mallocThenFree}: the same two
+ * records copied, parsed and booked the same way, the Malloc at the stack its unwinding
+ * found once, so the difference between the two rows is the unwinding of each record
+ * (its CFI rows found by pc, each frame's return address read, the frame buffer filled).
+ * The class is in the service's package to reach the connection's package-private reader
+ * and the books.
  */
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
@@ -62,7 +69,10 @@ public class HeapprofdServiceBenchmark {
     private static final List<String> FUNCTIONS = List.of("malloc", "calloc", "realloc", "free", "memcpy", "memset",
             "strlen", "strcmp", "strchr", "strtol", "snprintf", "qsort", "bsearch", "fopen", "fclose", "fread",
             "fwrite", "open", "close", "read", "write", "mmap", "munmap", "getpid", "getuid", "nanosleep",
-            "clock_gettime", "pthread_create", "pthread_join", "exit");
+            "clock_gettime", "pthread_create", "pthread_join", "strncmp", "strrchr", "strstr", "memmove", "memcmp",
+            "memchr", "strcpy", "strncpy", "strcat", "strdup", "atoi", "atol", "strtoul", "strtod", "sprintf",
+            "printf", "fprintf", "puts", "fputs", "fgets", "fflush", "fseek", "ftell", "rewind", "getenv", "setenv",
+            "unsetenv", "rand", "srand", "abs", "exit");
 
     /** A connection reading this JVM's maps and memory, and a Malloc and a Free record of one address. */
     @State(Scope.Thread)
@@ -75,6 +85,10 @@ public class HeapprofdServiceBenchmark {
         MemorySegment malloc;
         MemorySegment free;
         MemorySegment unsampledFree;
+        /** The floor's own record reader and books, and the stack the connection's unwinding found. */
+        final WireRecord floorRecord = new WireRecord();
+        final HeapBooks floorBooks = new HeapBooks();
+        List<Frame> unwound;
 
         @Setup(Level.Trial)
         public void setUp() {
@@ -110,6 +124,7 @@ public class HeapprofdServiceBenchmark {
             if (frames.size() != depth || connection.unwindingErrors() != 0 || connection.malformed() != 0) {
                 throw new IllegalStateException("the stack did not unwind whole: " + frames);
             }
+            unwound = frames;
         }
 
         @TearDown(Level.Trial)
@@ -128,6 +143,17 @@ public class HeapprofdServiceBenchmark {
     public void mallocThenFree(Connection state) {
         state.connection.read(state.malloc, 0, state.malloc.byteSize());
         state.connection.read(state.free, 0, state.free.byteSize());
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(2)
+    public void mallocThenFreeUnwindFree(Connection state) throws WireFormatException {
+        WireRecord record = state.floorRecord;
+        record.read(state.malloc, 0, state.malloc.byteSize());
+        AllocMetadata alloc = record.alloc();
+        state.floorBooks.malloc(alloc.allocAddress(), alloc.sampleSize(), state.unwound);
+        record.read(state.free, 0, state.free.byteSize());
+        state.floorBooks.free(record.freeAddress());
     }
 
     @Benchmark

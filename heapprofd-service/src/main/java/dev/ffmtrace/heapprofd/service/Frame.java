@@ -1,5 +1,7 @@
 package dev.ffmtrace.heapprofd.service;
 
+import java.util.Objects;
+
 /**
  * A frame of a booked stack: its name, as folded stacks show it and a heap profile names
  * its function, and the code it is in, as a heap profile's frames point into mappings.
@@ -26,6 +28,16 @@ record Frame(String name, Module module, long relPc) {
         static final Module JAVA = new Module("[java]", null, 0, 0, 0, 0);
         /** What a frame the service could not place is in (an undecodable stack, an unwinding error). */
         static final Module UNKNOWN = new Module("[unknown]", null, 0, 0, 0, 0);
+    }
+
+    /**
+     * The name's hash (cached by the string) and the pc's: each booked frame is hashed once per
+     * level of the callsite tree, and the record's own hash would also hash the module's six
+     * fields. Equal frames have equal names and pcs, so equal hashes.
+     */
+    @Override
+    public int hashCode() {
+        return 31 * Objects.hashCode(name) + Long.hashCode(relPc);
     }
 
     /** A Java frame, named by the client. */

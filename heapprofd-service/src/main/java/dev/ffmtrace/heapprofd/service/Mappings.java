@@ -30,6 +30,11 @@ final class Mappings {
         boolean isFile() {
             return Mappings.isFile(path);
         }
+
+        /** Whether {@code address} is in {@code [start, end)}. */
+        boolean holds(long address) {
+            return Long.compareUnsigned(address - start, end - start) < 0;
+        }
     }
 
     /** Whether a mapping of {@code path} is of a file on disk as it was mapped, as {@link Mapping#isFile} says. */
@@ -89,7 +94,7 @@ final class Mappings {
             return null;
         }
         Mapping candidate = mappings[high];
-        return Long.compareUnsigned(address, candidate.end()) < 0 ? candidate : null;
+        return candidate.holds(address) ? candidate : null;
     }
 
     int size() {

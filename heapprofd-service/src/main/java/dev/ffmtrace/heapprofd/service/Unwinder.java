@@ -78,11 +78,14 @@ final class Unwinder implements AutoCloseable {
      * lookup per frame finds both.
      */
     private static final class KnownPc {
+        /** The mapping the pc was found in: while the maps are not read again, it holds the pc. */
+        final Mappings.Mapping mapping;
         /** Null: the frame is stepped by its frame pointer. */
         final CfaRule rule;
         Frame frame;
 
-        KnownPc(CfaRule rule) {
+        KnownPc(Mappings.Mapping mapping, CfaRule rule) {
+            this.mapping = mapping;
             this.rule = rule;
         }
     }
@@ -149,15 +152,20 @@ final class Unwinder implements AutoCloseable {
         Error error = null;
         while (true) {
             boolean fromClient = clientFrames == count;
-            Mappings.Mapping mapping = executableMapping(pc, fromClient);
+            // A caller's pc is a return address, past its call and perhaps past its function (a call
+            // to a function that does not return): the call's row, and its line, are the byte before it.
+            long at = count == 0 ? pc : pc - 1;
+            // A pc seen before skips the search of the maps (a JVM has hundreds of mappings).
+            KnownPc known = knownPcs.get(at);
+            Mappings.Mapping mapping = known != null && known.mapping.holds(pc)
+                    ? known.mapping : executableMapping(pc, fromClient);
             if (mapping == null) {
                 error = Error.INVALID_MAP;
                 break;
             }
-            // A caller's pc is a return address, past its call and perhaps past its function (a call
-            // to a function that does not return): the call's row, and its line, are the byte before it.
-            long at = count == 0 ? pc : pc - 1;
-            KnownPc known = known(at, mapping);
+            if (known == null || known.mapping != mapping) {
+                known = learn(at, mapping);
+            }
             pcs[count] = at;
             pcMappings[count] = mapping;
             walked[count] = known;
@@ -265,16 +273,13 @@ final class Unwinder implements AutoCloseable {
         }
     }
 
-    /** What is known at {@code pc} in {@code mapping}: learned now, its CFI rule looked up, if it was not. */
-    private KnownPc known(long pc, Mappings.Mapping mapping) {
-        KnownPc known = knownPcs.get(pc);
-        if (known == null) {
-            if (knownPcs.size() == MAX_PCS_KNOWN) {
-                knownPcs.clear();
-            }
-            known = new KnownPc(rule(pc, mapping));
-            knownPcs.put(pc, known);
+    /** What is known at {@code pc} in {@code mapping}, learned now: its CFI rule looked up. */
+    private KnownPc learn(long pc, Mappings.Mapping mapping) {
+        if (knownPcs.size() == MAX_PCS_KNOWN) {
+            knownPcs.clear();
         }
+        KnownPc known = new KnownPc(mapping, rule(pc, mapping));
+        knownPcs.put(pc, known);
         return known;
     }
 

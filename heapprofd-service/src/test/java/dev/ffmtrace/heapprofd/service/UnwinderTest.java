@@ -243,6 +243,37 @@ class UnwinderTest {
         }
     }
 
+    /**
+     * The unwinder keeps the mapping of each pc it has seen rather than search the maps again,
+     * and forgets it when it reads them again: a pc in a file mapped anew is that file's, and
+     * the walk goes to the end of a stack mapped anew.
+     */
+    @Test
+    void theMappingsKeptForPcsAreForgottenWhenTheMapsAreReadAgain() {
+        String full = new String(maps(PROGRAM), StandardCharsets.US_ASCII);
+        // A stack that ends below main's frame at SP + 0x200.
+        String shortStack = full.replace(String.format("%x-%x rw-p", STACK, STACK + STACK_SIZE),
+                String.format("%x-%x rw-p", STACK, SP + 0x180));
+        AtomicReference<byte[]> maps = new AtomicReference<>(shortStack.getBytes(StandardCharsets.US_ASCII));
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+            Frames frames = hookAMain(0, PROGRAM + main + 0x40);
+            assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
+            assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
+            // The whole stack, and another file mapped where the program was; a return address
+            // in no mapping makes the unwinder read the maps again.
+            maps.set(full.replace(program(), "/opt/other/libother.so").getBytes(StandardCharsets.US_ASCII));
+            Frames wrong = new Frames(CLIENT + 0x123, SP + 0x40).frame(SP + 0x40, 0, 0x1234);
+            assertEquals(List.of("ERROR INVALID_MAP"), unwind(unwinder, wrong.alloc, wrong.copy));
+            assertEquals(2, unwinder.mapsReads());
+            assertEquals(List.of("libother.so+" + hex(a + 0xd), "libother.so+" + hex(main + 0x1f),
+                    "libother.so+" + hex(main + 0x3f)), unwind(unwinder, frames.alloc, frames.copy));
+        }
+    }
+
+    private static String hex(long value) {
+        return "0x" + Long.toHexString(value);
+    }
+
     @Test
     void aPcWithoutASymbolIsItsModuleAndOffset() {
         try (Unwinder unwinder = unwinder(new AtomicLong())) {

@@ -169,7 +169,7 @@ def main():
             print(f"| {label} | {what} | missing | | | | | | |")
             continue
         jm, fm = statistics.median(j), statistics.median(f)
-        alloc = values.get(("java", jrow.split("/")[0] + ":gc.alloc.rate.norm/" + str(depth)))
+        alloc = values.get(("java", jrow + ":gc.alloc.rate.norm"))
         alloc_text = f"{statistics.median(alloc):.2f}" if alloc else "-"
         print(f"| {label} | {what} | {shown(jm, 'ns/op')} ({1e3 / jm:.2f} M/s) | {spread(j, 'ns/op')} | | | | "
               f"{alloc_text} | {100 * fm / jm:.0f}% |")

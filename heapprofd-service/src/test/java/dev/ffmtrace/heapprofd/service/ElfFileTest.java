@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -140,6 +141,27 @@ class ElfFileTest {
      * which is where a reader can go wrong, sometimes cut short: read or refused, never
      * thrown out, and never for long.
      */
+    /**
+     * The order of a table's addresses, lowest first as unsigned, ties in index order: the
+     * same whether they fit the packed sort (a real file's, with many ties here) or not.
+     */
+    @Property(tries = 300)
+    void theOrderOfAddressesIsTheirStableUnsignedSort(@ForAll long seed) {
+        Random random = new Random(seed);
+        int count = random.nextInt(300);
+        long[] addresses = new long[count + random.nextInt(3)];
+        boolean anyAddress = random.nextBoolean();
+        for (int i = 0; i < addresses.length; i++) {
+            addresses[i] = anyAddress && random.nextInt(8) == 0 ? random.nextLong() : random.nextInt(64) * 0x1000L;
+        }
+        List<Integer> expected = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            expected.add(i);
+        }
+        expected.sort((x, y) -> Long.compareUnsigned(addresses[x], addresses[y]));
+        assertEquals(expected, Arrays.stream(ElfFile.unsignedOrder(addresses, count)).boxed().toList());
+    }
+
     @Property(tries = 1500)
     void mutatedElfBytesAreReadOrRefusedNeverThrown(@ForAll long seed) {
         Random random = new Random(seed);

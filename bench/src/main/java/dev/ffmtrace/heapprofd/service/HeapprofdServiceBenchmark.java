@@ -117,7 +117,7 @@ public class HeapprofdServiceBenchmark {
 
             // The ring is the connection's to release; the records never go through it.
             connection = new ClientConnection("bench", Os.pid(), Os.uid(), null, SharedRingBuffer.create(Os.pageSize()),
-                    Os.openReadOnly(Path.of("/proc/self/maps")), Os.openReadOnly(Path.of("/proc/self/mem")));
+                    Os.openReadOnly(Path.of("/proc/self/maps")), Os.openReadOnly(Path.of("/proc/self/mem")), new ElfFiles());
             connection.read(malloc, 0, malloc.byteSize());
             List<Frame> frames = connection.heaps.get(HEAP_ID).samples(UnaryOperator.identity()).getFirst().frames();
             // A walk that stopped short or failed would measure another path.

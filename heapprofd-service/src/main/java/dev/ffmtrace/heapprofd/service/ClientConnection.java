@@ -75,7 +75,8 @@ final class ClientConnection implements Runnable {
      * maps while it waits for its configuration, so that even a client that exits at once
      * has its mappings known. Made on the thread that runs it.
      */
-    ClientConnection(String name, int pid, int uid, StreamSocket socket, SharedRingBuffer ring, int mapsFd, int memFd) {
+    ClientConnection(String name, int pid, int uid, StreamSocket socket, SharedRingBuffer ring, int mapsFd, int memFd,
+                     ElfFiles elfFiles) {
         this.name = name;
         this.process = name + " (" + pid + ")";
         this.pid = pid;
@@ -84,7 +85,7 @@ final class ClientConnection implements Runnable {
         this.ring = ring;
         this.mapsFd = mapsFd;
         this.memFd = memFd;
-        this.unwinder = new Unwinder(this::readMaps, memFd, System::nanoTime);
+        this.unwinder = new Unwinder(this::readMaps, memFd, System::nanoTime, elfFiles);
     }
 
     @Override

@@ -50,6 +50,8 @@ public final class HeapprofdService implements AutoCloseable {
     private final int onlyUid;
     private final AtomicLong otherUsers = new AtomicLong();
     private final List<ClientConnection> clients = new CopyOnWriteArrayList<>();
+    /** The libraries its clients map, read once for all of them. */
+    private final ElfFiles elfFiles = new ElfFiles();
     private final List<StreamSocket> sockets = new CopyOnWriteArrayList<>();
     private final Thread acceptor;
     private volatile boolean closed;
@@ -183,7 +185,8 @@ public final class HeapprofdService implements AutoCloseable {
         // The reader sleeps until the client's first record: the client must wake it.
         ring.setReaderPaused();
         try {
-            connection = new ClientConnection(processName(peer.pid()), peer.pid(), peer.uid(), socket, ring, mapsFd, memFd);
+            connection = new ClientConnection(processName(peer.pid()), peer.pid(), peer.uid(), socket, ring, mapsFd, memFd,
+                    elfFiles);
         } catch (RuntimeException e) {
             ring.close();
             StreamSocket.closeReceived(hello.fds());

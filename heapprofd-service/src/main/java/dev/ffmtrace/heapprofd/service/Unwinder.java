@@ -3,10 +3,7 @@ package dev.ffmtrace.heapprofd.service;
 import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import dev.ffmtrace.memory.Layouts;
 
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -33,8 +30,9 @@ import java.util.function.Supplier;
  * the read at the handshake does not count, so the first such pc reads them at once: a JVM
  * loads libjvm after its client connects, and allocates from it straight away; and for the
  * code that called the hook, at most once per {@value #STALE_MAPS_UNWINDS} unwinds)
- * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file, and only
- * if the file at the mapping's path is still the one mapped, its inode the same), or
+ * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file for the
+ * whole service ({@link ElfFiles}), and only if the file at the mapping's path is still
+ * the one mapped, its inode the same), or
  * {@code module+0xoffset} without one. The rule at each pc is kept, as the frame named
  * there is, so that a stack seen before costs no parsing, nor allocation.
  *
@@ -93,6 +91,8 @@ final class Unwinder implements AutoCloseable {
     private final Supplier<byte[]> maps;
     private final StackOverlayMemory memory;
     private final LongSupplier nanoTime;
+    private final ElfFiles sharedElfFiles;
+    /** This process's files as {@code sharedElfFiles} gave them: a stat of each file once, not once per pc. */
     private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
     private final LongMap<KnownPc> knownPcs = new LongMap<>();
     /** The walk's pcs, each the innermost pc or a return address less one, and what is known there. */
@@ -115,9 +115,11 @@ final class Unwinder implements AutoCloseable {
      * @param maps reads the process's {@code /proc/PID/maps} again; null or empty when it cannot
      * @param memFd the process's {@code /proc/PID/mem} fd, or -1
      * @param nanoTime the clock of the rate limit on reading the maps again
+     * @param elfFiles the ELF files the service has read
      */
-    Unwinder(Supplier<byte[]> maps, int memFd, LongSupplier nanoTime) {
+    Unwinder(Supplier<byte[]> maps, int memFd, LongSupplier nanoTime, ElfFiles elfFiles) {
         this.maps = maps;
+        this.sharedElfFiles = elfFiles;
         this.memory = new StackOverlayMemory(memFd);
         this.nanoTime = nanoTime;
         this.mappings = Mappings.EMPTY;
@@ -312,26 +314,18 @@ final class Unwinder implements AutoCloseable {
         return new Frame.Module(mapping.path(), buildId, mapping.start(), mapping.end(), mapping.offset(), loadBias);
     }
 
+    /** The mapping's file as the service's {@link ElfFiles} has it, asked once per file for this process. */
     private ElfFile elfFile(Mappings.Mapping mapping) {
         FileKey key = new FileKey(mapping.path(), mapping.inode());
         Optional<ElfFile> elf = elfFiles.get(key);
         if (elf == null) {
-            // The file at the path now must be the one mapped: a rebuilt binary's symbols would name the wrong functions.
-            elf = Optional.ofNullable(inode(mapping.path()) == mapping.inode() ? ElfFile.read(mapping.path()) : null);
+            elf = Optional.ofNullable(sharedElfFiles.get(mapping.path(), mapping.inode()));
             if (elfFiles.size() == MAX_ELF_FILES) {
                 elfFiles.clear();
             }
             elfFiles.put(key, elf);
         }
         return elf.orElse(null);
-    }
-
-    private static long inode(String path) {
-        try {
-            return (Long) Files.getAttribute(Path.of(path), "unix:ino");
-        } catch (IOException | RuntimeException e) {
-            return -1;
-        }
     }
 
     /** Stacks unwound. */

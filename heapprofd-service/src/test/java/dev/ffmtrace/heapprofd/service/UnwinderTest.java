@@ -104,7 +104,7 @@ class UnwinderTest {
     }
 
     private static Unwinder unwinder(AtomicLong clock) {
-        return new Unwinder(() -> maps(PROGRAM), -1, clock::get);
+        return new Unwinder(() -> maps(PROGRAM), -1, clock::get, new ElfFiles());
     }
 
     @Test
@@ -159,7 +159,7 @@ class UnwinderTest {
     void aLibraryMappedLaterIsFoundWhenTheMapsAreReadAgain() {
         AtomicLong clock = new AtomicLong();
         AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, clock::get)) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, clock::get, new ElfFiles())) {
             long elsewhere = 0x6000_0000_0000L;
             Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
             assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwind(unwinder, frames.alloc, frames.copy));
@@ -176,7 +176,7 @@ class UnwinderTest {
     @Test
     void aLibraryMappedAfterTheHandshakeIsFoundByTheFirstPcInIt() {
         AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
             long elsewhere = 0x6000_0000_0000L;
             Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
             // dlopen right after the handshake (a JVM's launcher loading libjvm), no time passing.
@@ -199,7 +199,7 @@ class UnwinderTest {
         String reserved = String.format("%x-%x ---p 00000000 00:00 0%n", codeCache, codeCache + 0x10000);
         AtomicReference<byte[]> maps = new AtomicReference<>(
                 (new String(maps(PROGRAM), StandardCharsets.US_ASCII) + reserved).getBytes(StandardCharsets.US_ASCII));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
             Frames frames = hookAMain(SP + 0x300, codeCache + 0x40).frame(SP + 0x300, 0, 0);
             maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII) + reserved.replace("---p", "rwxp"))
                     .getBytes(StandardCharsets.US_ASCII));
@@ -218,7 +218,7 @@ class UnwinderTest {
     @Test
     void aCallerOfTheHookOutsideEveryMappingReadsTheMapsAgainWhateverTheClock() {
         AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
             // A wrong return address spends the 500 ms read.
             Frames wrong = hookAMain(SP + 0x300, 0x1234);
             assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwind(unwinder, wrong.alloc, wrong.copy));
@@ -255,7 +255,7 @@ class UnwinderTest {
         String shortStack = full.replace(String.format("%x-%x rw-p", STACK, STACK + STACK_SIZE),
                 String.format("%x-%x rw-p", STACK, SP + 0x180));
         AtomicReference<byte[]> maps = new AtomicReference<>(shortStack.getBytes(StandardCharsets.US_ASCII));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get)) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
             Frames frames = hookAMain(0, PROGRAM + main + 0x40);
             assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
@@ -290,7 +290,7 @@ class UnwinderTest {
     @Test
     void aFileThatIsNoLongerTheOneMappedIsNotReadForSymbols() {
         // The maps name the program's path with another inode: the file was replaced since.
-        try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime)) {
+        try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime, new ElfFiles())) {
             Frames frames = hookAMain(0, 0);
             assertEquals(List.of("heapprofd_pattern+0x" + Long.toHexString(a + 0xd),
                     "heapprofd_pattern+0x" + Long.toHexString(main + 0x1f)), unwind(unwinder, frames.alloc, frames.copy));
@@ -373,14 +373,14 @@ class UnwinderTest {
             MemorySegment copy = MemorySegment.ofArray(stack.asSlice(0, 0x40).toArray(Layouts.BYTE));
 
             byte[] maps = Files.readAllBytes(Path.of("/proc/self/maps"));
-            try (Unwinder unwinder = new Unwinder(() -> maps, memFd, System::nanoTime)) {
+            try (Unwinder unwinder = new Unwinder(() -> maps, memFd, System::nanoTime, new ElfFiles())) {
                 List<String> frames = unwind(unwinder, alloc, copy);
                 assertEquals(3, frames.size(), frames.toString());
                 assertTrue(frames.stream().noneMatch(frame -> frame.startsWith("ERROR")), frames.toString());
                 assertEquals(1, unwinder.remoteReads(), "one page read, both words in it");
                 assertEquals(0, unwinder.failedReads());
             }
-            try (Unwinder blind = new Unwinder(() -> maps, -1, System::nanoTime)) {
+            try (Unwinder blind = new Unwinder(() -> maps, -1, System::nanoTime, new ElfFiles())) {
                 assertEquals("ERROR MEMORY_INVALID", unwind(blind, alloc, copy).getLast());
             }
         } finally {
@@ -418,7 +418,7 @@ class UnwinderTest {
         frames.copy.set(Layouts.LONG_UNALIGNED, 0x48, PROGRAM + inA);
         frames.copy.set(Layouts.LONG_UNALIGNED, aSp + aFrame - 8 - SP, PROGRAM + inMain);
         frames.copy.set(Layouts.LONG_UNALIGNED, aSp + aFrame + mainFrame - 8 - SP, 0);
-        try (Unwinder unwinder = new Unwinder(() -> maps, -1, System::nanoTime)) {
+        try (Unwinder unwinder = new Unwinder(() -> maps, -1, System::nanoTime, new ElfFiles())) {
             assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(0, unwinder.errors());
         }

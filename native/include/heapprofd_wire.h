@@ -17,6 +17,10 @@ enum {
   HPD_MAX_HEAPS = 64,
 };
 
+// ffmtrace's exit handshake on the socket (ControlBytes in Java): the client sends
+// HPD_EXITING as it exits, the service reads the process's maps and answers HPD_EXIT_READ.
+enum { HPD_EXITING = 'E', HPD_EXIT_READ = 'R' };
+
 typedef struct {
   uint64_t sequence_number;
   uint64_t alloc_size;

@@ -58,6 +58,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -275,9 +276,9 @@ __attribute__((noinline, no_sanitize_address)) static void copy_stack(uint8_t* t
   }
 }
 
-// Whether the service still holds its end of the socket: it never sends after the
-// configuration, so a peek finds nothing to read while it does, and the end of the stream
-// once it hung up.
+// Whether the service still holds its end of the socket: it sends nothing after the
+// configuration until the exit handshake, so a peek finds nothing to read while it does,
+// and the end of the stream once it hung up.
 static int service_connected(void) {
   char byte;
   ssize_t n = recv(g_socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -595,23 +596,32 @@ static void in_forked_child(void) {
   t_client.in_client = 0;
 }
 
-// At exit, outside any hook: waits, at most EXIT_DRAIN_MS, until the service has read the
-// ring, so that it unwinds the last records while the process and its /proc/PID/maps are
-// still there. The service reads the maps again for code loaded after the handshake (a
-// JVM's libjvm); a backlog it reads after the exit finds no maps, and every stack through
-// that code ended in INVALID_MAP (a loaded machine: all of `java -version`'s libjvm
-// allocations, 6.9 MB). The wake-up byte makes sure a paused reader looks.
+// At exit, outside any hook: says so (HPD_EXITING, a wake-up too) and waits, at most
+// EXIT_DRAIN_MS, for the service's answer (HPD_EXIT_READ: it has read this process's
+// /proc/PID/maps, against which it unwinds what is left in the ring once the process is
+// gone) or, from a service that does not answer (Perfetto's), until it has read the ring.
+// The maps matter for code loaded after the handshake (a JVM's libjvm): a backlog read
+// after the exit without them had every stack through that code end in INVALID_MAP (a
+// loaded machine: all of `java -version`'s libjvm allocations, 6.9 MB). Waiting for the
+// whole backlog instead cost a JVM tens of milliseconds at each exit.
 #define EXIT_DRAIN_MS 3000
 __attribute__((destructor)) static void drain_at_exit(void) {
   if (!active()) {
     return;
   }
   t_client.in_client = 1;
-  char byte = 1;
+  char byte = HPD_EXITING;
   send(g_socket, &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-  struct timespec millisecond = {0, 1000 * 1000};
-  for (int waited = 0; waited < EXIT_DRAIN_MS && srb_unread_bytes(&g_ring) > 0 && service_connected(); waited++) {
-    nanosleep(&millisecond, NULL);
+  for (int waited = 0; waited < EXIT_DRAIN_MS && srb_unread_bytes(&g_ring) > 0; waited++) {
+    struct pollfd readable = {.fd = g_socket, .events = POLLIN};
+    if (poll(&readable, 1, 1) == 1) {
+      char answer;
+      ssize_t n = recv(g_socket, &answer, 1, MSG_DONTWAIT);
+      // The answer, the end of the stream, or a broken socket: nothing more to wait for.
+      if (n == 0 || (n == 1 && answer == HPD_EXIT_READ) || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        break;
+      }
+    }
   }
   t_client.in_client = 0;
 }

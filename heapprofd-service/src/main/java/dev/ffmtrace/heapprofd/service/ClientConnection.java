@@ -2,6 +2,7 @@ package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import dev.ffmtrace.heapprofd.wire.ClientConfiguration;
+import dev.ffmtrace.heapprofd.wire.ControlBytes;
 import dev.ffmtrace.heapprofd.wire.WireFormatException;
 import dev.ffmtrace.heapprofd.wire.WireRecord;
 import dev.ffmtrace.memory.NativeException;
@@ -15,12 +16,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * One client after its handshake, owned by one thread: on each wake-up byte it reads the
- * ring until there is nothing left, unwinds each record and books it; when the socket
- * closes (the client exited or stopped) it reads what is left and lets go of the ring and
- * of the client's {@code /proc/PID/maps} and {@code mem} fds. A record that is not one, or
+ * One client after its handshake, served by two threads: the one that runs it reads the
+ * ring on each wake-up until there is nothing left, unwinds each record and books it; a
+ * second watches the socket, so that a client that says it is exiting
+ * ({@link ControlBytes#EXITING}) has its maps read at once, kept for the rest of its
+ * records, and is told it may go ({@link ControlBytes#EXIT_READ}) however long its
+ * backlog takes to unwind. When the socket ends (the client exited or stopped) the reader
+ * reads what is left and lets go of the ring and of the client's {@code /proc/PID/maps}
+ * and {@code mem} fds. A record that is not one, or
  * a Java stack that does not decode, is counted and skipped; a native stack that does not
  * unwind whole is booked with what did, under an {@code ERROR} frame, and counted: a
  * client that writes garbage costs only its own books. A corrupt ring, where nothing
@@ -67,6 +74,11 @@ final class ClientConnection implements Runnable {
     private volatile long mapsReparses;
     private volatile SharedRingBuffer.Stats ringStats;
     private volatile boolean ringCorrupt;
+    /** The process's maps as it exited, read by the socket's watcher on {@link ControlBytes#EXITING}; null before. */
+    private volatile byte[] mapsAtExit;
+    /** Set by the socket's watcher for each wake-up, cleared by the reader as it starts reading. */
+    private final AtomicBoolean wokenUp = new AtomicBoolean();
+    private volatile boolean socketEnded;
     /** Completed once the client has gone and every record it wrote is booked. */
     private final CompletableFuture<Void> gone = new CompletableFuture<>();
 
@@ -88,27 +100,84 @@ final class ClientConnection implements Runnable {
         this.unwinder = new Unwinder(this::readMaps, memFd, System::nanoTime, elfFiles);
     }
 
+    /**
+     * Reads the ring on each wake-up until the socket ends, then once more; a second thread
+     * watches the socket ({@link #watchSocket}), so that an exiting client is answered at
+     * once, whatever the ring's backlog. Returns once the client has gone.
+     */
     @Override
     public void run() {
-        byte[] wakeUps = new byte[4096];
+        Thread reader = Thread.currentThread();
+        Thread watcher = Thread.ofPlatform().daemon().name("heapprofd client socket").start(() -> watchSocket(reader));
         RecordSlot slot = ring.newSlot();
         try {
             boolean open = true;
             while (open) {
-                try {
-                    open = socket.receive(wakeUps, 0).bytes() > 0;
-                } catch (RuntimeException e) {
-                    open = false;
+                open = awaitWakeUp();
+                if (!drain(slot)) {
+                    // The client must see its socket end and stop: it cannot write past a corrupt record.
+                    break;
                 }
-                open &= drain(slot);
             }
         } finally {
             try {
+                socket.shutdown();
+                joinUninterruptibly(watcher);
                 socket.close();
                 release();
             } finally {
                 gone.complete(null);
             }
+        }
+    }
+
+    /**
+     * Waits for a wake-up from the socket's watcher: true for one (cleared), false once the
+     * socket has ended, after which one last read of the ring is due.
+     */
+    private boolean awaitWakeUp() {
+        while (!wokenUp.getAndSet(false)) {
+            if (socketEnded) {
+                return false;
+            }
+            LockSupport.park(this);
+        }
+        return true;
+    }
+
+    /**
+     * The socket's watcher: every byte a client sends is a wake-up for {@code reader};
+     * {@link ControlBytes#EXITING} also has the process's maps read and the client told
+     * ({@link #noticeExit}). Ends with the stream, or when the reader shuts the socket down.
+     */
+    private void watchSocket(Thread reader) {
+        byte[] controlBytes = new byte[4096];
+        try {
+            for (int received; (received = socket.receive(controlBytes, 0).bytes()) > 0; ) {
+                noticeExit(controlBytes, received);
+                wokenUp.set(true);
+                LockSupport.unpark(reader);
+            }
+        } catch (RuntimeException e) {
+            // A broken socket ends the connection as its end does.
+        } finally {
+            socketEnded = true;
+            LockSupport.unpark(reader);
+        }
+    }
+
+    private static void joinUninterruptibly(Thread thread) {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                thread.join();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -271,8 +340,27 @@ final class ClientConnection implements Runnable {
         return ringCorrupt;
     }
 
-    /** The client's maps, read again from the start; null once they cannot be read (the process has exited). */
+    /** If the {@code received} bytes say the client is exiting: its maps read now, kept, and the client told. */
+    private void noticeExit(byte[] controlBytes, int received) {
+        for (int i = 0; i < received; i++) {
+            if (controlBytes[i] == ControlBytes.EXITING && mapsAtExit == null) {
+                byte[] maps = readMapsFile();
+                if (maps != null && maps.length > 0) {
+                    mapsAtExit = maps;
+                }
+                socket.trySendByte(ControlBytes.EXIT_READ);
+                return;
+            }
+        }
+    }
+
+    /** The client's maps: as it exited once it said so, else read again from the start. */
     private byte[] readMaps() {
+        return mapsAtExit != null ? mapsAtExit : readMapsFile();
+    }
+
+    /** The client's maps file read from the start; null once it cannot be read (the process has exited). */
+    private byte[] readMapsFile() {
         try {
             return Os.readFile(mapsFd, MAX_MAPS_BYTES);
         } catch (NativeException e) {

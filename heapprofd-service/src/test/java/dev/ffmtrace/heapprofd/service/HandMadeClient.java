@@ -33,11 +33,16 @@ final class HandMadeClient implements AutoCloseable {
     }
 
     static HandMadeClient connect(UnixAddress service) throws WireFormatException {
+        return connect(service, Path.of("/proc/self/maps"));
+    }
+
+    /** As {@link #connect(UnixAddress)}, with {@code maps} sent as the process's maps. */
+    static HandMadeClient connect(UnixAddress service, Path maps) throws WireFormatException {
         StreamSocket socket = StreamSocket.connect(service);
-        int maps = Os.openReadOnly(Path.of("/proc/self/maps"));
+        int mapsFd = Os.openReadOnly(maps);
         int mem = Os.openReadOnly(Path.of("/proc/self/mem"));
-        socket.send(new byte[] {0}, maps, mem);
-        Os.closeFd(maps);
+        socket.send(new byte[] {0}, mapsFd, mem);
+        Os.closeFd(mapsFd);
         Os.closeFd(mem);
         byte[] configuration = new byte[ClientConfiguration.SIZE];
         byte[] chunk = new byte[ClientConfiguration.SIZE];

@@ -32,8 +32,8 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * The service's side of one record, ns per record: a {@link ClientConnection}'s
  * {@link ClientConnection#read} (the method its thread calls on each record of the ring)
- * copies the record, unwinds a Malloc's native stack by the CFI of its frames, symbolizes
- * its frames and books it, or books a Free. The records are the C client's, byte for byte
+ * copies the record's type and body, unwinds a Malloc's native stack in place by the CFI of
+ * its frames, symbolizes its frames and books it, or books a Free. The records are the C client's, byte for byte
  * ({@link WireRecords}), and the process is this JVM: its {@code /proc/self/maps} and
  * {@code mem}, and a stack of {@code depth} frames built in its memory whose pcs are the
  * first bytes of libc's functions, where their CFI puts the CFA 8 bytes above rsp and the
@@ -44,7 +44,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * Malloc then the Free of its address (two records per invocation); {@code unsampledFree}
  * is the most common record, a Free of an address the books do not hold.
  * {@code mallocThenFreeUnwindFree} is the floor of {@code mallocThenFree}: the same two
- * records copied, parsed and booked the same way, the Malloc at the stack its unwinding
+ * records read, parsed and booked the same way, the Malloc at the stack its unwinding
  * found once, so the difference between the two rows is the unwinding of each record
  * (its CFI rows found by pc, each frame's return address read, the frame buffer filled).
  * The class is in the service's package to reach the connection's package-private reader

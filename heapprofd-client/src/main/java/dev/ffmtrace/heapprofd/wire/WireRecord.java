@@ -9,8 +9,11 @@ import static dev.ffmtrace.heapprofd.wire.HeapprofdWireDescriptor.*;
 
 /**
  * One record read back from a client's SharedRingBuffer, as heapprofd's service reads it:
- * the record is copied first (the client can still write the ring), then checked as
- * Perfetto's {@code ReceiveWireMessage} checks it. Shorter than a record type, an unknown
+ * the record's type and body are copied first (the client can still write the ring), then
+ * checked as Perfetto's {@code ReceiveWireMessage} checks it. A Malloc's stack is not
+ * copied: the unwinder reads a few of its words where they are (its
+ * {@link #stackSize()} bytes at {@link #STACK_OFFSET} of the record), and a stack copy is
+ * most of a record (kilobytes); what parses it copies it ({@link #copyStack}). Shorter than a record type, an unknown
  * type, or a body shorter than its struct is refused; bytes after a Free or a HeapName
  * are ignored; everything after a Malloc's metadata is its stack (maybe none). A heap name
  * ends at its first NUL or after 63 bytes, as Perfetto's service forces the terminator;
@@ -23,9 +26,13 @@ public final class WireRecord {
 
     /** Beyond any ring's size: a ring's records are smaller than the ring. */
     private static final long MAX_RECORD_SIZE = Integer.MAX_VALUE - 8;
-    /** Where a Malloc's stack starts in the record, and in {@link #copy()}. */
+    /** Where a Malloc's stack starts in the record. */
     public static final long STACK_OFFSET = RECORD_TYPE_SIZE + ALLOC_METADATA_SIZE;
+    /** The most of a record {@link #read} copies: its type and the largest body. */
+    private static final int HEADER_BYTES = RECORD_TYPE_SIZE + Math.max(ALLOC_METADATA_SIZE,
+            Math.max(FREE_ENTRY_SIZE, HEAP_NAME_SIZE));
 
+    /** The record's type and body; then, on {@link #copyStack}, a Malloc's stack after them. */
     private MemorySegment copy = MemorySegment.ofArray(new byte[4096]);
     private long length;
     private Type type;
@@ -36,7 +43,9 @@ public final class WireRecord {
     }
 
     /**
-     * Reads the record of {@code length} bytes at {@code offset}.
+     * Reads the record of {@code length} bytes at {@code offset} of {@code src}, which
+     * holds them all (a ring's read slot does): its type and body are copied, a Malloc's
+     * stack left there.
      *
      * @return its type
      * @throws WireFormatException if it is not a record, as the class comment says
@@ -49,10 +58,7 @@ public final class WireRecord {
         if (length > MAX_RECORD_SIZE) {
             throw new WireFormatException("a record of " + length + " bytes is more than any ring holds");
         }
-        if (copy.byteSize() < length) {
-            copy = MemorySegment.ofArray(new byte[(int) Math.min(MAX_RECORD_SIZE, Math.max(length, 2 * copy.byteSize()))]);
-        }
-        MemorySegment.copy(src, offset, copy, 0, length);
+        MemorySegment.copy(src, offset, copy, 0, Math.min(length, HEADER_BYTES));
         this.length = length;
         long recordType = copy.get(Layouts.LONG_UNALIGNED, 0);
         Type read;
@@ -89,24 +95,23 @@ public final class WireRecord {
         return alloc;
     }
 
-    /** A Malloc's stack bytes: a view of this reader's copy, valid until the next read. */
-    public MemorySegment stack() {
-        return copy.asSlice(STACK_OFFSET, length - STACK_OFFSET);
-    }
-
-    /** The size of a Malloc's stack bytes. */
+    /** The size of a Malloc's stack bytes: the rest of the record after {@link #STACK_OFFSET}. */
     public long stackSize() {
         return length - STACK_OFFSET;
     }
 
     /**
-     * This reader's copy of the last record, valid until the next read and maybe longer
-     * than the record: a Malloc's stack is its {@link #stackSize()} bytes at
-     * {@link #STACK_OFFSET}. For reading the stack in place: {@link #stack()} makes a view
-     * on each call.
+     * A copy of the last record's stack bytes, read again from where the record was read
+     * ({@code src} at {@code offset}, as given to {@link #read}), for a reader that parses
+     * them: a view of this reader's own buffer, valid until the next read.
      */
-    public MemorySegment copy() {
-        return copy;
+    public MemorySegment copyStack(MemorySegment src, long offset) {
+        long size = stackSize();
+        if (copy.byteSize() < STACK_OFFSET + size) {
+            copy = MemorySegment.ofArray(new byte[(int) Math.max(STACK_OFFSET + size, 2 * copy.byteSize())]);
+        }
+        MemorySegment.copy(src, offset + STACK_OFFSET, copy, STACK_OFFSET, size);
+        return copy.asSlice(STACK_OFFSET, size);
     }
 
     /** A Free's sequence number. */

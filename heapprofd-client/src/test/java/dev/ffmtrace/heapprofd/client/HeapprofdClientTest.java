@@ -120,7 +120,7 @@ class HeapprofdClientTest {
             types.add(type);
             if (type == WireRecord.Type.MALLOC) {
                 assertEquals(AllocMetadata.ARCH_JAVA, reader.alloc().arch());
-                stacks.add(javaFrames(reader.stack(), definitions));
+                stacks.add(javaFrames(reader.copyStack(slot.buffer(), slot.offset()), definitions));
             }
             fields.add(switch (type) {
                 case MALLOC -> new long[] {reader.alloc().heapId(), reader.alloc().sequenceNumber(),

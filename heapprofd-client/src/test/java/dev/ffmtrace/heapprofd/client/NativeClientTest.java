@@ -111,17 +111,18 @@ class NativeClientTest {
                             sizeOf.put(alloc.allocAddress(), new long[] {alloc.allocSize(), alloc.sampleSize()});
                             liveBySize.merge(alloc.allocSize(), alloc.sampleSize(), Long::sum);
                             mallocsBySize.merge(alloc.allocSize(), 1, Integer::sum);
-                            stackEndBySize.put(alloc.allocSize(), alloc.stackPointer() + reader.stack().byteSize());
+                            stackEndBySize.put(alloc.allocSize(), alloc.stackPointer() + reader.stackSize());
                             if (alloc.allocSize() == 1000 || alloc.allocSize() == 3000) {
-                                minStack = Math.min(minStack, reader.stack().byteSize());
+                                minStack = Math.min(minStack, reader.stackSize());
+                                MemorySegment stack = reader.copyStack(slot.buffer(), slot.offset());
                                 assertEquals(AllocMetadata.ARCH_X86_64, alloc.arch());
                                 // The registers are the hook's, as the recording frame returns to it: rsp
                                 // past that frame's saved rbp and return address, the copy's first words.
                                 assertEquals(alloc.stackPointer() + 16,
                                         alloc.registers().get(Layouts.LONG_UNALIGNED, 7 * 8), "rsp");
-                                assertEquals(reader.stack().get(Layouts.LONG_UNALIGNED, 0),
+                                assertEquals(stack.get(Layouts.LONG_UNALIGNED, 0),
                                         alloc.registers().get(Layouts.LONG_UNALIGNED, 6 * 8), "rbp");
-                                assertEquals(reader.stack().get(Layouts.LONG_UNALIGNED, 8),
+                                assertEquals(stack.get(Layouts.LONG_UNALIGNED, 8),
                                         alloc.registers().get(Layouts.LONG_UNALIGNED, 16 * 8), "rip");
                             }
                         } else if (type == WireRecord.Type.FREE) {

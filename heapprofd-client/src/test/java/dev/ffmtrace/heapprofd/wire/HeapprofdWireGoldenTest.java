@@ -89,8 +89,8 @@ class HeapprofdWireGoldenTest {
         assertEquals(4096, reader.alloc().sampleSize());
         assertEquals(0x7ffd00000000L, reader.alloc().stackPointer());
         assertEquals(AllocMetadata.ARCH_X86_64, reader.alloc().arch());
-        assertEquals(40, reader.stack().byteSize());
-        assertEquals((byte) (39 ^ 0x5a), reader.stack().get(ValueLayout.JAVA_BYTE, 39));
+        assertEquals(40, reader.stackSize());
+        assertEquals((byte) (39 ^ 0x5a), reader.copyStack(malloc, 0).get(ValueLayout.JAVA_BYTE, 39));
         MemorySegment free = MemorySegment.ofArray(HEX.parseHex(records.get(1)));
         assertEquals(WireRecord.Type.FREE, reader.read(free, 0, free.byteSize()));
         assertEquals(8, reader.freeSequenceNumber());

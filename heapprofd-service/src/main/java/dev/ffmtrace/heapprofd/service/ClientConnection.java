@@ -65,6 +65,12 @@ final class ClientConnection implements Runnable {
     private final JavaStackDecoder javaStacks = new JavaStackDecoder();
     private final Unwinder unwinder;
     private final WireRecord record = new WireRecord();
+    /**
+     * The heap the reader last booked into, and its id: a client books into one heap, or
+     * few, and the map lookup was a quarter of a Free's cost. Books are never removed.
+     */
+    private int lastHeapId;
+    private HeapBooks lastBooks;
     /** The names the client gave its heaps, by heap id. */
     private final Map<Integer, String> heapNames = new ConcurrentHashMap<>();
     private volatile long records;
@@ -244,53 +250,59 @@ final class ClientConnection implements Runnable {
     /** Reads, unwinds and books the record of {@code length} bytes at {@code offset}, or counts it malformed. */
     void read(MemorySegment buffer, long offset, long length) {
         try {
-            book(record.read(buffer, offset, length));
+            switch (record.read(buffer, offset, length)) {
+                case MALLOC -> bookMalloc(buffer, offset);
+                case FREE -> bookFree();
+                case HEAP_NAME -> nameHeap();
+            }
             records++;
         } catch (WireFormatException e) {
             malformed++;
         }
     }
 
-    private void book(WireRecord.Type type) throws WireFormatException {
-        switch (type) {
-            case MALLOC -> {
-                AllocMetadata alloc = record.alloc();
-                if (Long.compareUnsigned(alloc.sampleSize(), MAX_SAMPLE_BYTES) > 0) {
-                    throw new WireFormatException("a sample of " + Long.toUnsignedString(alloc.sampleSize())
-                            + " bytes is more than a process can allocate");
-                }
-                List<Frame> stack;
-                if (alloc.arch() == AllocMetadata.ARCH_JAVA) {
-                    stack = javaStacks.decode(record.copy(), WireRecord.STACK_OFFSET, record.stackSize());
-                    if (stack == null) {
-                        malformed++;
-                        stack = UNKNOWN_STACK;
-                    }
-                } else {
-                    stack = unwind(alloc);
-                }
-                HeapBooks books = heap(alloc.heapId());
-                if (books != null) {
-                    books.malloc(alloc.allocAddress(), alloc.sampleSize(), stack);
-                }
+    /** Books the Malloc just read from {@code buffer} at {@code offset}, where its stack still is. */
+    private void bookMalloc(MemorySegment buffer, long offset) throws WireFormatException {
+        AllocMetadata alloc = record.alloc();
+        if (Long.compareUnsigned(alloc.sampleSize(), MAX_SAMPLE_BYTES) > 0) {
+            throw new WireFormatException("a sample of " + Long.toUnsignedString(alloc.sampleSize())
+                    + " bytes is more than a process can allocate");
+        }
+        List<Frame> stack;
+        if (alloc.arch() == AllocMetadata.ARCH_JAVA) {
+            MemorySegment copied = record.copyStack(buffer, offset);
+            stack = javaStacks.decode(copied, 0, copied.byteSize());
+            if (stack == null) {
+                malformed++;
+                stack = UNKNOWN_STACK;
             }
-            case FREE -> {
-                HeapBooks books = heap(record.heapId());
-                if (books != null) {
-                    books.free(record.freeAddress());
-                }
-            }
-            case HEAP_NAME -> {
-                String name = record.heapName();
-                if (!name.isEmpty() && (heapNames.size() < MAX_HEAPS || heapNames.containsKey(record.heapId()))) {
-                    heapNames.put(record.heapId(), name);
-                }
-            }
+        } else {
+            stack = unwind(alloc, buffer, offset + WireRecord.STACK_OFFSET);
+        }
+        HeapBooks books = heap(alloc.heapId());
+        if (books != null) {
+            books.malloc(alloc.allocAddress(), alloc.sampleSize(), stack);
         }
     }
 
-    private List<Frame> unwind(AllocMetadata alloc) {
-        List<Frame> stack = unwinder.unwind(alloc, record.copy(), WireRecord.STACK_OFFSET, record.stackSize());
+    /** Books the Free just read: the commonest record, most often of an address no sample holds. */
+    private void bookFree() {
+        HeapBooks books = heap(record.heapId());
+        if (books != null) {
+            books.free(record.freeAddress());
+        }
+    }
+
+    private void nameHeap() {
+        String name = record.heapName();
+        if (!name.isEmpty() && (heapNames.size() < MAX_HEAPS || heapNames.containsKey(record.heapId()))) {
+            heapNames.put(record.heapId(), name);
+        }
+    }
+
+    /** Unwinds a Malloc whose stack bytes are at {@code stackOffset} of {@code buffer}, read in place: the walk reads a few words, each once. */
+    private List<Frame> unwind(AllocMetadata alloc, MemorySegment buffer, long stackOffset) {
+        List<Frame> stack = unwinder.unwind(alloc, buffer, stackOffset, record.stackSize());
         nativeStacks = unwinder.stacks();
         unwindingErrors = unwinder.errors();
         mapsReparses = unwinder.mapsReads() - 1;
@@ -299,6 +311,9 @@ final class ClientConnection implements Runnable {
 
     /** The books of heap {@code heapId}; null, counted, past {@value #MAX_HEAPS} heaps. */
     private HeapBooks heap(int heapId) {
+        if (lastBooks != null && heapId == lastHeapId) {
+            return lastBooks;
+        }
         HeapBooks books = heaps.get(heapId);
         if (books == null) {
             if (heaps.size() == MAX_HEAPS) {
@@ -308,6 +323,8 @@ final class ClientConnection implements Runnable {
             books = new HeapBooks();
             heaps.put(heapId, books);
         }
+        lastHeapId = heapId;
+        lastBooks = books;
         return books;
     }
 

@@ -114,9 +114,12 @@ final class ClientConnection implements Runnable {
     @Override
     public void run() {
         Thread reader = Thread.currentThread();
-        Thread watcher = Thread.ofPlatform().daemon().name("heapprofd client socket").start(() -> watchSocket(reader));
-        RecordSlot slot = ring.newSlot();
+        CompletableFuture<Void> watched = new CompletableFuture<>();
+        Thread watcher = Thread.ofPlatform().daemon().name("heapprofd client socket")
+                .unstarted(() -> watchSocket(reader, watched));
         try {
+            watcher.start();
+            RecordSlot slot = ring.newSlot();
             boolean open = true;
             while (open) {
                 open = awaitWakeUp();
@@ -128,7 +131,10 @@ final class ClientConnection implements Runnable {
         } finally {
             try {
                 socket.shutdown();
-                joinUninterruptibly(watcher);
+                // Not interruptible: the socket is closed only once the watcher is done with it.
+                if (watcher.getState() != Thread.State.NEW) {
+                    watched.join();
+                }
                 socket.close();
                 release();
             } finally {
@@ -154,9 +160,10 @@ final class ClientConnection implements Runnable {
     /**
      * The socket's watcher: every byte a client sends is a wake-up for {@code reader};
      * {@link ControlBytes#EXITING} also has the process's maps read and the client told
-     * ({@link #noticeExit}). Ends with the stream, or when the reader shuts the socket down.
+     * ({@link #noticeExit}). Ends with the stream, or when the reader shuts the socket down;
+     * then completes {@code watched}.
      */
-    private void watchSocket(Thread reader) {
+    private void watchSocket(Thread reader, CompletableFuture<Void> watched) {
         byte[] controlBytes = new byte[4096];
         try {
             for (int received; (received = socket.receive(controlBytes, 0).bytes()) > 0; ) {
@@ -169,21 +176,7 @@ final class ClientConnection implements Runnable {
         } finally {
             socketEnded = true;
             LockSupport.unpark(reader);
-        }
-    }
-
-    private static void joinUninterruptibly(Thread thread) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                thread.join();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
+            watched.complete(null);
         }
     }
 

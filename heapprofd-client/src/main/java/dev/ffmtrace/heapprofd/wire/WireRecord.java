@@ -11,10 +11,10 @@ import static dev.ffmtrace.heapprofd.wire.HeapprofdWireDescriptor.*;
  * One record read back from a client's SharedRingBuffer, as heapprofd's service reads it:
  * the record's type and body are copied first (the client can still write the ring), then
  * checked as Perfetto's {@code ReceiveWireMessage} checks it. A Malloc's stack is not
- * copied: the unwinder reads a few of its words where they are (its
- * {@link #stackSize()} bytes at {@link #STACK_OFFSET} of the record), and a stack copy is
- * most of a record (kilobytes); what parses it copies it ({@link #copyStack}). Shorter than a record type, an unknown
- * type, or a body shorter than its struct is refused; bytes after a Free or a HeapName
+ * copied: the unwinder reads a few of its words where they are (its {@link #stackSize()}
+ * bytes at {@link #STACK_OFFSET} of the record), and a stack copy is most of a record
+ * (kilobytes); what parses it copies it ({@link #copyStack}). Shorter than a record type,
+ * an unknown type, or a body shorter than its struct is refused; bytes after a Free or a HeapName
  * are ignored; everything after a Malloc's metadata is its stack (maybe none). A heap name
  * ends at its first NUL or after 63 bytes, as Perfetto's service forces the terminator;
  * an empty one only updates the heap's interval (what adaptive sampling sends). Reusable:

@@ -85,6 +85,8 @@ final class ClientConnection implements Runnable {
     /** Set by the socket's watcher for each wake-up, cleared by the reader as it starts reading. */
     private final AtomicBoolean wokenUp = new AtomicBoolean();
     private volatile boolean socketEnded;
+    /** Whether the watcher has answered the client's exit; the watcher's own. */
+    private boolean exitAnswered;
     /** Completed once the client has gone and every record it wrote is booked. */
     private final CompletableFuture<Void> gone = new CompletableFuture<>();
 
@@ -350,10 +352,14 @@ final class ClientConnection implements Runnable {
         return ringCorrupt;
     }
 
-    /** If the {@code received} bytes say the client is exiting: its maps read now, kept, and the client told. */
+    /**
+     * If the {@code received} bytes say the client is exiting: its maps read now, kept, and
+     * the client told; once per client, however many times it says so.
+     */
     private void noticeExit(byte[] controlBytes, int received) {
-        for (int i = 0; i < received; i++) {
-            if (controlBytes[i] == ControlBytes.EXITING && mapsAtExit == null) {
+        for (int i = 0; i < received && !exitAnswered; i++) {
+            if (controlBytes[i] == ControlBytes.EXITING) {
+                exitAnswered = true;
                 byte[] maps = readMapsFile();
                 if (maps != null && maps.length > 0) {
                     mapsAtExit = maps;

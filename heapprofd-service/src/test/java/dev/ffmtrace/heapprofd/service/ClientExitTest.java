@@ -106,6 +106,31 @@ class ClientExitTest {
         }
     }
 
+    @Test
+    void aClientThatSaysItIsExitingTwiceIsAnsweredOnce(@TempDir Path dir) throws Exception {
+        Path maps = dir.resolve("maps");
+        Files.writeString(maps, String.format("%x-%x rw-p 00000000 00:00 0 [stack]%n", STACK, STACK + 0x10000));
+        try (HeapprofdService service = HeapprofdService.start(HeapprofdServiceTest.address(),
+                HeapprofdServiceTest.everyByte("libc.malloc"), 1 << 20);
+             HandMadeClient client = HandMadeClient.connect(service.address(), maps)) {
+            ClientConnection connection = service.clients().getFirst();
+            // Maps that read empty, as a process's do once it has gone: nothing to keep, and still one answer.
+            Files.writeString(maps, "");
+            byte[] answer = new byte[8];
+            client.socket.send(new byte[] {ControlBytes.EXITING});
+            assertEquals(1, client.socket.receive(answer, 0).bytes());
+            client.socket.send(new byte[] {ControlBytes.EXITING});
+            // Booked only after the watcher has seen the second EXITING: it came first on the socket.
+            byte[] malloc = mallocAt(0x1234);
+            client.write(malloc, malloc.length);
+            Await.until("the record booked", () -> connection.records() == 1);
+            client.socket.shutdown();
+            connection.gone().get(30, TimeUnit.SECONDS);
+            // What the service sent and the client did not read yet, then the end of the stream.
+            assertEquals(0, client.socket.receive(answer, 0).bytes(), "no second answer");
+        }
+    }
+
     /** A Malloc whose registers are at {@code pc} with a stack copy of zeros: the return address 0 ends the walk. */
     private static byte[] mallocAt(long pc) {
         MemorySegment stack = MemorySegment.ofArray(new byte[256]);

@@ -9,6 +9,7 @@ import dev.ffmtrace.memory.testing.CPrograms;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -41,12 +42,10 @@ class ClientExitTest {
                 .filter(symbol -> symbol.length == 3 && symbol[2].equals("a"))
                 .mapToLong(symbol -> Long.parseUnsignedLong(symbol[0], 16)).findFirst().orElseThrow();
         long inode = (Long) Files.getAttribute(Path.of(program), "unix:ino");
-        String stack = String.format("%x-%x rw-p 00000000 00:00 0 [stack]%n", STACK, STACK + 0x10000);
-        Path maps = dir.resolve("maps");
-        Files.writeString(maps, stack);
+        Path maps = stackOnly(dir);
+        String stack = Files.readString(maps);
 
-        try (HeapprofdService service = HeapprofdService.start(HeapprofdServiceTest.address(),
-                HeapprofdServiceTest.everyByte("libc.malloc"), 1 << 20);
+        try (HeapprofdService service = startService();
              HandMadeClient client = HandMadeClient.connect(service.address(), maps)) {
             ClientConnection connection = service.clients().getFirst();
             // The program loaded after the handshake, then the exit said.
@@ -71,10 +70,8 @@ class ClientExitTest {
 
     @Test
     void anExitingClientIsAnsweredWhileTheReaderIsHeldUpByItsBacklog(@TempDir Path dir) throws Exception {
-        Path maps = dir.resolve("maps");
-        Files.writeString(maps, String.format("%x-%x rw-p 00000000 00:00 0 [stack]%n", STACK, STACK + 0x10000));
-        try (HeapprofdService service = HeapprofdService.start(HeapprofdServiceTest.address(),
-                HeapprofdServiceTest.everyByte("libc.malloc"), 1 << 20);
+        Path maps = stackOnly(dir);
+        try (HeapprofdService service = startService();
              HandMadeClient client = HandMadeClient.connect(service.address(), maps)) {
             ClientConnection connection = service.clients().getFirst();
             byte[] malloc = mallocAt(0x1234);
@@ -108,10 +105,8 @@ class ClientExitTest {
 
     @Test
     void aClientThatSaysItIsExitingTwiceIsAnsweredOnce(@TempDir Path dir) throws Exception {
-        Path maps = dir.resolve("maps");
-        Files.writeString(maps, String.format("%x-%x rw-p 00000000 00:00 0 [stack]%n", STACK, STACK + 0x10000));
-        try (HeapprofdService service = HeapprofdService.start(HeapprofdServiceTest.address(),
-                HeapprofdServiceTest.everyByte("libc.malloc"), 1 << 20);
+        Path maps = stackOnly(dir);
+        try (HeapprofdService service = startService();
              HandMadeClient client = HandMadeClient.connect(service.address(), maps)) {
             ClientConnection connection = service.clients().getFirst();
             // Maps that read empty, as a process's do once it has gone: nothing to keep, and still one answer.
@@ -129,6 +124,19 @@ class ClientExitTest {
             // What the service sent and the client did not read yet, then the end of the stream.
             assertEquals(0, client.socket.receive(answer, 0).bytes(), "no second answer");
         }
+    }
+
+    /** A service that samples every byte, with a ring of 1 MiB. */
+    private static HeapprofdService startService() {
+        return HeapprofdService.start(HeapprofdServiceTest.address(), HeapprofdServiceTest.everyByte("libc.malloc"),
+                1 << 20);
+    }
+
+    /** A maps file in {@code dir} with the stack's mapping alone: a process whose code the service cannot place. */
+    private static Path stackOnly(Path dir) throws IOException {
+        Path maps = dir.resolve("maps");
+        Files.writeString(maps, String.format("%x-%x rw-p 00000000 00:00 0 [stack]%n", STACK, STACK + 0x10000));
+        return maps;
     }
 
     /** A Malloc whose registers are at {@code pc} with a stack copy of zeros: the return address 0 ends the walk. */

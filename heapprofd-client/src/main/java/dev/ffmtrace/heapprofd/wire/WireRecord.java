@@ -106,12 +106,12 @@ public final class WireRecord {
      * them: a view of this reader's own buffer, valid until the next read.
      */
     public MemorySegment copyStack(MemorySegment src, long offset) {
-        long size = stackSize();
-        if (copy.byteSize() < STACK_OFFSET + size) {
-            copy = MemorySegment.ofArray(new byte[(int) Math.max(STACK_OFFSET + size, 2 * copy.byteSize())]);
+        if (copy.byteSize() < length) {
+            // Doubling, but never past the largest record read accepts: an array that size exists.
+            copy = MemorySegment.ofArray(new byte[(int) Math.min(MAX_RECORD_SIZE, Math.max(length, 2 * copy.byteSize()))]);
         }
-        MemorySegment.copy(src, offset + STACK_OFFSET, copy, STACK_OFFSET, size);
-        return copy.asSlice(STACK_OFFSET, size);
+        MemorySegment.copy(src, offset + STACK_OFFSET, copy, STACK_OFFSET, stackSize());
+        return copy.asSlice(STACK_OFFSET, stackSize());
     }
 
     /** A Free's sequence number. */

@@ -1,82 +1,73 @@
 package dev.ffmtrace.jvm;
 
-import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import jdk.jfr.EventType;
-import jdk.jfr.ValueDescriptor;
-import jdk.jfr.consumer.RecordedClass;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedMethod;
-import jdk.jfr.consumer.RecordedThread;
 
 /**
  * The fields of one event type that are written as annotations, found once per type: the
- * ones the type has (another JDK's may lack some), named by the type's own descriptor
- * strings, so that the by-name lookup of each value matches at once by identity.
+ * ones the type has (another JDK's may lack some), by position, with what each holds.
  */
 final class EventFields {
+    private final int[] fields;
     private final String[] names;
+    private final JfrEventType.Kind[] kinds;
 
-    private EventFields(String[] names) {
+    private EventFields(int[] fields, String[] names, JfrEventType.Kind[] kinds) {
+        this.fields = fields;
         this.names = names;
+        this.kinds = kinds;
     }
 
     /** Those of {@code wanted} that {@code type} has, in that order. */
-    static EventFields of(EventType type, String... wanted) {
-        List<String> present = new ArrayList<>();
+    static EventFields of(JfrEventType type, String... wanted) {
+        List<Integer> present = new ArrayList<>();
         for (String name : wanted) {
-            String own = name(type, name);
-            if (own != null) {
-                present.add(own);
+            int field = type.field(name);
+            if (field >= 0) {
+                present.add(field);
             }
         }
-        return new EventFields(present.toArray(String[]::new));
-    }
-
-    /** The descriptor's own string for field {@code name} of {@code type}, or null if it has none. */
-    static String name(EventType type, String name) {
-        ValueDescriptor field = type.getField(name);
-        return field == null ? null : field.getName();
+        int[] fields = present.stream().mapToInt(Integer::intValue).toArray();
+        String[] names = new String[fields.length];
+        JfrEventType.Kind[] kinds = new JfrEventType.Kind[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            names[i] = type.fieldName(fields[i]);
+            kinds[i] = type.kind(fields[i]);
+        }
+        return new EventFields(fields, names, kinds);
     }
 
     /**
      * Adds the fields' values of {@code event} to {@code args}: numbers, flags, strings,
-     * classes, threads, methods, durations; absent values (null, or a number JFR marks
-     * absent) are left out.
+     * classes, threads and methods; absent values (null, or a number JFR marks absent) are
+     * left out, and so are fields of other kinds.
      */
-    Args addTo(RecordedEvent event, Args args) {
-        for (String name : names) {
-            switch (event.getValue(name)) {
-                case null -> { }
-                case Boolean value -> args.add(name, value);
-                case Float value -> args.add(name, value.doubleValue());
-                case Double value -> args.add(name, value);
-                case Number value -> {
+    Args addTo(JfrEventView event, Args args) {
+        for (int i = 0; i < fields.length; i++) {
+            int field = fields[i];
+            String name = names[i];
+            switch (kinds[i]) {
+                case BOOLEAN -> args.add(name, event.booleanValue(field));
+                case INTEGRAL -> {
+                    long value = event.longValue(field);
                     // JFR's "no value" for a timeout or a deadline, which its own tools print as N/A.
-                    if (value.longValue() != Long.MIN_VALUE) {
-                        args.add(name, value.longValue());
+                    if (value != Long.MIN_VALUE) {
+                        args.add(name, value);
                     }
                 }
-                case String value -> args.add(name, value);
-                case RecordedClass value -> args.add(name, value.getName());
-                case RecordedThread value -> args.add(name, value.getJavaName() != null ? value.getJavaName()
-                        : value.getOSName());
-                case RecordedMethod value -> args.add(name, methodName(value));
-                case Duration value -> args.add(name, value.toNanos());
-                case Instant value -> args.add(name, JfrMapping.nanos(value));
+                case FLOATING -> args.add(name, event.doubleValue(field));
+                case STRING -> args.add(name, event.stringValue(field));
+                case CLASS -> args.add(name, event.className(field));
+                case THREAD -> {
+                    JfrThread thread = event.thread(field);
+                    if (thread != null) {
+                        args.add(name, thread.displayName());
+                    }
+                }
+                case METHOD -> args.add(name, event.methodName(field));
                 default -> { }
             }
         }
         return args;
-    }
-
-    /** {@code pkg.Class.method}, or "[unknown]" for what is not a method. */
-    static String methodName(Object value) {
-        if (!(value instanceof RecordedMethod method)) {
-            return "[unknown]";
-        }
-        return (method.getType() == null ? "[unknown]" : method.getType().getName()) + "." + method.getName();
     }
 }

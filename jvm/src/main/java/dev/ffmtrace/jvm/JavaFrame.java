@@ -3,6 +3,7 @@ package dev.ffmtrace.jvm;
 import java.util.ArrayList;
 import java.util.List;
 import jdk.jfr.consumer.RecordedFrame;
+import jdk.jfr.consumer.RecordedMethod;
 import jdk.jfr.consumer.RecordedStackTrace;
 
 /**
@@ -15,10 +16,18 @@ record JavaFrame(String function, String type, int bytecodeIndex, int line) {
     static final JavaFrame TRUNCATED = new JavaFrame("[truncated]", "", 0, 0);
 
     static JavaFrame of(RecordedFrame frame) {
-        String function = EventFields.methodName(frame.getMethod());
+        String function = methodName(frame.getMethod());
         String type = frame.getType();
         return new JavaFrame(function, type == null ? "" : type, Math.max(0, frame.getBytecodeIndex()),
                 Math.max(0, frame.getLineNumber()));
+    }
+
+    /** {@code pkg.Class.method}, or "[unknown]" for no method. */
+    static String methodName(RecordedMethod method) {
+        if (method == null) {
+            return "[unknown]";
+        }
+        return (method.getType() == null ? "[unknown]" : method.getType().getName()) + "." + method.getName();
     }
 
     /** A frame standing for an allocated class: the leaf of an allocation's stack. */

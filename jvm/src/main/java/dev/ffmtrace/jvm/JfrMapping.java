@@ -14,12 +14,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Function;
-import jdk.jfr.EventType;
-import jdk.jfr.consumer.RecordedClass;
 import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordedObject;
-import jdk.jfr.consumer.RecordedStackTrace;
-import jdk.jfr.consumer.RecordedThread;
 
 /**
  * Maps JFR events of one JVM to Perfetto packets on one sequence: the mapping a live
@@ -77,15 +72,12 @@ public final class JfrMapping {
     private final JvmTrack javaThreads;
     private final JvmTrack allocationRateTrack;
     private final Map<Long, JvmTrack> threads = new HashMap<>();
-    private final ConstantCache<RecordedThread, JvmTrack> threadTracks =
+    private final ConstantCache<JfrThread, JvmTrack> threadTracks =
             new ConstantCache<>(MAX_CACHED_CONSTANTS, this::newThreadTrack);
-    private final ConstantCache<RecordedClass, String> classNames =
-            new ConstantCache<>(MAX_CACHED_CONSTANTS, RecordedClass::getName);
-    private final ConstantCache<RecordedStackTrace, List<JavaFrame>> stacks =
-            new ConstantCache<>(MAX_CACHED_CONSTANTS, JavaFrame::rootFirst);
     /** Event types met, by identity: each chunk of a recording may bring new type objects. */
-    private final Map<EventType, KnownType> knownTypes = new IdentityHashMap<>();
-    private EventType lastType;
+    private final Map<JfrEventType, KnownType> knownTypes = new IdentityHashMap<>();
+    private final RecordedEventView recorded = new RecordedEventView();
+    private JfrEventType lastType;
     private KnownType lastKnown;
     /** Counts of the types {@link #knownTypes} forgot when it was full. */
     private final Map<String, Long> retiredIgnored = new TreeMap<>();
@@ -151,7 +143,12 @@ public final class JfrMapping {
 
     /** Maps one event; never throws. */
     public void accept(RecordedEvent event) {
-        EventType type = event.getEventType();
+        accept(recorded.of(event));
+    }
+
+    /** Maps one event, read by whichever reader; never throws. */
+    void accept(JfrEventView event) {
+        JfrEventType type = event.type();
         KnownType known = type == lastType ? lastKnown : known(type);
         if (known.handler == null || finished) {
             known.ignored++;
@@ -194,7 +191,7 @@ public final class JfrMapping {
     /** What maps events of one type; made once per type, which spares each event the work on names. */
     @FunctionalInterface
     private interface Handler {
-        void map(RecordedEvent event);
+        void map(JfrEventView event);
     }
 
     /** An event type met: its handler (null: not written), and its events ignored and malformed. */
@@ -220,14 +217,14 @@ public final class JfrMapping {
     }
 
     /** {@code type}, with its handler made on first sight. */
-    private KnownType known(EventType type) {
+    private KnownType known(JfrEventType type) {
         KnownType known = knownTypes.get(type);
         if (known == null) {
             if (knownTypes.size() == MAX_KNOWN_TYPES) {
                 knownTypes.values().forEach(old -> old.countInto(retiredIgnored, retiredMalformed));
                 knownTypes.clear();
             }
-            known = new KnownType(type.getName(), newHandler(type));
+            known = new KnownType(type.name(), newHandler(type));
             knownTypes.put(type, known);
         }
         lastType = type;
@@ -235,26 +232,30 @@ public final class JfrMapping {
         return known;
     }
 
-    private Handler newHandler(EventType type) {
-        return switch (type.getName()) {
+    private Handler newHandler(JfrEventType type) {
+        return switch (type.name()) {
             case "jdk.GarbageCollection" -> collection(type);
-            case "jdk.GCPhasePause", "jdk.GCPhaseConcurrent" -> phase(1);
-            case "jdk.GCPhasePauseLevel1", "jdk.GCPhaseConcurrentLevel1" -> phase(2);
-            case "jdk.GCPhasePauseLevel2", "jdk.GCPhaseConcurrentLevel2" -> phase(3);
-            case "jdk.GCPhasePauseLevel3" -> phase(4);
-            case "jdk.GCPhasePauseLevel4" -> phase(5);
+            case "jdk.GCPhasePause", "jdk.GCPhaseConcurrent" -> phase(type, 1);
+            case "jdk.GCPhasePauseLevel1", "jdk.GCPhaseConcurrentLevel1" -> phase(type, 2);
+            case "jdk.GCPhasePauseLevel2", "jdk.GCPhaseConcurrentLevel2" -> phase(type, 3);
+            case "jdk.GCPhasePauseLevel3" -> phase(type, 4);
+            case "jdk.GCPhasePauseLevel4" -> phase(type, 5);
             case "jdk.SafepointBegin", "jdk.SafepointEnd" -> {
                 EventFields fields = EventFields.of(type, "safepointId");
-                String label = type.getLabel();
+                String label = type.label();
                 yield event -> slice(event, safepoints, label, fields.addTo(event, args.clear()));
             }
             case "jdk.ExecuteVMOperation" -> {
+                int operation = type.field("operation");
                 EventFields fields = EventFields.of(type, "safepoint", "blocking", "caller", "safepointId");
-                yield onThread(type, event -> event.getString("operation"), fields);
+                yield onThread(type, event -> event.stringValue(operation), fields);
             }
-            case "jdk.Compilation" -> onThread(type, event -> "Compilation "
-                    + EventFields.methodName(event.getValue("method")), EventFields.of(type, "compileId",
-                    "compiler", "compileLevel", "succeded", "isOsr", "codeSize", "inlinedBytes"));
+            case "jdk.Compilation" -> {
+                int method = type.field("method");
+                yield onThread(type, event -> "Compilation " + orUnknown(event.methodName(method)),
+                        EventFields.of(type, "compileId", "compiler", "compileLevel", "succeded", "isOsr", "codeSize",
+                                "inlinedBytes"));
+            }
             case "jdk.ThreadPark" -> onThread(type, event -> "Thread park",
                     EventFields.of(type, "parkedClass", "timeout", "until"));
             case "jdk.ThreadSleep" -> onThread(type, event -> "Thread sleep", EventFields.of(type, "time"));
@@ -262,57 +263,84 @@ public final class JfrMapping {
             case "jdk.JavaMonitorEnter" ->
                     handOver(type, "Monitor enter", "previousOwner", "Monitor acquired", "Monitor released");
             case "jdk.JavaMonitorWait" -> handOver(type, "Monitor wait", "notifier", "Monitor notified", "Notify");
-            case "jdk.ExecutionSample" -> event -> sample(event, event.getThread("sampledThread"));
-            case "jdk.CPUTimeSample" -> event -> {
-                if (!event.getBoolean("failed")) {
-                    sample(event, event.getThread());
-                }
-            };
-            case "jdk.ObjectAllocationSample" -> this::allocation;
-            case "jdk.GCHeapSummary" -> event -> {
-                long at = nanos(event.getStartTime());
-                writer.counter(at, heapUsed, event.getLong("heapUsed"));
-                writer.counter(at, heapCommitted, ((RecordedObject) event.getValue("heapSpace")).getLong("committedSize"));
-            };
-            case "jdk.MetaspaceSummary" -> event -> {
-                long at = nanos(event.getStartTime());
-                RecordedObject metaspace = event.getValue("metaspace");
-                writer.counter(at, metaspaceUsed, metaspace.getLong("used"));
-                writer.counter(at, metaspaceCommitted, metaspace.getLong("committed"));
-            };
-            case "jdk.CPULoad" -> event -> {
-                long at = nanos(event.getStartTime());
-                writer.counter(at, jvmUserCpu, 100.0 * event.getFloat("jvmUser"));
-                writer.counter(at, jvmSystemCpu, 100.0 * event.getFloat("jvmSystem"));
-                writer.counter(at, machineCpu, 100.0 * event.getFloat("machineTotal"));
-            };
-            case "jdk.ThreadCPULoad" -> this::threadCpu;
-            case "jdk.JavaThreadStatistics" ->
-                    event -> writer.counter(nanos(event.getStartTime()), javaThreads, event.getLong("activeCount"));
+            case "jdk.ExecutionSample" -> {
+                int thread = type.field("sampledThread");
+                int stack = type.field("stackTrace");
+                yield event -> sample(event, event.thread(thread), stack);
+            }
+            case "jdk.CPUTimeSample" -> {
+                int failed = type.field("failed");
+                int thread = type.field("eventThread");
+                int stack = type.field("stackTrace");
+                yield event -> {
+                    if (!event.booleanValue(failed)) {
+                        sample(event, event.thread(thread), stack);
+                    }
+                };
+            }
+            case "jdk.ObjectAllocationSample" -> allocation(type);
+            case "jdk.GCHeapSummary" -> {
+                int used = type.field("heapUsed");
+                int committed = type.field("heapSpace.committedSize");
+                yield event -> {
+                    long at = event.startNanos();
+                    writer.counter(at, heapUsed, event.longValue(used));
+                    writer.counter(at, heapCommitted, event.longValue(committed));
+                };
+            }
+            case "jdk.MetaspaceSummary" -> {
+                int used = type.field("metaspace.used");
+                int committed = type.field("metaspace.committed");
+                yield event -> {
+                    long at = event.startNanos();
+                    writer.counter(at, metaspaceUsed, event.longValue(used));
+                    writer.counter(at, metaspaceCommitted, event.longValue(committed));
+                };
+            }
+            case "jdk.CPULoad" -> {
+                int user = type.field("jvmUser");
+                int system = type.field("jvmSystem");
+                int machine = type.field("machineTotal");
+                yield event -> {
+                    long at = event.startNanos();
+                    writer.counter(at, jvmUserCpu, 100.0 * event.doubleValue(user));
+                    writer.counter(at, jvmSystemCpu, 100.0 * event.doubleValue(system));
+                    writer.counter(at, machineCpu, 100.0 * event.doubleValue(machine));
+                };
+            }
+            case "jdk.ThreadCPULoad" -> threadCpu(type);
+            case "jdk.JavaThreadStatistics" -> {
+                int active = type.field("activeCount");
+                yield event -> writer.counter(event.startNanos(), javaThreads, event.longValue(active));
+            }
             default -> null;
         };
     }
 
-    private Handler collection(EventType type) {
+    private Handler collection(JfrEventType type) {
+        int name = type.field("name");
+        int gcId = type.field("gcId");
         EventFields fields = EventFields.of(type, "gcId", "cause", "sumOfPauses", "longestPause");
         return event -> {
-            String name = event.getString("name");
-            JvmTrack track = collectors.computeIfAbsent(name, n -> JvmTrack.named(process, "GC " + n));
-            collections.collection(event.getLong("gcId"), track, name, nanos(event.getStartTime()),
-                    nanos(event.getEndTime()), fields.addTo(event, args.clear()));
+            String collector = event.stringValue(name);
+            JvmTrack track = collectors.computeIfAbsent(collector, n -> JvmTrack.named(process, "GC " + n));
+            collections.collection(event.longValue(gcId), track, collector, event.startNanos(), event.endNanos(),
+                    fields.addTo(event, args.clear()));
         };
     }
 
-    private Handler phase(int level) {
-        return event -> collections.phase(event.getLong("gcId"), level, event.getString("name"),
-                nanos(event.getStartTime()), nanos(event.getEndTime()));
+    private Handler phase(JfrEventType type, int level) {
+        int gcId = type.field("gcId");
+        int name = type.field("name");
+        return event -> collections.phase(event.longValue(gcId), level, event.stringValue(name), event.startNanos(),
+                event.endNanos());
     }
 
     /** A slice named {@code name} on the thread that had the event, with {@code fields} as annotations. */
-    private Handler onThread(EventType type, Function<RecordedEvent, String> name, EventFields fields) {
-        String threadField = EventFields.name(type, "eventThread");
+    private Handler onThread(JfrEventType type, Function<JfrEventView, String> name, EventFields fields) {
+        int threadField = type.field("eventThread");
         return event -> {
-            JvmTrack track = threadTrack(threadField == null ? null : event.getValue(threadField));
+            JvmTrack track = threadField < 0 ? null : threadTrack(event.thread(threadField));
             if (track == null) {
                 withoutThread++;
                 return;
@@ -327,18 +355,21 @@ public final class JfrMapping {
      * from one on the owner where it let go. The trace processor points a flow from the
      * earlier-starting slice, so the flow joins the two instants, not the waiter's slice.
      */
-    private Handler handOver(EventType type, String name, String ownerField, String acquired, String released) {
+    private Handler handOver(JfrEventType type, String name, String ownerField, String acquired, String released) {
+        int thread = type.field("eventThread");
+        int monitor = type.field("monitorClass");
+        int ownerThread = type.field(ownerField);
         EventFields fields = EventFields.of(type, ownerField, "timeout", "timedOut");
         return event -> {
-            JvmTrack track = threadTrack(event.getThread());
+            JvmTrack track = threadTrack(event.thread(thread));
             if (track == null) {
                 withoutThread++;
                 return;
             }
-            String monitorClass = className(event.getValue("monitorClass"));
-            long start = nanos(event.getStartTime());
-            long end = nanos(event.getEndTime());
-            JvmTrack owner = threadTrack(event.getThread(ownerField));
+            String monitorClass = orUnknown(event.className(monitor));
+            long start = event.startNanos();
+            long end = event.endNanos();
+            JvmTrack owner = threadTrack(event.thread(ownerThread));
             writer.begin(start, track, name, fields.addTo(event, args.clear()).add("monitorClass", monitorClass));
             if (owner != null) {
                 long flow = nextFlow++;
@@ -352,69 +383,79 @@ public final class JfrMapping {
         };
     }
 
-    private void slice(RecordedEvent event, JvmTrack track, String name, Args args) {
-        writer.begin(nanos(event.getStartTime()), track, name, args);
-        writer.end(nanos(event.getEndTime()), track);
+    private void slice(JfrEventView event, JvmTrack track, String name, Args args) {
+        writer.begin(event.startNanos(), track, name, args);
+        writer.end(event.endNanos(), track);
     }
 
-    private void sample(RecordedEvent event, RecordedThread thread) {
-        RecordedStackTrace stack = event.getStackTrace();
+    private void sample(JfrEventView event, JfrThread thread, int stackField) {
+        List<JavaFrame> stack = event.stack(stackField);
         JvmTrack track = threadTrack(thread);
         // A virtual thread's track is not a thread's: its samples have no tid to go to.
         if (track == null || stack == null || track.kind() != JvmTrack.Kind.THREAD) {
             withoutThread++;
             return;
         }
-        writer.sample(nanos(event.getStartTime()), pid, track.tid(), stacks.get(stack));
+        writer.sample(event.startNanos(), pid, track.tid(), stack);
     }
 
-    private void allocation(RecordedEvent event) {
-        long at = nanos(event.getStartTime());
-        long weight = event.getLong("weight");
-        allocationRate.add(at, weight, writer, allocationRateTrack);
-        RecordedStackTrace stack = event.getStackTrace();
-        List<JavaFrame> frames = stack == null ? new ArrayList<>(1) : new ArrayList<>(stacks.get(stack));
-        frames.add(JavaFrame.allocated(className(event.getValue("objectClass"))));
-        allocations.add(at, frames, weight);
+    private Handler allocation(JfrEventType type) {
+        int weightField = type.field("weight");
+        int stackField = type.field("stackTrace");
+        int objectClass = type.field("objectClass");
+        return event -> {
+            long at = event.startNanos();
+            long weight = event.longValue(weightField);
+            allocationRate.add(at, weight, writer, allocationRateTrack);
+            List<JavaFrame> stack = event.stack(stackField);
+            List<JavaFrame> frames = stack == null ? new ArrayList<>(1) : new ArrayList<>(stack);
+            frames.add(JavaFrame.allocated(orUnknown(event.className(objectClass))));
+            allocations.add(at, frames, weight);
+        };
     }
 
-    private void threadCpu(RecordedEvent event) {
-        JvmTrack thread = threadTrack(event.getThread());
-        if (thread == null) {
-            withoutThread++;
-            return;
-        }
-        JvmTrack counter = threadCpu.computeIfAbsent(thread,
-                t -> JvmTrack.counter(t, "CPU %", CounterDescriptor.Unit.UNIT_UNSPECIFIED));
-        writer.counter(nanos(event.getStartTime()), counter,
-                100.0 * (event.getFloat("user") + event.getFloat("system")));
+    private Handler threadCpu(JfrEventType type) {
+        int threadField = type.field("eventThread");
+        int user = type.field("user");
+        int system = type.field("system");
+        return event -> {
+            JvmTrack thread = threadTrack(event.thread(threadField));
+            if (thread == null) {
+                withoutThread++;
+                return;
+            }
+            JvmTrack counter = threadCpu.computeIfAbsent(thread,
+                    t -> JvmTrack.counter(t, "CPU %", CounterDescriptor.Unit.UNIT_UNSPECIFIED));
+            writer.counter(event.startNanos(), counter,
+                    100.0 * ((float) event.doubleValue(user) + (float) event.doubleValue(system)));
+        };
     }
 
-    /** The track of {@code thread} (a {@code RecordedThread} or null): its own, made on first sight; null for none. */
-    private JvmTrack threadTrack(Object thread) {
-        return thread instanceof RecordedThread recorded ? threadTracks.get(recorded) : null;
+    /** The track of {@code thread}: its own, made on first sight; null for none. */
+    private JvmTrack threadTrack(JfrThread thread) {
+        return thread == null ? null : threadTracks.get(thread);
     }
 
-    private JvmTrack newThreadTrack(RecordedThread thread) {
-        long javaId = thread.getJavaThreadId();
-        boolean virtual = thread.isVirtual();
-        long key = virtual ? -javaId : javaId >= 0 ? javaId : (1L << 62) | thread.getOSThreadId();
+    private JvmTrack newThreadTrack(JfrThread thread) {
+        long javaId = thread.javaThreadId();
+        boolean virtual = thread.virtual();
+        long key = virtual ? -javaId : javaId >= 0 ? javaId : (1L << 62) | thread.osThreadId();
         JvmTrack track = threads.get(key);
         if (track == null) {
-            String name = thread.getJavaName() != null ? thread.getJavaName() : thread.getOSName();
+            String name = thread.displayName();
             if (virtual) {
                 track = JvmTrack.virtualThread(process, javaId,
                         name == null || name.isEmpty() ? "virtual thread " + javaId : name);
             } else {
-                track = JvmTrack.thread(process, key, thread.getOSThreadId(), name == null ? "" : name);
+                track = JvmTrack.thread(process, key, thread.osThreadId(), name == null ? "" : name);
             }
             threads.put(key, track);
         }
         return track;
     }
 
-    private String className(Object value) {
-        return value instanceof RecordedClass type ? classNames.get(type) : "[unknown]";
+    private static String orUnknown(String name) {
+        return name == null ? "[unknown]" : name;
     }
 
     /** Nanoseconds since the epoch: JFR's timestamps are CLOCK_REALTIME. */

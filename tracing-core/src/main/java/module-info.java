@@ -13,4 +13,6 @@ module dev.ffmtrace.tracing.core {
     // applications.
     exports dev.ffmtrace.tracing.smb.abi to dev.ffmtrace.tracing.buffer, dev.ffmtrace.tracing.service,
             dev.ffmtrace.cli;
+    // Helpers the modules on top share, not API.
+    exports dev.ffmtrace.tracing.util to dev.ffmtrace.heapprofd.service, dev.ffmtrace.jvm;
 }

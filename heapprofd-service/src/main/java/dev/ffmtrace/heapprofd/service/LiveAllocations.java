@@ -1,5 +1,7 @@
 package dev.ffmtrace.heapprofd.service;
 
+import dev.ffmtrace.tracing.util.LongMap;
+
 /**
  * The live sampled allocations of one heap, by address: each one's callsite and bytes, in
  * parallel arrays by open addressing (linear probing, the slots of {@link LongMap#slot}),

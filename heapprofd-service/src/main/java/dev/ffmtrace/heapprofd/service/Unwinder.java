@@ -2,6 +2,7 @@ package dev.ffmtrace.heapprofd.service;
 
 import dev.ffmtrace.heapprofd.wire.AllocMetadata;
 import dev.ffmtrace.memory.Layouts;
+import dev.ffmtrace.tracing.util.LongMap;
 
 import java.lang.foreign.MemorySegment;
 import java.util.HashMap;

@@ -1,5 +1,6 @@
 package dev.ffmtrace.heapprofd.service;
 
+import dev.ffmtrace.tracing.util.LongMap;
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.constraints.IntRange;

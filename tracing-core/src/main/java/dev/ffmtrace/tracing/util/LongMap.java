@@ -1,15 +1,15 @@
-package dev.ffmtrace.heapprofd.service;
+package dev.ffmtrace.tracing.util;
 
 import java.util.Arrays;
 import java.util.Objects;
 
 /**
- * A map from long keys to values by open addressing (linear probing), for the record
- * path: a lookup boxes no key and a put allocates no entry, only a larger table now and
- * then. No removal: it is a cache, emptied whole. A slot is empty when its value is null,
+ * A map from long keys to values by open addressing (linear probing), for hot paths
+ * keyed by addresses, pcs or ids: a lookup boxes no key and a put allocates no entry,
+ * only a larger table now and then. No removal: it is a cache, emptied whole. A slot is empty when its value is null,
  * so every long is a key and no value is null. Not thread-safe.
  */
-final class LongMap<V> {
+public final class LongMap<V> {
     private static final int MIN_CAPACITY = 16;
 
     private long[] keys;
@@ -18,13 +18,13 @@ final class LongMap<V> {
     private int shift;
     private int size;
 
-    LongMap() {
+    public LongMap() {
         allocate(MIN_CAPACITY);
     }
 
     /** The value of {@code key}, or null. */
     @SuppressWarnings("unchecked")
-    V get(long key) {
+    public V get(long key) {
         int mask = keys.length - 1;
         for (int slot = slot(key, shift); ; slot = (slot + 1) & mask) {
             Object value = values[slot];
@@ -35,7 +35,7 @@ final class LongMap<V> {
     }
 
     /** Maps {@code key} to {@code value}, replacing its value if it had one. */
-    void put(long key, V value) {
+    public void put(long key, V value) {
         Objects.requireNonNull(value);
         int mask = keys.length - 1;
         int slot = slot(key, shift);
@@ -55,12 +55,12 @@ final class LongMap<V> {
     }
 
     /** Forgets every key, keeping the table's capacity for the keys to come. */
-    void clear() {
+    public void clear() {
         Arrays.fill(values, null);
         size = 0;
     }
 
-    int size() {
+    public int size() {
         return size;
     }
 
@@ -69,7 +69,7 @@ final class LongMap<V> {
      * bits of a Fibonacci hash, which spreads the aligned addresses and pcs that are the
      * keys here (their low bits alike) over the whole table.
      */
-    static int slot(long key, int shift) {
+    public static int slot(long key, int shift) {
         return (int) ((key * 0x9E3779B97F4A7C15L) >>> shift);
     }
 

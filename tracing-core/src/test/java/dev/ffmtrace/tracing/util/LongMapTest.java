@@ -1,4 +1,4 @@
-package dev.ffmtrace.heapprofd.service;
+package dev.ffmtrace.tracing.util;
 
 import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;

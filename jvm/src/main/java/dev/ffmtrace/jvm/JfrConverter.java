@@ -43,7 +43,7 @@ public final class JfrConverter {
 
     /** The file is not a JFR recording this JDK can open: nothing of it was converted. */
     public static final class UnreadableRecordingException extends IOException {
-        UnreadableRecordingException(Path recording, IOException cause) {
+        UnreadableRecordingException(Path recording, Exception cause) {
             super(recording + " is not a readable JFR recording: " + describe(cause), cause);
         }
     }
@@ -52,13 +52,83 @@ public final class JfrConverter {
     }
 
     /**
-     * Converts {@code recording} into {@code trace} (which stays open, flushed).
+     * Converts {@code recording} into {@code trace} (which stays open, flushed): read by
+     * {@link JfrFileReader}, or by the JDK's {@code RecordingFile} where that reader leaves
+     * the file to it (another format version, a chunk too large to copy).
      *
      * @param progress given the number of events read, every {@value #PROGRESS_EVERY} events
      * @throws UnreadableRecordingException if {@code recording} cannot be opened as a JFR recording
      * @throws IOException if writing {@code trace} fails
      */
     public static Result convert(Path recording, OutputStream trace, LongConsumer progress) throws IOException {
+        return JfrFileReader.canRead(recording) ? convertReadingChunks(recording, trace, progress)
+                : convertWithRecordingFile(recording, trace, progress);
+    }
+
+    /** The conversion through {@link JfrFileReader}. */
+    static Result convertReadingChunks(Path recording, OutputStream trace, LongConsumer progress) throws IOException {
+        Ahead ahead = lookAhead(recording);
+        try (JfrFileReader reader = new JfrFileReader(recording)) {
+            boolean more;
+            try {
+                more = reader.next();
+            } catch (IOException | RuntimeException e) {
+                throw new UnreadableRecordingException(recording, e);
+            }
+            JfrMapping mapping = ahead.mapping(trace);
+            String unreadable = null;
+            while (more) {
+                mapping.accept(reader.event());
+                reportProgress(reader.events() - 1, progress);
+                try {
+                    more = reader.next();
+                } catch (IOException | RuntimeException e) {
+                    unreadable = describe(e);
+                    more = false;
+                }
+            }
+            mapping.finish();
+            return new Result(reader.events(), ahead.pid, mapping.stats(), unreadable);
+        }
+    }
+
+    /**
+     * The recorded JVM's pid and name, from its {@code jdk.JVMInformation} event among the
+     * first events, and the earliest of those events' start: what the trace's first
+     * packets say before any event is mapped.
+     */
+    private record Ahead(long pid, String processName, long first) {
+        JfrMapping mapping(OutputStream trace) {
+            JfrMapping mapping = new JfrMapping(new TraceFileWriter(trace, SEQUENCE_ID), Math.max(0, pid), processName,
+                    0, 0);
+            mapping.declareRealtimeTimeline(first);
+            return mapping;
+        }
+    }
+
+    private static Ahead lookAhead(Path recording) {
+        long pid = -1;
+        String processName = "java";
+        long first = Long.MAX_VALUE;
+        try (JfrFileReader reader = new JfrFileReader(recording)) {
+            while (pid < 0 && reader.events() < LOOKAHEAD_EVENTS && reader.next()) {
+                JfrEventView event = reader.event();
+                first = Math.min(first, event.startNanos());
+                JfrEventType type = event.type();
+                if (type.name().equals("jdk.JVMInformation")) {
+                    pid = event.longValue(type.field("pid"));
+                    processName = processName(event.stringValue(type.field("javaArguments")));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // The conversion meets the same and says so; what was read ahead stands.
+        }
+        return new Ahead(pid, processName, first == Long.MAX_VALUE ? 0 : first);
+    }
+
+    /** The conversion through the JDK's {@code RecordingFile}. */
+    static Result convertWithRecordingFile(Path recording, OutputStream trace, LongConsumer progress)
+            throws IOException {
         RecordingFile opened;
         try {
             opened = new RecordingFile(recording);
@@ -83,9 +153,7 @@ public final class JfrConverter {
                 unreadable = describe(e);
             }
             long first = ahead.stream().mapToLong(e -> JfrMapping.nanos(e.getStartTime())).min().orElse(0);
-            TraceFileWriter sink = new TraceFileWriter(trace, SEQUENCE_ID);
-            JfrMapping mapping = new JfrMapping(sink, Math.max(0, pid), processName, 0, 0);
-            mapping.declareRealtimeTimeline(first);
+            JfrMapping mapping = new Ahead(pid, processName, first).mapping(trace);
             long events = 0;
             for (RecordedEvent event : ahead) {
                 mapping.accept(event);

@@ -24,4 +24,19 @@ interface JfrEventType {
     String fieldName(int field);
 
     Kind kind(int field);
+
+    /** The kind of a field whose type JFR names {@code typeName} (for a type of one field, that field's). */
+    static Kind kindOf(String typeName) {
+        return switch (typeName) {
+            case "boolean" -> Kind.BOOLEAN;
+            case "byte", "short", "int", "long" -> Kind.INTEGRAL;
+            case "float", "double" -> Kind.FLOATING;
+            case "java.lang.String" -> Kind.STRING;
+            case "java.lang.Class" -> Kind.CLASS;
+            case "java.lang.Thread" -> Kind.THREAD;
+            case "jdk.types.Method" -> Kind.METHOD;
+            case "jdk.types.StackTrace" -> Kind.STACK_TRACE;
+            default -> Kind.OTHER;
+        };
+    }
 }

@@ -56,12 +56,33 @@ final class JvmPacketWriter {
     private static final long STRING_VALUE_TAG =
             ProtoWire.makeTag(DebugAnnotation.STRING_VALUE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
 
-    /** Keys interned on the sequence, numbered from 1, and those a packet has yet to write. */
+    /**
+     * Keys interned on the sequence, numbered from 1, and those a packet has yet to write.
+     * The same few names come with every event of a type, as the same string objects: a
+     * small table of the last ones by identity (slotted by the string's cached hash)
+     * answers them before the map, whose lookup (equals, unboxing) was a fifth of a
+     * conversion's time (JfrConversionBenchmark). Keys whose hash is computed each time
+     * (stacks) go straight to the map.
+     */
     private final class Interner<K> {
+        private static final int RECENT = 16;
         private final Map<K, Long> ids = new HashMap<>();
         private final List<K> pending = new ArrayList<>();
+        private final Object[] recentKeys;
+        private final long[] recentIids = new long[RECENT];
+
+        Interner(boolean recent) {
+            this.recentKeys = recent ? new Object[RECENT] : null;
+        }
 
         long iid(K key) {
+            int slot = 0;
+            if (recentKeys != null) {
+                slot = key.hashCode() & (RECENT - 1);
+                if (recentKeys[slot] == key) {
+                    return recentIids[slot];
+                }
+            }
             Long iid = ids.get(key);
             if (iid == null) {
                 iid = (long) ids.size() + 1;
@@ -69,25 +90,32 @@ final class JvmPacketWriter {
                 pending.add(key);
                 anyPending = true;
             }
+            if (recentKeys != null) {
+                recentKeys[slot] = key;
+                recentIids[slot] = iid;
+            }
             return iid;
         }
 
         void reset() {
             ids.clear();
             pending.clear();
+            if (recentKeys != null) {
+                Arrays.fill(recentKeys, null);
+            }
         }
     }
 
     private final TracePacketSink sink;
     /** Tracks described on the sequence: each track is one object, so identity will do. */
     private final Set<JvmTrack> described = Collections.newSetFromMap(new IdentityHashMap<>());
-    private final Interner<String> eventNames = new Interner<>();
-    private final Interner<String> annotationNames = new Interner<>();
-    private final Interner<String> functionNames = new Interner<>();
-    private final Interner<String> mappingPaths = new Interner<>();
-    private final Interner<String> mappings = new Interner<>();
-    private final Interner<JavaFrame> frames = new Interner<>();
-    private final Interner<List<Long>> callstacks = new Interner<>();
+    private final Interner<String> eventNames = new Interner<>(true);
+    private final Interner<String> annotationNames = new Interner<>(true);
+    private final Interner<String> functionNames = new Interner<>(true);
+    private final Interner<String> mappingPaths = new Interner<>(true);
+    private final Interner<String> mappings = new Interner<>(true);
+    private final Interner<JavaFrame> frames = new Interner<>(false);
+    private final Interner<List<Long>> callstacks = new Interner<>(false);
     private final List<Interner<?>> tables = List.of(eventNames, annotationNames, functionNames, mappingPaths,
             mappings, frames, callstacks);
     /** The TrackEvent being encoded by hand ({@link #event}). */

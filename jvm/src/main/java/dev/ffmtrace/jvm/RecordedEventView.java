@@ -167,17 +167,7 @@ final class RecordedEventView implements JfrEventView {
             if (field.isArray()) {
                 return Kind.OTHER;
             }
-            return switch (field.getTypeName()) {
-                case "boolean" -> Kind.BOOLEAN;
-                case "byte", "short", "int", "long" -> Kind.INTEGRAL;
-                case "float", "double" -> Kind.FLOATING;
-                case "java.lang.String" -> Kind.STRING;
-                case "java.lang.Class" -> Kind.CLASS;
-                case "java.lang.Thread" -> Kind.THREAD;
-                case "jdk.types.Method" -> Kind.METHOD;
-                case "jdk.types.StackTrace" -> Kind.STACK_TRACE;
-                default -> Kind.OTHER;
-            };
+            return JfrEventType.kindOf(field.getTypeName());
         }
     }
 }

@@ -1,0 +1,144 @@
+package dev.ffmtrace.jvm;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * An event type of one chunk, laid out for decoding: its fields flattened into leaves in
+ * the order the record holds them (a struct's fields in its place, {@code "a.b"}; a type of
+ * one field as that field), each with how to read it.
+ */
+final class JfrFileEventType implements JfrEventType {
+    /** How a leaf is read. */
+    enum Read { BOOLEAN, BYTE, CHAR, SHORT, INT, LONG, FLOAT, DOUBLE, STRING, CONSTANT, OTHER }
+
+    private static final int MAX_DEPTH = 8;
+
+    private final String name;
+    private final String label;
+    private final List<String> names = new ArrayList<>();
+    private final List<Kind> kinds = new ArrayList<>();
+    private final List<Read> reads = new ArrayList<>();
+    private final List<JfrMetadata.Field> fields = new ArrayList<>();
+    private final Map<String, Integer> positions = new HashMap<>();
+    final Read[] read;
+    final boolean[] unsigned;
+    /** For each leaf, its field: the constant's type, or how to read what is not a leaf of its own. */
+    final JfrMetadata.Field[] field;
+    /** The leaf of the event's duration, or -1 for an instant event. */
+    final int duration;
+
+    JfrFileEventType(JfrMetadata.Type type, JfrMetadata metadata) throws MalformedRecordingException {
+        this.name = type.name();
+        this.label = type.label() != null ? type.label() : type.name();
+        List<JfrMetadata.Field> declared = type.fields();
+        if (declared.isEmpty() || !declared.getFirst().name().equals("startTime")) {
+            throw new MalformedRecordingException("event type " + name + " does not start with its start time");
+        }
+        for (JfrMetadata.Field field : declared) {
+            flatten(field.name(), field, metadata, 0);
+        }
+        this.read = reads.toArray(Read[]::new);
+        this.field = fields.toArray(JfrMetadata.Field[]::new);
+        this.unsigned = new boolean[read.length];
+        for (int i = 0; i < read.length; i++) {
+            unsigned[i] = field[i].unsigned();
+        }
+        if (read[0] != Read.LONG) {
+            throw new MalformedRecordingException("event type " + name + " has a start time that is not a long");
+        }
+        int durationLeaf = declared.size() > 1 && declared.get(1).name().equals("duration") ? 1 : -1;
+        if (durationLeaf > 0 && read[durationLeaf] != Read.LONG) {
+            throw new MalformedRecordingException("event type " + name + " has a duration that is not a long");
+        }
+        this.duration = durationLeaf;
+    }
+
+    private void flatten(String path, JfrMetadata.Field declared, JfrMetadata metadata, int depth)
+            throws MalformedRecordingException {
+        JfrMetadata.Type type = metadata.type(declared.typeId());
+        if (type == null) {
+            throw new MalformedRecordingException("field " + path + " of " + name + " has type " + declared.typeId()
+                    + ", which the metadata lacks");
+        }
+        if (declared.array()) {
+            leaf(path, declared, Read.OTHER, Kind.OTHER);
+        } else if (declared.constantPool()) {
+            leaf(path, declared, Read.CONSTANT, JfrEventType.kindOf(valueTypeName(type, metadata)));
+        } else if (type.fields().isEmpty()) {
+            Read read = switch (type.name()) {
+                case "boolean" -> Read.BOOLEAN;
+                case "byte" -> Read.BYTE;
+                case "char" -> Read.CHAR;
+                case "short" -> Read.SHORT;
+                case "int" -> Read.INT;
+                case "long" -> Read.LONG;
+                case "float" -> Read.FLOAT;
+                case "double" -> Read.DOUBLE;
+                case "java.lang.String" -> Read.STRING;
+                default -> throw new MalformedRecordingException("field " + path + " of " + name
+                        + " has type " + type.name() + ", which has no fields");
+            };
+            leaf(path, declared, read, JfrEventType.kindOf(type.name()));
+        } else if (depth >= MAX_DEPTH) {
+            throw new MalformedRecordingException("fields of " + name + " nest deeper than " + MAX_DEPTH);
+        } else if (type.simple()) {
+            JfrMetadata.Field only = type.fields().getFirst();
+            flatten(path, new JfrMetadata.Field(declared.name(), only.typeId(), only.array(), only.constantPool(),
+                    only.unsigned()), metadata, depth + 1);
+        } else {
+            for (JfrMetadata.Field nested : type.fields()) {
+                flatten(path + "." + nested.name(), nested, metadata, depth + 1);
+            }
+        }
+    }
+
+    /** The type name JFR reports for a value of {@code type}: a type of one field reports that field's. */
+    private static String valueTypeName(JfrMetadata.Type type, JfrMetadata metadata) {
+        if (type.simple() && !type.fields().isEmpty()) {
+            JfrMetadata.Type only = metadata.type(type.fields().getFirst().typeId());
+            return only == null ? "" : only.name();
+        }
+        return type.name();
+    }
+
+    private void leaf(String path, JfrMetadata.Field declared, Read read, Kind kind) {
+        positions.putIfAbsent(path, names.size());
+        names.add(path);
+        kinds.add(kind);
+        reads.add(read);
+        fields.add(declared);
+    }
+
+    int leaves() {
+        return read.length;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public String label() {
+        return label;
+    }
+
+    @Override
+    public int field(String fieldName) {
+        Integer position = positions.get(fieldName);
+        return position == null ? -1 : position;
+    }
+
+    @Override
+    public String fieldName(int field) {
+        return names.get(field);
+    }
+
+    @Override
+    public Kind kind(int field) {
+        return kinds.get(field);
+    }
+}

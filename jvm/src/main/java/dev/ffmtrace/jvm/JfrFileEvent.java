@@ -79,15 +79,15 @@ final class JfrFileEvent implements JfrEventView {
         long value = number(field);
         if (!type.unsigned[field]) {
             return switch (type.read[field]) {
-                case BYTE, SHORT, INT, LONG -> value;
+                case JfrFileEventType.BYTE, JfrFileEventType.SHORT, JfrFileEventType.INT, JfrFileEventType.LONG -> value;
                 default -> throw notA(field, "integral");
             };
         }
         return switch (type.read[field]) {
-            case BYTE -> value & 0xFFL;
-            case SHORT -> value & 0xFFFFL;
-            case INT -> value & 0xFFFF_FFFFL;
-            case LONG -> value;
+            case JfrFileEventType.BYTE -> value & 0xFFL;
+            case JfrFileEventType.SHORT -> value & 0xFFFFL;
+            case JfrFileEventType.INT -> value & 0xFFFF_FFFFL;
+            case JfrFileEventType.LONG -> value;
             default -> throw notA(field, "integral");
         };
     }
@@ -96,8 +96,8 @@ final class JfrFileEvent implements JfrEventView {
     public double doubleValue(int field) {
         long bits = number(field);
         return switch (type.read[field]) {
-            case FLOAT -> Float.intBitsToFloat((int) bits);
-            case DOUBLE -> Double.longBitsToDouble(bits);
+            case JfrFileEventType.FLOAT -> Float.intBitsToFloat((int) bits);
+            case JfrFileEventType.DOUBLE -> Double.longBitsToDouble(bits);
             default -> throw notA(field, "floating-point");
         };
     }
@@ -105,7 +105,7 @@ final class JfrFileEvent implements JfrEventView {
     @Override
     public boolean booleanValue(int field) {
         long value = number(field);
-        if (type.read[field] != JfrFileEventType.Read.BOOLEAN) {
+        if (type.read[field] != JfrFileEventType.BOOLEAN) {
             throw notA(field, "boolean");
         }
         return value != 0;
@@ -115,8 +115,8 @@ final class JfrFileEvent implements JfrEventView {
     public String stringValue(int field) {
         long key = number(field);
         return switch (type.read[field]) {
-            case STRING -> constants.text(objects[field]);
-            case CONSTANT -> constants.string(type.field[field].typeId(), key);
+            case JfrFileEventType.STRING -> constants.text(objects[field]);
+            case JfrFileEventType.CONSTANT -> constants.string(type.field[field].typeId(), key);
             default -> throw notA(field, "string");
         };
     }
@@ -143,7 +143,7 @@ final class JfrFileEvent implements JfrEventView {
 
     private long constant(int field, JfrEventType.Kind kind) {
         long key = number(field);
-        if (type.read[field] != JfrFileEventType.Read.CONSTANT || type.kind(field) != kind) {
+        if (type.read[field] != JfrFileEventType.CONSTANT || type.kind(field) != kind) {
             throw notA(field, kind.name());
         }
         return key;
@@ -158,7 +158,7 @@ final class JfrFileEvent implements JfrEventView {
     }
 
     private void decode() {
-        JfrFileEventType.Read[] reads = type.read;
+        byte[] reads = type.read;
         if (numbers.length < reads.length) {
             numbers = new long[reads.length];
             objects = new Object[reads.length];
@@ -167,16 +167,16 @@ final class JfrFileEvent implements JfrEventView {
             input.range(start, end);
             for (int i = 0; i < reads.length; i++) {
                 switch (reads[i]) {
-                    case BOOLEAN -> numbers[i] = input.readByte() != 0 ? 1 : 0;
-                    case BYTE -> numbers[i] = input.readByte();
-                    case CHAR -> numbers[i] = (char) input.readLong();
-                    case SHORT -> numbers[i] = (short) input.readLong();
-                    case INT -> numbers[i] = (int) input.readLong();
-                    case LONG, CONSTANT -> numbers[i] = input.readLong();
-                    case FLOAT -> numbers[i] = Float.floatToRawIntBits(input.readFloat());
-                    case DOUBLE -> numbers[i] = Double.doubleToRawLongBits(input.readDouble());
-                    case STRING -> objects[i] = input.readString(pooledStrings);
-                    case OTHER -> objects[i] = constants.readField(input, type.field[i], 0);
+                    case JfrFileEventType.LONG, JfrFileEventType.CONSTANT -> numbers[i] = input.readLong();
+                    case JfrFileEventType.INT -> numbers[i] = (int) input.readLong();
+                    case JfrFileEventType.BOOLEAN -> numbers[i] = input.readByte() != 0 ? 1 : 0;
+                    case JfrFileEventType.BYTE -> numbers[i] = input.readByte();
+                    case JfrFileEventType.CHAR -> numbers[i] = (char) input.readLong();
+                    case JfrFileEventType.SHORT -> numbers[i] = (short) input.readLong();
+                    case JfrFileEventType.FLOAT -> numbers[i] = Float.floatToRawIntBits(input.readFloat());
+                    case JfrFileEventType.DOUBLE -> numbers[i] = Double.doubleToRawLongBits(input.readDouble());
+                    case JfrFileEventType.STRING -> objects[i] = input.readString(pooledStrings);
+                    default -> objects[i] = constants.readField(input, type.field[i], 0);
                 }
             }
         } catch (MalformedRecordingException e) {

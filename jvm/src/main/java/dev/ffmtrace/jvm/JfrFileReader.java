@@ -27,6 +27,8 @@ final class JfrFileReader implements AutoCloseable {
     private final FileChannel file;
     private final long fileSize;
     private long nextChunk;
+    /** The current chunk's copy, reused for the next chunk when it is large enough. */
+    private byte[] chunkBytes = new byte[0];
     private JfrInput input;
     private JfrMetadata metadata;
     private JfrFileEvent event;
@@ -139,14 +141,16 @@ final class JfrFileReader implements AutoCloseable {
         if (problem != null) {
             throw new MalformedRecordingException("chunk at byte " + at + ": " + problem);
         }
-        byte[] bytes = new byte[(int) header.size()];
-        ByteBuffer buffer = ByteBuffer.wrap(bytes);
+        if (chunkBytes.length < header.size()) {
+            chunkBytes = new byte[(int) header.size()];
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(chunkBytes, 0, (int) header.size());
         while (buffer.hasRemaining()) {
             if (file.read(buffer, at + buffer.position()) < 0) {
                 throw new MalformedRecordingException("chunk at byte " + at + " ends early: the file shrank");
             }
         }
-        input = new JfrInput(bytes);
+        input = new JfrInput(chunkBytes, (int) header.size());
         metadata = JfrMetadata.read(input, header.metadataOffset());
         JfrConstants constants = JfrConstants.read(input, metadata, header.constantPoolOffset());
         if (clock == null) {

@@ -19,12 +19,15 @@ final class JfrInput {
     private static final int MAX_VARINT_BYTES = 9;
 
     private final byte[] bytes;
+    private final int capacity;
     private int position;
     private int limit;
 
-    JfrInput(byte[] bytes) {
+    /** The chunk in the first {@code capacity} bytes of {@code bytes}. */
+    JfrInput(byte[] bytes, int capacity) {
         this.bytes = bytes;
-        this.limit = bytes.length;
+        this.capacity = capacity;
+        this.limit = capacity;
     }
 
     int position() {
@@ -37,14 +40,14 @@ final class JfrInput {
 
     /** The chunk's size: the furthest any limit may be. */
     int capacity() {
-        return bytes.length;
+        return capacity;
     }
 
     /** Moves to {@code position} and bounds reads by {@code limit}; both within the chunk. */
     void range(long position, long limit) throws MalformedRecordingException {
-        if (position < 0 || limit < position || limit > bytes.length) {
+        if (position < 0 || limit < position || limit > capacity) {
             throw new MalformedRecordingException("range " + position + ".." + limit + " outside the chunk of "
-                    + bytes.length + " bytes");
+                    + capacity + " bytes");
         }
         this.position = (int) position;
         this.limit = (int) limit;

@@ -37,6 +37,14 @@ final class JvmPacketWriter {
     private static final int CLEARED = TracePacket.SequenceFlags.SEQ_INCREMENTAL_STATE_CLEARED.number();
     private static final int NEEDS_STATE = TracePacket.SequenceFlags.SEQ_NEEDS_INCREMENTAL_STATE.number();
     private static final long TYPE_TAG = ProtoWire.makeTag(TrackEvent.TYPE_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    /** Room before a hand-encoded TrackEvent for its packet's timestamp, flags and the event's own tag and length. */
+    private static final int PACKET_HEAD_ROOM = 32;
+    private static final long TIMESTAMP_TAG =
+            ProtoWire.makeTag(TracePacket.TIMESTAMP_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long SEQUENCE_FLAGS_TAG =
+            ProtoWire.makeTag(TracePacket.SEQUENCE_FLAGS_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
+    private static final long TRACK_EVENT_TAG =
+            ProtoWire.makeTag(TracePacket.TRACK_EVENT_FIELD_NUMBER, ProtoWire.WIRE_TYPE_LENGTH_DELIMITED);
     private static final long TRACK_UUID_TAG =
             ProtoWire.makeTag(TrackEvent.TRACK_UUID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
     private static final long NAME_IID_TAG = ProtoWire.makeTag(TrackEvent.NAME_IID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
@@ -118,7 +126,7 @@ final class JvmPacketWriter {
     private final Interner<List<Long>> callstacks = new Interner<>(false);
     private final List<Interner<?>> tables = List.of(eventNames, annotationNames, functionNames, mappingPaths,
             mappings, frames, callstacks);
-    /** The TrackEvent being encoded by hand ({@link #event}). */
+    /** The TrackEvent being encoded by hand ({@link #event}), after room for its packet's first fields. */
     private byte[] body = new byte[256];
     /** Whether some table has entries no packet wrote yet. */
     private boolean anyPending;
@@ -247,7 +255,7 @@ final class JvmPacketWriter {
         for (int i = 0; i < count; i++) {
             argNameIids[i] = annotationNames.iid(args.name(i));
         }
-        int n = 0;
+        int n = PACKET_HEAD_ROOM;
         n = varIntField(n, TYPE_TAG, type.number());
         n = varIntField(n, TRACK_UUID_TAG, track.uuid());
         if (nameIid != 0) {
@@ -262,8 +270,32 @@ final class JvmPacketWriter {
         for (int i = 0; i < count; i++) {
             n = annotation(n, argNameIids[i], args, i);
         }
-        open(timestamp).appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, body, 0, n);
-        sink.finishTracePacket();
+        if (anyPending) {
+            open(timestamp).appendBytes(TracePacket.TRACK_EVENT_FIELD_NUMBER, body, PACKET_HEAD_ROOM,
+                    n - PACKET_HEAD_ROOM);
+            sink.finishTracePacket();
+        } else {
+            int start = packetHead(timestamp, n - PACKET_HEAD_ROOM);
+            sink.writeEncodedPacket(body, start, n - start);
+        }
+    }
+
+    /**
+     * Writes, just before the TrackEvent encoded at {@link #PACKET_HEAD_ROOM}, the fields
+     * {@link #open} would give its packet first (timestamp, sequence flags) and the
+     * TrackEvent's own tag and length, so that the packet is appended in one piece, the
+     * same bytes as field by field. Returns where the packet's bytes start.
+     */
+    private int packetHead(long timestamp, int eventSize) {
+        int headSize = 1 + ProtoWire.varIntSize(timestamp) + 2 + 1 + ProtoWire.varIntSize(eventSize);
+        int start = PACKET_HEAD_ROOM - headSize;
+        int at = ProtoWire.writeVarInt(body, start, TIMESTAMP_TAG);
+        at = ProtoWire.writeVarInt(body, at, timestamp);
+        at = ProtoWire.writeVarInt(body, at, SEQUENCE_FLAGS_TAG);
+        at = ProtoWire.writeVarInt(body, at, NEEDS_STATE);
+        at = ProtoWire.writeVarInt(body, at, TRACK_EVENT_TAG);
+        ProtoWire.writeVarInt(body, at, eventSize);
+        return start;
     }
 
     /*

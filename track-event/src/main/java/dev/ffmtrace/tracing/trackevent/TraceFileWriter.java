@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
 
 /**
  * A {@link TracePacketSink} that writes one sequence straight into a trace file, with no
@@ -29,11 +30,15 @@ import java.lang.foreign.MemorySegment;
  */
 public final class TraceFileWriter implements TracePacketSink {
     private static final int TRACE_PACKET_TAG = 0x0a;
+    private static final long SEQUENCE_ID_TAG =
+            ProtoWire.makeTag(TracePacket.TRUSTED_PACKET_SEQUENCE_ID_FIELD_NUMBER, ProtoWire.WIRE_TYPE_VARINT);
 
     private final OutputStream out;
     private final int sequenceId;
     private final HeapBuffered<TracePacket> packet = new HeapBuffered<>(TracePacket.FACTORY);
     private final byte[] header = new byte[1 + 5];
+    /** {@code trusted_packet_sequence_id}, encoded: the field a hand-encoded packet ends with. */
+    private final byte[] sequenceIdField;
     private byte[] bytes = new byte[4096];
     /** Whether a packet is being written. */
     private boolean open;
@@ -51,6 +56,9 @@ public final class TraceFileWriter implements TracePacketSink {
         }
         this.out = out;
         this.sequenceId = sequenceId;
+        byte[] field = new byte[1 + ProtoWire.MAX_VARINT_SIZE];
+        int size = ProtoWire.writeVarInt(field, ProtoWire.writeVarInt(field, 0, SEQUENCE_ID_TAG), sequenceId);
+        this.sequenceIdField = Arrays.copyOf(field, size);
     }
 
     @Override
@@ -83,6 +91,37 @@ public final class TraceFileWriter implements TracePacketSink {
         try {
             out.write(header, 0, headerSize);
             out.write(bytes, 0, size);
+        } catch (IOException e) {
+            failed = true;
+            throw new UncheckedIOException("writing a trace packet", e);
+        }
+    }
+
+    /**
+     * Writes the packet straight to the stream, its sequence id appended: no message is
+     * built (a converter writes millions of small packets).
+     */
+    @Override
+    public void writeEncodedPacket(byte[] packetBytes, int offset, int length) {
+        if (closed || failed || open) {
+            throw new IllegalStateException(closed ? "the trace file writer is closed"
+                    : failed ? "the trace file failed" : "a packet is open");
+        }
+        int size = length + sequenceIdField.length;
+        int staged = 1 + ProtoWire.MAX_VARINT_SIZE + size;
+        if (bytes.length < staged) {
+            bytes = new byte[Math.max(staged, bytes.length * 2)];
+        }
+        int at = ProtoWire.writeVarInt(bytes, ProtoWire.writeVarInt(bytes, 0, TRACE_PACKET_TAG), size);
+        System.arraycopy(packetBytes, offset, bytes, at, length);
+        at += length;
+        System.arraycopy(sequenceIdField, 0, bytes, at, sequenceIdField.length);
+        write(bytes, at + sequenceIdField.length);
+    }
+
+    private void write(byte[] staged, int length) {
+        try {
+            out.write(staged, 0, length);
         } catch (IOException e) {
             failed = true;
             throw new UncheckedIOException("writing a trace packet", e);

@@ -16,6 +16,15 @@ public interface TracePacketSink extends AutoCloseable {
     void finishTracePacket();
 
     /**
+     * Writes a whole packet whose fields {@code bytes[offset, offset + length)} already hold,
+     * encoded: for writers that encode their packets by hand. No packet may be open.
+     */
+    default void writeEncodedPacket(byte[] bytes, int offset, int length) {
+        newTracePacket().appendRawProtoBytes(bytes, offset, length);
+        finishTracePacket();
+    }
+
+    /**
      * A number that changes whenever packets written earlier on this sequence may not
      * reach the reader (the writer dropped some, or the service lost some and asked for
      * the incremental state to be cleared). The writer then starts its incremental state

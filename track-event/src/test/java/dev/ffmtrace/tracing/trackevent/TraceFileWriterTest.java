@@ -1,6 +1,8 @@
 package dev.ffmtrace.tracing.trackevent;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.ffmtrace.perfetto.protos.Trace;
 import dev.ffmtrace.perfetto.protos.TracePacket;
@@ -39,5 +41,31 @@ class TraceFileWriterTest {
         assertEquals(List.of(1000L, 1250L), decoded.events().stream().map(TrackEventReader.Event::timestamp).toList());
         assertEquals(List.of(List.of(), List.of()), decoded.events().stream().map(TrackEventReader.Event::categories).toList());
         assertEquals(TraceClock.BOOTTIME.id, decoded.events().get(0).clockId());
+    }
+
+    @Test
+    void aPacketEncodedByHandIsWrittenAsTheSameFieldsWouldBe() {
+        ByteArrayOutputStream fieldByField = new ByteArrayOutputStream();
+        try (TraceFileWriter writer = new TraceFileWriter(fieldByField, 300)) {
+            TracePacket packet = writer.newTracePacket();
+            packet.setTimestamp(1L << 40);
+            packet.setSequenceFlags(2);
+            writer.finishTracePacket();
+        }
+        ByteArrayOutputStream encoded = new ByteArrayOutputStream();
+        try (TraceFileWriter writer = new TraceFileWriter(encoded, 300)) {
+            // timestamp (field 8) = 2^40, sequence_flags (field 13) = 2, behind two bytes the writer must skip
+            byte[] fields = {9, 9, 0x40, (byte) 0x80, (byte) 0x80, (byte) 0x80, (byte) 0x80, (byte) 0x80, 0x20, 0x68, 2};
+            writer.writeEncodedPacket(fields, 2, fields.length - 2);
+        }
+        assertArrayEquals(fieldByField.toByteArray(), encoded.toByteArray());
+    }
+
+    @Test
+    void anEncodedPacketWaitsForNoOpenPacket() {
+        try (TraceFileWriter writer = new TraceFileWriter(new ByteArrayOutputStream(), 1)) {
+            writer.newTracePacket();
+            assertThrows(IllegalStateException.class, () -> writer.writeEncodedPacket(new byte[] {0x40, 1}, 0, 2));
+        }
     }
 }

@@ -279,24 +279,10 @@ public final class JfrMapping {
                 };
             }
             case "jdk.ObjectAllocationSample" -> allocation(type);
-            case "jdk.GCHeapSummary" -> {
-                int used = type.field("heapUsed");
-                int committed = type.field("heapSpace.committedSize");
-                yield event -> {
-                    long at = event.startNanos();
-                    writer.counter(at, heapUsed, event.longValue(used));
-                    writer.counter(at, heapCommitted, event.longValue(committed));
-                };
-            }
-            case "jdk.MetaspaceSummary" -> {
-                int used = type.field("metaspace.used");
-                int committed = type.field("metaspace.committed");
-                yield event -> {
-                    long at = event.startNanos();
-                    writer.counter(at, metaspaceUsed, event.longValue(used));
-                    writer.counter(at, metaspaceCommitted, event.longValue(committed));
-                };
-            }
+            case "jdk.GCHeapSummary" ->
+                    usedAndCommitted(type, "heapUsed", heapUsed, "heapSpace.committedSize", heapCommitted);
+            case "jdk.MetaspaceSummary" ->
+                    usedAndCommitted(type, "metaspace.used", metaspaceUsed, "metaspace.committed", metaspaceCommitted);
             case "jdk.CPULoad" -> {
                 int user = type.field("jvmUser");
                 int system = type.field("jvmSystem");
@@ -314,6 +300,18 @@ public final class JfrMapping {
                 yield event -> writer.counter(event.startNanos(), javaThreads, event.longValue(active));
             }
             default -> null;
+        };
+    }
+
+    /** Two counters from one event: bytes used and committed. */
+    private Handler usedAndCommitted(JfrEventType type, String usedField, JvmTrack used, String committedField,
+                                     JvmTrack committed) {
+        int usedAt = type.field(usedField);
+        int committedAt = type.field(committedField);
+        return event -> {
+            long at = event.startNanos();
+            writer.counter(at, used, event.longValue(usedAt));
+            writer.counter(at, committed, event.longValue(committedAt));
         };
     }
 

@@ -2,6 +2,7 @@ package dev.ffmtrace.cli;
 
 import com.google.protobuf.TextFormat;
 import dev.ffmtrace.heapprofd.service.HeapprofdDataSource;
+import dev.ffmtrace.jvm.JvmDataSource;
 import dev.ffmtrace.memory.NativeException;
 import dev.ffmtrace.memory.Os;
 import dev.ffmtrace.memory.UnixAddress;
@@ -213,6 +214,10 @@ final class RecordCommand implements Callable<Integer> {
             if (!Tracing.initialize(TracingOptions.named(DEMO_PRODUCER).withInProcessBackend(service)
                     .withSmbSize(DEMO_SMB_SIZE))) {
                 throw new CliFailure("tracing is initialized already in this process", CliFailure.FAILED);
+            }
+            // This JVM's own timeline (JFR's events) when the config asks for it, beside the demo's slices.
+            if (names(session, JvmDataSource.NAME)) {
+                JvmDataSource.register();
             }
             if (!Tracing.awaitRegistrations(Duration.ofSeconds(REGISTRATION_TIMEOUT_SECONDS))) {
                 String refusal = Tracing.inProcessRefusal();

@@ -99,6 +99,33 @@ class RecordCommandTest {
     }
 
     @Test
+    void theJvmConfigPutsThisJvmsOwnTimelineBesideTheDemosSlices() throws Exception {
+        Path config = dir.resolve("jvm.pbtxt");
+        Files.writeString(config, Files.readString(Path.of("../configs/jvm.pbtxt"))
+                .replace("duration_ms: 4000", "duration_ms: 2500"));
+        Path trace = dir.resolve("jvm.pftrace");
+        ConvertAndDumpTest.Run run = ConvertAndDumpTest.run("record", "--config", config.toString(), "--out",
+                trace.toString(), "--threads", "2");
+        assertEquals(0, run.exit(), run.err() + run.out());
+        assertEquals("", run.err(), "the demo producer offers jvm as well: no warning");
+        TrackEventReader.Decoded decoded = TrackEventReader.read(MemorySegment.ofArray(Files.readAllBytes(trace)));
+        assertEquals(0, decoded.undecodable());
+        Map<String, Long> counters = new HashMap<>();
+        long slices = 0;
+        for (TrackEventReader.Event event : decoded.events()) {
+            if (event.type() == TrackEvent.Type.TYPE_SLICE_BEGIN_VALUE) {
+                slices++;
+            } else if (event.counterValue() != null || event.doubleCounterValue() != null) {
+                counters.merge(decoded.tracks().get(event.trackUuid()).name(), 1L, Long::sum);
+            }
+        }
+        assertTrue(slices >= 2 * 3, "the demo's slices: " + slices);
+        // JFR's periodic events, at the recording's start and each second: the JVM's CPU and its threads.
+        assertTrue(counters.containsKey("JVM user CPU %"), counters::toString);
+        assertTrue(counters.containsKey("Java threads"), counters::toString);
+    }
+
+    @Test
     void theServiceStopsTheRecordingAfterItsDurationWhateverTheFlushPeriod() throws Exception {
         Path config = dir.resolve("slow-flush.pbtxt");
         Files.writeString(config, Files.readString(Path.of("../configs/demo.pbtxt"))

@@ -55,7 +55,9 @@ final class ServicePackets {
     }
 
     /**
-     * A {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW and REALTIME. Every
+     * A {@code clock_snapshot} of BOOTTIME, MONOTONIC, MONOTONIC_RAW, REALTIME and, as
+     * traced's, the coarse REALTIME and MONOTONIC: heap profiles date their dumps in
+     * MONOTONIC_COARSE, which the trace processor converts through this snapshot. Every
      * clock is read before anything is encoded, so that they describe one instant.
      * MONOTONIC goes first: BOOTTIME is MONOTONIC plus the time suspended, and read right
      * after it can never come out smaller. A round of reads that a safepoint, a cold
@@ -69,12 +71,16 @@ final class ServicePackets {
         long boottime = 0;
         long monotonicRaw = 0;
         long realtime = 0;
+        long realtimeCoarse = 0;
+        long monotonicCoarse = 0;
         long shortest = Long.MAX_VALUE;
         for (int round = 0; round < SNAPSHOT_ROUNDS && shortest > TIGHT_ROUND_NANOS; round++) {
             long roundMonotonic = Os.clockNanos(Os.CLOCK_MONOTONIC);
             long roundBoottime = Os.clockNanos(Os.CLOCK_BOOTTIME);
             long roundMonotonicRaw = Os.clockNanos(Os.CLOCK_MONOTONIC_RAW);
             long roundRealtime = Os.clockNanos(Os.CLOCK_REALTIME);
+            long roundRealtimeCoarse = Os.clockNanos(Os.CLOCK_REALTIME_COARSE);
+            long roundMonotonicCoarse = Os.clockNanos(Os.CLOCK_MONOTONIC_COARSE);
             long took = Os.clockNanos(Os.CLOCK_MONOTONIC) - roundMonotonic;
             if (took < shortest) {
                 shortest = took;
@@ -82,6 +88,8 @@ final class ServicePackets {
                 boottime = roundBoottime;
                 monotonicRaw = roundMonotonicRaw;
                 realtime = roundRealtime;
+                realtimeCoarse = roundRealtimeCoarse;
+                monotonicCoarse = roundMonotonicCoarse;
             }
         }
         TracePacket packet = begin(boottime);
@@ -90,6 +98,8 @@ final class ServicePackets {
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC, monotonic);
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, monotonicRaw);
         addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME, realtime);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_REALTIME_COARSE, realtimeCoarse);
+        addClock(snapshot, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_COARSE, monotonicCoarse);
         snapshot.setPrimaryTraceClock(BuiltinClock.BUILTIN_CLOCK_BOOTTIME);
         return end();
     }

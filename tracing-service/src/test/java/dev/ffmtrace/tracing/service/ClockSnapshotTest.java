@@ -24,6 +24,10 @@ class ClockSnapshotTest {
     /** How far a snapshot's offset may stray from the true one, in the best of {@link #ATTEMPTS}. */
     private static final long READ_WINDOW_NANOS = 50_000;
     private static final int ATTEMPTS = 20;
+    /** The longest kernel tick (100 Hz), with room for a slow round of reads. */
+    private static final long MAX_TICK_NANOS = 20_000_000;
+    /** A coarse clock read after its fine one may have ticked past it in between. */
+    private static final long COARSE_SLACK_NANOS = 1_000_000;
     private static final Map<BuiltinClock, Integer> OS_CLOCKS = Map.of(
             BuiltinClock.BUILTIN_CLOCK_MONOTONIC, Os.CLOCK_MONOTONIC,
             BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, Os.CLOCK_MONOTONIC_RAW,
@@ -63,6 +67,24 @@ class ClockSnapshotTest {
         assertEquals(packet.timestamp(), clocks.get(BuiltinClock.BUILTIN_CLOCK_BOOTTIME),
                 "the packet's timestamp is the snapshot's BOOTTIME");
         return clocks;
+    }
+
+    @Test
+    void theCoarseClocksAreTheirFineOnesAtTickResolution() throws Exception {
+        try (TracingService service = new TracingService()) {
+            TracingSession session = service.startSession(TracingServiceTest.twoNamedBuffers());
+            ByteArrayOutputStream trace = new ByteArrayOutputStream();
+            session.writeTrace(trace);
+            Map<BuiltinClock, Long> clocks = snapshotClocks(trace.toByteArray());
+            // A coarse clock is its fine one at the last tick: behind it, by a tick at most (4 ms at 250 Hz).
+            long realtimeLag = clocks.get(BuiltinClock.BUILTIN_CLOCK_REALTIME)
+                    - clocks.get(BuiltinClock.BUILTIN_CLOCK_REALTIME_COARSE);
+            long monotonicLag = clocks.get(BuiltinClock.BUILTIN_CLOCK_MONOTONIC)
+                    - clocks.get(BuiltinClock.BUILTIN_CLOCK_MONOTONIC_COARSE);
+            assertTrue(realtimeLag >= -COARSE_SLACK_NANOS && realtimeLag <= MAX_TICK_NANOS, "REALTIME lag " + realtimeLag);
+            assertTrue(monotonicLag >= -COARSE_SLACK_NANOS && monotonicLag <= MAX_TICK_NANOS,
+                    "MONOTONIC lag " + monotonicLag);
+        }
     }
 
     @Test

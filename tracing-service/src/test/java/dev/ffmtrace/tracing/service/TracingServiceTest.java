@@ -163,7 +163,8 @@ class TracingServiceTest {
                 clocks.add(BuiltinClock.forNumber(clock.clockId()));
             }
             assertEquals(List.of(BuiltinClock.BUILTIN_CLOCK_BOOTTIME, BuiltinClock.BUILTIN_CLOCK_MONOTONIC,
-                    BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, BuiltinClock.BUILTIN_CLOCK_REALTIME), clocks);
+                    BuiltinClock.BUILTIN_CLOCK_MONOTONIC_RAW, BuiltinClock.BUILTIN_CLOCK_REALTIME,
+                    BuiltinClock.BUILTIN_CLOCK_REALTIME_COARSE, BuiltinClock.BUILTIN_CLOCK_MONOTONIC_COARSE), clocks);
             byte[] last = null;
             while (packets.next()) {
                 last = packets.field().asBytes();

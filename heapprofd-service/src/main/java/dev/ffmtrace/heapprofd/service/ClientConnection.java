@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.UnaryOperator;
 
 /**
  * One client after its handshake, served by two threads: the one that runs it reads the
@@ -55,7 +56,7 @@ final class ClientConnection implements Runnable {
     final String name;
     final int pid;
     /** The names of the process's JIT-compiled code, read at each dump. */
-    final JitSymbols jitSymbols;
+    private final JitSymbols jitSymbols;
     /** The books of each heap the client booked into, by heap id. */
     final Map<Integer, HeapBooks> heaps = new ConcurrentHashMap<>();
     private final StreamSocket socket;
@@ -64,6 +65,7 @@ final class ClientConnection implements Runnable {
     private final int memFd;
     private final JavaStackDecoder javaStacks = new JavaStackDecoder();
     private final Unwinder unwinder;
+    private final FrameSymbols symbols = new FrameSymbols();
     private final WireRecord record = new WireRecord();
     /**
      * The heap the reader last booked into, and its id: a client books into one heap, or
@@ -105,7 +107,16 @@ final class ClientConnection implements Runnable {
         this.ring = ring;
         this.mapsFd = mapsFd;
         this.memFd = memFd;
-        this.unwinder = new Unwinder(this::readMaps, memFd, System::nanoTime, elfFiles);
+        this.unwinder = new Unwinder(this::readMaps, memFd, System::nanoTime, elfFiles, symbols);
+    }
+
+    /**
+     * How a dump names the frames booked so far: by the symbols of the ELF files they are
+     * in, and JIT-compiled code by the process's perf map as it is now.
+     */
+    UnaryOperator<Frame> frameNames() {
+        PerfMap jitNames = jitSymbols.current();
+        return frame -> jitNames.named(symbols.named(frame));
     }
 
     /**

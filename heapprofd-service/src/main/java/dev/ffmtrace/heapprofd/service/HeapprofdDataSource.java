@@ -33,6 +33,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 
 /**
  * heapprofd as the {@value #NAME} data source of the SDK ({@link DataSource}), on every
@@ -358,11 +359,11 @@ public final class HeapprofdDataSource implements AutoCloseable {
                     // As Perfetto's: overran when the client gave up waiting for room, corrupt when a write or read was.
                     ring != null && ring.errorState() == SharedRingBuffer.ErrorState.HIT_TIMEOUT.code(),
                     client.ringCorrupt() || (ring != null && ring.numWritesCorrupt() > 0), client.isClosed());
-            PerfMap jitNames = client.jitSymbols.current();
+            UnaryOperator<Frame> names = client.frameNames();
             for (Map.Entry<Integer, HeapBooks> heap : new TreeMap<>(client.heaps).entrySet()) {
                 String name = client.heapName(heap.getKey());
                 heaps.add(new ProfileDumper.Heap(client.pid, client.name, name, configuration.samplingInterval(name),
-                        heap.getValue().samples(jitNames::named), stats));
+                        heap.getValue().samples(names), stats));
             }
         }
         return heaps;

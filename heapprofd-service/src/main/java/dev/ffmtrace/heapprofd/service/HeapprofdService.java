@@ -26,6 +26,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 
 /**
  * heapprofd's service, in-process: listens on a socket, makes each client's handshake
@@ -215,9 +216,9 @@ public final class HeapprofdService implements AutoCloseable {
         List<String> lines = new ArrayList<>();
         for (ClientConnection client : clients) {
             String process = client.process;
-            PerfMap jitNames = client.jitSymbols.current();
+            UnaryOperator<Frame> names = client.frameNames();
             for (HeapBooks books : new TreeMap<>(client.heaps).values()) {
-                for (Map.Entry<String, Long> callsite : books.folded(unreleased, jitNames::named).entrySet()) {
+                for (Map.Entry<String, Long> callsite : books.folded(unreleased, names).entrySet()) {
                     String stack = callsite.getKey().isEmpty() ? process : process + ";" + callsite.getKey();
                     lines.add(stack + " " + callsite.getValue());
                 }

@@ -33,7 +33,7 @@ import java.util.function.Supplier;
  * code that called the hook, at most once per {@value #STALE_MAPS_UNWINDS} unwinds)
  * and named by the mapped ELF file's symbols ({@link ElfFile}, read once per file for the
  * whole service ({@link ElfFiles}), and only if the file at the mapping's path is still
- * the one mapped, its inode the same), or
+ * the one mapped, its inode the same) when a profile is dumped ({@link FrameSymbols}), or
  * {@code module+0xoffset} without one. The rule at each pc is kept, as the frame named
  * there is, so that a stack seen before costs no parsing, nor allocation.
  *
@@ -93,6 +93,8 @@ final class Unwinder implements AutoCloseable {
     private final StackOverlayMemory memory;
     private final LongSupplier nanoTime;
     private final ElfFiles sharedElfFiles;
+    /** Where the dump finds the names of the frames in files. */
+    private final FrameSymbols symbols;
     /** This process's files as {@code sharedElfFiles} gave them: a stat of each file once, not once per pc. */
     private final Map<FileKey, Optional<ElfFile>> elfFiles = new HashMap<>();
     private final LongMap<KnownPc> knownPcs = new LongMap<>();
@@ -117,10 +119,12 @@ final class Unwinder implements AutoCloseable {
      * @param memFd the process's {@code /proc/PID/mem} fd, or -1
      * @param nanoTime the clock of the rate limit on reading the maps again
      * @param elfFiles the ELF files the service has read
+     * @param symbols where the frames in files are named, at the dump
      */
-    Unwinder(Supplier<byte[]> maps, int memFd, LongSupplier nanoTime, ElfFiles elfFiles) {
+    Unwinder(Supplier<byte[]> maps, int memFd, LongSupplier nanoTime, ElfFiles elfFiles, FrameSymbols symbols) {
         this.maps = maps;
         this.sharedElfFiles = elfFiles;
+        this.symbols = symbols;
         this.memory = new StackOverlayMemory(memFd);
         this.nanoTime = nanoTime;
         this.mappings = Mappings.EMPTY;
@@ -297,6 +301,11 @@ final class Unwinder implements AutoCloseable {
         return vaddr == -1 ? null : cfi.ruleAt(vaddr);
     }
 
+    /**
+     * The frame at {@code pc}, named {@code module+0xaddress}; a frame in an ELF file is
+     * named by the file's symbols at the dump ({@link FrameSymbols}), or now if that table
+     * is full.
+     */
     private Frame symbolize(long pc, Mappings.Mapping mapping) {
         long fileOffset = pc - mapping.start() + mapping.offset();
         ElfFile elf = mapping.isFile() ? elfFile(mapping) : null;
@@ -304,11 +313,11 @@ final class Unwinder implements AutoCloseable {
         if (vaddr == -1) {
             return new Frame(mapping.name() + "+0x" + Long.toHexString(fileOffset), module(mapping, null, 0), fileOffset);
         }
-        String function = elf.functionAt(vaddr);
         // The bias of the segment this mapping loads: its file offsets to the addresses the symbols use.
         long mappedVaddr = elf.vaddrOf(mapping.offset());
         Frame.Module module = module(mapping, elf.buildId(), mappedVaddr == -1 ? 0 : mappedVaddr - mapping.offset());
-        return new Frame(function != null ? function : mapping.name() + "+0x" + Long.toHexString(vaddr), module, vaddr);
+        Frame frame = new Frame(mapping.name() + "+0x" + Long.toHexString(vaddr), module, vaddr);
+        return symbols.add(module, elf) ? frame : FrameSymbols.namedBy(elf, frame);
     }
 
     private static Frame.Module module(Mappings.Mapping mapping, String buildId, long loadBias) {
@@ -327,6 +336,11 @@ final class Unwinder implements AutoCloseable {
             elfFiles.put(key, elf);
         }
         return elf.orElse(null);
+    }
+
+    /** Where the frames it finds in files get their names. */
+    FrameSymbols symbols() {
+        return symbols;
     }
 
     /** Stacks unwound. */

@@ -104,7 +104,18 @@ class UnwinderTest {
     }
 
     private static Unwinder unwinder(AtomicLong clock) {
-        return new Unwinder(() -> maps(PROGRAM), -1, clock::get, new ElfFiles());
+        return new Unwinder(() -> maps(PROGRAM), -1, clock::get, new ElfFiles(), new FrameSymbols());
+    }
+
+    @Test
+    void framesInFilesAreNamedWhenDumpedNotAsTheyAreUnwound() {
+        try (Unwinder unwinder = unwinder(new AtomicLong())) {
+            Frames frames = hookAMain(0, 0);
+            List<Frame> found = unwinder.unwind(frames.alloc, frames.copy, 0, frames.copy.byteSize());
+            assertTrue(found.stream().allMatch(frame -> frame.name().startsWith("heapprofd_pattern+0x")),
+                    found::toString);
+            assertEquals(List.of("a", "main"), names(unwinder, found));
+        }
     }
 
     @Test
@@ -159,7 +170,7 @@ class UnwinderTest {
     void aLibraryMappedLaterIsFoundWhenTheMapsAreReadAgain() {
         AtomicLong clock = new AtomicLong();
         AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, clock::get, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, clock::get, new ElfFiles(), new FrameSymbols())) {
             long elsewhere = 0x6000_0000_0000L;
             Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
             assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwind(unwinder, frames.alloc, frames.copy));
@@ -176,7 +187,7 @@ class UnwinderTest {
     @Test
     void aLibraryMappedAfterTheHandshakeIsFoundByTheFirstPcInIt() {
         AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles(), new FrameSymbols())) {
             long elsewhere = 0x6000_0000_0000L;
             Frames frames = hookAMain(SP + 0x300, elsewhere + a + 0xe).frame(SP + 0x300, 0, 0);
             // dlopen right after the handshake (a JVM's launcher loading libjvm), no time passing.
@@ -199,7 +210,7 @@ class UnwinderTest {
         String reserved = String.format("%x-%x ---p 00000000 00:00 0%n", codeCache, codeCache + 0x10000);
         AtomicReference<byte[]> maps = new AtomicReference<>(
                 (new String(maps(PROGRAM), StandardCharsets.US_ASCII) + reserved).getBytes(StandardCharsets.US_ASCII));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles(), new FrameSymbols())) {
             Frames frames = hookAMain(SP + 0x300, codeCache + 0x40).frame(SP + 0x300, 0, 0);
             maps.set((new String(maps(PROGRAM), StandardCharsets.US_ASCII) + reserved.replace("---p", "rwxp"))
                     .getBytes(StandardCharsets.US_ASCII));
@@ -218,7 +229,7 @@ class UnwinderTest {
     @Test
     void aCallerOfTheHookOutsideEveryMappingReadsTheMapsAgainWhateverTheClock() {
         AtomicReference<byte[]> maps = new AtomicReference<>(maps(PROGRAM));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles(), new FrameSymbols())) {
             // A wrong return address spends the 500 ms read.
             Frames wrong = hookAMain(SP + 0x300, 0x1234);
             assertEquals(List.of("a", "main", "ERROR INVALID_MAP"), unwind(unwinder, wrong.alloc, wrong.copy));
@@ -255,7 +266,7 @@ class UnwinderTest {
         String shortStack = full.replace(String.format("%x-%x rw-p", STACK, STACK + STACK_SIZE),
                 String.format("%x-%x rw-p", STACK, SP + 0x180));
         AtomicReference<byte[]> maps = new AtomicReference<>(shortStack.getBytes(StandardCharsets.US_ASCII));
-        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(maps::get, -1, new AtomicLong()::get, new ElfFiles(), new FrameSymbols())) {
             Frames frames = hookAMain(0, PROGRAM + main + 0x40);
             assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
@@ -290,7 +301,7 @@ class UnwinderTest {
     @Test
     void aFileThatIsNoLongerTheOneMappedIsNotReadForSymbols() {
         // The maps name the program's path with another inode: the file was replaced since.
-        try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(() -> maps(PROGRAM, inode + 1), -1, System::nanoTime, new ElfFiles(), new FrameSymbols())) {
             Frames frames = hookAMain(0, 0);
             assertEquals(List.of("heapprofd_pattern+0x" + Long.toHexString(a + 0xd),
                     "heapprofd_pattern+0x" + Long.toHexString(main + 0x1f)), unwind(unwinder, frames.alloc, frames.copy));
@@ -332,9 +343,9 @@ class UnwinderTest {
             MemorySegment record = MemorySegment.ofArray(new byte[0x40 + 0x4000]);
             record.asSlice(0x40).copyFrom(frames.copy);
             assertEquals(List.of("a", "ERROR MEMORY_INVALID"),
-                    unwinder.unwind(frames.alloc, record, 0x40, 0x100).stream().map(Frame::name).toList());
+                    names(unwinder, unwinder.unwind(frames.alloc, record, 0x40, 0x100)));
             assertEquals(List.of("a", "main"),
-                    unwinder.unwind(frames.alloc, record, 0x40, 0x4000).stream().map(Frame::name).toList());
+                    names(unwinder, unwinder.unwind(frames.alloc, record, 0x40, 0x4000)));
         }
     }
 
@@ -373,14 +384,14 @@ class UnwinderTest {
             MemorySegment copy = MemorySegment.ofArray(stack.asSlice(0, 0x40).toArray(Layouts.BYTE));
 
             byte[] maps = Files.readAllBytes(Path.of("/proc/self/maps"));
-            try (Unwinder unwinder = new Unwinder(() -> maps, memFd, System::nanoTime, new ElfFiles())) {
+            try (Unwinder unwinder = new Unwinder(() -> maps, memFd, System::nanoTime, new ElfFiles(), new FrameSymbols())) {
                 List<String> frames = unwind(unwinder, alloc, copy);
                 assertEquals(3, frames.size(), frames.toString());
                 assertTrue(frames.stream().noneMatch(frame -> frame.startsWith("ERROR")), frames.toString());
                 assertEquals(1, unwinder.remoteReads(), "one page read, both words in it");
                 assertEquals(0, unwinder.failedReads());
             }
-            try (Unwinder blind = new Unwinder(() -> maps, -1, System::nanoTime, new ElfFiles())) {
+            try (Unwinder blind = new Unwinder(() -> maps, -1, System::nanoTime, new ElfFiles(), new FrameSymbols())) {
                 assertEquals("ERROR MEMORY_INVALID", unwind(blind, alloc, copy).getLast());
             }
         } finally {
@@ -418,7 +429,7 @@ class UnwinderTest {
         frames.copy.set(Layouts.LONG_UNALIGNED, 0x48, PROGRAM + inA);
         frames.copy.set(Layouts.LONG_UNALIGNED, aSp + aFrame - 8 - SP, PROGRAM + inMain);
         frames.copy.set(Layouts.LONG_UNALIGNED, aSp + aFrame + mainFrame - 8 - SP, 0);
-        try (Unwinder unwinder = new Unwinder(() -> maps, -1, System::nanoTime, new ElfFiles())) {
+        try (Unwinder unwinder = new Unwinder(() -> maps, -1, System::nanoTime, new ElfFiles(), new FrameSymbols())) {
             assertEquals(List.of("a", "main"), unwind(unwinder, frames.alloc, frames.copy));
             assertEquals(0, unwinder.errors());
         }
@@ -441,8 +452,12 @@ class UnwinderTest {
         throw new AssertionError(function + " calls no " + callee);
     }
 
-    /** The names of the frames {@code unwinder} finds for the stack {@code stack} copies. */
+    /** The names of the frames {@code unwinder} finds for the stack {@code stack} copies, as a dump names them. */
     private static List<String> unwind(Unwinder unwinder, AllocMetadata alloc, MemorySegment stack) {
-        return unwinder.unwind(alloc, stack, 0, stack.byteSize()).stream().map(Frame::name).toList();
+        return names(unwinder, unwinder.unwind(alloc, stack, 0, stack.byteSize()));
+    }
+
+    private static List<String> names(Unwinder unwinder, List<Frame> frames) {
+        return frames.stream().map(unwinder.symbols()::named).map(Frame::name).toList();
     }
 }

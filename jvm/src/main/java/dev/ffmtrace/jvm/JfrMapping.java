@@ -4,6 +4,7 @@ import dev.ffmtrace.perfetto.protos.BuiltinClock;
 import dev.ffmtrace.perfetto.protos.ClockSnapshot;
 import dev.ffmtrace.perfetto.protos.CounterDescriptor;
 import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import dev.ffmtrace.tracing.util.LongMap;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -55,7 +56,6 @@ public final class JfrMapping {
     private static final long NO_FLOW = 0;
     /** Event types with a handler at once; each chunk of a recording may bring new type objects. */
     private static final int MAX_KNOWN_TYPES = 1024;
-    private static final int MAX_CACHED_CONSTANTS = 4096;
 
     private final JvmPacketWriter writer;
     private final long pid;
@@ -71,9 +71,8 @@ public final class JfrMapping {
     private final JvmTrack machineCpu;
     private final JvmTrack javaThreads;
     private final JvmTrack allocationRateTrack;
-    private final Map<Long, JvmTrack> threads = new HashMap<>();
-    private final ConstantCache<JfrThread, JvmTrack> threadTracks =
-            new ConstantCache<>(MAX_CACHED_CONSTANTS, this::newThreadTrack);
+    /** Threads' tracks by Java thread id (negated for a virtual thread; OS id for a thread with none): no boxing, nor hashing of the thread's object. */
+    private final LongMap<JvmTrack> threads = new LongMap<>();
     /** Event types met, by identity: each chunk of a recording may bring new type objects. */
     private final Map<JfrEventType, KnownType> knownTypes = new IdentityHashMap<>();
     private final RecordedEventView recorded = new RecordedEventView();
@@ -431,10 +430,9 @@ public final class JfrMapping {
 
     /** The track of {@code thread}: its own, made on first sight; null for none. */
     private JvmTrack threadTrack(JfrThread thread) {
-        return thread == null ? null : threadTracks.get(thread);
-    }
-
-    private JvmTrack newThreadTrack(JfrThread thread) {
+        if (thread == null) {
+            return null;
+        }
         long javaId = thread.javaThreadId();
         boolean virtual = thread.virtual();
         long key = virtual ? -javaId : javaId >= 0 ? javaId : (1L << 62) | thread.osThreadId();

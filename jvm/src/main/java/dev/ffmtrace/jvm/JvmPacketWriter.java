@@ -10,15 +10,13 @@ import dev.ffmtrace.perfetto.protos.TrackDescriptor;
 import dev.ffmtrace.perfetto.protos.TrackEvent;
 import dev.ffmtrace.protozero.ProtoWire;
 import dev.ffmtrace.tracing.trackevent.TracePacketSink;
+import dev.ffmtrace.tracing.util.LongMap;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 /**
  * Writes the JVM's packets on one sequence: track descriptors, slices, instants and
@@ -115,8 +113,8 @@ final class JvmPacketWriter {
     }
 
     private final TracePacketSink sink;
-    /** Tracks described on the sequence: each track is one object, so identity will do. */
-    private final Set<JvmTrack> described = Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Tracks described on the sequence, by uuid: a lookup with no hashing of the track's object (two a slice). */
+    private final LongMap<JvmTrack> described = new LongMap<>();
     private final Interner<String> eventNames = new Interner<>(true);
     private final Interner<String> annotationNames = new Interner<>(true);
     private final Interner<String> functionNames = new Interner<>(true);
@@ -210,13 +208,13 @@ final class JvmPacketWriter {
     }
 
     private void describeOnce(JvmTrack track) {
-        if (described.contains(track)) {
+        if (described.get(track.uuid()) != null) {
             return;
         }
         if (track.parent() != null) {
             describeOnce(track.parent());
         }
-        described.add(track);
+        described.put(track.uuid(), track);
         TrackDescriptor descriptor = sink.newTracePacket().setTrackDescriptor();
         descriptor.setUuid(track.uuid());
         if (track.parent() != null) {

@@ -20,22 +20,22 @@ import java.nio.ByteBuffer;
  *
  * The constant pools' and the metadata's positions are the last checkpoint's and the last
  * metadata event's, from the chunk's start. {@code st}: the file state, 0 once the
- * chunk is complete; {@code fl}: flags.
+ * chunk is complete; {@code fl}: flags. Neither is read: a chunk is read as far as its
+ * size and positions say (a chunk never flushed has them unset, which {@link #problem}
+ * refuses).
  */
-record JfrChunkHeader(int major, int minor, long size, long constantPoolOffset, long metadataOffset,
-                      long startNanos, long startTicks, long ticksPerSecond, int fileState) {
+record JfrChunkHeader(int major, long size, long constantPoolOffset, long metadataOffset, long startNanos,
+                      long startTicks, long ticksPerSecond) {
     static final int SIZE = 68;
     static final int MAGIC = 0x464C5200;
     static final int MAGIC_OFFSET = 0;
     static final int MAJOR_OFFSET = 4;
-    static final int MINOR_OFFSET = 6;
     static final int CHUNK_SIZE_OFFSET = 8;
     static final int CONSTANT_POOL_OFFSET = 16;
     static final int METADATA_OFFSET = 24;
     static final int START_NANOS_OFFSET = 32;
     static final int START_TICKS_OFFSET = 48;
     static final int TICKS_PER_SECOND_OFFSET = 56;
-    static final int FILE_STATE_OFFSET = 64;
     /** The format this reader knows: JDK 11 and later write 2.x. */
     static final int SUPPORTED_MAJOR = 2;
 
@@ -46,10 +46,9 @@ record JfrChunkHeader(int major, int minor, long size, long constantPoolOffset, 
             throw new MalformedRecordingException("no chunk header (magic FLR\\0) at byte " + at);
         }
         return new JfrChunkHeader(Short.toUnsignedInt(bytes.getShort(at + MAJOR_OFFSET)),
-                Short.toUnsignedInt(bytes.getShort(at + MINOR_OFFSET)), bytes.getLong(at + CHUNK_SIZE_OFFSET),
-                bytes.getLong(at + CONSTANT_POOL_OFFSET), bytes.getLong(at + METADATA_OFFSET),
-                bytes.getLong(at + START_NANOS_OFFSET), bytes.getLong(at + START_TICKS_OFFSET),
-                bytes.getLong(at + TICKS_PER_SECOND_OFFSET), Byte.toUnsignedInt(bytes.get(at + FILE_STATE_OFFSET)));
+                bytes.getLong(at + CHUNK_SIZE_OFFSET), bytes.getLong(at + CONSTANT_POOL_OFFSET),
+                bytes.getLong(at + METADATA_OFFSET), bytes.getLong(at + START_NANOS_OFFSET),
+                bytes.getLong(at + START_TICKS_OFFSET), bytes.getLong(at + TICKS_PER_SECOND_OFFSET));
     }
 
     /**

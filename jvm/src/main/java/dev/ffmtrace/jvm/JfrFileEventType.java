@@ -129,10 +129,6 @@ final class JfrFileEventType implements JfrEventType {
         fields.add(declared);
     }
 
-    int leaves() {
-        return read.length;
-    }
-
     @Override
     public String name() {
         return name;

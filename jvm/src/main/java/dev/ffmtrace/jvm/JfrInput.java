@@ -34,10 +34,6 @@ final class JfrInput {
         return position;
     }
 
-    int limit() {
-        return limit;
-    }
-
     /** The chunk's size: the furthest any limit may be. */
     int capacity() {
         return capacity;

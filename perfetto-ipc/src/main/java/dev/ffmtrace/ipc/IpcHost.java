@@ -249,7 +249,7 @@ public final class IpcHost implements AutoCloseable {
                     PeerCredentials credentials = socket.peerCredentials();
                     info = new ClientInfo(id, credentials.uid(), credentials.pid());
                 } else {
-                    info = new ClientInfo(id, 0, -1);
+                    info = ClientInfo.unvouched(id);
                 }
                 connection = new Connection(this, socket, info);
             } catch (RuntimeException e) {
@@ -394,7 +394,7 @@ public final class IpcHost implements AutoCloseable {
         }
         String name = identity.hasMachineName() ? identity.machineName() : "";
         return new ClientInfo(connection.info.clientId(), identity.uid(), identity.pid(),
-                MachineIds.of(hint, reached), name);
+                MachineIds.of(hint, reached), name, false);
     }
 
     private ExposedService serviceNamed(String name) {

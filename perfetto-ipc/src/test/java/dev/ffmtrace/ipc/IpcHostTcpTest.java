@@ -69,7 +69,7 @@ class IpcHostTcpTest {
             assertEquals("4242,1000," + BOOT_ID_MACHINE + ",guest-a", who(peer, 6));
         }
         ClientInfo gone = disconnected.poll(20, TimeUnit.SECONDS);
-        assertEquals(new ClientInfo(gone.clientId(), 1000, 4242, BOOT_ID_MACHINE, "guest-a"), gone);
+        assertEquals(new ClientInfo(gone.clientId(), 1000, 4242, BOOT_ID_MACHINE, "guest-a", false), gone);
         assertEquals(2, host.identitiesRefused());
     }
 

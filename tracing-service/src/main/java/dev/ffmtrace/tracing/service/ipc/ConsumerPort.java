@@ -123,7 +123,8 @@ public final class ConsumerPort implements AutoCloseable {
      * Requests refused by a {@link Guardrails guardrail}: sessions over Perfetto's limits
      * (buffers per session, sessions in all and per uid) or ffmtrace's (buffer memory of
      * all sessions), requests over a connection's {@value Guardrails#MAX_PENDING_REQUESTS}
-     * pending ones. Each got Perfetto's error reply (a failed call for the last).
+     * pending ones, and every call of a client whose uid the kernel did not vouch for (the
+     * port hosted on TCP). Each got Perfetto's error reply (a failed call for the last two).
      */
     public long refusals() {
         return counters.refusals();
@@ -158,6 +159,20 @@ public final class ConsumerPort implements AutoCloseable {
         stopping.forEach(consumer -> consumer.awaitEnd(deadline));
     }
 
+    /**
+     * Fails, and counts as a refusal, the call of a client whose uid the kernel did not
+     * vouch for (a TCP peer: this port hosted on a TCP host): a consumer's uid decides the
+     * sessions it may act on, uid 0 any of them, and such a peer has none or names one.
+     */
+    private boolean refusedUnvouched(Invocation invocation) {
+        if (invocation.client().vouched()) {
+            return false;
+        }
+        counters.refused();
+        invocation.fail();
+        return true;
+    }
+
     private RemoteConsumer consumer(ClientInfo client) {
         return consumers.of(client, info -> new RemoteConsumer(info, service, consumers, admission, counters));
     }
@@ -173,6 +188,10 @@ public final class ConsumerPort implements AutoCloseable {
 
     private void enableTracing(Invocation invocation) {
         int fd = invocation.takeReceivedFd();
+        if (refusedUnvouched(invocation)) {
+            StreamSocket.closeReceived(fd);
+            return;
+        }
         RemoteConsumer consumer = consumer(invocation.client());
         if (!consumer.submitRequest(invocation, () -> consumer.enableTracing(invocation, fd))) {
             StreamSocket.closeReceived(fd);
@@ -201,6 +220,9 @@ public final class ConsumerPort implements AutoCloseable {
         }
         if (args.hasError()) {
             invocation.fail();
+            return;
+        }
+        if (refusedUnvouched(invocation)) {
             return;
         }
         RemoteConsumer consumer = consumer(invocation.client());

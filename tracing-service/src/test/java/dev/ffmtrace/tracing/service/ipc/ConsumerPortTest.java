@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.ffmtrace.ipc.IpcHost;
 import dev.ffmtrace.memory.FileDescriptorChannel;
 import dev.ffmtrace.memory.StreamSocket;
+import dev.ffmtrace.memory.TcpAddress;
 import dev.ffmtrace.memory.UnixAddress;
 import dev.ffmtrace.perfetto.protos.ObservableEvents;
 import dev.ffmtrace.perfetto.protos.Trace;
@@ -79,6 +80,24 @@ class ConsumerPortTest {
         host.close();
         port.close();
         service.close();
+    }
+
+    @Test
+    void aConsumerOverTcpIsRefusedWhateverUidItWouldHave() throws Exception {
+        try (IpcHost tcp = IpcHost.listen(TcpAddress.loopback(0))) {
+            assertTrue(tcp.exposeService(port.descriptor()));
+            try (ConsumerConnection consumer = ConsumerConnection.connect(tcp.address(), TIMEOUT_MS)) {
+                // uid 0 to the host, which may act on every session: refused, not trusted.
+                assertNull(consumer.queryServiceState(TIMEOUT_MS));
+                assertFalse(consumer.enableTracing(config(oneBuffer()), -1).get(TIMEOUT_MS,
+                        TimeUnit.MILLISECONDS).ok());
+            }
+        }
+        assertEquals(2, port.refusals());
+        assertEquals(0, port.consumerCount());
+        try (ConsumerConnection local = connect()) {
+            assertNotNull(local.queryServiceState(TIMEOUT_MS), "a Unix socket's consumer is served");
+        }
     }
 
     ConsumerConnection connect() throws InterruptedException {

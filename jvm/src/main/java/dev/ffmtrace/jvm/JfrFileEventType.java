@@ -30,11 +30,12 @@ final class JfrFileEventType implements JfrEventType {
 
     private final String name;
     private final String label;
-    private final List<String> names = new ArrayList<>();
-    private final List<Kind> kinds = new ArrayList<>();
-    private final List<Byte> reads = new ArrayList<>();
-    private final List<JfrMetadata.Field> fields = new ArrayList<>();
+    /** A leaf as flattening finds it: its path, its field, how it is read and what it holds. */
+    private record Leaf(String path, JfrMetadata.Field field, byte read, Kind kind) {
+    }
+
     private final Map<String, Integer> positions = new HashMap<>();
+    private final String[] names;
     final byte[] read;
     private final Kind[] kindOf;
     final boolean[] unsigned;
@@ -50,18 +51,24 @@ final class JfrFileEventType implements JfrEventType {
         if (declared.isEmpty() || !declared.getFirst().name().equals("startTime")) {
             throw new MalformedRecordingException("event type " + name + " does not start with its start time");
         }
+        List<Leaf> leaves = new ArrayList<>();
         for (JfrMetadata.Field field : declared) {
-            flatten(field.name(), field, metadata, 0);
+            flatten(field.name(), field, metadata, 0, leaves);
         }
-        this.read = new byte[reads.size()];
-        for (int i = 0; i < read.length; i++) {
-            read[i] = reads.get(i);
-        }
-        this.field = fields.toArray(JfrMetadata.Field[]::new);
-        this.kindOf = kinds.toArray(Kind[]::new);
-        this.unsigned = new boolean[read.length];
-        for (int i = 0; i < read.length; i++) {
-            unsigned[i] = field[i].unsigned();
+        int count = leaves.size();
+        this.names = new String[count];
+        this.read = new byte[count];
+        this.kindOf = new Kind[count];
+        this.unsigned = new boolean[count];
+        this.field = new JfrMetadata.Field[count];
+        for (int i = 0; i < count; i++) {
+            Leaf leaf = leaves.get(i);
+            positions.putIfAbsent(leaf.path(), i);
+            names[i] = leaf.path();
+            read[i] = leaf.read();
+            kindOf[i] = leaf.kind();
+            field[i] = leaf.field();
+            unsigned[i] = leaf.field().unsigned();
         }
         if (read[0] != LONG) {
             throw new MalformedRecordingException("event type " + name + " has a start time that is not a long");
@@ -73,17 +80,17 @@ final class JfrFileEventType implements JfrEventType {
         this.duration = durationLeaf;
     }
 
-    private void flatten(String path, JfrMetadata.Field declared, JfrMetadata metadata, int depth)
-            throws MalformedRecordingException {
+    private void flatten(String path, JfrMetadata.Field declared, JfrMetadata metadata, int depth,
+                         List<Leaf> leaves) throws MalformedRecordingException {
         JfrMetadata.Type type = metadata.type(declared.typeId());
         if (type == null) {
             throw new MalformedRecordingException("field " + path + " of " + name + " has type " + declared.typeId()
                     + ", which the metadata lacks");
         }
         if (declared.array()) {
-            leaf(path, declared, OTHER, Kind.OTHER);
+            leaves.add(new Leaf(path, declared, OTHER, Kind.OTHER));
         } else if (declared.constantPool()) {
-            leaf(path, declared, CONSTANT, JfrEventType.kindOf(valueTypeName(type, metadata)));
+            leaves.add(new Leaf(path, declared, CONSTANT, JfrEventType.kindOf(valueTypeName(type, metadata))));
         } else if (type.fields().isEmpty()) {
             byte read = switch (type.name()) {
                 case "boolean" -> BOOLEAN;
@@ -98,16 +105,16 @@ final class JfrFileEventType implements JfrEventType {
                 default -> throw new MalformedRecordingException("field " + path + " of " + name
                         + " has type " + type.name() + ", which has no fields");
             };
-            leaf(path, declared, read, JfrEventType.kindOf(type.name()));
+            leaves.add(new Leaf(path, declared, read, JfrEventType.kindOf(type.name())));
         } else if (depth >= MAX_DEPTH) {
             throw new MalformedRecordingException("fields of " + name + " nest deeper than " + MAX_DEPTH);
         } else if (type.simple()) {
             JfrMetadata.Field only = type.fields().getFirst();
             flatten(path, new JfrMetadata.Field(declared.name(), only.typeId(), only.array(), only.constantPool(),
-                    only.unsigned()), metadata, depth + 1);
+                    only.unsigned()), metadata, depth + 1, leaves);
         } else {
             for (JfrMetadata.Field nested : type.fields()) {
-                flatten(path + "." + nested.name(), nested, metadata, depth + 1);
+                flatten(path + "." + nested.name(), nested, metadata, depth + 1, leaves);
             }
         }
     }
@@ -119,14 +126,6 @@ final class JfrFileEventType implements JfrEventType {
             return only == null ? "" : only.name();
         }
         return type.name();
-    }
-
-    private void leaf(String path, JfrMetadata.Field declared, byte read, Kind kind) {
-        positions.putIfAbsent(path, names.size());
-        names.add(path);
-        kinds.add(kind);
-        reads.add(read);
-        fields.add(declared);
     }
 
     @Override
@@ -147,7 +146,7 @@ final class JfrFileEventType implements JfrEventType {
 
     @Override
     public String fieldName(int field) {
-        return names.get(field);
+        return names[field];
     }
 
     @Override
